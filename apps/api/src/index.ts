@@ -1,0 +1,2 @@
+export { type ReadinessProbe, type ReadinessReport, registerHealthRoutes } from './health-routes.ts';
+export { type ApiServerOptions, createApiServer } from './server.ts';

@@ -1,0 +1,111 @@
+import {
+  assertMigratable,
+  loadMigrations,
+  MigrationRunner,
+  type MigrationStatus,
+  type PgBossSchemaState,
+} from '@taskgate/db';
+import { TaskgateError } from '@taskgate/errors';
+import type { Config } from '../config.ts';
+import { openDatabase } from '../database.ts';
+import type { Logger } from '../logger.ts';
+
+export interface MigrateArgs {
+  readonly action: 'up' | 'down' | 'status' | 'plan';
+  readonly to?: number;
+  readonly all?: boolean;
+  readonly json?: boolean;
+}
+
+export interface Output {
+  readonly write: (line: string) => void;
+}
+
+/** `taskgate migrate up|down|status|plan`, against DATABASE_URL or the embedded database. */
+export async function runMigrate(args: MigrateArgs, config: Config, logger: Logger, out: Output): Promise<number> {
+  const database = await openDatabase(config, logger);
+  try {
+    const runner = new MigrationRunner({
+      connectionString: database.connectionString,
+      migrations: await loadMigrations(),
+      logger: logger.child({ component: 'migrate' }),
+    });
+    if (!args.json) out.write(`database: ${database.description}`);
+    switch (args.action) {
+      case 'status': {
+        const report = await runner.status();
+        if (args.json) {
+          out.write(JSON.stringify({ database: database.description, ...report }, null, 2));
+        } else {
+          for (const line of statusTable(report.status, report.pgBoss)) out.write(line);
+        }
+        // The table is printed first so the operator sees which rows are the problem; then the
+        // status is refused like up and down would refuse it, with the same code and exit status.
+        assertMigratable(report.status);
+        return 0;
+      }
+      case 'plan': {
+        const steps = await runner.plan(args.to);
+        if (steps.length === 0) out.write('-- nothing to apply: the database is up to date');
+        for (const step of steps) {
+          out.write(`-- ${step.label}`);
+          out.write(step.sql.trimEnd());
+          out.write('');
+        }
+        return 0;
+      }
+      case 'up': {
+        const applied = await runner.up(args.to);
+        for (const step of applied) out.write(`applied ${label(step)} (${step.durationMs} ms)`);
+        out.write(applied.length === 0 ? 'up to date: nothing to apply' : `applied ${applied.length} migration(s)`);
+        return 0;
+      }
+      case 'down': {
+        if (args.all && args.to !== undefined) {
+          throw new TaskgateError('TG_USAGE', 'migrate down takes --to or --all, not both');
+        }
+        const reverted = await runner.down(args.all ? 0 : args.to);
+        for (const step of reverted) out.write(`reverted ${label(step)} (${step.durationMs} ms)`);
+        out.write(reverted.length === 0 ? 'nothing to revert' : `reverted ${reverted.length} migration(s)`);
+        return 0;
+      }
+    }
+  } finally {
+    await database.stop();
+  }
+}
+
+function label(step: { version: number; name: string }): string {
+  return `${String(step.version).padStart(4, '0')}_${step.name}`;
+}
+
+export function statusTable(status: readonly MigrationStatus[], pgBoss: PgBossSchemaState): string[] {
+  const rows = status.map((row) => [
+    String(row.version).padStart(4, '0'),
+    row.name,
+    row.state,
+    row.appliedAt ? row.appliedAt.toISOString() : '-',
+  ]);
+  const header = ['VERSION', 'NAME', 'STATE', 'APPLIED AT'];
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => (row[column] as string).length)),
+  );
+  const format = (cells: string[]) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column] as number))
+      .join('  ')
+      .trimEnd();
+  const pending = status.filter((row) => row.state === 'pending').length;
+  const pgBossLine =
+    pgBoss.installed === null
+      ? `pg-boss schema: not installed (needs version ${pgBoss.required})`
+      : pgBoss.installed === pgBoss.required
+        ? `pg-boss schema: version ${pgBoss.installed} (current)`
+        : `pg-boss schema: version ${pgBoss.installed}, needs ${pgBoss.required}`;
+  return [
+    format(header),
+    ...rows.map(format),
+    pgBossLine,
+    pending === 0 ? 'all migrations applied' : `${pending} pending: run taskgate migrate up`,
+  ];
+}

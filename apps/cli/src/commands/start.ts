@@ -1,0 +1,160 @@
+import { createApiServer, type ReadinessReport } from '@taskgate/api';
+import { assertMigratable, createPool, loadMigrations, MigrationRunner } from '@taskgate/db';
+import { TaskgateError } from '@taskgate/errors';
+import { startRelayRole } from '@taskgate/relay';
+import { startWorkerRole } from '@taskgate/worker';
+import type pg from 'pg';
+import { type Config, DEFAULT_TENANT, isLoopbackHost } from '../config.ts';
+import { openDatabase } from '../database.ts';
+import { Lifecycle } from '../lifecycle.ts';
+import type { Logger } from '../logger.ts';
+import type { Role } from '../roles.ts';
+
+export interface StartArgs {
+  readonly roles: readonly Role[];
+  /** false: only check that the schema is current (a separate `migrate up` owns it). */
+  readonly migrate: boolean;
+}
+
+type RoleState = 'starting' | 'ok' | 'stopping';
+
+/**
+ * `taskgate start`: database, migrations, then the chosen roles in this process; runs until
+ * SIGTERM or SIGINT and then stops everything in reverse order. Resolves with the exit code.
+ */
+export async function runStart(args: StartArgs, config: Config, logger: Logger): Promise<number> {
+  // Shutdown may take the grace period for in-flight work plus time to close connections.
+  const lifecycle = new Lifecycle(logger, config.shutdownGraceMs + 2_000);
+  lifecycle.installSignalHandlers();
+  const roleState = new Map<Role, RoleState>(args.roles.map((role) => [role, 'starting']));
+
+  try {
+    const database = await openDatabase(config, logger);
+    lifecycle.onStop('database', () => database.stop());
+    if (lifecycle.stopping) return await finish(lifecycle, logger);
+
+    const runner = new MigrationRunner({
+      connectionString: database.connectionString,
+      migrations: await loadMigrations(),
+      logger: logger.child({ component: 'migrate' }),
+    });
+    if (args.migrate) {
+      await runner.up();
+    } else {
+      await assertSchemaCurrent(runner);
+    }
+    if (lifecycle.stopping) return await finish(lifecycle, logger);
+
+    if (args.roles.includes('worker')) {
+      const worker = await startWorkerRole({
+        connectionString: database.connectionString,
+        logger: logger.child({ role: 'worker' }),
+        graceMs: config.shutdownGraceMs,
+      });
+      lifecycle.onStop('worker', () => worker.stop());
+      roleState.set('worker', 'ok');
+    }
+    if (lifecycle.stopping) return await finish(lifecycle, logger);
+
+    if (args.roles.includes('relay')) {
+      const pool = createPool(database.connectionString, { applicationName: 'taskgate-relay', max: 2 });
+      lifecycle.onStop('relay pool', () => pool.end());
+      const relay = await startRelayRole({ pool, logger: logger.child({ role: 'relay' }) });
+      lifecycle.onStop('relay', () => relay.stop());
+      roleState.set('relay', 'ok');
+    }
+    if (lifecycle.stopping) return await finish(lifecycle, logger);
+
+    let url: string | null = null;
+    if (args.roles.includes('api')) {
+      const pool = createPool(database.connectionString, { applicationName: 'taskgate-api', max: 10 });
+      lifecycle.onStop('api pool', () => pool.end());
+      const app = createApiServer({
+        logger: logger.child({ role: 'api' }),
+        readiness: () => readiness(pool, roleState, lifecycle),
+      });
+      try {
+        url = await app.listen({ host: config.host, port: config.port });
+      } catch (error) {
+        throw new TaskgateError(
+          'TG_STARTUP_FAILED',
+          `the API could not listen on ${config.host}:${config.port}: ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
+      lifecycle.onStop('api', async () => {
+        roleState.set('api', 'stopping');
+        await app.close();
+      });
+      roleState.set('api', 'ok');
+      if (config.tokens.size === 0) {
+        logger.warn(
+          { tenant: DEFAULT_TENANT, host: config.host, loopback: isLoopbackHost(config.host) },
+          `TASKGATE_TOKENS is not set: unauthenticated calls are accepted as tenant "${DEFAULT_TENANT}" because the API is bound to loopback only`,
+        );
+      }
+    }
+
+    logger.info({ roles: args.roles, url, database: database.description }, 'taskgate started');
+    await lifecycle.stopRequested;
+    return await finish(lifecycle, logger);
+  } catch (error) {
+    // Start-up failed part-way: stop what did start, then report the original error.
+    await lifecycle.stopAll();
+    throw error;
+  }
+}
+
+async function finish(lifecycle: Lifecycle, logger: Logger): Promise<number> {
+  const problems = await lifecycle.stopAll();
+  logger.info({ problems }, problems.length === 0 ? 'taskgate stopped' : 'taskgate stopped with problems');
+  return problems.length === 0 ? 0 : 70;
+}
+
+async function assertSchemaCurrent(runner: MigrationRunner): Promise<void> {
+  const { status, pgBoss } = await runner.status();
+  assertMigratable(status);
+  const pending = status.filter((row) => row.state === 'pending');
+  if (pending.length > 0 || pgBoss.installed !== pgBoss.required) {
+    throw new TaskgateError(
+      'TG_MIGRATION_PENDING',
+      `the database schema is behind this code (${pending.length} migration(s) pending${pgBoss.installed !== pgBoss.required ? ', pg-boss schema not current' : ''}); run taskgate migrate up first`,
+    );
+  }
+}
+
+const READINESS_QUERY_TIMEOUT_MS = 1_000;
+
+async function readiness(
+  pool: pg.Pool,
+  roles: ReadonlyMap<Role, RoleState>,
+  lifecycle: Lifecycle,
+): Promise<ReadinessReport> {
+  const checks: Record<string, 'ok' | 'failing' | 'starting' | 'stopping'> = {};
+  for (const [role, state] of roles) checks[role] = lifecycle.stopping ? 'stopping' : state;
+  checks.database = (await databaseAnswers(pool)) ? 'ok' : 'failing';
+  if (lifecycle.stopping) return { ready: false, reason: 'shutting down', checks };
+  const notReady = Object.entries(checks).filter(([, state]) => state !== 'ok');
+  if (notReady.length > 0) {
+    return { ready: false, reason: notReady.map(([name, state]) => `${name} ${state}`).join(', '), checks };
+  }
+  return { ready: true, checks };
+}
+
+async function databaseAnswers(pool: pg.Pool): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), READINESS_QUERY_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([
+      pool.query('SELECT 1').then(
+        () => true,
+        () => false,
+      ),
+      timeout,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

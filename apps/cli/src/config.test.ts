@@ -1,0 +1,150 @@
+import { isTaskgateError } from '@taskgate/errors';
+import { describe, expect, it } from 'vitest';
+import { isLoopbackHost, loadConfig } from './config.ts';
+
+const TOKEN = 'a'.repeat(24);
+
+function problems(env: Record<string, string>): { field: string; message: string }[] {
+  try {
+    loadConfig(env, '/srv/taskgate');
+  } catch (error) {
+    expect(isTaskgateError(error, 'TG_CONFIG_INVALID')).toBe(true);
+    expect((error as Error).message).not.toContain('\n');
+    return (error as { details: { problems: { field: string; message: string }[] } }).details.problems;
+  }
+  throw new Error('expected the configuration to be refused');
+}
+
+describe('loadConfig', () => {
+  it('defaults to the embedded database on 127.0.0.1:8080 with data in ./.taskgate', () => {
+    const { config, warnings } = loadConfig({}, '/srv/taskgate');
+    expect(config).toMatchObject({
+      databaseUrl: null,
+      host: '127.0.0.1',
+      port: 8080,
+      dataDir: '/srv/taskgate/.taskgate',
+      logLevel: 'info',
+      allowedOrigins: [],
+      shutdownGraceMs: 3000,
+    });
+    expect(config.tokens.size).toBe(0);
+    expect(warnings).toEqual([]);
+  });
+
+  it('reads every setting', () => {
+    const { config } = loadConfig(
+      {
+        DATABASE_URL: 'postgres://u:p@db.internal:5433/tg',
+        HOST: '0.0.0.0',
+        PORT: '9000',
+        TASKGATE_TOKENS: `${TOKEN}:acme, ${'b'.repeat(20)}:globex`,
+        TASKGATE_DATA_DIR: '/var/lib/taskgate',
+        TASKGATE_ALLOWED_ORIGINS: 'https://app.example.com, http://localhost:3000',
+        TASKGATE_SHUTDOWN_GRACE_MS: '10000',
+        LOG_LEVEL: 'DEBUG',
+      },
+      '/srv',
+    );
+    expect(config.databaseUrl).toBe('postgres://u:p@db.internal:5433/tg');
+    expect(config.port).toBe(9000);
+    expect([...config.tokens]).toEqual([
+      [TOKEN, 'acme'],
+      ['b'.repeat(20), 'globex'],
+    ]);
+    expect(config.dataDir).toBe('/var/lib/taskgate');
+    expect(config.allowedOrigins).toEqual(['https://app.example.com', 'http://localhost:3000']);
+    expect(config.shutdownGraceMs).toBe(10000);
+    expect(config.logLevel).toBe('debug');
+  });
+
+  it('names PORT when it is not a port number', () => {
+    for (const port of ['abc', '-1', '65536', '80.5', '0x50']) {
+      expect(problems({ PORT: port })).toEqual([
+        { field: 'PORT', message: `must be an integer from 0 to 65535 (got "${port}")` },
+      ]);
+    }
+    expect(loadConfig({ PORT: '0' }, '/').config.port).toBe(0);
+  });
+
+  it('names DATABASE_URL when it is malformed, without echoing it', () => {
+    expect(problems({ DATABASE_URL: 'not a url' })[0]?.field).toBe('DATABASE_URL');
+    expect(problems({ DATABASE_URL: 'mysql://root:secret@db/x' })[0]).toEqual({
+      field: 'DATABASE_URL',
+      message: 'must use the postgres:// or postgresql:// scheme (got mysql://)',
+    });
+    expect(problems({ DATABASE_URL: 'postgres:///nohost' })[0]?.message).toContain('has no host');
+  });
+
+  it('collects every problem into one line', () => {
+    try {
+      loadConfig({ PORT: 'x', LOG_LEVEL: 'loud', HOST: 'bad host!' }, '/');
+      expect.unreachable();
+    } catch (error) {
+      expect((error as Error).message).toBe(
+        'invalid configuration: HOST must be an IP address or a hostname (got "bad host!"); ' +
+          'PORT must be an integer from 0 to 65535 (got "x"); ' +
+          'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud")',
+      );
+    }
+  });
+
+  it('refuses malformed, weak or repeated tokens without printing them', () => {
+    const secret = 'short-secret';
+    const found = problems({
+      TASKGATE_TOKENS: `${secret}:acme,nocolon,${TOKEN}:bad tenant!,${TOKEN}:acme,${TOKEN}:acme`,
+    });
+    expect(found.map((p) => p.message)).toEqual([
+      'entry 1 has a token shorter than 16 characters',
+      'entry 2 must look like token:tenant',
+      "entry 3 has an invalid tenant (letters, digits, '.', '_', '-'; at most 63)",
+      'entry 5 repeats a token already given',
+    ]);
+    expect(JSON.stringify(found)).not.toContain(secret);
+  });
+
+  it('requires tokens when binding beyond loopback', () => {
+    expect(problems({ HOST: '0.0.0.0' })).toEqual([
+      {
+        field: 'TASKGATE_TOKENS',
+        message:
+          'must be set when HOST is not a loopback address (HOST=0.0.0.0); unauthenticated mode is loopback-only',
+      },
+    ]);
+    expect(loadConfig({ HOST: '::1' }, '/').config.host).toBe('::1');
+    expect(loadConfig({ HOST: '0.0.0.0', TASKGATE_TOKENS: `${TOKEN}:acme` }, '/').config.tokens.size).toBe(1);
+  });
+
+  it('refuses origins that are not bare origins', () => {
+    expect(
+      problems({ TASKGATE_ALLOWED_ORIGINS: 'https://ok.example.com,ftp://x.example.com,https://a.example.com/path' }),
+    ).toEqual([
+      {
+        field: 'TASKGATE_ALLOWED_ORIGINS',
+        message: '"ftp://x.example.com" is not an origin like https://app.example.com',
+      },
+      {
+        field: 'TASKGATE_ALLOWED_ORIGINS',
+        message: '"https://a.example.com/path" is not an origin like https://app.example.com',
+      },
+    ]);
+  });
+
+  it('warns about unknown TASKGATE_ variables and suggests the likely one', () => {
+    const { warnings } = loadConfig({ TASKGATE_TOKEN: 'x', TASKGATE_SOMETHING_ELSE: '1', UNRELATED: '1' }, '/');
+    expect(warnings).toEqual([
+      'unknown setting TASKGATE_TOKEN is ignored (did you mean TASKGATE_TOKENS?)',
+      'unknown setting TASKGATE_SOMETHING_ELSE is ignored',
+    ]);
+  });
+
+  it('treats empty values as unset', () => {
+    expect(loadConfig({ DATABASE_URL: '', PORT: ' ' }, '/').config).toMatchObject({ databaseUrl: null, port: 8080 });
+  });
+});
+
+describe('isLoopbackHost', () => {
+  it('knows the loopback names and addresses', () => {
+    expect(['127.0.0.1', '127.1.2.3', '::1', 'localhost'].map(isLoopbackHost)).toEqual([true, true, true, true]);
+    expect(['0.0.0.0', '10.0.0.1', '::', 'example.com'].map(isLoopbackHost)).toEqual([false, false, false, false]);
+  });
+});

@@ -1,0 +1,229 @@
+import net from 'node:net';
+import path from 'node:path';
+import { TaskgateError } from '@taskgate/errors';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** The process configuration, validated once at start-up. */
+export interface Config {
+  /** null: run the embedded Postgres in dataDir. */
+  readonly databaseUrl: string | null;
+  readonly host: string;
+  readonly port: number;
+  /** bearer token → tenant. Empty: unauthenticated, allowed only on loopback (tenant "default"). */
+  readonly tokens: ReadonlyMap<string, string>;
+  readonly dataDir: string;
+  readonly logLevel: LogLevel;
+  readonly allowedOrigins: readonly string[];
+  readonly shutdownGraceMs: number;
+}
+
+export interface ConfigProblem {
+  readonly field: string;
+  readonly message: string;
+}
+
+export interface LoadedConfig {
+  readonly config: Config;
+  /** Not errors, but worth a log line (an unknown TASKGATE_* variable is usually a typo). */
+  readonly warnings: readonly string[];
+}
+
+/** Every variable Taskgate reads, with its documentation; the README's table is checked against it. */
+export const SETTINGS = {
+  DATABASE_URL: 'postgres:// URL of the database; unset runs the embedded Postgres in TASKGATE_DATA_DIR',
+  HOST: 'interface the API binds to (default 127.0.0.1)',
+  PORT: 'API port, 0 picks a free one (default 8080)',
+  TASKGATE_TOKENS:
+    'bearer tokens as token:tenant pairs, comma-separated; unset allows unauthenticated calls on loopback only',
+  TASKGATE_DATA_DIR: 'embedded Postgres data directory (default ./.taskgate)',
+  TASKGATE_ALLOWED_ORIGINS:
+    'browser origins allowed to call the API, comma-separated (loopback origins are always allowed)',
+  TASKGATE_SHUTDOWN_GRACE_MS: 'how long in-flight work may take to stop after SIGTERM (default 3000)',
+  LOG_LEVEL: `one of ${LOG_LEVELS.join(', ')} (default info)`,
+} as const;
+
+export const DEFAULT_TENANT = 'default';
+const MIN_TOKEN_LENGTH = 16;
+const TENANT_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+const HOSTNAME_PATTERN =
+  /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Reads and validates the environment. Every problem is collected, so one run names them all;
+ * the error's message is a single line and never contains a secret (tokens, passwords).
+ */
+export function loadConfig(env: Env, cwd: string): LoadedConfig {
+  const problems: ConfigProblem[] = [];
+  const problem = (field: string, message: string) => problems.push({ field, message });
+  const value = (name: keyof typeof SETTINGS) => {
+    const raw = env[name]?.trim();
+    return raw === undefined || raw === '' ? undefined : raw;
+  };
+
+  const databaseUrl = parseDatabaseUrl(value('DATABASE_URL'), problem);
+
+  const host = value('HOST') ?? '127.0.0.1';
+  if (net.isIP(host) === 0 && !HOSTNAME_PATTERN.test(host)) {
+    problem('HOST', `must be an IP address or a hostname (got ${JSON.stringify(host)})`);
+  }
+
+  const port = parseInteger(value('PORT'), 8080, 0, 65_535, 'PORT', problem);
+  const shutdownGraceMs = parseInteger(
+    value('TASKGATE_SHUTDOWN_GRACE_MS'),
+    3_000,
+    0,
+    600_000,
+    'TASKGATE_SHUTDOWN_GRACE_MS',
+    problem,
+  );
+
+  const tokens = parseTokens(value('TASKGATE_TOKENS'), problem);
+  if (tokens.size === 0 && problems.every((p) => p.field !== 'HOST') && !isLoopbackHost(host)) {
+    problem(
+      'TASKGATE_TOKENS',
+      `must be set when HOST is not a loopback address (HOST=${host}); unauthenticated mode is loopback-only`,
+    );
+  }
+
+  const logLevelRaw = value('LOG_LEVEL')?.toLowerCase() ?? 'info';
+  const logLevel = (LOG_LEVELS as readonly string[]).includes(logLevelRaw) ? (logLevelRaw as LogLevel) : 'info';
+  if (logLevel !== logLevelRaw)
+    problem('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevelRaw)})`);
+
+  const allowedOrigins = parseOrigins(value('TASKGATE_ALLOWED_ORIGINS'), problem);
+  const dataDir = path.resolve(cwd, value('TASKGATE_DATA_DIR') ?? '.taskgate');
+
+  if (problems.length > 0) {
+    throw new TaskgateError(
+      'TG_CONFIG_INVALID',
+      `invalid configuration: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`,
+      { details: { problems } },
+    );
+  }
+
+  const known = new Set<string>(Object.keys(SETTINGS));
+  const warnings = Object.keys(env)
+    .filter((name) => name.startsWith('TASKGATE_') && !known.has(name) && !IGNORED.has(name))
+    .map((name) => `unknown setting ${name} is ignored${suggest(name, known)}`);
+
+  return {
+    config: { databaseUrl, host, port, tokens, dataDir, logLevel, allowedOrigins, shutdownGraceMs },
+    warnings,
+  };
+}
+
+/** Variables with the TASKGATE_ prefix that are read elsewhere (tests, conformance fixtures). */
+const IGNORED = new Set(['TASKGATE_CONFORMANCE']);
+
+export function isLoopbackHost(host: string): boolean {
+  if (host === 'localhost') return true;
+  if (net.isIPv4(host)) return host.startsWith('127.');
+  return host === '::1';
+}
+
+function parseDatabaseUrl(raw: string | undefined, problem: (field: string, message: string) => void): string | null {
+  if (raw === undefined) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    problem('DATABASE_URL', 'is not a valid URL (expected postgres://user:password@host:5432/database)');
+    return null;
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    problem('DATABASE_URL', `must use the postgres:// or postgresql:// scheme (got ${url.protocol}//)`);
+  } else if (url.hostname === '' && !url.searchParams.has('host')) {
+    problem('DATABASE_URL', 'has no host (expected postgres://user:password@host:5432/database)');
+  }
+  return raw;
+}
+
+function parseInteger(
+  raw: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+  field: string,
+  problem: (field: string, message: string) => void,
+): number {
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    problem(field, `must be an integer from ${min} to ${max} (got ${JSON.stringify(raw)})`);
+    return fallback;
+  }
+  return Number(raw);
+}
+
+function parseTokens(raw: string | undefined, problem: (field: string, message: string) => void): Map<string, string> {
+  const tokens = new Map<string, string>();
+  if (raw === undefined) return tokens;
+  raw.split(',').forEach((pair, index) => {
+    const entry = pair.trim();
+    if (entry === '') return;
+    const separator = entry.lastIndexOf(':');
+    // Positions, not values, in messages: the values are secrets.
+    const where = `entry ${index + 1}`;
+    if (separator <= 0 || separator === entry.length - 1) {
+      problem('TASKGATE_TOKENS', `${where} must look like token:tenant`);
+      return;
+    }
+    const token = entry.slice(0, separator);
+    const tenant = entry.slice(separator + 1);
+    if (token.length < MIN_TOKEN_LENGTH) {
+      problem('TASKGATE_TOKENS', `${where} has a token shorter than ${MIN_TOKEN_LENGTH} characters`);
+    } else if (!TENANT_PATTERN.test(tenant)) {
+      problem('TASKGATE_TOKENS', `${where} has an invalid tenant (letters, digits, '.', '_', '-'; at most 63)`);
+    } else if (tokens.has(token)) {
+      problem('TASKGATE_TOKENS', `${where} repeats a token already given`);
+    } else {
+      tokens.set(token, tenant);
+    }
+  });
+  return tokens;
+}
+
+function parseOrigins(raw: string | undefined, problem: (field: string, message: string) => void): string[] {
+  if (raw === undefined) return [];
+  const origins: string[] = [];
+  for (const entry of raw
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)) {
+    let url: URL | undefined;
+    try {
+      url = new URL(entry);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== entry.replace(/\/$/, '')) {
+      problem('TASKGATE_ALLOWED_ORIGINS', `${JSON.stringify(entry)} is not an origin like https://app.example.com`);
+      continue;
+    }
+    origins.push(url.origin);
+  }
+  return origins;
+}
+
+function suggest(name: string, known: Set<string>): string {
+  const close = [...known].find((candidate) => distance(candidate, name) <= 2);
+  return close ? ` (did you mean ${close}?)` : '';
+}
+
+/** Levenshtein distance, for "did you mean" on misspelt variable names. */
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    let previous = row[0] as number;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const current = row[j] as number;
+      row[j] = Math.min(current + 1, (row[j - 1] as number) + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1));
+      previous = current;
+    }
+  }
+  return row[b.length] as number;
+}

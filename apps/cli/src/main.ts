@@ -1,0 +1,137 @@
+import { parseArgs } from 'node:util';
+import { isTaskgateError, TaskgateError } from '@taskgate/errors';
+import { type LogLevel, loadConfig } from './config.ts';
+import { createLogger } from './logger.ts';
+import { ROLES, type Role } from './roles.ts';
+
+export const USAGE = `Usage: taskgate <command>
+
+Commands:
+  start [--role api,worker,relay] [--no-migrate]
+                              run migrations, then the chosen roles (default: all three)
+  migrate up [--to N]         apply pending migrations and install/upgrade pg-boss's schema
+  migrate down [--to N|--all] revert the newest migration, those above N, or all of them
+  migrate status [--json]     list every migration as applied, pending, edited or unknown
+  migrate plan [--to N]       print the SQL that 'up' would run, without running it
+  help                        show this text
+
+Configuration comes from the environment: DATABASE_URL, HOST, PORT, TASKGATE_TOKENS,
+TASKGATE_DATA_DIR, TASKGATE_ALLOWED_ORIGINS, TASKGATE_SHUTDOWN_GRACE_MS, LOG_LEVEL (see README.md).`;
+
+export interface Io {
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly cwd: string;
+  readonly stdout: (line: string) => void;
+  readonly stderr: (line: string) => void;
+}
+
+/** Runs one CLI invocation and resolves with the process exit code; never throws. */
+export async function main(argv: readonly string[], io: Io): Promise<number> {
+  let logLevel: LogLevel = 'info';
+  try {
+    const [command, ...rest] = argv;
+    if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+      io.stdout(USAGE);
+      return command === undefined ? 64 : 0;
+    }
+    if (command === 'start') {
+      const args = parseStartArgs(rest);
+      const { config, warnings } = loadConfig(io.env, io.cwd);
+      logLevel = config.logLevel;
+      const logger = createLogger(config.logLevel);
+      for (const warning of warnings) logger.warn({}, warning);
+      // Loaded only now: usage and configuration errors answer without loading pg-boss, Fastify and PGlite.
+      const { runStart } = await import('./commands/start.ts');
+      return await runStart(args, config, logger);
+    }
+    if (command === 'migrate') {
+      const args = parseMigrateArgs(rest);
+      const { config, warnings } = loadConfig(io.env, io.cwd);
+      logLevel = config.logLevel;
+      // stdout carries the command's own output; logs go to stderr and only say something when it matters.
+      const logger = createLogger(
+        config.logLevel === 'debug' || config.logLevel === 'trace' ? config.logLevel : 'warn',
+        2,
+      );
+      for (const warning of warnings) logger.warn({}, warning);
+      const { runMigrate } = await import('./commands/migrate.ts');
+      return await runMigrate(args, config, logger, { write: io.stdout });
+    }
+    throw new TaskgateError('TG_USAGE', `unknown command ${JSON.stringify(command)}; run taskgate help`);
+  } catch (error) {
+    return report(error, logLevel, io);
+  }
+}
+
+/** One line on stderr naming the problem and its code; a stack trace only at debug level. */
+function report(error: unknown, logLevel: LogLevel, io: Io): number {
+  if (isTaskgateError(error)) {
+    io.stderr(`taskgate: ${error.message} [${error.code}]`);
+    return error.definition.exitCode;
+  }
+  const usage = usageError(error);
+  if (usage) {
+    io.stderr(`taskgate: ${usage.message} [${usage.code}]`);
+    return usage.definition.exitCode;
+  }
+  const internal = new TaskgateError('TG_INTERNAL', error instanceof Error ? error.message : String(error));
+  const verbose = logLevel === 'debug' || logLevel === 'trace';
+  io.stderr(
+    `taskgate: internal error: ${oneLine(internal.message)} [${internal.code}]${verbose ? '' : ' (LOG_LEVEL=debug shows the stack)'}`,
+  );
+  if (verbose && error instanceof Error && error.stack) io.stderr(error.stack);
+  return internal.definition.exitCode;
+}
+
+function usageError(error: unknown): TaskgateError | null {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) {
+    return new TaskgateError('TG_USAGE', `${oneLine((error as Error).message)}; run taskgate help`);
+  }
+  return null;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, ' ').trim();
+}
+
+function parseStartArgs(argv: readonly string[]): { roles: Role[]; migrate: boolean } {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: { role: { type: 'string' }, 'no-migrate': { type: 'boolean' } },
+    strict: true,
+    allowPositionals: false,
+  });
+  const roles = values.role === undefined ? [...ROLES] : values.role.split(',').map((role) => role.trim());
+  const unknown = roles.filter((role) => !(ROLES as readonly string[]).includes(role));
+  if (unknown.length > 0 || roles.length === 0) {
+    throw new TaskgateError(
+      'TG_USAGE',
+      `--role takes a comma list of ${ROLES.join(', ')} (got ${JSON.stringify(values.role)})`,
+    );
+  }
+  return { roles: [...new Set(roles)] as Role[], migrate: values['no-migrate'] !== true };
+}
+
+function parseMigrateArgs(argv: readonly string[]) {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    options: { to: { type: 'string' }, all: { type: 'boolean' }, json: { type: 'boolean' } },
+    strict: true,
+    allowPositionals: true,
+  });
+  const [action, ...extra] = positionals;
+  if (action !== 'up' && action !== 'down' && action !== 'status' && action !== 'plan') {
+    throw new TaskgateError('TG_USAGE', 'migrate takes one of up, down, status, plan; run taskgate help');
+  }
+  if (extra.length > 0) throw new TaskgateError('TG_USAGE', `unexpected argument ${JSON.stringify(extra[0])}`);
+  let to: number | undefined;
+  if (values.to !== undefined) {
+    if (!/^\d+$/.test(values.to))
+      throw new TaskgateError('TG_USAGE', `--to takes a migration version number (got ${JSON.stringify(values.to)})`);
+    to = Number(values.to);
+  }
+  if (values.all && action !== 'down') throw new TaskgateError('TG_USAGE', '--all only applies to migrate down');
+  if (values.json && action !== 'status') throw new TaskgateError('TG_USAGE', '--json only applies to migrate status');
+  return { action, to, all: values.all === true, json: values.json === true } as const;
+}

@@ -1,0 +1,1 @@
+export { type RelayRole, type RelayRoleOptions, startRelayRole } from './relay-role.ts';

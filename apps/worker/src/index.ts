@@ -1,0 +1,1 @@
+export { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from './worker-role.ts';

@@ -1,0 +1,2 @@
+DROP TABLE task_events;
+DROP TABLE tasks;

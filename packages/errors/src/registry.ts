@@ -1,0 +1,39 @@
+/**
+ * The one registry of Taskgate error codes, shared by the CLI, the API and the workers.
+ *
+ * Codes are stable: clients, scripts and dashboards match on them, so a code is never renamed or
+ * reused. Every code is documented in docs/errors.md (a test keeps the two in step).
+ *
+ * `exitCode` follows sysexits(3) so that an operator's supervisor can tell "fix your
+ * configuration" (78) from "the database is down, try again" (69) without parsing text.
+ * `httpStatus` is what the API answers when the error reaches a client.
+ */
+export interface ErrorDefinition {
+  readonly title: string;
+  readonly httpStatus: number;
+  readonly exitCode: number;
+}
+
+export const errorRegistry = {
+  TG_USAGE: { title: 'Invalid command line', httpStatus: 400, exitCode: 64 },
+  TG_CONFIG_INVALID: { title: 'Invalid configuration', httpStatus: 500, exitCode: 78 },
+  TG_DB_UNREACHABLE: { title: 'Database unreachable', httpStatus: 503, exitCode: 69 },
+  TG_MIGRATION_FILES_INVALID: { title: 'Migration files are invalid', httpStatus: 500, exitCode: 65 },
+  TG_MIGRATION_DB_AHEAD: { title: 'Database is ahead of this code', httpStatus: 500, exitCode: 65 },
+  TG_MIGRATION_CHECKSUM_MISMATCH: { title: 'Applied migration was edited', httpStatus: 500, exitCode: 65 },
+  TG_MIGRATION_FAILED: { title: 'Migration failed', httpStatus: 500, exitCode: 65 },
+  TG_MIGRATION_PENDING: { title: 'Database schema is behind this code', httpStatus: 503, exitCode: 65 },
+  TG_MIGRATION_LOCK_TIMEOUT: { title: 'Timed out waiting for the migration lock', httpStatus: 503, exitCode: 75 },
+  TG_EMBEDDED_DATA_DIR_LOCKED: { title: 'Embedded data directory in use', httpStatus: 500, exitCode: 75 },
+  TG_EMBEDDED_START_FAILED: { title: 'Embedded Postgres failed to start', httpStatus: 500, exitCode: 70 },
+  TG_EMBEDDED_TRANSACTION_WAIT: { title: 'Embedded Postgres transaction wait exceeded', httpStatus: 503, exitCode: 75 },
+  TG_STARTUP_FAILED: { title: 'A role failed to start', httpStatus: 500, exitCode: 70 },
+  TG_SHUTDOWN_TIMEOUT: { title: 'Graceful shutdown exceeded its deadline', httpStatus: 500, exitCode: 70 },
+  TG_INTERNAL: { title: 'Internal error', httpStatus: 500, exitCode: 70 },
+} as const satisfies Record<string, ErrorDefinition>;
+
+export type ErrorCode = keyof typeof errorRegistry;
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.hasOwn(errorRegistry, value);
+}

@@ -1,0 +1,95 @@
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { type CliResult, cleanEnv, runCli } from '../support/cli.ts';
+import { useTestDatabase } from '../support/databases.ts';
+
+const database = useTestDatabase({ empty: true });
+
+/** One line on stderr, no stack frames, nothing on stdout. */
+function expectOneLine(result: CliResult, exitCode: number, pattern: RegExp): void {
+  expect(result.code).toBe(exitCode);
+  const lines = result.stderr.trimEnd().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(pattern);
+  expect(result.stderr).not.toMatch(/^\s+at /m);
+  expect(result.stdout).toBe('');
+}
+
+async function migrationTableExists(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query("SELECT to_regclass('taskgate_migrations') AS present");
+    return rows[0]?.present !== null;
+  } finally {
+    await client.end();
+  }
+}
+
+describe('taskgate refuses bad configuration with one line and a sysexits code', () => {
+  it('PORT=abc exits 78 naming PORT, and touches nothing', async () => {
+    const result = await runCli(['start'], cleanEnv({ DATABASE_URL: database.url, PORT: 'abc' }));
+    expectOneLine(
+      result,
+      78,
+      /^taskgate: invalid configuration: PORT must be an integer from 0 to 65535 \(got "abc"\) \[TG_CONFIG_INVALID\]$/,
+    );
+    expect(await migrationTableExists(database.url)).toBe(false);
+  });
+
+  it('a malformed DATABASE_URL exits 78 naming DATABASE_URL', async () => {
+    const result = await runCli(['start'], cleanEnv({ DATABASE_URL: 'postgres//nohost' }));
+    expectOneLine(result, 78, /invalid configuration: DATABASE_URL is not a valid URL .*\[TG_CONFIG_INVALID\]$/);
+  });
+
+  it('an unreachable database exits 69 naming the target and the cause, not the password', async () => {
+    const result = await runCli(
+      ['start'],
+      cleanEnv({ DATABASE_URL: 'postgres://taskgate:s3cret@127.0.0.1:1/taskgate' }),
+    );
+    expectOneLine(
+      result,
+      69,
+      /^taskgate: database unreachable at 127\.0\.0\.1:1\/taskgate \(DATABASE_URL\): .*ECONNREFUSED.* \[TG_DB_UNREACHABLE\]$/,
+    );
+    expect(result.stderr).not.toContain('s3cret');
+  });
+
+  it('a database that does not exist on a reachable server exits 69 with the server’s reason', async () => {
+    const url = new URL(database.url);
+    url.pathname = '/taskgate_no_such_database';
+    const result = await runCli(['migrate', 'status'], cleanEnv({ DATABASE_URL: url.toString() }));
+    expectOneLine(result, 69, /database "taskgate_no_such_database" does not exist \[TG_DB_UNREACHABLE\]$/);
+  });
+
+  it('binding beyond loopback without tokens exits 78', async () => {
+    const result = await runCli(['start'], cleanEnv({ DATABASE_URL: database.url, HOST: '0.0.0.0' }));
+    expectOneLine(result, 78, /TASKGATE_TOKENS must be set when HOST is not a loopback address/);
+  });
+
+  it('an unknown command, option or role exits 64', async () => {
+    expectOneLine(
+      await runCli(['launch'], cleanEnv()),
+      64,
+      /unknown command "launch"; run taskgate help \[TG_USAGE\]$/,
+    );
+    expectOneLine(await runCli(['start', '--roles', 'api'], cleanEnv()), 64, /Unknown option '--roles'.*\[TG_USAGE\]$/);
+    expectOneLine(
+      await runCli(['start', '--role', 'api,cron'], cleanEnv()),
+      64,
+      /--role takes a comma list of api, worker, relay/,
+    );
+    expectOneLine(await runCli(['migrate', 'sideways'], cleanEnv()), 64, /migrate takes one of up, down, status, plan/);
+    expectOneLine(
+      await runCli(['migrate', 'up', '--to', 'latest'], cleanEnv()),
+      64,
+      /--to takes a migration version number/,
+    );
+  });
+
+  it('help prints the usage and exits 0', async () => {
+    const result = await runCli(['help'], cleanEnv());
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Usage: taskgate <command>');
+  });
+});

@@ -1,0 +1,47 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SETTINGS } from '../../apps/cli/src/config.ts';
+import { USAGE } from '../../apps/cli/src/main.ts';
+import { REPO_ROOT } from '../support/cli.ts';
+
+const readme = readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
+const ciScript = readFileSync(path.join(REPO_ROOT, '.ci/run'), 'utf8');
+const manifest = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8'));
+
+describe('README.md', () => {
+  it('gives the two commands a newcomer needs', () => {
+    expect(readme).toContain('npm ci && npm start');
+    expect(readme).toContain('npm ci && npm test');
+    expect(manifest.scripts.start).toBe('exec taskgate start');
+    expect(manifest.scripts.test).toBe('vitest run');
+  });
+
+  it('documents every setting Taskgate reads, and no other', () => {
+    const table = [...readme.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((match) => match[1]);
+    expect(table.sort()).toEqual(Object.keys(SETTINGS).sort());
+  });
+
+  it('lists the CLI commands the usage text offers', () => {
+    for (const command of ['start', 'migrate up', 'migrate down', 'migrate status', 'migrate plan']) {
+      expect(USAGE).toContain(command);
+      expect(readme).toContain(`taskgate ${command}`);
+    }
+  });
+
+  it('is what CI runs: the last command of .ci/run is the README test command', () => {
+    const commands = ciScript
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line && !line.startsWith('#') && !line.startsWith('echo'));
+    expect(commands.at(-1)).toBe('npm test');
+    expect(ciScript).toContain('npm ci');
+    expect(ciScript).toContain('export TEST_DATABASE_URL=');
+  });
+
+  it('declares the Node it needs and brings it', () => {
+    expect(manifest.engines.node).toBe('>=22.12');
+    expect(manifest.devDependencies.node).toMatch(/^\^2[2-9]\./);
+    expect(readme).toContain('Node.js ≥ 22.12');
+  });
+});
