@@ -28,10 +28,10 @@ async function getJson(url: string): Promise<{ status: number; body: Record<stri
 }
 
 describe('taskgate start with DATABASE_URL', () => {
-  it('migrates, serves /healthz and /readyz, and stops cleanly on SIGTERM within 5 s', async () => {
+  it('npm start migrates it, serves /healthz and /readyz, and stops cleanly on SIGTERM within 5 s', async () => {
     const database = await createTestDatabase({ empty: true });
     try {
-      const taskgate = track(startCli(['start'], cleanEnv({ DATABASE_URL: database.url, PORT: '0' })));
+      const taskgate = track(new RunningProcess('npm', ['start'], cleanEnv({ DATABASE_URL: database.url, PORT: '0' })));
       const url = await started(taskgate);
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(await getJson(`${url}/healthz`)).toEqual({ status: 200, body: { status: 'ok' } });

@@ -15,7 +15,10 @@ const HOW_TO =
  * TEST_DATABASE_URL or DATABASE_URL when set; otherwise a Testcontainers PostgreSQL when a Docker
  * engine answers; otherwise a clear message saying how to provide one.
  */
-export async function findPostgres(env: NodeJS.ProcessEnv): Promise<PostgresServer> {
+export async function findPostgres(
+  env: NodeJS.ProcessEnv,
+  probeDocker: () => Promise<boolean> = dockerAnswers,
+): Promise<PostgresServer> {
   for (const name of ['TEST_DATABASE_URL', 'DATABASE_URL'] as const) {
     const url = env[name];
     if (url) {
@@ -26,7 +29,7 @@ export async function findPostgres(env: NodeJS.ProcessEnv): Promise<PostgresServ
     }
   }
 
-  if (!(await dockerAnswers())) throw new Error(`No PostgreSQL found. ${HOW_TO}`);
+  if (!(await probeDocker())) throw new Error(`No PostgreSQL found. ${HOW_TO}`);
   const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
   const container = await new PostgreSqlContainer('postgres:15-alpine').start();
   return {
