@@ -1,19 +1,55 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { type ReadinessProbe, registerHealthRoutes } from './health-routes.ts';
+import type { TenantResolver } from './http/auth.ts';
+import { registerOpenApi } from './http/openapi.ts';
+import { installProblemHandlers } from './http/problem.ts';
+import { ProblemSchema, TaskSchema } from './routes/task-schemas.ts';
+import { registerTaskRoutes } from './routes/tasks-routes.ts';
+import type { TaskEventsHub } from './tasks/task-events-hub.ts';
+import type { TaskService } from './tasks/task-service.ts';
 
 export interface ApiServerOptions {
   readonly logger: FastifyBaseLogger;
   readonly readiness: ReadinessProbe;
+  readonly version?: string;
+  readonly tasks?: {
+    readonly service: TaskService;
+    readonly hub: TaskEventsHub;
+    readonly tenant: TenantResolver;
+    readonly events?: { readonly keepaliveMs?: number; readonly pollMs?: number };
+  };
 }
 
-/** The HTTP API. Later issues add /mcp and /v1 here; the process wiring stays in apps/cli. */
-export function createApiServer(options: ApiServerOptions): FastifyInstance {
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+/** The HTTP API: health, the /v1 REST API with its OpenAPI document, and (later) /mcp. */
+export async function createApiServer(options: ApiServerOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: options.logger,
     // Keep-alive connections that are idle are closed on shutdown; busy ones finish first.
     forceCloseConnections: 'idle',
-    bodyLimit: 1024 * 1024,
-  });
+    bodyLimit: BODY_LIMIT_BYTES,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  installProblemHandlers(app);
+  // JSON only: anything else is 415, rather than a string body failing schema validation.
+  app.removeContentTypeParser('text/plain');
+  app.addSchema(TaskSchema);
+  app.addSchema(ProblemSchema);
+  await registerOpenApi(app, options.version ?? '0.1.0');
   registerHealthRoutes(app, options.readiness);
+  if (options.tasks) {
+    registerTaskRoutes(app, {
+      service: options.tasks.service,
+      hub: options.tasks.hub,
+      tenant: options.tasks.tenant,
+      events: {
+        keepaliveMs: options.tasks.events?.keepaliveMs ?? 15_000,
+        pollMs: options.tasks.events?.pollMs ?? 1_000,
+        capacity: 4,
+      },
+    });
+  }
   return app;
 }

@@ -1,1 +1,5 @@
+export { CancelWatcher, type CancelWatcherOptions } from './cancel-watcher.ts';
+export { RetentionSweeper } from './retention-sweeper.ts';
+export type { AttemptHooks } from './task-attempt.ts';
+export { TaskRunner, type TaskRunnerOptions } from './task-runner.ts';
 export { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from './worker-role.ts';

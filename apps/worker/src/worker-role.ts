@@ -1,26 +1,55 @@
-import { PGBOSS_SCHEMA } from '@taskgate/db';
+import { randomUUID } from 'node:crypto';
+import { createKysely, createPool, ensureTaskQueue, PGBOSS_SCHEMA, TASK_QUEUE, type TaskJobData } from '@taskgate/db';
+import type { ToolRegistry } from '@taskgate/tools';
 import { PgBoss } from 'pg-boss';
+import { CancelWatcher } from './cancel-watcher.ts';
+import { RetentionSweeper } from './retention-sweeper.ts';
+import type { AttemptHooks } from './task-attempt.ts';
+import { TaskRunner } from './task-runner.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 export interface WorkerRoleOptions {
   readonly connectionString: string;
-  readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly error: LogFn };
-  /** How long in-flight handlers may run after stop() before pg-boss releases their jobs. */
+  readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly error: LogFn; readonly debug: LogFn };
+  readonly tools: ToolRegistry;
+  /** How long in-flight handlers get, after stop() begins, to reach a checkpoint and hand back. */
   readonly graceMs: number;
+  /**
+   * Whether NOTIFY reaches this process's listeners. True on a real Postgres; false on the embedded
+   * one, where job pickup and cancels then run on polling alone (faster polls make up for it).
+   */
+  readonly listenNotify: boolean;
+  /** Handlers run at once by this worker. */
+  readonly concurrency?: number;
+  readonly checkpointReadIntervalMs?: number;
+  /** LISTEN for cancels (default: listenNotify). Off, cancels arrive by poll and checkpoint reads only. */
+  readonly listenForCancels?: boolean;
+  readonly cancelPollIntervalMs?: number;
+  readonly progressWriteIntervalMs?: number;
+  /** How often pg-boss's monitor looks for jobs whose worker stopped heartbeating. */
+  readonly monitorIntervalSeconds?: number;
+  readonly retentionSweepIntervalMs?: number;
+  readonly workerId?: string;
+  readonly hooks?: AttemptHooks;
 }
 
 export interface WorkerRole {
-  readonly boss: PgBoss;
+  readonly workerId: string;
+  readonly runner: TaskRunner;
+  readonly sweeper: RetentionSweeper;
   stop(): Promise<void>;
 }
 
 /**
- * The worker process role: a pg-boss instance that never migrates (the CLI's `migrate up` owns the
- * schema; pg-boss only checks the version) and supervises queue maintenance. Tool handlers are
- * registered on it by the task runtime.
+ * The worker process role: takes task jobs from pg-boss and runs their handlers. pg-boss never
+ * migrates here (`taskgate migrate up` owns the schema) and supervises heartbeats, so a job whose
+ * worker died goes to another worker.
  */
 export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
+  const workerId = options.workerId ?? `worker-${randomUUID().slice(0, 8)}`;
+  const concurrency = options.concurrency ?? 8;
+  const { logger } = options;
   const boss = new PgBoss({
     connectionString: options.connectionString,
     schema: PGBOSS_SCHEMA,
@@ -28,18 +57,80 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     migrate: false,
     supervise: true,
     schedule: false,
+    useListenNotify: options.listenNotify,
+    monitorIntervalSeconds: options.monitorIntervalSeconds ?? 5,
+    instanceName: workerId,
     max: 4,
   });
-  boss.on('error', (error) => options.logger.error({ error: error.message }, 'pg-boss error'));
-  boss.on('warning', (warning) => options.logger.warn({ warning: warning.message }, 'pg-boss warning'));
-  await boss.start();
-  options.logger.info({}, 'worker started');
+  boss.on('error', (error) => logger.error({ error: error.message }, 'pg-boss error'));
+  boss.on('warning', (warning) => logger.warn({ warning: warning.message }, 'pg-boss warning'));
+
+  const pool = createPool(options.connectionString, { applicationName: 'taskgate-worker', max: concurrency + 2 });
+  const db = createKysely(pool);
+  const watcher = new CancelWatcher({
+    connectionString: options.connectionString,
+    db,
+    listen: options.listenForCancels ?? options.listenNotify,
+    pollIntervalMs: options.cancelPollIntervalMs ?? (options.listenNotify ? 1_000 : 250),
+    logger,
+  });
+  const runner = new TaskRunner({
+    db,
+    tools: options.tools,
+    workerId,
+    watcher,
+    logger,
+    checkpointReadIntervalMs: options.checkpointReadIntervalMs ?? 250,
+    progressWriteIntervalMs: options.progressWriteIntervalMs ?? 100,
+    ...(options.hooks ? { hooks: options.hooks } : {}),
+  });
+  const sweeper = new RetentionSweeper(db, options.retentionSweepIntervalMs ?? 60_000, logger);
+
+  try {
+    await boss.start();
+    await ensureTaskQueue(boss);
+    await watcher.start();
+    await boss.work<TaskJobData>(
+      TASK_QUEUE,
+      {
+        localConcurrency: concurrency,
+        batchSize: 1,
+        pollingIntervalSeconds: 0.5,
+        notifyPollingIntervalSeconds: 5,
+      },
+      async ([job]) => {
+        if (job) await runner.run(job.data.taskId, job.signal);
+      },
+    );
+    sweeper.start();
+  } catch (error) {
+    await Promise.allSettled([watcher.stop(), boss.stop({ graceful: false, close: true }), db.destroy()]);
+    throw error;
+  }
+  logger.info({ workerId, concurrency, tools: options.tools.list().map((tool) => tool.name) }, 'worker started');
+
   return {
-    boss,
+    workerId,
+    runner,
+    sweeper,
     stop: async () => {
-      // pg-boss's own floor for the graceful timeout is 1 s.
-      await boss.stop({ graceful: true, close: true, timeout: Math.max(1_000, options.graceMs) });
-      options.logger.info({}, 'worker stopped');
+      // 1. Take no new jobs; running handlers hand their task back at their next checkpoint.
+      runner.beginDrain();
+      await boss.offWork(TASK_QUEUE, { wait: false });
+      // 2. The grace period for them to get there (or to finish).
+      const drained = await runner.settled(options.graceMs);
+      if (!drained) {
+        // 3. Whatever is still running is stopped and handed back now.
+        logger.warn({ inFlight: runner.inFlight }, 'grace period over: releasing the tasks still running');
+        runner.releaseAll('shutdown grace period ended');
+        await runner.settled(1_000);
+      }
+      await sweeper.stop();
+      await watcher.stop();
+      // Anything pg-boss still holds is failed over to another worker (retried) by stop().
+      await boss.stop({ graceful: true, close: true, timeout: 1_000 });
+      await db.destroy();
+      logger.info({ workerId }, 'worker stopped');
     },
   };
 }

@@ -17,3 +17,41 @@ export {
 } from './migrations/migration-runner.ts';
 export { PGBOSS_SCHEMA, type PgBossSchemaState, requiredPgBossVersion } from './migrations/pgboss-schema.ts';
 export type { Database, TaskEventType, TaskMode, TaskStatus } from './schema.ts';
+export { ensureTaskQueue, TASK_QUEUE, TASK_QUEUE_OPTIONS, type TaskJobData } from './task-queue.ts';
+export {
+  type CancelState,
+  type ClaimedAttempt,
+  type CompletionCheck,
+  claimAttempt,
+  finishAttempt,
+  lockForCompletion,
+  type Outcome,
+  type ProgressUpdate,
+  readCancelStates,
+  recordCancelObserved,
+  recordProgress,
+  releaseAttempt,
+} from './tasks/task-attempts.ts';
+export { TaskListener, type TaskListenerOptions } from './tasks/task-listener.ts';
+export {
+  parseTaskNotification,
+  TASK_CHANNEL,
+  type TaskNotification,
+  type TaskProgress,
+  type TaskRecord,
+} from './tasks/task-record.ts';
+export {
+  type CancelOutcome,
+  deleteExpiredTasks,
+  findTask,
+  insertTask,
+  isUuid,
+  type ListQuery,
+  listTaskEvents,
+  listTasks,
+  type NewTask,
+  requestCancel,
+  type TaskCursor,
+  type TaskEvent,
+  type TaskPage,
+} from './tasks/task-store.ts';

@@ -6,7 +6,14 @@ import type { ColumnType, Generated, JSONColumnType } from 'kysely';
  */
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 export type TaskMode = 'request' | 'task';
-export type TaskEventType = 'created' | 'status_changed' | 'cancel_requested' | 'attempt_started' | 'attempt_lost';
+export type TaskEventType =
+  | 'created'
+  | 'status_changed'
+  | 'cancel_requested'
+  | 'cancel_observed'
+  | 'attempt_started'
+  | 'attempt_lost'
+  | 'attempt_released';
 
 type Timestamp = ColumnType<Date, Date | string, Date | string>;
 type GeneratedTimestamp = ColumnType<Date, Date | string | undefined, Date | string>;

@@ -29,6 +29,17 @@ export const errorRegistry = {
   TG_EMBEDDED_TRANSACTION_WAIT: { title: 'Embedded Postgres transaction wait exceeded', httpStatus: 503, exitCode: 75 },
   TG_STARTUP_FAILED: { title: 'A role failed to start', httpStatus: 500, exitCode: 70 },
   TG_SHUTDOWN_TIMEOUT: { title: 'Graceful shutdown exceeded its deadline', httpStatus: 500, exitCode: 70 },
+  TG_UNAUTHORIZED: { title: 'Missing or invalid bearer token', httpStatus: 401, exitCode: 77 },
+  TG_REQUEST_INVALID: { title: 'Request does not match its schema', httpStatus: 400, exitCode: 65 },
+  TG_MALFORMED_JSON: { title: 'Request body is not valid JSON', httpStatus: 400, exitCode: 65 },
+  TG_BODY_TOO_LARGE: { title: 'Request body too large', httpStatus: 413, exitCode: 65 },
+  TG_UNSUPPORTED_MEDIA_TYPE: { title: 'Unsupported request content type', httpStatus: 415, exitCode: 65 },
+  TG_NOT_FOUND: { title: 'No such endpoint', httpStatus: 404, exitCode: 65 },
+  TG_TOOL_UNKNOWN: { title: 'Unknown tool', httpStatus: 422, exitCode: 65 },
+  TG_TOOL_ARGUMENTS_INVALID: { title: 'Tool arguments do not match its input schema', httpStatus: 422, exitCode: 65 },
+  TG_TASK_NOT_FOUND: { title: 'Task not found', httpStatus: 404, exitCode: 65 },
+  TG_CURSOR_INVALID: { title: 'Invalid pagination cursor', httpStatus: 400, exitCode: 65 },
+  TG_SERVICE_UNAVAILABLE: { title: 'Service unavailable', httpStatus: 503, exitCode: 69 },
   TG_INTERNAL: { title: 'Internal error', httpStatus: 500, exitCode: 70 },
 } as const satisfies Record<string, ErrorDefinition>;
 

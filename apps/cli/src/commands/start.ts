@@ -1,9 +1,9 @@
-import { createApiServer, type ReadinessReport } from '@taskgate/api';
+import { startApiRole } from '@taskgate/api';
 import { assertMigratable, createPool, loadMigrations, MigrationRunner } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import { startRelayRole } from '@taskgate/relay';
+import { builtinTools, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole } from '@taskgate/worker';
-import type pg from 'pg';
 import { type Config, DEFAULT_TENANT, isLoopbackHost } from '../config.ts';
 import { openDatabase } from '../database.ts';
 import { Lifecycle } from '../lifecycle.ts';
@@ -45,11 +45,17 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
     }
     if (lifecycle.stopping) return await finish(lifecycle, logger);
 
+    const tools = new ToolRegistry(builtinTools);
+    // NOTIFY crosses connections on a real Postgres only; embedded, everything polls (faster).
+    const listenNotify = database.kind === 'external';
+
     if (args.roles.includes('worker')) {
       const worker = await startWorkerRole({
         connectionString: database.connectionString,
         logger: logger.child({ role: 'worker' }),
+        tools,
         graceMs: config.shutdownGraceMs,
+        listenNotify,
       });
       lifecycle.onStop('worker', () => worker.stop());
       roleState.set('worker', 'ok');
@@ -67,24 +73,22 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
 
     let url: string | null = null;
     if (args.roles.includes('api')) {
-      const pool = createPool(database.connectionString, { applicationName: 'taskgate-api', max: 10 });
-      lifecycle.onStop('api pool', () => pool.end());
-      const app = createApiServer({
+      const api = await startApiRole({
+        connectionString: database.connectionString,
         logger: logger.child({ role: 'api' }),
-        readiness: () => readiness(pool, roleState, lifecycle),
+        host: config.host,
+        port: config.port,
+        tokens: config.tokens,
+        unauthenticatedTenant: DEFAULT_TENANT,
+        tools,
+        listenNotify,
+        checks: () => Object.fromEntries(roleState),
+        stopping: () => lifecycle.stopping,
       });
-      try {
-        url = await app.listen({ host: config.host, port: config.port });
-      } catch (error) {
-        throw new TaskgateError(
-          'TG_STARTUP_FAILED',
-          `the API could not listen on ${config.host}:${config.port}: ${(error as Error).message}`,
-          { cause: error },
-        );
-      }
+      url = api.url;
       lifecycle.onStop('api', async () => {
         roleState.set('api', 'stopping');
-        await app.close();
+        await api.stop();
       });
       roleState.set('api', 'ok');
       if (config.tokens.size === 0) {
@@ -120,41 +124,5 @@ async function assertSchemaCurrent(runner: MigrationRunner): Promise<void> {
       'TG_MIGRATION_PENDING',
       `the database schema is behind this code (${pending.length} migration(s) pending${pgBoss.installed !== pgBoss.required ? ', pg-boss schema not current' : ''}); run taskgate migrate up first`,
     );
-  }
-}
-
-const READINESS_QUERY_TIMEOUT_MS = 1_000;
-
-async function readiness(
-  pool: pg.Pool,
-  roles: ReadonlyMap<Role, RoleState>,
-  lifecycle: Lifecycle,
-): Promise<ReadinessReport> {
-  const checks: Record<string, 'ok' | 'failing' | 'starting' | 'stopping'> = {};
-  for (const [role, state] of roles) checks[role] = lifecycle.stopping ? 'stopping' : state;
-  checks.database = (await databaseAnswers(pool)) ? 'ok' : 'failing';
-  if (lifecycle.stopping) return { ready: false, reason: 'shutting down', checks };
-  const notReady = Object.entries(checks).filter(([, state]) => state !== 'ok');
-  if (notReady.length > 0) {
-    return { ready: false, reason: notReady.map(([name, state]) => `${name} ${state}`).join(', '), checks };
-  }
-  return { ready: true, checks };
-}
-
-async function databaseAnswers(pool: pg.Pool): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), READINESS_QUERY_TIMEOUT_MS);
-  });
-  try {
-    return await Promise.race([
-      pool.query('SELECT 1').then(
-        () => true,
-        () => false,
-      ),
-      timeout,
-    ]);
-  } finally {
-    clearTimeout(timer);
   }
 }

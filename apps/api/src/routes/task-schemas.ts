@@ -1,0 +1,118 @@
+import type { TaskRecord } from '@taskgate/db';
+import { type Static, Type } from 'typebox';
+
+/**
+ * The REST API's shapes. Fastify validates requests with them and @fastify/swagger publishes them
+ * in /openapi.json: one definition for both.
+ */
+export const TaskStatusSchema = Type.Union(
+  [
+    Type.Literal('working'),
+    Type.Literal('input_required'),
+    Type.Literal('completed'),
+    Type.Literal('failed'),
+    Type.Literal('cancelled'),
+  ],
+  { description: 'working ⇄ input_required → completed | failed | cancelled (terminal)' },
+);
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const TaskSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    tool: Type.String(),
+    arguments: Type.Unknown(),
+    status: TaskStatusSchema,
+    statusMessage: Nullable(Type.String()),
+    result: Type.Unknown({ description: 'the tool result (an MCP CallToolResult) once completed' }),
+    error: Type.Unknown({ description: 'a JSON-RPC error object once failed' }),
+    progress: Nullable(
+      Type.Object({ value: Type.Number(), total: Nullable(Type.Number()), message: Nullable(Type.String()) }),
+    ),
+    cancelRequestedAt: Nullable(Type.String({ format: 'date-time' })),
+    cancelReason: Nullable(Type.String()),
+    attempt: Type.Integer({ description: 'how many times a worker has started it' }),
+    ttlMs: Nullable(Type.Integer()),
+    pollIntervalMs: Nullable(Type.Integer()),
+    createdAt: Type.String({ format: 'date-time' }),
+    lastUpdatedAt: Type.String({ format: 'date-time' }),
+    startedAt: Nullable(Type.String({ format: 'date-time' })),
+    finishedAt: Nullable(Type.String({ format: 'date-time' })),
+    expiresAt: Nullable(Type.String({ format: 'date-time' })),
+  },
+  { $id: 'Task', additionalProperties: false },
+);
+export type TaskBody = Static<typeof TaskSchema>;
+
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    instance: Type.String(),
+    code: Type.String({ description: 'a stable Taskgate error code, see docs/errors.md' }),
+    errors: Type.Optional(Type.Array(Type.Unknown())),
+  },
+  { $id: 'Problem' },
+);
+
+export const MAX_TTL_MS = 7 * 24 * 3600 * 1000;
+
+export const CreateTaskBody = Type.Object(
+  {
+    tool: Type.String({ minLength: 1, maxLength: 128 }),
+    arguments: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: "the tool's arguments" })),
+    ttlMs: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: MAX_TTL_MS, description: 'how long the task is kept after it ends' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const TaskIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export const ListTasksQuery = Type.Object(
+  {
+    status: Type.Optional(TaskStatusSchema),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+  },
+  { additionalProperties: false },
+);
+
+export const CancelTaskBody = Type.Object(
+  { reason: Type.Optional(Type.String({ maxLength: 500 })) },
+  { additionalProperties: false },
+);
+
+export const TaskListSchema = Type.Object({
+  tasks: Type.Array(Type.Ref('Task')),
+  nextCursor: Nullable(Type.String()),
+});
+
+/** A task as the API shows it: no tenant (implicit) and no worker id (internal). */
+export function taskBody(task: TaskRecord): TaskBody {
+  const iso = (date: Date | null) => (date === null ? null : date.toISOString());
+  return {
+    id: task.id,
+    tool: task.tool,
+    arguments: task.arguments,
+    status: task.status,
+    statusMessage: task.statusMessage,
+    result: task.result,
+    error: task.error,
+    progress: task.progress,
+    cancelRequestedAt: iso(task.cancelRequestedAt),
+    cancelReason: task.cancelReason,
+    attempt: task.attempt,
+    ttlMs: task.ttlMs,
+    pollIntervalMs: task.pollIntervalMs,
+    createdAt: task.createdAt.toISOString(),
+    lastUpdatedAt: task.lastUpdatedAt.toISOString(),
+    startedAt: iso(task.startedAt),
+    finishedAt: iso(task.finishedAt),
+    expiresAt: iso(task.expiresAt),
+  };
+}

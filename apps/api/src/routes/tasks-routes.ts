@@ -1,0 +1,196 @@
+import type { ServerResponse } from 'node:http';
+import type { TaskRecord } from '@taskgate/db';
+import { isTaskgateError } from '@taskgate/errors';
+import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
+import type { TenantResolver } from '../http/auth.ts';
+import { SseStream } from '../sse/sse-stream.ts';
+import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
+import type { TaskService } from '../tasks/task-service.ts';
+import {
+  CancelTaskBody,
+  CreateTaskBody,
+  ListTasksQuery,
+  TaskIdParams,
+  TaskListSchema,
+  taskBody,
+} from './task-schemas.ts';
+
+export interface TaskRoutesOptions {
+  readonly service: TaskService;
+  readonly hub: TaskEventsHub;
+  readonly tenant: TenantResolver;
+  readonly events: { readonly keepaliveMs: number; readonly pollMs: number; readonly capacity: number };
+}
+
+const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, Type.Ref('Problem')]));
+
+/** /v1/tasks: create, read, list, cancel, and watch tasks. Every call is scoped to the caller's tenant. */
+export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOptions): void {
+  const { service, tenant } = options;
+  const security = [{ bearer: [] }];
+
+  app.post(
+    '/v1/tasks',
+    {
+      schema: {
+        summary: 'Create a task: call a tool',
+        description:
+          'Validates the arguments against the tool input schema, then stores the task and queues it in one transaction.',
+        tags: ['tasks'],
+        security,
+        body: CreateTaskBody,
+        response: { 201: Type.Ref('Task'), ...problems(400, 401, 413, 415, 422) },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body as { tool: string; arguments?: Record<string, unknown>; ttlMs?: number };
+      const task = await service.create(tenant(request), {
+        tool: body.tool,
+        arguments: body.arguments ?? {},
+        ttlMs: body.ttlMs,
+      });
+      return reply.code(201).header('location', `/v1/tasks/${task.id}`).send(taskBody(task));
+    },
+  );
+
+  app.get(
+    '/v1/tasks',
+    {
+      schema: {
+        summary: 'List tasks, newest first',
+        description: 'Keyset pagination: pass nextCursor back as cursor for the next page.',
+        tags: ['tasks'],
+        security,
+        querystring: ListTasksQuery,
+        response: { 200: TaskListSchema, ...problems(400, 401) },
+      },
+    },
+    async (request) => {
+      const query = request.query as { status?: TaskRecord['status']; limit?: number; cursor?: string };
+      const listing = await service.list(tenant(request), {
+        limit: query.limit ?? 20,
+        ...(query.status ? { status: query.status } : {}),
+        ...(query.cursor ? { cursor: query.cursor } : {}),
+      });
+      return { tasks: listing.tasks.map(taskBody), nextCursor: listing.nextCursor };
+    },
+  );
+
+  app.get(
+    '/v1/tasks/:id',
+    {
+      schema: {
+        summary: 'Read a task',
+        tags: ['tasks'],
+        security,
+        params: TaskIdParams,
+        response: { 200: Type.Ref('Task'), ...problems(401, 404) },
+      },
+    },
+    async (request) => taskBody(await service.get(tenant(request), (request.params as { id: string }).id)),
+  );
+
+  app.post(
+    '/v1/tasks/:id/cancel',
+    {
+      schema: {
+        summary: 'Ask for a task to be cancelled',
+        description:
+          'Acknowledges the intent (202) with the task as it is now: still working, with cancelRequestedAt, until a worker checkpoint observes the flag; unchanged if it had already ended. Poll or watch until a terminal status.',
+        tags: ['tasks'],
+        security,
+        params: TaskIdParams,
+        body: CancelTaskBody,
+        response: { 202: Type.Ref('Task'), ...problems(400, 401, 404) },
+      },
+      // The body is optional: a bare POST cancels without a reason.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+    },
+    async (request, reply) => {
+      const reason = (request.body as { reason?: string } | undefined)?.reason ?? null;
+      const task = await service.cancel(tenant(request), (request.params as { id: string }).id, reason);
+      return reply.code(202).send(taskBody(task));
+    },
+  );
+
+  app.get(
+    '/v1/tasks/:id/events',
+    {
+      schema: {
+        summary: 'Watch a task (Server-Sent Events)',
+        description:
+          'Events `status` and `progress`, each carrying the whole task; the stream ends after the terminal status. `:` comments keep quiet streams open.',
+        tags: ['tasks'],
+        security,
+        params: TaskIdParams,
+        response: { 200: { content: { 'text/event-stream': { schema: Type.String() } } }, ...problems(401, 404) },
+      },
+    },
+    async (request, reply) => {
+      const tenantId = tenant(request);
+      const id = (request.params as { id: string }).id;
+      const first = await service.get(tenantId, id);
+      reply.hijack();
+      watchTask(reply.raw, first, tenantId, options);
+    },
+  );
+}
+
+/** Streams a task's changes until it is terminal or the client goes away. */
+function watchTask(response: ServerResponse, first: TaskRecord, tenantId: string, options: TaskRoutesOptions): void {
+  // One replaceable slot per task (each event carries the whole task, so only the latest matters)
+  // plus the final event: a stalled client costs two events of memory, however long it stalls.
+  const stream = new SseStream(response, {
+    capacity: options.events.capacity,
+    coalesce: 'by-key',
+    keepaliveMs: options.events.keepaliveMs,
+  });
+  stream.open();
+  let last = first;
+  let refreshing = false;
+  let again = false;
+
+  const emit = (task: TaskRecord, event: 'status' | 'progress') => {
+    const terminal = task.status === 'completed' || task.status === 'failed' || task.status === 'cancelled';
+    const data = taskBody(task);
+    stream.push(
+      terminal
+        ? { kind: 'final', value: { event, data } }
+        : { kind: 'replaceable', key: 'task', value: { event, data } },
+    );
+  };
+  const refresh = async () => {
+    if (refreshing) {
+      again = true;
+      return;
+    }
+    refreshing = true;
+    try {
+      do {
+        again = false;
+        const task = await options.service.get(tenantId, first.id);
+        if (task.status !== last.status) emit(task, 'status');
+        else if (JSON.stringify(task.progress) !== JSON.stringify(last.progress)) emit(task, 'progress');
+        last = task;
+      } while (again && !stream.closed);
+    } catch (error) {
+      // The task expired while watched: end the stream; a new request will answer 404.
+      if (isTaskgateError(error, 'TG_TASK_NOT_FOUND')) stream.close();
+    } finally {
+      refreshing = false;
+    }
+  };
+
+  emit(first, 'status');
+  if (stream.closed) return;
+  const unsubscribe = options.hub.subscribe(first.id, () => void refresh());
+  const poll = setInterval(() => void refresh(), options.events.pollMs);
+  poll.unref();
+  stream.onClose(() => {
+    unsubscribe();
+    clearInterval(poll);
+  });
+}

@@ -1,0 +1,128 @@
+import type { ServerResponse } from 'node:http';
+import { BoundedBuffer, type BufferItem, type CoalesceMode, type PushResult } from '@taskgate/reliability';
+
+export interface SseEvent {
+  readonly event?: string;
+  readonly data: unknown;
+}
+
+export interface SseStreamOptions {
+  /** Events held while the client (or a proxy) is not reading; see BoundedBuffer's policy. */
+  readonly capacity: number;
+  readonly coalesce: CoalesceMode;
+  /** A `:` comment after this long without a write, so proxies keep the connection open. */
+  readonly keepaliveMs: number;
+}
+
+/**
+ * One Server-Sent Events response with a bounded buffer between the producer and the socket.
+ * Writes stop when the socket's buffer is full and resume on 'drain', so a client that stops
+ * reading costs at most `capacity` events of memory: replaceable events coalesce or are dropped
+ * (the stream is then marked for refetch), a final event is never dropped, and the response ends
+ * once a final event is written.
+ */
+export class SseStream {
+  readonly #response: ServerResponse;
+  readonly #buffer: BoundedBuffer<SseEvent>;
+  readonly #keepaliveMs: number;
+  #keepaliveTimer: NodeJS.Timeout | undefined;
+  #waitingForDrain = false;
+  #closed = false;
+  readonly #closeHandlers = new Set<() => void>();
+
+  constructor(response: ServerResponse, options: SseStreamOptions) {
+    this.#response = response;
+    this.#buffer = new BoundedBuffer<SseEvent>({ capacity: options.capacity, coalesce: options.coalesce });
+    this.#keepaliveMs = options.keepaliveMs;
+    response.on('close', () => this.#onClosed());
+    response.on('drain', () => {
+      this.#waitingForDrain = false;
+      this.#flush();
+    });
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  get buffered(): number {
+    return this.#buffer.size;
+  }
+
+  /** Sends the status line and the headers that keep proxies from buffering the stream. */
+  open(extraHeaders: Record<string, string> = {}): void {
+    this.#response.writeHead(200, {
+      'content-type': 'text/event-stream',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+      connection: 'keep-alive',
+      ...extraHeaders,
+    });
+    this.#response.flushHeaders();
+    this.#armKeepalive();
+  }
+
+  push(item: BufferItem<SseEvent>): PushResult {
+    if (this.#closed) return { accepted: true };
+    const result = this.#buffer.push(item);
+    this.#flush();
+    return result;
+  }
+
+  /** True once, after events were dropped, so the producer can tell the client to refetch. */
+  takeRefetchFlag(): boolean {
+    return this.#buffer.takeRefetchFlag();
+  }
+
+  onClose(handler: () => void): void {
+    if (this.#closed) handler();
+    else this.#closeHandlers.add(handler);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#response.end();
+    this.#onClosed();
+  }
+
+  #flush(): void {
+    while (!this.#closed && !this.#waitingForDrain && this.#buffer.size > 0) {
+      const item = this.#buffer.shift() as BufferItem<SseEvent>;
+      const writable = this.#write(format(item.value));
+      if (item.kind === 'final') {
+        this.close();
+        return;
+      }
+      if (!writable) this.#waitingForDrain = true;
+    }
+  }
+
+  #write(chunk: string): boolean {
+    this.#armKeepalive();
+    return this.#response.write(chunk);
+  }
+
+  #armKeepalive(): void {
+    clearTimeout(this.#keepaliveTimer);
+    if (this.#closed) return;
+    this.#keepaliveTimer = setTimeout(() => {
+      // A comment is not an event: clients ignore it, and it is not progress for anyone's clock.
+      if (!this.#waitingForDrain && this.#write(':\n\n') === false) this.#waitingForDrain = true;
+      else this.#armKeepalive();
+    }, this.#keepaliveMs);
+    this.#keepaliveTimer.unref();
+  }
+
+  #onClosed(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#keepaliveTimer);
+    for (const handler of this.#closeHandlers) handler();
+    this.#closeHandlers.clear();
+  }
+}
+
+function format(event: SseEvent): string {
+  const data = JSON.stringify(event.data);
+  return `${event.event ? `event: ${event.event}\n` : ''}data: ${data}\n\n`;
+}

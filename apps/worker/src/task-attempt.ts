@@ -1,0 +1,305 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import {
+  type Database,
+  finishAttempt,
+  lockForCompletion,
+  type Outcome,
+  readCancelStates,
+  recordCancelObserved,
+  recordProgress,
+  releaseAttempt,
+  type TaskRecord,
+} from '@taskgate/db';
+import { ProgressGate, type ProgressUpdate, TwoClockDeadline } from '@taskgate/reliability';
+import {
+  TaskCancelledError,
+  TaskReleasedError,
+  TaskTimeoutError,
+  type ToolContext,
+  type ToolDefinition,
+  ToolProtocolError,
+  type ToolResult,
+} from '@taskgate/tools';
+import type { Kysely, Transaction } from 'kysely';
+
+type LogFn = (fields: Record<string, unknown>, message: string) => void;
+
+export interface AttemptSettings {
+  readonly db: Kysely<Database>;
+  readonly logger: { readonly warn: LogFn; readonly debug: LogFn };
+  /** The longest a checkpoint trusts its last reading of the cancel flag. */
+  readonly checkpointReadIntervalMs: number;
+  /** At most one progress write (and notification) per task per interval; the latest wins. */
+  readonly progressWriteIntervalMs: number;
+  readonly now: () => number;
+  readonly hooks?: AttemptHooks;
+}
+
+/** Test seams that hold a step so a race can be forced by order, not by timing. */
+export interface AttemptHooks {
+  /** Runs inside the completion transaction, after the task row is locked. */
+  readonly afterCompletionLock?: (taskId: string) => Promise<void>;
+}
+
+/** JSON-RPC error codes a failed task carries. */
+const INTERNAL_ERROR = -32603;
+const REQUEST_TIMEOUT = -32001;
+
+/**
+ * One attempt at running a task's handler: its AbortController, its two clocks, its progress, its
+ * checkpoints and its single way out. Whatever ends the attempt first — the handler returning,
+ * a cancel, a clock, a release — decides the task's fate; the others find it decided.
+ */
+export class TaskAttempt {
+  readonly task: TaskRecord;
+  readonly #tool: ToolDefinition;
+  readonly #settings: AttemptSettings;
+  readonly #controller = new AbortController();
+  readonly #deadline: TwoClockDeadline;
+  readonly #progressGate: ProgressGate;
+  #highestProgress = Number.NEGATIVE_INFINITY;
+  #latestProgress: ProgressUpdate | null = null;
+  #writtenProgress: ProgressUpdate | null = null;
+  #deadlineTimer: NodeJS.Timeout | undefined;
+  #progressTimer: NodeJS.Timeout | undefined;
+  #progressWrites: Promise<void> = Promise.resolve();
+  #lastFlagReadAt: number;
+  #committed = false;
+  #cancelSeenHow: string | null = null;
+  #releaseRequested: string | null = null;
+
+  constructor(task: TaskRecord, elapsedMs: number, tool: ToolDefinition, settings: AttemptSettings) {
+    this.task = task;
+    this.#tool = tool;
+    this.#settings = settings;
+    const now = settings.now();
+    this.#lastFlagReadAt = now;
+    // The max clock runs from the task's first start, across attempts; the idle clock from now.
+    const maxMs = task.maxTimeoutMs === null ? undefined : Math.max(1, Math.round(task.maxTimeoutMs - elapsedMs));
+    this.#deadline = new TwoClockDeadline({ idleMs: task.idleTimeoutMs ?? undefined, maxMs }, now);
+    this.#progressGate = new ProgressGate({ intervalMs: settings.progressWriteIntervalMs });
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  /** Runs the handler to its end and settles the task. Throws TaskReleasedError to hand the job back. */
+  async run(): Promise<void> {
+    this.#armDeadline();
+    try {
+      const result = await this.#tool.handler(this.task.arguments as never, this.#context());
+      if (!this.#committed) await this.#commit(async () => result, 'handler returned');
+    } catch (error) {
+      await this.#settleFailure(error);
+    } finally {
+      clearTimeout(this.#deadlineTimer);
+      clearTimeout(this.#progressTimer);
+      this.#progressGate.close();
+      await this.#progressWrites;
+    }
+  }
+
+  /** A cancel request reached this worker (notification or poll). */
+  cancel(how: string): void {
+    if (this.#controller.signal.aborted) return;
+    this.#cancelSeenHow = how;
+    this.#controller.abort(new TaskCancelledError(this.task.cancelReason));
+  }
+
+  /**
+   * The worker is shutting down: the task goes back to the queue at the handler's next checkpoint,
+   * the safe point where it can stop. A handler that finishes before reaching one completes.
+   */
+  releaseAtCheckpoint(why: string): void {
+    this.#releaseRequested ??= why;
+  }
+
+  /** Stops the handler now and hands the task to another worker (the grace period is over). */
+  release(why: string): void {
+    if (this.#controller.signal.aborted) return;
+    this.#controller.abort(new TaskReleasedError(why));
+  }
+
+  #context(): ToolContext {
+    return {
+      signal: this.#controller.signal,
+      tenant: this.task.tenantId,
+      taskId: this.task.id,
+      attempt: this.task.attempt,
+      checkpoint: () => this.#checkpoint(),
+      progress: (value, total, message) => this.#progress(value, total, message),
+      commit: (effects) => this.#commit(effects, 'handler committed'),
+      sleep: async (ms) => {
+        try {
+          await delay(ms, undefined, { signal: this.#controller.signal });
+        } catch {
+          throw this.#controller.signal.reason;
+        }
+      },
+    };
+  }
+
+  async #checkpoint(): Promise<void> {
+    const signal = this.#controller.signal;
+    if (signal.aborted) throw signal.reason;
+    if (this.#releaseRequested !== null) this.release(this.#releaseRequested);
+    if (signal.aborted) throw signal.reason;
+    const now = this.#settings.now();
+    if (now - this.#lastFlagReadAt >= this.#settings.checkpointReadIntervalMs) {
+      this.#lastFlagReadAt = now;
+      const [state] = await readCancelStates(this.#settings.db, [this.task.id]);
+      if (state?.cancelRequested) this.cancel('checkpoint read the flag');
+    }
+    if (signal.aborted) throw signal.reason;
+  }
+
+  #progress(value: number, total?: number, message?: string): void {
+    if (this.#controller.signal.aborted || !Number.isFinite(value) || value <= this.#highestProgress) return;
+    this.#highestProgress = value;
+    this.#latestProgress = { progress: value, total, message };
+    const now = this.#settings.now();
+    // Only a strictly increasing value is progress, and only progress resets the idle clock.
+    this.#deadline.recordProgress(now);
+    this.#armDeadline();
+    const update = this.#progressGate.offer({ progress: value, total, message }, now);
+    if (update) this.#writeProgress(update);
+    else this.#armProgressFlush();
+  }
+
+  #armProgressFlush(): void {
+    const dueAt = this.#progressGate.nextDueAt();
+    if (dueAt === null || this.#progressTimer) return;
+    this.#progressTimer = setTimeout(
+      () => {
+        this.#progressTimer = undefined;
+        const update = this.#progressGate.due(this.#settings.now());
+        if (update) this.#writeProgress(update);
+        this.#armProgressFlush();
+      },
+      Math.max(0, dueAt - this.#settings.now()),
+    );
+  }
+
+  #writeProgress(update: ProgressUpdate): void {
+    this.#writtenProgress = update;
+    // Chained, so writes land in the order they were made and the last one wins.
+    this.#progressWrites = this.#progressWrites
+      .then(() =>
+        recordProgress(this.#settings.db, this.task.id, this.task.attempt, {
+          value: update.progress,
+          total: update.total,
+          message: update.message,
+        }),
+      )
+      .then(
+        () => undefined,
+        (error: Error) =>
+          this.#settings.logger.warn({ taskId: this.task.id, error: error.message }, 'progress write failed'),
+      );
+  }
+
+  #armDeadline(): void {
+    clearTimeout(this.#deadlineTimer);
+    const next = this.#deadline.next();
+    if (!next) return;
+    this.#deadlineTimer = setTimeout(() => void this.#onDeadline(), Math.max(0, next.at - this.#settings.now()));
+  }
+
+  async #onDeadline(): Promise<void> {
+    const expiry = this.#deadline.expired(this.#settings.now());
+    if (!expiry) return this.#armDeadline();
+    const timeout = new TaskTimeoutError(expiry.clock, expiry.limitMs);
+    if (this.#controller.signal.aborted) return;
+    this.#controller.abort(timeout);
+    // The task fails at the deadline, not when the handler gets round to noticing.
+    await this.#finish({
+      status: 'failed',
+      error: {
+        code: REQUEST_TIMEOUT,
+        message: timeout.message,
+        data: { clock: expiry.clock, limitMs: expiry.limitMs },
+      },
+      statusMessage: timeout.message,
+      reason: `timeout:${expiry.clock}`,
+    }).catch((error: Error) =>
+      this.#settings.logger.warn({ taskId: this.task.id, error: error.message }, 'timeout write failed'),
+    );
+  }
+
+  /**
+   * The final commit is the last checkpoint: lock the task row, and only if no cancel was requested
+   * run the effects and complete the task, all in one transaction.
+   */
+  async #commit(effects: (trx: Transaction<Database>) => Promise<ToolResult>, reason: string): Promise<ToolResult> {
+    if (this.#committed) throw new Error('the task was already committed; commit runs once');
+    // The last progress a rate limit held back is stored before the terminal state, never after.
+    if (this.#latestProgress && this.#latestProgress !== this.#writtenProgress)
+      this.#writeProgress(this.#latestProgress);
+    await this.#progressWrites;
+    if (this.#controller.signal.aborted && !(this.#controller.signal.reason instanceof TaskCancelledError)) {
+      throw this.#controller.signal.reason;
+    }
+    const outcome = await this.#settings.db.transaction().execute(async (trx) => {
+      const check = await lockForCompletion(trx, this.task.id, this.task.attempt);
+      if (check.kind !== 'proceed') return check;
+      await this.#settings.hooks?.afterCompletionLock?.(this.task.id);
+      const result = await effects(trx);
+      await finishAttempt(trx, this.task.id, this.task.attempt, { status: 'completed', result, reason });
+      return { kind: 'completed' as const, result };
+    });
+    if (outcome.kind === 'completed') {
+      this.#committed = true;
+      return outcome.result;
+    }
+    if (outcome.kind === 'cancel-requested') {
+      this.#cancelSeenHow ??= 'final commit found the flag';
+      this.#controller.abort(new TaskCancelledError(outcome.reason));
+      throw this.#controller.signal.reason;
+    }
+    // Superseded: a clock or a newer attempt ended this one first.
+    this.#committed = true;
+    throw this.#controller.signal.aborted
+      ? this.#controller.signal.reason
+      : new Error(`task is already ${outcome.status}`);
+  }
+
+  async #settleFailure(thrown: unknown): Promise<void> {
+    // A handler that stops because of the signal often throws an AbortError of its own; the
+    // signal's reason says why.
+    const error = this.#controller.signal.aborted ? this.#controller.signal.reason : thrown;
+    if (error instanceof TaskTimeoutError) return; // failed at the deadline already
+    if (this.#committed) return; // superseded at the final commit
+    if (error instanceof TaskReleasedError) {
+      await releaseAttempt(this.#settings.db, this.task.id, this.task.attempt, error.message);
+      throw error;
+    }
+    if (error instanceof TaskCancelledError) {
+      const how = this.#cancelSeenHow ?? 'handler stopped';
+      await recordCancelObserved(this.#settings.db, this.task.id, this.task.attempt, how);
+      await this.#finish({ status: 'cancelled', statusMessage: error.message, reason: `cancel observed: ${how}` });
+      return;
+    }
+    if (error instanceof ToolProtocolError) {
+      await this.#finish({
+        status: 'failed',
+        error: { code: error.code, message: error.message, ...(error.data === undefined ? {} : { data: error.data }) },
+        statusMessage: error.message,
+        reason: 'protocol error',
+      });
+      return;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    this.#settings.logger.warn({ taskId: this.task.id, tool: this.task.tool, error: message }, 'tool handler threw');
+    await this.#finish({
+      status: 'failed',
+      error: { code: INTERNAL_ERROR, message },
+      statusMessage: message,
+      reason: 'handler threw',
+    });
+  }
+
+  #finish(outcome: Outcome): Promise<TaskRecord | null> {
+    return finishAttempt(this.#settings.db, this.task.id, this.task.attempt, outcome);
+  }
+}

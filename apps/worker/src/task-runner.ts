@@ -1,0 +1,137 @@
+import { claimAttempt, type Database, finishAttempt, recordCancelObserved } from '@taskgate/db';
+import { TaskReleasedError, type ToolRegistry } from '@taskgate/tools';
+import type { Kysely } from 'kysely';
+import type { CancelWatcher } from './cancel-watcher.ts';
+import { type AttemptHooks, TaskAttempt } from './task-attempt.ts';
+
+type LogFn = (fields: Record<string, unknown>, message: string) => void;
+
+export interface TaskRunnerOptions {
+  readonly db: Kysely<Database>;
+  readonly tools: ToolRegistry;
+  readonly workerId: string;
+  readonly watcher: CancelWatcher;
+  readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogFn };
+  readonly checkpointReadIntervalMs: number;
+  readonly progressWriteIntervalMs: number;
+  readonly now?: () => number;
+  readonly hooks?: AttemptHooks;
+}
+
+/**
+ * Runs the tasks pg-boss hands to this worker, one TaskAttempt each, and drains them on shutdown:
+ * after beginDrain() every checkpoint releases its task to another worker, and releaseAll() makes
+ * the stragglers stop.
+ */
+export class TaskRunner {
+  readonly #options: TaskRunnerOptions;
+  readonly #inFlight = new Map<string, TaskAttempt>();
+  readonly #idleWaiters = new Set<() => void>();
+  #draining = false;
+
+  constructor(options: TaskRunnerOptions) {
+    this.#options = options;
+  }
+
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /** Runs one delivery of a task. Throws TaskReleasedError when the task was handed back. */
+  async run(taskId: string, jobSignal?: AbortSignal): Promise<void> {
+    const { db, workerId, tools, logger } = this.#options;
+    if (this.#draining) throw new TaskReleasedError('worker is shutting down');
+    const claim = await claimAttempt(db, taskId, workerId);
+    if (!claim) return; // finished, cancelled or expired before this delivery: nothing to run
+    const { task } = claim;
+    if (claim.lostWorker) {
+      logger.warn(
+        { taskId, attempt: task.attempt, lostWorker: claim.lostWorker },
+        'previous attempt was lost; running again',
+      );
+    }
+    const fail = (code: number, message: string, reason: string) =>
+      finishAttempt(db, task.id, task.attempt, {
+        status: 'failed',
+        error: { code, message },
+        statusMessage: message,
+        reason,
+      });
+
+    const tool = tools.get(task.tool);
+    if (!tool) {
+      await fail(-32601, `tool ${task.tool} is not available on this worker`, 'unknown tool');
+      return;
+    }
+    if (task.attempt > 1 && tool.retry === 'unsafe') {
+      // An unsafe tool may have half-done its effect; running it again could do it twice.
+      await fail(
+        -32603,
+        'the previous attempt was lost, and an unsafe tool is never retried automatically',
+        'unsafe retry refused',
+      );
+      return;
+    }
+    if (task.cancelRequestedAt) {
+      await recordCancelObserved(db, task.id, task.attempt, 'before start');
+      await finishAttempt(db, task.id, task.attempt, {
+        status: 'cancelled',
+        statusMessage: 'cancelled before it started',
+        reason: 'cancel observed: before start',
+      });
+      return;
+    }
+
+    const attempt = new TaskAttempt(task, claim.elapsedMs, tool, {
+      db,
+      logger,
+      checkpointReadIntervalMs: this.#options.checkpointReadIntervalMs,
+      progressWriteIntervalMs: this.#options.progressWriteIntervalMs,
+      now: this.#options.now ?? Date.now,
+      ...(this.#options.hooks ? { hooks: this.#options.hooks } : {}),
+    });
+    this.#inFlight.set(task.id, attempt);
+    const unwatch = this.#options.watcher.watch(task.id, (how) => attempt.cancel(how));
+    const onJobAbort = () => attempt.release('pg-boss withdrew the job');
+    jobSignal?.addEventListener('abort', onJobAbort, { once: true });
+    try {
+      await attempt.run();
+    } finally {
+      jobSignal?.removeEventListener('abort', onJobAbort);
+      unwatch();
+      this.#inFlight.delete(task.id);
+      if (this.#inFlight.size === 0) for (const resolve of this.#idleWaiters) resolve();
+    }
+  }
+
+  /** From now on, running handlers hand their task back at their next checkpoint. */
+  beginDrain(): void {
+    this.#draining = true;
+    for (const attempt of this.#inFlight.values()) attempt.releaseAtCheckpoint('worker is shutting down');
+  }
+
+  /** The grace period is over: every handler still running is stopped and its task handed back. */
+  releaseAll(why: string): void {
+    for (const attempt of this.#inFlight.values()) attempt.release(why);
+  }
+
+  /** Resolves true when nothing runs any more, or false when `timeoutMs` passes first. */
+  async settled(timeoutMs: number): Promise<boolean> {
+    if (this.#inFlight.size === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    let resolveIdle!: () => void;
+    const idle = new Promise<boolean>((resolve) => {
+      resolveIdle = () => resolve(true);
+      this.#idleWaiters.add(resolveIdle);
+    });
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      return await Promise.race([idle, timeout]);
+    } finally {
+      clearTimeout(timer);
+      this.#idleWaiters.delete(resolveIdle);
+    }
+  }
+}

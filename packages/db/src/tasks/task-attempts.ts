@@ -1,0 +1,209 @@
+import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Database, TaskStatus } from '../schema.ts';
+import { type TaskRecord, type TaskRow, toTaskRecord } from './task-record.ts';
+import { notify } from './task-store.ts';
+
+/**
+ * The worker's side of the tasks table. Every write after the claim is fenced by the attempt
+ * number: a worker that was presumed dead (its job was handed to another worker) can no longer
+ * change the task, even if it is still running.
+ */
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+export interface ClaimedAttempt {
+  readonly task: TaskRecord;
+  /** Time since the task first started (the max clock runs from there, across attempts). */
+  readonly elapsedMs: number;
+  /** The worker of an earlier attempt that ended without finishing or releasing the task. */
+  readonly lostWorker: string | null;
+}
+
+/**
+ * Starts the next attempt of a working task: attempt + 1, this worker as holder, the deadlines, an
+ * attempt_started event (and attempt_lost for a previous holder that vanished). Null when the task
+ * is gone or no longer working, in which case there is nothing to run.
+ */
+export async function claimAttempt(db: Db, id: string, workerId: string): Promise<ClaimedAttempt | null> {
+  const { rows } = await sql<TaskRow & { lost_worker: string | null; previous_attempt: number; elapsed_ms: number }>`
+    WITH current AS (
+      SELECT id, worker_id AS lost_worker, attempt AS previous_attempt FROM tasks
+      WHERE id = ${id}::uuid AND status = 'working' FOR UPDATE
+    ), claimed AS (
+      UPDATE tasks t SET
+        attempt = t.attempt + 1,
+        worker_id = ${workerId},
+        heartbeat_at = now(),
+        started_at = coalesce(t.started_at, now()),
+        max_deadline_at = coalesce(t.max_deadline_at, now() + t.max_timeout_ms * interval '1 millisecond'),
+        idle_deadline_at = now() + t.idle_timeout_ms * interval '1 millisecond'
+      FROM current WHERE t.id = current.id
+      RETURNING t.*, current.lost_worker, current.previous_attempt,
+        (extract(epoch FROM now() - t.started_at) * 1000)::float8 AS elapsed_ms
+    ), events AS (
+      -- One INSERT, ordered: the history must read "attempt 1 lost" before "attempt 2 started"
+      -- (two data-modifying CTEs would run in no defined order).
+      INSERT INTO task_events (tenant_id, task_id, type, attempt, data)
+      SELECT tenant_id, id, type, attempt, data FROM (
+        SELECT 1 AS ord, tenant_id, id, 'attempt_lost' AS type, previous_attempt AS attempt,
+               json_build_object('worker', lost_worker)::jsonb AS data
+        FROM claimed WHERE lost_worker IS NOT NULL
+        UNION ALL
+        SELECT 2, tenant_id, id, 'attempt_started', attempt, json_build_object('worker', worker_id)::jsonb FROM claimed
+      ) ordered ORDER BY ord
+    )
+    SELECT * FROM claimed`.execute(db);
+  const row = rows[0];
+  if (!row) return null;
+  return { task: toTaskRecord(row), elapsedMs: Math.max(0, row.elapsed_ms), lostWorker: row.lost_worker };
+}
+
+export interface Outcome {
+  readonly status: Extract<TaskStatus, 'completed' | 'failed' | 'cancelled'>;
+  readonly result?: unknown;
+  readonly error?: unknown;
+  readonly statusMessage?: string;
+  /** Why, for the history: "handler returned", "timeout:max", "cancel observed at checkpoint"... */
+  readonly reason: string;
+}
+
+/**
+ * The single terminal transition: only if the task is still non-terminal and still on this
+ * attempt. Null when something else got there first (a cancel, a timeout, a newer attempt).
+ */
+export async function finishAttempt(db: Db, id: string, attempt: number, outcome: Outcome): Promise<TaskRecord | null> {
+  const result = outcome.result === undefined ? null : JSON.stringify(outcome.result);
+  const error = outcome.error === undefined ? null : JSON.stringify(outcome.error);
+  const { rows } = await sql<TaskRow>`
+    WITH current AS (
+      SELECT id, status AS from_status FROM tasks
+      WHERE id = ${id}::uuid AND attempt = ${attempt} AND status IN ('working', 'input_required') FOR UPDATE
+    ), finished AS (
+      UPDATE tasks t SET
+        status = ${outcome.status},
+        status_message = ${outcome.statusMessage ?? null},
+        result = ${result}::jsonb,
+        error = ${error}::jsonb,
+        finished_at = now(),
+        expires_at = now() + t.ttl_ms * interval '1 millisecond',
+        worker_id = NULL
+      FROM current WHERE t.id = current.id
+      RETURNING t.*, current.from_status
+    ), event AS (
+      INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
+      SELECT tenant_id, id, 'status_changed', from_status, status, attempt, ${outcome.reason} FROM finished
+    )
+    SELECT finished.*, ${notify('status', 'finished')} FROM finished`.execute(db);
+  return rows[0] ? toTaskRecord(rows[0]) : null;
+}
+
+export type CompletionCheck =
+  | { readonly kind: 'proceed' }
+  | { readonly kind: 'cancel-requested'; readonly reason: string | null }
+  | { readonly kind: 'superseded'; readonly status: TaskStatus | null };
+
+/**
+ * The last checkpoint: locks the task row inside the completion transaction and says whether the
+ * completion may commit. A cancel request that arrives after this lock waits for the commit and
+ * then finds the task terminal.
+ */
+export async function lockForCompletion(
+  trx: Transaction<Database>,
+  id: string,
+  attempt: number,
+): Promise<CompletionCheck> {
+  const { rows } = await sql<{
+    status: TaskStatus;
+    attempt: number;
+    cancel_requested_at: Date | null;
+    cancel_reason: string | null;
+  }>`
+    SELECT status, attempt, cancel_requested_at, cancel_reason FROM tasks WHERE id = ${id}::uuid FOR UPDATE`.execute(
+    trx,
+  );
+  const row = rows[0];
+  if (!row || row.attempt !== attempt || (row.status !== 'working' && row.status !== 'input_required')) {
+    return { kind: 'superseded', status: row?.status ?? null };
+  }
+  if (row.cancel_requested_at) return { kind: 'cancel-requested', reason: row.cancel_reason };
+  return { kind: 'proceed' };
+}
+
+export interface CancelState {
+  readonly id: string;
+  readonly status: TaskStatus;
+  readonly attempt: number;
+  readonly cancelRequested: boolean;
+  readonly cancelReason: string | null;
+}
+
+/** The cancel flags of the given tasks, read from the database (the fallback when NOTIFY is lost). */
+export async function readCancelStates(db: Db, ids: readonly string[]): Promise<CancelState[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await sql<{
+    id: string;
+    status: TaskStatus;
+    attempt: number;
+    cancel_requested_at: Date | null;
+    cancel_reason: string | null;
+  }>`
+    SELECT id, status, attempt, cancel_requested_at, cancel_reason FROM tasks WHERE id = ANY(${[...ids]}::uuid[])`.execute(
+    db,
+  );
+  return rows.map((row) => ({
+    id: row.id,
+    status: row.status,
+    attempt: row.attempt,
+    cancelRequested: row.cancel_requested_at !== null,
+    cancelReason: row.cancel_reason,
+  }));
+}
+
+export interface ProgressUpdate {
+  readonly value: number;
+  readonly total?: number | undefined;
+  readonly message?: string | undefined;
+}
+
+/** Stores the latest progress and moves the idle deadline; false when the attempt no longer holds the task. */
+export async function recordProgress(db: Db, id: string, attempt: number, progress: ProgressUpdate): Promise<boolean> {
+  const { rows } = await sql<{ id: string }>`
+    WITH updated AS (
+      UPDATE tasks SET
+        progress_value = ${progress.value},
+        progress_total = ${progress.total ?? null},
+        progress_message = ${progress.message ?? null},
+        heartbeat_at = now(),
+        idle_deadline_at = now() + idle_timeout_ms * interval '1 millisecond'
+      WHERE id = ${id}::uuid AND attempt = ${attempt} AND status = 'working'
+      RETURNING *
+    )
+    SELECT updated.id, ${notify('progress', 'updated')} FROM updated`.execute(db);
+  return rows.length > 0;
+}
+
+/** The worker saw the cancel request: its acknowledgement, recorded once per attempt. */
+export async function recordCancelObserved(db: Db, id: string, attempt: number, how: string): Promise<void> {
+  await sql`
+    INSERT INTO task_events (tenant_id, task_id, type, attempt, reason)
+    SELECT tenant_id, id, 'cancel_observed', attempt, ${how} FROM tasks
+    WHERE id = ${id}::uuid AND attempt = ${attempt}
+      AND NOT EXISTS (
+        SELECT 1 FROM task_events WHERE task_id = ${id}::uuid AND type = 'cancel_observed' AND attempt = ${attempt}
+      )`.execute(db);
+}
+
+/** A worker shutting down hands the task back: it stays working, for the next attempt to pick up. */
+export async function releaseAttempt(db: Db, id: string, attempt: number, reason: string): Promise<boolean> {
+  const { rows } = await sql<{ id: string }>`
+    WITH released AS (
+      UPDATE tasks SET worker_id = NULL
+      WHERE id = ${id}::uuid AND attempt = ${attempt} AND status IN ('working', 'input_required')
+      RETURNING tenant_id, id, attempt
+    ), event AS (
+      INSERT INTO task_events (tenant_id, task_id, type, attempt, reason)
+      SELECT tenant_id, id, 'attempt_released', attempt, ${reason} FROM released
+    )
+    SELECT id FROM released`.execute(db);
+  return rows.length > 0;
+}

@@ -1,0 +1,115 @@
+import type { TaskMode, TaskStatus } from '../schema.ts';
+
+/** A task as the rest of Taskgate sees it: camelCase, numbers for bigints, progress grouped. */
+export interface TaskRecord {
+  readonly id: string;
+  readonly tenantId: string;
+  readonly tool: string;
+  readonly arguments: unknown;
+  readonly status: TaskStatus;
+  readonly statusMessage: string | null;
+  readonly result: unknown;
+  readonly error: unknown;
+  readonly mode: TaskMode;
+  readonly cancelRequestedAt: Date | null;
+  readonly cancelReason: string | null;
+  readonly progress: TaskProgress | null;
+  readonly attempt: number;
+  readonly workerId: string | null;
+  readonly idleTimeoutMs: number | null;
+  readonly maxTimeoutMs: number | null;
+  readonly ttlMs: number | null;
+  readonly pollIntervalMs: number | null;
+  readonly createdAt: Date;
+  readonly lastUpdatedAt: Date;
+  readonly startedAt: Date | null;
+  readonly finishedAt: Date | null;
+  readonly expiresAt: Date | null;
+}
+
+export interface TaskProgress {
+  readonly value: number;
+  readonly total: number | null;
+  readonly message: string | null;
+}
+
+/** The row as pg returns it for `SELECT tasks.*`. */
+export interface TaskRow {
+  id: string;
+  tenant_id: string;
+  tool: string;
+  arguments: unknown;
+  status: TaskStatus;
+  status_message: string | null;
+  result: unknown;
+  error: unknown;
+  mode: TaskMode;
+  cancel_requested_at: Date | null;
+  cancel_reason: string | null;
+  progress_value: number | null;
+  progress_total: number | null;
+  progress_message: string | null;
+  attempt: number;
+  worker_id: string | null;
+  idle_timeout_ms: number | null;
+  max_timeout_ms: number | null;
+  ttl_ms: string | number | null;
+  poll_interval_ms: number | null;
+  created_at: Date;
+  last_updated_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  expires_at: Date | null;
+}
+
+export function toTaskRecord(row: TaskRow): TaskRecord {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    tool: row.tool,
+    arguments: row.arguments,
+    status: row.status,
+    statusMessage: row.status_message,
+    result: row.result,
+    error: row.error,
+    mode: row.mode,
+    cancelRequestedAt: row.cancel_requested_at,
+    cancelReason: row.cancel_reason,
+    progress:
+      row.progress_value === null
+        ? null
+        : { value: row.progress_value, total: row.progress_total, message: row.progress_message },
+    attempt: row.attempt,
+    workerId: row.worker_id,
+    idleTimeoutMs: row.idle_timeout_ms,
+    maxTimeoutMs: row.max_timeout_ms,
+    ttlMs: row.ttl_ms === null ? null : Number(row.ttl_ms),
+    pollIntervalMs: row.poll_interval_ms,
+    createdAt: row.created_at,
+    lastUpdatedAt: row.last_updated_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    expiresAt: row.expires_at,
+  };
+}
+
+/** The channel every task change is announced on; the payload is a TaskNotification as JSON. */
+export const TASK_CHANNEL = 'taskgate_task';
+
+export interface TaskNotification {
+  readonly id: string;
+  readonly tenant: string;
+  readonly event: 'created' | 'status' | 'progress' | 'cancel';
+  readonly status: TaskStatus;
+}
+
+export function parseTaskNotification(payload: string | undefined): TaskNotification | null {
+  if (!payload) return null;
+  try {
+    const value = JSON.parse(payload) as Partial<TaskNotification>;
+    if (typeof value.id !== 'string' || typeof value.event !== 'string') return null;
+    return value as TaskNotification;
+  } catch {
+    return null;
+  }
+}

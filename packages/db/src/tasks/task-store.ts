@@ -1,0 +1,185 @@
+import { type Kysely, sql } from 'kysely';
+import type { Database, TaskMode, TaskStatus } from '../schema.ts';
+import { TASK_CHANNEL, type TaskRecord, type TaskRow, toTaskRecord } from './task-record.ts';
+
+/**
+ * The API's side of the tasks table and its history: create, read, list, request cancellation,
+ * retention. Every state change appends to task_events and announces itself on TASK_CHANNEL in the
+ * same statement, so history and notifications can never disagree with the row.
+ */
+
+type Db = Kysely<Database>;
+
+export interface NewTask {
+  readonly tenantId: string;
+  readonly tool: string;
+  readonly arguments: unknown;
+  readonly mode: TaskMode;
+  readonly ttlMs: number;
+  readonly pollIntervalMs: number;
+  readonly idleTimeoutMs: number | null;
+  readonly maxTimeoutMs: number | null;
+}
+
+/** Inserts the task and its `created` event. Run it inside the transaction that enqueues the job. */
+export async function insertTask(db: Db, task: NewTask): Promise<TaskRecord> {
+  const { rows } = await sql<TaskRow>`
+    WITH created AS (
+      INSERT INTO tasks (tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms)
+      VALUES (${task.tenantId}, ${task.tool}, ${JSON.stringify(task.arguments ?? {})}::jsonb, ${task.mode},
+              ${task.ttlMs}, ${task.pollIntervalMs}, ${task.idleTimeoutMs}, ${task.maxTimeoutMs})
+      RETURNING *
+    ), event AS (
+      INSERT INTO task_events (tenant_id, task_id, type, to_status)
+      SELECT tenant_id, id, 'created', status FROM created
+    )
+    SELECT created.*, ${notify('created')} FROM created`.execute(db);
+  return toTaskRecord(rows[0] as TaskRow);
+}
+
+/** The task if it exists for this tenant and has not expired; another tenant's task is null. */
+export async function findTask(db: Db, tenantId: string, id: string): Promise<TaskRecord | null> {
+  if (!isUuid(id)) return null;
+  const { rows } = await sql<TaskRow>`
+    SELECT * FROM tasks
+    WHERE tenant_id = ${tenantId} AND id = ${id}::uuid AND (expires_at IS NULL OR expires_at > now())`.execute(db);
+  return rows[0] ? toTaskRecord(rows[0]) : null;
+}
+
+export interface ListQuery {
+  readonly status?: TaskStatus;
+  readonly limit: number;
+  readonly after?: TaskCursor;
+}
+
+/** Keyset position: created_at exactly as Postgres prints it (microseconds intact), then id. */
+export interface TaskCursor {
+  readonly createdAt: string;
+  readonly id: string;
+}
+
+export interface TaskPage {
+  readonly tasks: TaskRecord[];
+  readonly next: TaskCursor | null;
+}
+
+/** Newest first, `limit` at a time, continuing strictly after the cursor. */
+export async function listTasks(db: Db, tenantId: string, query: ListQuery): Promise<TaskPage> {
+  const status = query.status ? sql`AND status = ${query.status}` : sql``;
+  const after = query.after
+    ? sql`AND (created_at, id) < (${query.after.createdAt}::timestamptz, ${query.after.id}::uuid)`
+    : sql``;
+  const { rows } = await sql<TaskRow & { cursor_created_at: string }>`
+    SELECT *, created_at::text AS cursor_created_at FROM tasks
+    WHERE tenant_id = ${tenantId} ${status} ${after}
+      AND (expires_at IS NULL OR expires_at > now())
+    ORDER BY created_at DESC, id DESC
+    LIMIT ${query.limit + 1}`.execute(db);
+  const page = rows.slice(0, query.limit);
+  const last = page.at(-1);
+  return {
+    tasks: page.map(toTaskRecord),
+    next: rows.length > query.limit && last ? { createdAt: last.cursor_created_at, id: last.id } : null,
+  };
+}
+
+export interface CancelOutcome {
+  /** null: no such task for this tenant. */
+  readonly task: TaskRecord | null;
+  /** true when this call recorded the request; false for a terminal task or a repeated request. */
+  readonly recorded: boolean;
+}
+
+/**
+ * Records the intent to cancel: cancel_requested_at and the reason, a cancel_requested event and a
+ * `cancel` notification that wakes the worker holding the task, in one statement. Not a terminal
+ * transition: the task stays working until its worker observes the flag. A terminal task, or one
+ * already asked, is returned unchanged (idempotent acknowledgement).
+ */
+export async function requestCancel(
+  db: Db,
+  tenantId: string,
+  id: string,
+  reason: string | null,
+): Promise<CancelOutcome> {
+  if (!isUuid(id)) return { task: null, recorded: false };
+  const { rows } = await sql<TaskRow>`
+    WITH requested AS (
+      UPDATE tasks SET cancel_requested_at = now(), cancel_reason = ${reason}
+      WHERE tenant_id = ${tenantId} AND id = ${id}::uuid
+        AND status IN ('working', 'input_required') AND cancel_requested_at IS NULL
+        AND (expires_at IS NULL OR expires_at > now())
+      RETURNING *
+    ), event AS (
+      INSERT INTO task_events (tenant_id, task_id, type, reason)
+      SELECT tenant_id, id, 'cancel_requested', cancel_reason FROM requested
+    )
+    SELECT requested.*, ${notify('cancel', 'requested')} FROM requested`.execute(db);
+  if (rows[0]) return { task: toTaskRecord(rows[0]), recorded: true };
+  // Read in a statement of its own: if this request waited on the row lock of a completion, only a
+  // new snapshot sees the completed task (the UPDATE above re-checked its WHERE on the new version,
+  // but a SELECT in the same statement would still see the old one).
+  return { task: await findTask(db, tenantId, id), recorded: false };
+}
+
+export interface TaskEvent {
+  readonly id: number;
+  readonly type: string;
+  readonly fromStatus: TaskStatus | null;
+  readonly toStatus: TaskStatus | null;
+  readonly attempt: number | null;
+  readonly reason: string | null;
+  readonly data: unknown;
+  readonly createdAt: Date;
+}
+
+/** A task's history, oldest first (the durable cancellation trace). */
+export async function listTaskEvents(db: Db, tenantId: string, taskId: string): Promise<TaskEvent[]> {
+  if (!isUuid(taskId)) return [];
+  const rows = await db
+    .selectFrom('task_events')
+    .select(['id', 'type', 'from_status', 'to_status', 'attempt', 'reason', 'data', 'created_at'])
+    .where('tenant_id', '=', tenantId)
+    .where('task_id', '=', taskId)
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => ({
+    id: Number(row.id),
+    type: row.type,
+    fromStatus: row.from_status,
+    toStatus: row.to_status,
+    attempt: row.attempt,
+    reason: row.reason,
+    data: row.data,
+    createdAt: row.created_at,
+  }));
+}
+
+/**
+ * Retention: deletes up to `limit` tasks whose expiry has passed (their history goes with them).
+ * SKIP LOCKED lets several workers sweep at once without waiting on each other.
+ */
+export async function deleteExpiredTasks(db: Db, limit: number): Promise<number> {
+  const result = await sql`
+    DELETE FROM tasks WHERE id IN (
+      SELECT id FROM tasks WHERE expires_at <= now() ORDER BY expires_at LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    )`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A malformed id can name no task; checking here keeps Postgres from raising on the cast. */
+export function isUuid(value: string): boolean {
+  return UUID.test(value);
+}
+
+/**
+ * pg_notify for the row in scope (the caller's FROM item named `table`), as a select-list
+ * expression. NOTIFY is transactional: listeners hear it only when the change commits.
+ */
+export function notify(event: 'created' | 'status' | 'progress' | 'cancel', table = 'created') {
+  return sql`pg_notify(${TASK_CHANNEL}, json_build_object('id', ${sql.ref(`${table}.id`)}, 'tenant', ${sql.ref(
+    `${table}.tenant_id`,
+  )}, 'event', ${event}::text, 'status', ${sql.ref(`${table}.status`)})::text)::text AS notified`;
+}

@@ -1,0 +1,32 @@
+export {
+  type BackoffOptions,
+  backoffCeiling,
+  backoffDelay,
+  deterministicJitter,
+  fnv1a32,
+} from './backoff.ts';
+export {
+  BoundedBuffer,
+  type BoundedBufferOptions,
+  type BufferItem,
+  type CoalesceMode,
+  type PushResult,
+} from './bounded-buffer.ts';
+export { ProgressGate, type ProgressGateOptions, type ProgressUpdate } from './progress-gate.ts';
+export {
+  checkTransition,
+  isTaskStatus,
+  isTerminalStatus,
+  TASK_STATUSES,
+  type TaskStatus,
+  TERMINAL_STATUSES,
+  type TerminalTaskStatus,
+  type TransitionCheck,
+} from './task-state.ts';
+export {
+  type DeadlineClock,
+  type DeadlineExpiry,
+  type DeadlineLimits,
+  type NextDeadline,
+  TwoClockDeadline,
+} from './two-clock-deadline.ts';

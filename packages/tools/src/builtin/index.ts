@@ -1,0 +1,14 @@
+import type { ToolDefinition } from '../tool-definition.ts';
+import { failingJob, protocolErrorJob } from './failing-job.ts';
+import { greet } from './greet.ts';
+import { slowCompute } from './slow-compute.ts';
+
+/** The tools every Taskgate server offers. */
+export const builtinTools: readonly ToolDefinition<never>[] = [
+  greet,
+  slowCompute,
+  failingJob,
+  protocolErrorJob,
+] as unknown as ToolDefinition<never>[];
+
+export { failingJob, greet, protocolErrorJob, slowCompute };

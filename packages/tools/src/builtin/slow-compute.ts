@@ -1,0 +1,33 @@
+import { defineTool } from '../tool-definition.ts';
+
+const STEP_MS = 50;
+
+export const slowCompute = defineTool<{ seconds: number }>({
+  name: 'slow_compute',
+  title: 'Slow compute',
+  description:
+    'Works for the given number of seconds, reporting progress and passing a cancellation checkpoint every 50 ms.',
+  inputSchema: {
+    type: 'object',
+    properties: { seconds: { type: 'number', exclusiveMinimum: 0, maximum: 600, description: 'How long to work' } },
+    required: ['seconds'],
+    additionalProperties: false,
+  },
+  annotations: { title: 'Slow compute', readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+  retry: 'safe',
+  timeouts: { idleMs: 5_000, maxMs: 660_000 },
+  async handler({ seconds }, ctx) {
+    const steps = Math.max(1, Math.round((seconds * 1000) / STEP_MS));
+    let checksum = 0;
+    for (let step = 1; step <= steps; step++) {
+      await ctx.checkpoint();
+      await ctx.sleep(STEP_MS);
+      checksum = (checksum * 31 + step) % 1_000_000_007;
+      ctx.progress(step, steps, `step ${step} of ${steps}`);
+    }
+    return {
+      content: [{ type: 'text', text: `computed for ${seconds} s in ${steps} steps` }],
+      structuredContent: { seconds, steps, checksum },
+    };
+  },
+});

@@ -1,0 +1,19 @@
+export { builtinTools, failingJob, greet, protocolErrorJob, slowCompute } from './builtin/index.ts';
+export {
+  type ContentBlock,
+  defineTool,
+  type RetryClass,
+  type ToolAnnotations,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolResult,
+  type ToolTimeouts,
+} from './tool-definition.ts';
+export {
+  isStopReason,
+  TaskCancelledError,
+  TaskReleasedError,
+  TaskTimeoutError,
+  ToolProtocolError,
+} from './tool-errors.ts';
+export { type ArgumentCheck, type ArgumentProblem, ToolRegistry } from './tool-registry.ts';

@@ -1,0 +1,93 @@
+import type { Database } from '@taskgate/db';
+import type { Transaction } from 'kysely';
+
+/** An MCP content block (text, image, resource link, ...); the protocol package narrows it. */
+export interface ContentBlock {
+  readonly type: string;
+  readonly [field: string]: unknown;
+}
+
+/** What a handler returns: an MCP CallToolResult. `isError: true` is a tool error, not a failure. */
+export interface ToolResult {
+  readonly content: readonly ContentBlock[];
+  readonly structuredContent?: Readonly<Record<string, unknown>>;
+  readonly isError?: boolean;
+}
+
+/**
+ * How the server may retry a call on its own (after a worker death, say):
+ * safe: read-only, retry freely; conditional: a mutation, retried only with an idempotency key;
+ * unsafe: never retried automatically — a lost outcome is reconciled, not replayed.
+ */
+export type RetryClass = 'safe' | 'conditional' | 'unsafe';
+
+/** MCP tool annotations: hints for clients, never proof of anything. */
+export interface ToolAnnotations {
+  readonly title?: string;
+  readonly readOnlyHint?: boolean;
+  readonly destructiveHint?: boolean;
+  readonly idempotentHint?: boolean;
+  readonly openWorldHint?: boolean;
+}
+
+export interface ToolTimeouts {
+  /** Longest stretch without progress. */
+  readonly idleMs?: number;
+  /** Longest run from the first start, across attempts; nothing extends it. */
+  readonly maxMs?: number;
+}
+
+export interface ToolContext {
+  /** Aborted when the task is cancelled, a clock runs out, or the worker releases the task. */
+  readonly signal: AbortSignal;
+  readonly tenant: string;
+  readonly taskId: string;
+  readonly attempt: number;
+  /**
+   * Throws the stop reason if the task must stop. Also re-reads the cancel flag from the database
+   * at a bounded interval, so a lost wake-up delays a cancel but never loses it.
+   */
+  checkpoint(): Promise<void>;
+  /** Reports progress; only strictly increasing values count, and only they reset the idle clock. */
+  progress(value: number, total?: number, message?: string): void;
+  /**
+   * The final commit: runs `effects` inside the transaction that completes the task, after locking
+   * the task row. If a cancel was requested first, nothing of it commits and the task ends
+   * cancelled (this throws TaskCancelledError). Returns the result the task completed with.
+   */
+  commit(effects: (trx: Transaction<Database>) => Promise<ToolResult>): Promise<ToolResult>;
+  /** A delay that ends early, rejecting with the stop reason, when the signal aborts. */
+  sleep(ms: number): Promise<void>;
+}
+
+export interface ToolDefinition<Input = Record<string, unknown>> {
+  readonly name: string;
+  readonly title?: string;
+  readonly description: string;
+  /** JSON Schema (2020-12) of the arguments; checked before a task is created. */
+  readonly inputSchema: Readonly<Record<string, unknown>>;
+  readonly outputSchema?: Readonly<Record<string, unknown>>;
+  readonly annotations?: ToolAnnotations;
+  readonly retry: RetryClass;
+  readonly timeouts?: ToolTimeouts;
+  handler(input: Input, ctx: ToolContext): Promise<ToolResult>;
+}
+
+const NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/** Declares a tool; checks the declaration itself so a bad one fails at start-up, not at first call. */
+export function defineTool<Input = Record<string, unknown>>(definition: ToolDefinition<Input>): ToolDefinition<Input> {
+  if (!NAME.test(definition.name)) {
+    throw new TypeError(`tool name ${JSON.stringify(definition.name)} must be 1-128 of A-Z a-z 0-9 _ . -`);
+  }
+  if (definition.inputSchema.type !== 'object') {
+    throw new TypeError(`tool ${definition.name}: inputSchema must be a JSON Schema with type "object"`);
+  }
+  for (const key of ['idleMs', 'maxMs'] as const) {
+    const value = definition.timeouts?.[key];
+    if (value !== undefined && !(Number.isInteger(value) && value > 0)) {
+      throw new TypeError(`tool ${definition.name}: timeouts.${key} must be a positive integer of milliseconds`);
+    }
+  }
+  return definition;
+}

@@ -1,0 +1,109 @@
+import { TaskService } from '@taskgate/api';
+import { createKysely, type Database, ensureTaskQueue, PGBOSS_SCHEMA } from '@taskgate/db';
+import { builtinTools, type ToolDefinition, ToolRegistry } from '@taskgate/tools';
+import { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from '@taskgate/worker';
+import type { Kysely } from 'kysely';
+import pg from 'pg';
+import { PgBoss } from 'pg-boss';
+
+const silent = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} };
+
+export interface Platform {
+  readonly db: Kysely<Database>;
+  readonly service: TaskService;
+  readonly tools: ToolRegistry;
+  readonly boss: PgBoss;
+  worker: WorkerRole | null;
+  startWorker(overrides?: Partial<WorkerRoleOptions>): Promise<WorkerRole>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The API's TaskService and (when asked) a worker, in this process, on the given database: the
+ * same code `taskgate start` wires, with the knobs tests need.
+ */
+export async function startPlatform(
+  url: string,
+  options: {
+    tools?: readonly ToolDefinition<never>[];
+    service?: Partial<ConstructorParameters<typeof TaskService>[0]>;
+  } = {},
+): Promise<Platform> {
+  const tools = new ToolRegistry([...builtinTools, ...(options.tools ?? [])]);
+  const pool = new pg.Pool({ connectionString: url, max: 6 });
+  const db = createKysely(pool);
+  const boss = new PgBoss({
+    connectionString: url,
+    schema: PGBOSS_SCHEMA,
+    migrate: false,
+    supervise: false,
+    schedule: false,
+    max: 3,
+  });
+  boss.on('error', () => {});
+  await boss.start();
+  await ensureTaskQueue(boss);
+  const service = new TaskService({
+    db,
+    boss,
+    tools,
+    defaultTtlMs: 3_600_000,
+    pollIntervalMs: 500,
+    ...options.service,
+  });
+  const platform: Platform = {
+    db,
+    service,
+    tools,
+    boss,
+    worker: null,
+    async startWorker(overrides = {}) {
+      platform.worker = await startWorkerRole({
+        connectionString: url,
+        logger: silent,
+        tools,
+        graceMs: 1_000,
+        listenNotify: true,
+        concurrency: 4,
+        ...overrides,
+      });
+      return platform.worker;
+    },
+    async stop() {
+      await platform.worker?.stop();
+      await boss.stop({ graceful: false, close: true });
+      await db.destroy();
+    },
+  };
+  return platform;
+}
+
+/** Resolves with the task once `predicate` holds, re-reading it on every notification-free tick. */
+export async function waitForTask<T>(
+  read: () => Promise<T>,
+  predicate: (task: T) => boolean,
+  timeoutMs = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const task = await read();
+    if (predicate(task)) return task;
+    if (Date.now() > deadline)
+      throw new Error(`condition not reached in ${timeoutMs} ms; last: ${JSON.stringify(task)}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+export interface Barrier {
+  readonly promise: Promise<void>;
+  readonly resolve: () => void;
+}
+
+/** A promise with its resolve exposed, for holding a handler at a known point. */
+export function barrier(): Barrier {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
