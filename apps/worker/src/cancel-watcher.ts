@@ -1,16 +1,15 @@
-import { type Database, readCancelStates, TaskListener } from '@taskgate/db';
+import { type Database, readCancelStates, type TaskListener } from '@taskgate/db';
 import type { Kysely } from 'kysely';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 export interface CancelWatcherOptions {
-  readonly connectionString: string;
   readonly db: Kysely<Database>;
   /**
-   * LISTEN for cancel notifications (the fast path). Off where NOTIFY cannot reach this connection
+   * The worker's LISTEN connection (the fast path). Null where NOTIFY cannot reach this process
    * (the embedded Postgres); the poll then carries cancels alone.
    */
-  readonly listen: boolean;
+  readonly listener: TaskListener | null;
   /** How often the watched tasks' cancel flags are read from the database (the floor). */
   readonly pollIntervalMs: number;
   readonly logger: { readonly debug: LogFn; readonly warn: LogFn };
@@ -26,26 +25,17 @@ type OnCancel = (how: 'notification' | 'poll') => void;
 export class CancelWatcher {
   readonly #options: CancelWatcherOptions;
   readonly #watched = new Map<string, OnCancel>();
-  readonly #listener: TaskListener | null;
   #pollTimer: NodeJS.Timeout | undefined;
   #stopped = false;
 
   constructor(options: CancelWatcherOptions) {
     this.#options = options;
-    this.#listener = options.listen
-      ? new TaskListener({
-          connectionString: options.connectionString,
-          applicationName: 'taskgate-cancel-watcher',
-          logger: options.logger,
-        })
-      : null;
-    this.#listener?.onNotification((notification) => {
+    options.listener?.onNotification((notification) => {
       if (notification.event === 'cancel') this.#watched.get(notification.id)?.('notification');
     });
   }
 
-  async start(): Promise<void> {
-    await this.#listener?.start();
+  start(): void {
     this.#schedulePoll();
   }
 
@@ -63,10 +53,9 @@ export class CancelWatcher {
     };
   }
 
-  async stop(): Promise<void> {
+  stop(): void {
     this.#stopped = true;
     clearTimeout(this.#pollTimer);
-    await this.#listener?.stop();
   }
 
   #schedulePoll(): void {

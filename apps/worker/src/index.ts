@@ -1,4 +1,5 @@
 export { CancelWatcher, type CancelWatcherOptions } from './cancel-watcher.ts';
+export { JobPump, type JobPumpOptions } from './job-pump.ts';
 export { RetentionSweeper } from './retention-sweeper.ts';
 export type { AttemptHooks } from './task-attempt.ts';
 export { TaskRunner, type TaskRunnerOptions } from './task-runner.ts';

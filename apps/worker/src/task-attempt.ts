@@ -10,7 +10,7 @@ import {
   releaseAttempt,
   type TaskRecord,
 } from '@taskgate/db';
-import { ProgressGate, type ProgressUpdate, TwoClockDeadline } from '@taskgate/reliability';
+import { isTerminalStatus, ProgressGate, type ProgressUpdate, TwoClockDeadline } from '@taskgate/reliability';
 import {
   TaskCancelledError,
   TaskReleasedError,
@@ -21,11 +21,14 @@ import {
   type ToolResult,
 } from '@taskgate/tools';
 import type { Kysely, Transaction } from 'kysely';
+import type { CompletionBatcher } from './completion-batcher.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 export interface AttemptSettings {
   readonly db: Kysely<Database>;
+  /** Completions without local effects go through here (batched commits). */
+  readonly completions: CompletionBatcher;
   readonly logger: { readonly warn: LogFn; readonly debug: LogFn };
   /** The longest a checkpoint trusts its last reading of the cancel flag. */
   readonly checkpointReadIntervalMs: number;
@@ -89,7 +92,7 @@ export class TaskAttempt {
     this.#armDeadline();
     try {
       const result = await this.#tool.handler(this.task.arguments as never, this.#context());
-      if (!this.#committed) await this.#commit(async () => result, 'handler returned');
+      if (!this.#committed) await this.#complete(result);
     } catch (error) {
       await this.#settleFailure(error);
     } finally {
@@ -227,6 +230,27 @@ export class TaskAttempt {
     );
   }
 
+  /** Completion without local effects: one statement does the lock, the cancel check and the transition. */
+  async #complete(result: ToolResult): Promise<void> {
+    this.#guardCommit();
+    await this.#flushProgress();
+    if (await this.#settings.completions.complete(this.task.id, this.task.attempt, result, 'handler returned')) {
+      this.#committed = true;
+      return;
+    }
+    // Not completed: a cancel came first, or something else ended the attempt. Which one?
+    const [state] = await readCancelStates(this.#settings.db, [this.task.id]);
+    if (state && state.attempt === this.task.attempt && !isTerminalStatus(state.status) && state.cancelRequested) {
+      this.#cancelled(state.cancelReason, 'final commit found the flag');
+      throw this.#controller.signal.reason;
+    }
+    // Superseded: a clock or a newer attempt ended this one first; nothing more to write.
+    this.#committed = true;
+    throw this.#controller.signal.aborted
+      ? this.#controller.signal.reason
+      : new Error(`task is already ${state?.status}`);
+  }
+
   /**
    * The final commit is the last checkpoint: lock the task row, and only if no cancel was requested
    * run the effects and complete the task, all in one transaction.
@@ -253,8 +277,7 @@ export class TaskAttempt {
       return outcome.result;
     }
     if (outcome.kind === 'cancel-requested') {
-      this.#cancelSeenHow ??= 'final commit found the flag';
-      this.#controller.abort(new TaskCancelledError(outcome.reason));
+      this.#cancelled(outcome.reason, 'final commit found the flag');
       throw this.#controller.signal.reason;
     }
     // Superseded: a clock or a newer attempt ended this one first.
@@ -262,6 +285,27 @@ export class TaskAttempt {
     throw this.#controller.signal.aborted
       ? this.#controller.signal.reason
       : new Error(`task is already ${outcome.status}`);
+  }
+
+  #guardCommit(): void {
+    if (this.#committed) throw new Error('the task was already committed; commit runs once');
+    // A clock or a release ends the attempt; only a cancel still goes to the final commit, which
+    // then finds the flag and ends the task cancelled.
+    if (this.#controller.signal.aborted && !(this.#controller.signal.reason instanceof TaskCancelledError)) {
+      throw this.#controller.signal.reason;
+    }
+  }
+
+  /** The last progress a rate limit held back is stored before the terminal state, never after. */
+  async #flushProgress(): Promise<void> {
+    if (this.#latestProgress && this.#latestProgress !== this.#writtenProgress)
+      this.#writeProgress(this.#latestProgress);
+    await this.#progressWrites;
+  }
+
+  #cancelled(reason: string | null, how: string): void {
+    this.#cancelSeenHow ??= how;
+    if (!this.#controller.signal.aborted) this.#controller.abort(new TaskCancelledError(reason));
   }
 
   async #settleFailure(thrown: unknown): Promise<void> {

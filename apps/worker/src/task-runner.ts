@@ -1,7 +1,8 @@
-import { claimAttempt, type Database, finishAttempt, recordCancelObserved } from '@taskgate/db';
+import { type ClaimedAttempt, type Database, finishAttempt, recordCancelObserved, releaseAttempt } from '@taskgate/db';
 import { TaskReleasedError, type ToolRegistry } from '@taskgate/tools';
 import type { Kysely } from 'kysely';
 import type { CancelWatcher } from './cancel-watcher.ts';
+import { CompletionBatcher } from './completion-batcher.ts';
 import { type AttemptHooks, TaskAttempt } from './task-attempt.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
@@ -9,7 +10,6 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 export interface TaskRunnerOptions {
   readonly db: Kysely<Database>;
   readonly tools: ToolRegistry;
-  readonly workerId: string;
   readonly watcher: CancelWatcher;
   readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogFn };
   readonly checkpointReadIntervalMs: number;
@@ -25,25 +25,30 @@ export interface TaskRunnerOptions {
  */
 export class TaskRunner {
   readonly #options: TaskRunnerOptions;
+  readonly #completions: CompletionBatcher;
   readonly #inFlight = new Map<string, TaskAttempt>();
   readonly #idleWaiters = new Set<() => void>();
   #draining = false;
 
   constructor(options: TaskRunnerOptions) {
     this.#options = options;
+    this.#completions = new CompletionBatcher(options.db);
   }
 
   get inFlight(): number {
     return this.#inFlight.size;
   }
 
-  /** Runs one delivery of a task. Throws TaskReleasedError when the task was handed back. */
-  async run(taskId: string, jobSignal?: AbortSignal): Promise<void> {
-    const { db, workerId, tools, logger } = this.#options;
-    if (this.#draining) throw new TaskReleasedError('worker is shutting down');
-    const claim = await claimAttempt(db, taskId, workerId);
-    if (!claim) return; // finished, cancelled or expired before this delivery: nothing to run
+  /**
+   * Runs one claimed attempt (the claim was made with the job's fetch, in one transaction). A null
+   * claim means the task had finished, been cancelled or expired before this delivery: nothing to
+   * run. Throws TaskReleasedError when the task was handed back.
+   */
+  async run(claim: ClaimedAttempt | null): Promise<void> {
+    if (!claim) return;
+    const { db, tools, logger } = this.#options;
     const { task } = claim;
+    const taskId = task.id;
     if (claim.lostWorker) {
       logger.warn(
         { taskId, attempt: task.attempt, lostWorker: claim.lostWorker },
@@ -72,6 +77,10 @@ export class TaskRunner {
       );
       return;
     }
+    if (this.#draining) {
+      await releaseAttempt(db, task.id, task.attempt, 'worker is shutting down');
+      throw new TaskReleasedError('worker is shutting down');
+    }
     if (task.cancelRequestedAt) {
       await recordCancelObserved(db, task.id, task.attempt, 'before start');
       await finishAttempt(db, task.id, task.attempt, {
@@ -84,6 +93,7 @@ export class TaskRunner {
 
     const attempt = new TaskAttempt(task, claim.elapsedMs, tool, {
       db,
+      completions: this.#completions,
       logger,
       checkpointReadIntervalMs: this.#options.checkpointReadIntervalMs,
       progressWriteIntervalMs: this.#options.progressWriteIntervalMs,
@@ -92,12 +102,9 @@ export class TaskRunner {
     });
     this.#inFlight.set(task.id, attempt);
     const unwatch = this.#options.watcher.watch(task.id, (how) => attempt.cancel(how));
-    const onJobAbort = () => attempt.release('pg-boss withdrew the job');
-    jobSignal?.addEventListener('abort', onJobAbort, { once: true });
     try {
       await attempt.run();
     } finally {
-      jobSignal?.removeEventListener('abort', onJobAbort);
       unwatch();
       this.#inFlight.delete(task.id);
       if (this.#inFlight.size === 0) for (const resolve of this.#idleWaiters) resolve();

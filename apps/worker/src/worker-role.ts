@@ -1,8 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { createKysely, createPool, ensureTaskQueue, PGBOSS_SCHEMA, TASK_QUEUE, type TaskJobData } from '@taskgate/db';
+import {
+  claimAttempts,
+  createKysely,
+  createPool,
+  ensureTaskQueue,
+  PGBOSS_SCHEMA,
+  TASK_QUEUE,
+  type TaskJobData,
+  TaskListener,
+} from '@taskgate/db';
 import type { ToolRegistry } from '@taskgate/tools';
-import { PgBoss } from 'pg-boss';
+import { fromKysely, PgBoss } from 'pg-boss';
 import { CancelWatcher } from './cancel-watcher.ts';
+import { JobPump } from './job-pump.ts';
 import { RetentionSweeper } from './retention-sweeper.ts';
 import type { AttemptHooks } from './task-attempt.ts';
 import { TaskRunner } from './task-runner.ts';
@@ -27,8 +37,11 @@ export interface WorkerRoleOptions {
   readonly listenForCancels?: boolean;
   readonly cancelPollIntervalMs?: number;
   readonly progressWriteIntervalMs?: number;
-  /** How often pg-boss's monitor looks for jobs whose worker stopped heartbeating. */
-  readonly monitorIntervalSeconds?: number;
+  /**
+   * How often pg-boss's supervisor looks for jobs whose worker stopped heartbeating (and does its
+   * maintenance). With the queue's 10 s heartbeat, a dead worker's task moves on within ~15 s.
+   */
+  readonly superviseIntervalSeconds?: number;
   readonly retentionSweepIntervalMs?: number;
   readonly workerId?: string;
   readonly hooks?: AttemptHooks;
@@ -37,6 +50,7 @@ export interface WorkerRoleOptions {
 export interface WorkerRole {
   readonly workerId: string;
   readonly runner: TaskRunner;
+  readonly pump: JobPump;
   readonly sweeper: RetentionSweeper;
   stop(): Promise<void>;
 }
@@ -57,8 +71,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     migrate: false,
     supervise: true,
     schedule: false,
-    useListenNotify: options.listenNotify,
-    monitorIntervalSeconds: options.monitorIntervalSeconds ?? 5,
+    superviseIntervalSeconds: options.superviseIntervalSeconds ?? 5,
+    monitorIntervalSeconds: options.superviseIntervalSeconds ?? 5,
     instanceName: workerId,
     max: 4,
   });
@@ -67,17 +81,23 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
 
   const pool = createPool(options.connectionString, { applicationName: 'taskgate-worker', max: concurrency + 2 });
   const db = createKysely(pool);
+  // One LISTEN connection per worker: task-created wakes the pump, cancel wakes the handler.
+  const listener = options.listenNotify
+    ? new TaskListener({
+        connectionString: options.connectionString,
+        applicationName: 'taskgate-worker-listen',
+        logger,
+      })
+    : null;
   const watcher = new CancelWatcher({
-    connectionString: options.connectionString,
     db,
-    listen: options.listenForCancels ?? options.listenNotify,
+    listener: (options.listenForCancels ?? true) ? listener : null,
     pollIntervalMs: options.cancelPollIntervalMs ?? (options.listenNotify ? 1_000 : 250),
     logger,
   });
   const runner = new TaskRunner({
     db,
     tools: options.tools,
-    workerId,
     watcher,
     logger,
     checkpointReadIntervalMs: options.checkpointReadIntervalMs ?? 250,
@@ -85,26 +105,42 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     ...(options.hooks ? { hooks: options.hooks } : {}),
   });
   const sweeper = new RetentionSweeper(db, options.retentionSweepIntervalMs ?? 60_000, logger);
+  const pump = new JobPump({
+    boss,
+    queue: TASK_QUEUE,
+    concurrency,
+    pollIntervalMs: options.listenNotify ? 1_000 : 250,
+    heartbeatIntervalMs: 4_000,
+    // The fetch and the claim of its tasks commit together: one commit per batch, and no job is
+    // ever active without its task knowing which attempt and worker hold it.
+    fetch: (count) =>
+      db.transaction().execute(async (trx) => {
+        const jobs = await boss.fetch<TaskJobData>(TASK_QUEUE, { batchSize: count, db: fromKysely(trx) });
+        const claims = await claimAttempts(
+          trx,
+          jobs.map((job) => job.data.taskId),
+          workerId,
+        );
+        const byTask = new Map(claims.map((claim) => [claim.task.id, claim]));
+        return jobs.map((job) => ({ job, claim: byTask.get(job.data.taskId) ?? null }));
+      }),
+    run: (claim) => runner.run(claim),
+    logger,
+  });
+  listener?.onNotification((notification) => {
+    if (notification.event === 'created') pump.wake();
+  });
 
   try {
     await boss.start();
     await ensureTaskQueue(boss);
-    await watcher.start();
-    await boss.work<TaskJobData>(
-      TASK_QUEUE,
-      {
-        localConcurrency: concurrency,
-        batchSize: 1,
-        pollingIntervalSeconds: 0.5,
-        notifyPollingIntervalSeconds: 5,
-      },
-      async ([job]) => {
-        if (job) await runner.run(job.data.taskId, job.signal);
-      },
-    );
+    await listener?.start();
+    watcher.start();
+    pump.start();
     sweeper.start();
   } catch (error) {
-    await Promise.allSettled([watcher.stop(), boss.stop({ graceful: false, close: true }), db.destroy()]);
+    watcher.stop();
+    await Promise.allSettled([listener?.stop(), boss.stop({ graceful: false, close: true }), db.destroy()]);
     throw error;
   }
   logger.info({ workerId, concurrency, tools: options.tools.list().map((tool) => tool.name) }, 'worker started');
@@ -112,11 +148,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   return {
     workerId,
     runner,
+    pump,
     sweeper,
     stop: async () => {
       // 1. Take no new jobs; running handlers hand their task back at their next checkpoint.
       runner.beginDrain();
-      await boss.offWork(TASK_QUEUE, { wait: false });
+      await pump.stopFetching();
       // 2. The grace period for them to get there (or to finish).
       const drained = await runner.settled(options.graceMs);
       if (!drained) {
@@ -125,9 +162,10 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         runner.releaseAll('shutdown grace period ended');
         await runner.settled(1_000);
       }
+      pump.close();
       await sweeper.stop();
-      await watcher.stop();
-      // Anything pg-boss still holds is failed over to another worker (retried) by stop().
+      watcher.stop();
+      await listener?.stop();
       await boss.stop({ graceful: true, close: true, timeout: 1_000 });
       await db.destroy();
       logger.info({ workerId }, 'worker stopped');

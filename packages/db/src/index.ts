@@ -23,6 +23,8 @@ export {
   type ClaimedAttempt,
   type CompletionCheck,
   claimAttempt,
+  claimAttempts,
+  completeAttempt,
   finishAttempt,
   lockForCompletion,
   type Outcome,

@@ -13,9 +13,10 @@ export interface TaskJobData {
 }
 
 /**
- * Queue settings that matter (see the design notes' pg-boss measurements):
- * - notify: with useListenNotify on the instance, a new job wakes a worker at once instead of
- *   waiting out the polling interval (pickup p50 ~6 ms instead of ~0.9 s).
+ * Queue settings that matter:
+ * - notify off: workers are woken by the task's own `created` notification (sent in the same
+ *   transaction as the job) and fetch with their own pump, so pg-boss's NOTIFY would be a second
+ *   notification for nothing.
  * - heartbeatSeconds: a worker that dies (SIGKILL, OOM, lost host) stops heartbeating, and the
  *   supervising instance fails the job over to another worker. 10 s is pg-boss's minimum.
  * - expireInSeconds: the outer bound on one attempt; the task's own two clocks fire far earlier.
@@ -23,7 +24,7 @@ export interface TaskJobData {
  *   task may run again is the tool's retry class, decided by the worker, not here.
  */
 export const TASK_QUEUE_OPTIONS = {
-  notify: true,
+  notify: false,
   heartbeatSeconds: 10,
   expireInSeconds: 24 * 3600,
   retryLimit: 10,

@@ -20,15 +20,17 @@ export interface ClaimedAttempt {
 }
 
 /**
- * Starts the next attempt of a working task: attempt + 1, this worker as holder, the deadlines, an
- * attempt_started event (and attempt_lost for a previous holder that vanished). Null when the task
- * is gone or no longer working, in which case there is nothing to run.
+ * Starts the next attempt of each working task: attempt + 1, this worker as holder, the deadlines,
+ * an attempt_started event (and attempt_lost for a previous holder that vanished). Tasks that are
+ * gone or no longer working are left out: there is nothing to run for them. One statement for any
+ * number of tasks, so a worker can claim a whole fetched batch in the fetch's transaction.
  */
-export async function claimAttempt(db: Db, id: string, workerId: string): Promise<ClaimedAttempt | null> {
+export async function claimAttempts(db: Db, ids: readonly string[], workerId: string): Promise<ClaimedAttempt[]> {
+  if (ids.length === 0) return [];
   const { rows } = await sql<TaskRow & { lost_worker: string | null; previous_attempt: number; elapsed_ms: number }>`
     WITH current AS (
       SELECT id, worker_id AS lost_worker, attempt AS previous_attempt FROM tasks
-      WHERE id = ${id}::uuid AND status = 'working' FOR UPDATE
+      WHERE id = ANY(${[...ids]}::uuid[]) AND status = 'working' ORDER BY id FOR UPDATE
     ), claimed AS (
       UPDATE tasks t SET
         attempt = t.attempt + 1,
@@ -45,17 +47,25 @@ export async function claimAttempt(db: Db, id: string, workerId: string): Promis
       -- (two data-modifying CTEs would run in no defined order).
       INSERT INTO task_events (tenant_id, task_id, type, attempt, data)
       SELECT tenant_id, id, type, attempt, data FROM (
-        SELECT 1 AS ord, tenant_id, id, 'attempt_lost' AS type, previous_attempt AS attempt,
+        SELECT id AS task, 1 AS ord, tenant_id, id, 'attempt_lost' AS type, previous_attempt AS attempt,
                json_build_object('worker', lost_worker)::jsonb AS data
         FROM claimed WHERE lost_worker IS NOT NULL
         UNION ALL
-        SELECT 2, tenant_id, id, 'attempt_started', attempt, json_build_object('worker', worker_id)::jsonb FROM claimed
-      ) ordered ORDER BY ord
+        SELECT id, 2, tenant_id, id, 'attempt_started', attempt, json_build_object('worker', worker_id)::jsonb FROM claimed
+      ) ordered ORDER BY task, ord
     )
     SELECT * FROM claimed`.execute(db);
-  const row = rows[0];
-  if (!row) return null;
-  return { task: toTaskRecord(row), elapsedMs: Math.max(0, row.elapsed_ms), lostWorker: row.lost_worker };
+  return rows.map((row) => ({
+    task: toTaskRecord(row),
+    elapsedMs: Math.max(0, row.elapsed_ms),
+    lostWorker: row.lost_worker,
+  }));
+}
+
+/** claimAttempts for one task; null when there is nothing to run. */
+export async function claimAttempt(db: Db, id: string, workerId: string): Promise<ClaimedAttempt | null> {
+  const [claim] = await claimAttempts(db, [id], workerId);
+  return claim ?? null;
 }
 
 export interface Outcome {
@@ -71,13 +81,21 @@ export interface Outcome {
  * The single terminal transition: only if the task is still non-terminal and still on this
  * attempt. Null when something else got there first (a cancel, a timeout, a newer attempt).
  */
-export async function finishAttempt(db: Db, id: string, attempt: number, outcome: Outcome): Promise<TaskRecord | null> {
+export async function finishAttempt(
+  db: Db,
+  id: string,
+  attempt: number,
+  outcome: Outcome,
+  options: { unlessCancelRequested?: boolean } = {},
+): Promise<TaskRecord | null> {
   const result = outcome.result === undefined ? null : JSON.stringify(outcome.result);
   const error = outcome.error === undefined ? null : JSON.stringify(outcome.error);
+  const notCancelled = options.unlessCancelRequested ? sql`AND cancel_requested_at IS NULL` : sql``;
   const { rows } = await sql<TaskRow>`
     WITH current AS (
       SELECT id, status AS from_status FROM tasks
-      WHERE id = ${id}::uuid AND attempt = ${attempt} AND status IN ('working', 'input_required') FOR UPDATE
+      WHERE id = ${id}::uuid AND attempt = ${attempt} AND status IN ('working', 'input_required') ${notCancelled}
+      FOR UPDATE
     ), finished AS (
       UPDATE tasks t SET
         status = ${outcome.status},
@@ -95,6 +113,16 @@ export async function finishAttempt(db: Db, id: string, attempt: number, outcome
     )
     SELECT finished.*, ${notify('status', 'finished')} FROM finished`.execute(db);
   return rows[0] ? toTaskRecord(rows[0]) : null;
+}
+
+/**
+ * Completes a task that has no local effects to commit, in one statement: the row lock, the
+ * cancel check and the terminal transition together (the final commit as last checkpoint, in a
+ * single round trip). Null when a cancel was requested first or another attempt or a clock ended
+ * the task; the caller reads which.
+ */
+export function completeAttempt(db: Db, id: string, attempt: number, result: unknown, reason: string): Promise<TaskRecord | null> {
+  return finishAttempt(db, id, attempt, { status: 'completed', result, reason }, { unlessCancelRequested: true });
 }
 
 export type CompletionCheck =

@@ -1,0 +1,211 @@
+import type { ClaimedAttempt, TaskJobData } from '@taskgate/db';
+import { TaskReleasedError } from '@taskgate/tools';
+import type { Job, PgBoss } from 'pg-boss';
+
+type LogFn = (fields: Record<string, unknown>, message: string) => void;
+
+const REFILL_LINGER_MS = 5;
+
+export interface FetchedJob {
+  readonly job: Job<TaskJobData>;
+  /** Null when the task needs no run (it ended, or was cancelled or expired, before delivery). */
+  readonly claim: ClaimedAttempt | null;
+}
+
+export interface JobPumpOptions {
+  readonly boss: PgBoss;
+  readonly queue: string;
+  /** Jobs run at once. */
+  readonly concurrency: number;
+  /** The longest the pump sleeps when it has free slots and nothing woke it. */
+  readonly pollIntervalMs: number;
+  /** How often running jobs' heartbeats are refreshed (the queue expects one within 10 s). */
+  readonly heartbeatIntervalMs: number;
+  /** Fetches up to `count` jobs and claims their tasks, in one transaction. */
+  readonly fetch: (count: number) => Promise<FetchedJob[]>;
+  readonly run: (claim: ClaimedAttempt | null) => Promise<void>;
+  readonly logger: { readonly warn: LogFn; readonly debug: LogFn };
+}
+
+/**
+ * Fetches task jobs from pg-boss and keeps up to `concurrency` of them running.
+ *
+ * pg-boss's own work() loop fetches one job per wake-up when batchSize is 1 and then sleeps for
+ * its polling interval, so a backlog created faster than notifications arrive drains a few jobs
+ * per interval. This pump fetches as many jobs as it has free slots, fetches again at once while
+ * fetches come back full, sleeps only when the queue is empty, and is woken by task-created
+ * notifications (or its poll floor). Each job is settled on its own: completed, or failed back to
+ * the queue (retry) when its task was released.
+ */
+export class JobPump {
+  readonly #options: JobPumpOptions;
+  readonly #running = new Map<string, Job<TaskJobData>>();
+  #onSlot: (() => void) | null = null;
+  #onWake: (() => void) | null = null;
+  #wakeRequested = false;
+  readonly #pendingCompletions: {
+    attempt: { id: string; retryCount: number };
+    resolve: () => void;
+    reject: (error: unknown) => void;
+  }[] = [];
+  #completing = false;
+  #stopped = false;
+  #loop: Promise<void> | null = null;
+  #heartbeat: NodeJS.Timeout | undefined;
+
+  readonly #refillAt: number;
+
+  constructor(options: JobPumpOptions) {
+    this.#options = options;
+    this.#refillAt = Math.max(1, Math.floor(options.concurrency / 4));
+  }
+
+  get running(): number {
+    return this.#running.size;
+  }
+
+  start(): void {
+    this.#loop = this.#pump();
+    this.#heartbeat = setInterval(() => void this.#touch(), this.#options.heartbeatIntervalMs);
+    this.#heartbeat.unref();
+  }
+
+  /** New work may be waiting (a task was created): fetch now instead of at the next poll. */
+  wake(): void {
+    this.#wakeRequested = true;
+    this.#onWake?.();
+  }
+
+  /** Stops fetching; jobs already running go on (the runner drains them). */
+  async stopFetching(): Promise<void> {
+    this.#stopped = true;
+    this.#onSlot?.();
+    await this.#loop;
+  }
+
+  /** After the running jobs have settled, stops the heartbeats. */
+  close(): void {
+    clearInterval(this.#heartbeat);
+  }
+
+  async #pump(): Promise<void> {
+    const { concurrency } = this.#options;
+    while (!this.#stopped) {
+      let free = concurrency - this.#running.size;
+      if (free === 0) {
+        await this.#waitFor('slot');
+        continue;
+      }
+      // A fetch is a transaction of its own: when only a slot or two are free, linger a moment for
+      // more to free up and fetch them together (never long: a free slot must not sit idle).
+      if (this.#running.size > 0 && free < this.#refillAt) {
+        await this.#waitFor('slot', REFILL_LINGER_MS);
+        free = concurrency - this.#running.size;
+      }
+      this.#wakeRequested = false;
+      let fetched = 0;
+      try {
+        const jobs = await this.#options.fetch(free);
+        fetched = jobs.length;
+        for (const entry of jobs) this.#start(entry);
+      } catch (error) {
+        this.#options.logger.warn(
+          { error: (error as Error).message },
+          'fetching jobs failed; retrying after the poll interval',
+        );
+      }
+      // A full batch means there is probably more; a wake-up during the fetch may be a task the
+      // fetch's snapshot did not see. Either way, go round again at once.
+      if (fetched === free || this.#wakeRequested) continue;
+      await this.#waitFor('wake', this.#options.pollIntervalMs);
+    }
+  }
+
+  /**
+   * Sleeps until a slot frees ('slot'), or until a wake-up or the poll interval ('wake'). Always
+   * a real wait on a timer or an event, never an already-settled promise: a loop of those would
+   * starve the event loop.
+   */
+  #waitFor(kind: 'slot' | 'wake', ms?: number): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = ms === undefined ? undefined : setTimeout(() => done(), ms);
+      const done = () => {
+        clearTimeout(timer);
+        this.#onSlot = null;
+        this.#onWake = null;
+        resolve();
+      };
+      this.#onSlot = done;
+      if (kind === 'wake') this.#onWake = done;
+    });
+  }
+
+  #start({ job, claim }: FetchedJob): void {
+    this.#running.set(job.id, job);
+    const attempt = { id: job.id, retryCount: job.retryCount };
+    this.#options
+      .run(claim)
+      .then(
+        () => this.#completeSoon(attempt),
+        (error: unknown) => {
+          if (!(error instanceof TaskReleasedError)) {
+            this.#options.logger.warn(
+              { jobId: job.id, error: (error as Error).message },
+              'task attempt failed; the job goes back to the queue',
+            );
+          }
+          return this.#options.boss.fail(this.#options.queue, attempt, { reason: (error as Error).message });
+        },
+      )
+      .catch((error: Error) =>
+        this.#options.logger.warn({ jobId: job.id, error: error.message }, 'settling the job failed'),
+      )
+      .finally(() => {
+        this.#running.delete(job.id);
+        this.#onSlot?.();
+      });
+  }
+
+  /**
+   * Completes jobs in batches: while one completion statement is in flight the next ones gather,
+   * then go together. Under load that is one commit for many jobs; when idle, no added delay.
+   * (The task row is already terminal by now; this only retires the delivery.)
+   */
+  #completeSoon(attempt: { id: string; retryCount: number }): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#pendingCompletions.push({ attempt, resolve, reject });
+      if (!this.#completing) void this.#flushCompletions();
+    });
+  }
+
+  async #flushCompletions(): Promise<void> {
+    this.#completing = true;
+    try {
+      while (this.#pendingCompletions.length > 0) {
+        const batch = this.#pendingCompletions.splice(0, 100);
+        try {
+          await this.#options.boss.complete(
+            this.#options.queue,
+            batch.map((entry) => entry.attempt),
+          );
+          for (const entry of batch) entry.resolve();
+        } catch (error) {
+          for (const entry of batch) entry.reject(error);
+        }
+      }
+    } finally {
+      this.#completing = false;
+    }
+  }
+
+  async #touch(): Promise<void> {
+    const attempts = [...this.#running.values()].map((job) => ({ id: job.id, retryCount: job.retryCount }));
+    if (attempts.length === 0) return;
+    try {
+      await this.#options.boss.touch(this.#options.queue, attempts);
+    } catch (error) {
+      this.#options.logger.warn({ error: (error as Error).message }, 'job heartbeat failed');
+    }
+  }
+}

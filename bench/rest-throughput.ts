@@ -1,0 +1,153 @@
+// End-to-end throughput of no-op tasks through the REST API (POST /v1/tasks → a worker runs the
+// handler → the task is completed), against raw pg-boss send → work → complete of no-op jobs, in
+// the same run on the same database, both driven by CONCURRENCY callers in this process.
+//   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- rest-throughput
+import { bearerTenants, createApiServer, TaskEventsHub } from '@taskgate/api';
+import { defineTool } from '@taskgate/tools';
+import { sql } from 'kysely';
+import { PgBoss } from 'pg-boss';
+import { Agent, request } from 'undici';
+import { benchDatabase } from './support/bench-database.ts';
+import { taskgateInProcess } from './support/platform.ts';
+import { printTable } from './support/report.ts';
+
+const TOTAL = Number(process.env.TOTAL ?? 3_000);
+const CONCURRENCY = Number(process.env.CONCURRENCY ?? 32);
+const WORKERS = Number(process.env.WORKERS ?? 16);
+
+const database = await benchDatabase();
+const rows: Record<string, string | number>[] = [];
+try {
+  const noop = defineTool({
+    name: 'noop',
+    description: 'does nothing',
+    inputSchema: { type: 'object' },
+    retry: 'safe',
+    async handler() {
+      return { content: [] };
+    },
+  });
+  const taskgate = await taskgateInProcess(database.url, [noop] as never, WORKERS);
+  const hub = new TaskEventsHub({ connectionString: database.url, listen: false, logger: { warn: () => {} } });
+  const logger = {
+    level: 'silent',
+    info() {},
+    error() {},
+    warn() {},
+    debug() {},
+    trace() {},
+    fatal() {},
+    silent() {},
+    child: () => logger,
+  };
+  const app = await createApiServer({
+    logger: logger as never,
+    readiness: async () => ({ ready: true, checks: {} }),
+    tasks: { service: taskgate.service, hub, tenant: bearerTenants(new Map(), 'bench') },
+  });
+  const base = await app.listen({ host: '127.0.0.1', port: 0 });
+  const agent = new Agent({ connections: CONCURRENCY, pipelining: 1 });
+  const post = async () => {
+    const response = await request(`${base}/v1/tasks`, {
+      method: 'POST',
+      dispatcher: agent,
+      headers: { 'content-type': 'application/json' },
+      body: '{"tool":"noop","arguments":{}}',
+    });
+    await response.body.dump();
+    if (response.statusCode !== 201) throw new Error(`POST /v1/tasks answered ${response.statusCode}`);
+  };
+  const completed = async () => {
+    const { rows: counts } = await sql<{
+      n: number;
+    }>`SELECT count(*)::int AS n FROM tasks WHERE status = 'completed'`.execute(taskgate.db);
+    return counts[0]?.n ?? 0;
+  };
+  const drive = async (count: number) => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next < count) {
+          next++;
+          await post();
+        }
+      }),
+    );
+  };
+  await drive(200); // warm-up
+  while ((await completed()) < 200) await new Promise((resolve) => setTimeout(resolve, 20));
+  const before = await completed();
+  const started = performance.now();
+  await drive(TOTAL);
+  const accepted = performance.now() - started;
+  while ((await completed()) < before + TOTAL) await new Promise((resolve) => setTimeout(resolve, 5));
+  const elapsed = performance.now() - started;
+  rows.push({
+    path: `taskgate REST: POST /v1/tasks → completed (${WORKERS} handlers)`,
+    tasks: TOTAL,
+    'accepted/s': Math.round(TOTAL / (accepted / 1000)),
+    'completed/s': Math.round(TOTAL / (elapsed / 1000)),
+  });
+  await app.close();
+  await agent.close();
+  await taskgate.stop();
+
+  // Anchor: raw pg-boss, best settings measured here (LISTEN/NOTIFY, batches, burst).
+  const boss = new PgBoss({
+    connectionString: database.url,
+    useListenNotify: true,
+    supervise: false,
+    schedule: false,
+    max: 20,
+  });
+  boss.on('error', () => {});
+  await boss.start();
+  await boss.createQueue('anchor', { notify: true });
+  let done = 0;
+  let target = Number.POSITIVE_INFINITY;
+  let finished: () => void = () => {};
+  await boss.work('anchor', { batchSize: 100, localConcurrency: 4, burstWhenBatchFull: true }, async (jobs) => {
+    done += jobs.length;
+    if (done >= target) finished();
+  });
+  const send = async (count: number) => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next < count) {
+          next++;
+          await boss.send('anchor', {});
+        }
+      }),
+    );
+  };
+  const round = async (count: number) => {
+    const all = new Promise<void>((resolve) => {
+      finished = resolve;
+    });
+    target = done + count;
+    const t0 = performance.now();
+    await send(count);
+    const sent = performance.now() - t0;
+    await all;
+    return { sent, elapsed: performance.now() - t0 };
+  };
+  await round(200);
+  const anchor = await round(TOTAL);
+  rows.push({
+    path: 'pg-boss 12: send → work → complete (notify, batch 100 × 4, burst)',
+    tasks: TOTAL,
+    'accepted/s': Math.round(TOTAL / (anchor.sent / 1000)),
+    'completed/s': Math.round(TOTAL / (anchor.elapsed / 1000)),
+  });
+  await boss.stop({ graceful: false, close: true });
+} finally {
+  await database.drop();
+}
+const ratio = (rows[0]?.['completed/s'] as number) / (rows[1]?.['completed/s'] as number);
+rows.push({ path: 'taskgate / pg-boss (completed/s)', tasks: '', 'accepted/s': '', 'completed/s': ratio.toFixed(2) });
+printTable(
+  `No-op task throughput, ${CONCURRENCY} concurrent callers, one process (2 cores shared with Postgres)`,
+  rows,
+);
+process.exit(0);

@@ -1,0 +1,36 @@
+import { randomBytes } from 'node:crypto';
+import { loadMigrations, MigrationRunner } from '@taskgate/db';
+import pg from 'pg';
+
+export interface BenchDatabase {
+  readonly url: string;
+  drop(): Promise<void>;
+}
+
+/**
+ * A fresh, migrated database on the server named by BENCH_DATABASE_URL, TEST_DATABASE_URL or
+ * DATABASE_URL (a user that may CREATE DATABASE), dropped afterwards.
+ */
+export async function benchDatabase(): Promise<BenchDatabase> {
+  const admin = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
+  if (!admin) {
+    throw new Error('set BENCH_DATABASE_URL (or TEST_DATABASE_URL), e.g. postgres://postgres@127.0.0.1:5432/postgres');
+  }
+  const name = `tgbench_${Date.now()}_${randomBytes(3).toString('hex')}`;
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  await client.query(`CREATE DATABASE ${name}`);
+  await client.end();
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  await new MigrationRunner({ connectionString: url.toString(), migrations: await loadMigrations() }).up();
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const c = new pg.Client({ connectionString: admin });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
