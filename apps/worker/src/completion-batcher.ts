@@ -49,7 +49,7 @@ export class CompletionBatcher {
             }
             return completed;
           });
-          batch.forEach((entry, index) => entry.resolve(results[index] ?? null));
+          for (const [index, entry] of batch.entries()) entry.resolve(results[index] ?? null);
         } catch {
           // One bad completion must not fail the others: take them one by one.
           await Promise.all(

@@ -121,7 +121,13 @@ export async function finishAttempt(
  * single round trip). Null when a cancel was requested first or another attempt or a clock ended
  * the task; the caller reads which.
  */
-export function completeAttempt(db: Db, id: string, attempt: number, result: unknown, reason: string): Promise<TaskRecord | null> {
+export function completeAttempt(
+  db: Db,
+  id: string,
+  attempt: number,
+  result: unknown,
+  reason: string,
+): Promise<TaskRecord | null> {
   return finishAttempt(db, id, attempt, { status: 'completed', result, reason }, { unlessCancelRequested: true });
 }
 
