@@ -1,8 +1,7 @@
 import { TaskService } from '@taskgate/api';
-import { createKysely, ensureTaskQueue, PGBOSS_SCHEMA } from '@taskgate/db';
+import { createKysely, createPool, ensureTaskQueue, PGBOSS_SCHEMA } from '@taskgate/db';
 import { builtinTools, type ToolDefinition, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole, type WorkerRole } from '@taskgate/worker';
-import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 
 const quiet = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} };
@@ -10,7 +9,7 @@ const quiet = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {}
 /** The API's TaskService and a worker in this process, wired as `taskgate start` wires them. */
 export async function taskgateInProcess(url: string, tools: readonly ToolDefinition<never>[], concurrency = 8) {
   const registry = new ToolRegistry([...builtinTools, ...tools]);
-  const db = createKysely(new pg.Pool({ connectionString: url, max: 16 }));
+  const db = createKysely(createPool(url, { applicationName: 'taskgate-bench', max: 16 }));
   const boss = new PgBoss({
     connectionString: url,
     schema: PGBOSS_SCHEMA,

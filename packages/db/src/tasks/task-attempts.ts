@@ -30,7 +30,7 @@ export async function claimAttempts(db: Db, ids: readonly string[], workerId: st
   const { rows } = await sql<TaskRow & { lost_worker: string | null; previous_attempt: number; elapsed_ms: number }>`
     WITH current AS (
       SELECT id, worker_id AS lost_worker, attempt AS previous_attempt FROM tasks
-      WHERE id = ANY(${[...ids]}::uuid[]) AND status = 'working' ORDER BY id FOR UPDATE
+      WHERE id = ANY(${[...ids]}::uuid[]) AND status = 'working' ORDER BY id FOR NO KEY UPDATE
     ), claimed AS (
       UPDATE tasks t SET
         attempt = t.attempt + 1,
@@ -95,7 +95,7 @@ export async function finishAttempt(
     WITH current AS (
       SELECT id, status AS from_status FROM tasks
       WHERE id = ${id}::uuid AND attempt = ${attempt} AND status IN ('working', 'input_required') ${notCancelled}
-      FOR UPDATE
+      FOR NO KEY UPDATE
     ), finished AS (
       UPDATE tasks t SET
         status = ${outcome.status},
@@ -152,7 +152,7 @@ export async function lockForCompletion(
     cancel_requested_at: Date | null;
     cancel_reason: string | null;
   }>`
-    SELECT status, attempt, cancel_requested_at, cancel_reason FROM tasks WHERE id = ${id}::uuid FOR UPDATE`.execute(
+    SELECT status, attempt, cancel_requested_at, cancel_reason FROM tasks WHERE id = ${id}::uuid FOR NO KEY UPDATE`.execute(
     trx,
   );
   const row = rows[0];
