@@ -5,8 +5,8 @@
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- cancel-latency
 import { defineTool } from '@taskgate/tools';
 import { PgBoss } from 'pg-boss';
+import { startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
-import { taskgateInProcess } from './support/platform.ts';
 import { printTable, summary } from './support/report.ts';
 
 const AT_ONCE = 8;
@@ -36,7 +36,8 @@ try {
       return { content: [] };
     },
   });
-  const taskgate = await taskgateInProcess(database.url, [spinner] as never, AT_ONCE);
+  const taskgate = await startPlatform(database.url, { tools: [spinner] as never });
+  await taskgate.startWorker({ concurrency: AT_ONCE });
   const latencies: number[] = [];
   for (let batch = 0; batch < TOTAL / AT_ONCE; batch++) {
     const seqs = Array.from({ length: AT_ONCE }, (_, i) => batch * AT_ONCE + i);

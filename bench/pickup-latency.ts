@@ -4,8 +4,8 @@
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- pickup-latency
 import { defineTool } from '@taskgate/tools';
 import { PgBoss } from 'pg-boss';
+import { startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
-import { taskgateInProcess } from './support/platform.ts';
 import { atRate, printTable, summary } from './support/report.ts';
 
 const RATE = Number(process.env.RATE ?? 200);
@@ -28,7 +28,8 @@ try {
       return { content: [] };
     },
   });
-  const taskgate = await taskgateInProcess(database.url, [probe] as never);
+  const taskgate = await startPlatform(database.url, { tools: [probe] as never });
+  await taskgate.startWorker({ concurrency: 8 });
   const run = async (label: string, total: number) => {
     requested.clear();
     started.clear();

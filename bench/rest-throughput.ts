@@ -7,8 +7,8 @@ import { defineTool } from '@taskgate/tools';
 import { sql } from 'kysely';
 import { PgBoss } from 'pg-boss';
 import { Agent, request } from 'undici';
+import { silentLogger, startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
-import { taskgateInProcess } from './support/platform.ts';
 import { printTable } from './support/report.ts';
 
 const TOTAL = Number(process.env.TOTAL ?? 3_000);
@@ -27,21 +27,11 @@ try {
       return { content: [] };
     },
   });
-  const taskgate = await taskgateInProcess(database.url, [noop] as never, WORKERS);
+  const taskgate = await startPlatform(database.url, { tools: [noop] as never });
+  await taskgate.startWorker({ concurrency: WORKERS });
   const hub = new TaskEventsHub({ connectionString: database.url, listen: false, logger: { warn: () => {} } });
-  const logger = {
-    level: 'silent',
-    info() {},
-    error() {},
-    warn() {},
-    debug() {},
-    trace() {},
-    fatal() {},
-    silent() {},
-    child: () => logger,
-  };
   const app = await createApiServer({
-    logger: logger as never,
+    logger: silentLogger,
     readiness: async () => ({ ready: true, checks: {} }),
     tasks: { service: taskgate.service, hub, tenant: bearerTenants(new Map(), 'bench') },
   });

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { type Platform, startPlatform, waitForTask } from '../support/task-platform.ts';
+import { type Platform, silentLogger, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 const database = useTestDatabase();
 const ACME = 'acme-token-0123456789';
@@ -20,7 +20,7 @@ beforeAll(async () => {
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: { warn: () => {} } });
   await hub.start();
   app = await createApiServer({
-    logger: silentLogger(),
+    logger: silentLogger,
     readiness: async () => ({ ready: true, checks: {} }),
     tasks: {
       service: platform.service,
@@ -322,18 +322,3 @@ describe('the OpenAPI document', () => {
     expectProblem(await app.inject({ method: 'GET', url: '/v2/tasks' }), 404, 'TG_NOT_FOUND');
   });
 });
-
-function silentLogger() {
-  const logger = {
-    level: 'silent',
-    info() {},
-    error() {},
-    warn() {},
-    debug() {},
-    trace() {},
-    fatal() {},
-    silent() {},
-    child: () => logger,
-  };
-  return logger as never;
-}

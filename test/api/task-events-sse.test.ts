@@ -4,7 +4,7 @@ import { defineTool } from '@taskgate/tools';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { barrier, type Platform, startPlatform } from '../support/task-platform.ts';
+import { barrier, type Platform, silentLogger, startPlatform } from '../support/task-platform.ts';
 
 const database = useTestDatabase();
 const quietStarted = barrier();
@@ -33,19 +33,7 @@ beforeAll(async () => {
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: { warn: () => {} } });
   await hub.start();
   app = await createApiServer({
-    logger: {
-      level: 'silent',
-      info() {},
-      error() {},
-      warn() {},
-      debug() {},
-      trace() {},
-      fatal() {},
-      silent() {},
-      child() {
-        return this;
-      },
-    } as never,
+    logger: silentLogger,
     readiness: async () => ({ ready: true, checks: {} }),
     tasks: {
       service: platform.service,

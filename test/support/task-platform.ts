@@ -1,12 +1,13 @@
 import { TaskService } from '@taskgate/api';
-import { createKysely, type Database, ensureTaskQueue, PGBOSS_SCHEMA } from '@taskgate/db';
+import { createKysely, createPool, type Database, ensureTaskQueue, PGBOSS_SCHEMA } from '@taskgate/db';
 import { builtinTools, type ToolDefinition, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from '@taskgate/worker';
 import type { Kysely } from 'kysely';
-import pg from 'pg';
 import { PgBoss } from 'pg-boss';
+import pino from 'pino';
 
-const silent = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} };
+/** A real logger that writes nothing: the same interface the roles get from the CLI. */
+export const silentLogger = pino({ level: 'silent' });
 
 export interface Platform {
   readonly db: Kysely<Database>;
@@ -30,7 +31,7 @@ export async function startPlatform(
   } = {},
 ): Promise<Platform> {
   const tools = new ToolRegistry([...builtinTools, ...(options.tools ?? [])]);
-  const pool = new pg.Pool({ connectionString: url, max: 6 });
+  const pool = createPool(url, { applicationName: 'taskgate-test', max: 16 });
   const db = createKysely(pool);
   const boss = new PgBoss({
     connectionString: url,
@@ -60,7 +61,7 @@ export async function startPlatform(
     async startWorker(overrides = {}) {
       platform.worker = await startWorkerRole({
         connectionString: url,
-        logger: silent,
+        logger: silentLogger,
         tools,
         graceMs: 1_000,
         listenNotify: true,
