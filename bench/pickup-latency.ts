@@ -29,7 +29,7 @@ try {
     },
   });
   const taskgate = await startPlatform(database.url, { tools: [probe] as never });
-  await taskgate.startWorker({ concurrency: 8 });
+  await taskgate.startWorker({ concurrency: 32 });
   const run = async (label: string, total: number) => {
     requested.clear();
     started.clear();
@@ -49,7 +49,7 @@ try {
   await run('warm-up', 100);
   const ours = await run('taskgate', TOTAL);
   await taskgate.stop();
-  rows.push(row('taskgate: create → handler start (LISTEN/NOTIFY, 8 handlers)', ours.latencies));
+  rows.push(row('taskgate: create → handler start (LISTEN/NOTIFY, 32 handlers)', ours.latencies));
 
   // Anchors: raw pg-boss, send → handler start.
   for (const variant of [

@@ -13,7 +13,7 @@ import { printTable } from './support/report.ts';
 
 const TOTAL = Number(process.env.TOTAL ?? 3_000);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 32);
-const WORKERS = Number(process.env.WORKERS ?? 16);
+const WORKERS = Number(process.env.WORKERS ?? 32); // the worker's default concurrency
 const ANCHOR_DEADLINE_MS = 60_000;
 
 const database = await benchDatabase();

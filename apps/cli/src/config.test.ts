@@ -26,6 +26,7 @@ describe('loadConfig', () => {
       logLevel: 'info',
       allowedOrigins: [],
       shutdownGraceMs: 3000,
+      workerConcurrency: 32,
     });
     expect(config.tokens.size).toBe(0);
     expect(warnings).toEqual([]);
@@ -41,6 +42,7 @@ describe('loadConfig', () => {
         TASKGATE_DATA_DIR: '/var/lib/taskgate',
         TASKGATE_ALLOWED_ORIGINS: 'https://app.example.com, http://localhost:3000',
         TASKGATE_SHUTDOWN_GRACE_MS: '10000',
+        TASKGATE_WORKER_CONCURRENCY: '64',
         LOG_LEVEL: 'DEBUG',
       },
       '/srv',
@@ -54,6 +56,7 @@ describe('loadConfig', () => {
     expect(config.dataDir).toBe('/var/lib/taskgate');
     expect(config.allowedOrigins).toEqual(['https://app.example.com', 'http://localhost:3000']);
     expect(config.shutdownGraceMs).toBe(10000);
+    expect(config.workerConcurrency).toBe(64);
     expect(config.logLevel).toBe('debug');
   });
 

@@ -17,6 +17,7 @@ export interface Config {
   readonly logLevel: LogLevel;
   readonly allowedOrigins: readonly string[];
   readonly shutdownGraceMs: number;
+  readonly workerConcurrency: number;
 }
 
 export interface ConfigProblem {
@@ -41,6 +42,7 @@ export const SETTINGS = {
   TASKGATE_ALLOWED_ORIGINS:
     'browser origins allowed to call the API, comma-separated (loopback origins are always allowed)',
   TASKGATE_SHUTDOWN_GRACE_MS: 'how long in-flight work may take to stop after SIGTERM (default 3000)',
+  TASKGATE_WORKER_CONCURRENCY: 'tool handlers one worker process runs at once (default 32)',
   LOG_LEVEL: `one of ${LOG_LEVELS.join(', ')} (default info)`,
 } as const;
 
@@ -80,6 +82,14 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
     'TASKGATE_SHUTDOWN_GRACE_MS',
     problem,
   );
+  const workerConcurrency = parseInteger(
+    value('TASKGATE_WORKER_CONCURRENCY'),
+    32,
+    1,
+    1_024,
+    'TASKGATE_WORKER_CONCURRENCY',
+    problem,
+  );
 
   const tokens = parseTokens(value('TASKGATE_TOKENS'), problem);
   if (tokens.size === 0 && problems.every((p) => p.field !== 'HOST') && !isLoopbackHost(host)) {
@@ -111,7 +121,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
     .map((name) => `unknown setting ${name} is ignored${suggest(name, known)}`);
 
   return {
-    config: { databaseUrl, host, port, tokens, dataDir, logLevel, allowedOrigins, shutdownGraceMs },
+    config: { databaseUrl, host, port, tokens, dataDir, logLevel, allowedOrigins, shutdownGraceMs, workerConcurrency },
     warnings,
   };
 }

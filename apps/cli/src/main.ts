@@ -16,7 +16,8 @@ Commands:
   help                        show this text
 
 Configuration comes from the environment: DATABASE_URL, HOST, PORT, TASKGATE_TOKENS,
-TASKGATE_DATA_DIR, TASKGATE_ALLOWED_ORIGINS, TASKGATE_SHUTDOWN_GRACE_MS, LOG_LEVEL (see README.md).`;
+TASKGATE_DATA_DIR, TASKGATE_ALLOWED_ORIGINS, TASKGATE_SHUTDOWN_GRACE_MS, TASKGATE_WORKER_CONCURRENCY,
+LOG_LEVEL (see README.md).`;
 
 export interface Io {
   readonly env: Readonly<Record<string, string | undefined>>;

@@ -21,14 +21,13 @@ import {
   type ToolResult,
 } from '@taskgate/tools';
 import type { Kysely, Transaction } from 'kysely';
-import type { CompletionBatcher } from './completion-batcher.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 export interface AttemptSettings {
   readonly db: Kysely<Database>;
-  /** Completions without local effects go through here (batched commits). */
-  readonly completions: CompletionBatcher;
+  /** Completions without local effects go through here (group commit). */
+  readonly completions: { run(completion: Completion): Promise<TaskRecord | null> };
   readonly logger: { readonly warn: LogFn; readonly debug: LogFn };
   /** The longest a checkpoint trusts its last reading of the cancel flag. */
   readonly checkpointReadIntervalMs: number;
@@ -42,6 +41,14 @@ export interface AttemptSettings {
 export interface AttemptHooks {
   /** Runs inside the completion transaction, after the task row is locked. */
   readonly afterCompletionLock?: (taskId: string) => Promise<void>;
+}
+
+/** A completion without local effects: the task, its attempt, and the result it completes with. */
+export interface Completion {
+  readonly id: string;
+  readonly attempt: number;
+  readonly result: unknown;
+  readonly reason: string;
 }
 
 /** JSON-RPC error codes a failed task carries. */
@@ -234,7 +241,8 @@ export class TaskAttempt {
   async #complete(result: ToolResult): Promise<void> {
     this.#guardCommit();
     await this.#flushProgress();
-    if (await this.#settings.completions.complete(this.task.id, this.task.attempt, result, 'handler returned')) {
+    const completion = { id: this.task.id, attempt: this.task.attempt, result, reason: 'handler returned' };
+    if (await this.#settings.completions.run(completion)) {
       this.#committed = true;
       return;
     }

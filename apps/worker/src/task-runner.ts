@@ -1,8 +1,17 @@
-import { type ClaimedAttempt, type Database, finishAttempt, recordCancelObserved, releaseAttempt } from '@taskgate/db';
+import {
+  type ClaimedAttempt,
+  completeAttempts,
+  type Database,
+  finishAttempt,
+  GroupCommit,
+  recordCancelObserved,
+  releaseAttempt,
+  type TaskRecord,
+} from '@taskgate/db';
 import { TaskReleasedError, type ToolRegistry } from '@taskgate/tools';
 import type { Kysely } from 'kysely';
 import type { CancelWatcher } from './cancel-watcher.ts';
-import { CompletionBatcher } from './completion-batcher.ts';
+import type { Completion } from './task-attempt.ts';
 import { type AttemptHooks, TaskAttempt } from './task-attempt.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
@@ -25,14 +34,19 @@ export interface TaskRunnerOptions {
  */
 export class TaskRunner {
   readonly #options: TaskRunnerOptions;
-  readonly #completions: CompletionBatcher;
+  readonly #completions: GroupCommit<Completion, TaskRecord | null>;
   readonly #inFlight = new Map<string, TaskAttempt>();
   readonly #idleWaiters = new Set<() => void>();
   #draining = false;
 
   constructor(options: TaskRunnerOptions) {
     this.#options = options;
-    this.#completions = new CompletionBatcher(options.db);
+    // Completions without effects share a transaction and a statement; each row keeps its own
+    // conditions (attempt, status, no cancel), so batching changes the number of commits, not who
+    // wins a race. The statement locks rows in id order.
+    this.#completions = new GroupCommit(options.db, (trx, completions: readonly Completion[]) =>
+      completeAttempts(trx, completions),
+    );
   }
 
   get inFlight(): number {

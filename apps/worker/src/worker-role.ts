@@ -30,7 +30,10 @@ export interface WorkerRoleOptions {
    * one, where job pickup and cancels then run on polling alone (faster polls make up for it).
    */
   readonly listenNotify: boolean;
-  /** Handlers run at once by this worker. */
+  /**
+   * Handlers run at once by this worker (default 32). Tool handlers mostly wait on I/O, and a
+   * larger pool also means larger fetch, claim and completion batches under load.
+   */
   readonly concurrency?: number;
   readonly checkpointReadIntervalMs?: number;
   /** LISTEN for cancels (default: listenNotify). Off, cancels arrive by poll and checkpoint reads only. */
@@ -62,7 +65,7 @@ export interface WorkerRole {
  */
 export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
   const workerId = options.workerId ?? `worker-${randomUUID().slice(0, 8)}`;
-  const concurrency = options.concurrency ?? 8;
+  const concurrency = options.concurrency ?? 32;
   const { logger } = options;
   const boss = new PgBoss({
     connectionString: options.connectionString,

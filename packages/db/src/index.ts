@@ -4,6 +4,7 @@ export {
   type EmbeddedPostgresOptions,
   startEmbeddedPostgres,
 } from './embedded/embedded-postgres.ts';
+export { type BatchWork, GroupCommit, type GroupCommitOptions } from './group-commit.ts';
 export { createKysely } from './kysely.ts';
 export { defaultMigrationsDir, loadMigrations, type Migration } from './migrations/migration-files.ts';
 export { assertMigratable, type MigrationState, type MigrationStatus } from './migrations/migration-plan.ts';
@@ -22,9 +23,10 @@ export {
   type CancelState,
   type ClaimedAttempt,
   type CompletionCheck,
+  type CompletionInput,
   claimAttempt,
   claimAttempts,
-  completeAttempt,
+  completeAttempts,
   finishAttempt,
   lockForCompletion,
   type Outcome,
@@ -47,6 +49,7 @@ export {
   deleteExpiredTasks,
   findTask,
   insertTask,
+  insertTasks,
   isUuid,
   type ListQuery,
   listTaskEvents,

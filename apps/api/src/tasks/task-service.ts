@@ -1,9 +1,11 @@
 import {
   type Database,
   findTask,
-  insertTask,
+  GroupCommit,
+  insertTasks,
   listTaskEvents,
   listTasks,
+  type NewTask,
   requestCancel,
   TASK_QUEUE,
   type TaskEvent,
@@ -47,9 +49,13 @@ export interface TaskListing {
  */
 export class TaskService {
   readonly #options: TaskServiceOptions;
+  // Concurrent creates share a transaction (one commit for many tasks); each task still gets its
+  // row, event and job together or not at all.
+  readonly #creates: GroupCommit<NewTask, TaskRecord>;
 
   constructor(options: TaskServiceOptions) {
     this.#options = options;
+    this.#creates = new GroupCommit(options.db, (trx, tasks) => this.#insertAndEnqueue(trx, tasks));
   }
 
   /**
@@ -57,7 +63,7 @@ export class TaskService {
    * transaction: either a worker will see the task, or the task does not exist.
    */
   async create(tenantId: string, input: CreateTaskInput): Promise<TaskRecord> {
-    const { tools, db, boss } = this.#options;
+    const { tools } = this.#options;
     const check = tools.check(input.tool, input.arguments ?? {});
     if (!check.ok && check.kind === 'unknown-tool') {
       throw new TaskgateError('TG_TOOL_UNKNOWN', `there is no tool named ${JSON.stringify(input.tool)}`, {
@@ -74,23 +80,29 @@ export class TaskService {
       );
     }
     const tool = tools.get(input.tool);
-    return db.transaction().execute(async (trx) => {
-      const task = await insertTask(trx, {
-        tenantId,
-        tool: input.tool,
-        arguments: input.arguments ?? {},
-        mode: input.mode ?? 'task',
-        ttlMs: input.ttlMs ?? this.#options.defaultTtlMs,
-        pollIntervalMs: this.#options.pollIntervalMs,
-        idleTimeoutMs: tool?.timeouts?.idleMs ?? null,
-        maxTimeoutMs: tool?.timeouts?.maxMs ?? null,
-      });
-      const data: TaskJobData = { taskId: task.id, tenantId };
-      // The same transaction as the row, through pg-boss's Kysely adapter.
-      await boss.send(TASK_QUEUE, data, { id: task.id, db: fromKysely(trx) });
-      await this.#options.afterEnqueue?.(task, trx);
-      return task;
+    return this.#creates.run({
+      tenantId,
+      tool: input.tool,
+      arguments: input.arguments ?? {},
+      mode: input.mode ?? 'task',
+      ttlMs: input.ttlMs ?? this.#options.defaultTtlMs,
+      pollIntervalMs: this.#options.pollIntervalMs,
+      idleTimeoutMs: tool?.timeouts?.idleMs ?? null,
+      maxTimeoutMs: tool?.timeouts?.maxMs ?? null,
     });
+  }
+
+  /** Tasks' rows, their events and their jobs, all in the transaction GroupCommit gives them. */
+  async #insertAndEnqueue(trx: Transaction<Database>, tasks: readonly NewTask[]): Promise<TaskRecord[]> {
+    const created = await insertTasks(trx, tasks);
+    const jobs = created.map((task) => ({
+      id: task.id,
+      data: { taskId: task.id, tenantId: task.tenantId } satisfies TaskJobData,
+    }));
+    // The same transaction as the rows, through pg-boss's Kysely adapter.
+    await this.#options.boss.insert(TASK_QUEUE, jobs, { db: fromKysely(trx) });
+    for (const task of created) await this.#options.afterEnqueue?.(task, trx);
+    return created;
   }
 
   async get(tenantId: string, id: string): Promise<TaskRecord> {

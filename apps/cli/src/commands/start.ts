@@ -56,6 +56,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
         tools,
         graceMs: config.shutdownGraceMs,
         listenNotify,
+        concurrency: config.workerConcurrency,
       });
       lifecycle.onStop('worker', () => worker.stop());
       roleState.set('worker', 'ok');

@@ -81,20 +81,13 @@ export interface Outcome {
  * The single terminal transition: only if the task is still non-terminal and still on this
  * attempt. Null when something else got there first (a cancel, a timeout, a newer attempt).
  */
-export async function finishAttempt(
-  db: Db,
-  id: string,
-  attempt: number,
-  outcome: Outcome,
-  options: { unlessCancelRequested?: boolean } = {},
-): Promise<TaskRecord | null> {
+export async function finishAttempt(db: Db, id: string, attempt: number, outcome: Outcome): Promise<TaskRecord | null> {
   const result = outcome.result === undefined ? null : JSON.stringify(outcome.result);
   const error = outcome.error === undefined ? null : JSON.stringify(outcome.error);
-  const notCancelled = options.unlessCancelRequested ? sql`AND cancel_requested_at IS NULL` : sql``;
   const { rows } = await sql<TaskRow>`
     WITH current AS (
       SELECT id, status AS from_status FROM tasks
-      WHERE id = ${id}::uuid AND attempt = ${attempt} AND status IN ('working', 'input_required') ${notCancelled}
+      WHERE id = ${id}::uuid AND attempt = ${attempt} AND status IN ('working', 'input_required')
       FOR NO KEY UPDATE
     ), finished AS (
       UPDATE tasks t SET
@@ -115,20 +108,56 @@ export async function finishAttempt(
   return rows[0] ? toTaskRecord(rows[0]) : null;
 }
 
+export interface CompletionInput {
+  readonly id: string;
+  readonly attempt: number;
+  readonly result: unknown;
+  readonly reason: string;
+}
+
 /**
- * Completes a task that has no local effects to commit, in one statement: the row lock, the
- * cancel check and the terminal transition together (the final commit as last checkpoint, in a
- * single round trip). Null when a cancel was requested first or another attempt or a clock ended
- * the task; the caller reads which.
+ * Completes tasks that have no local effects to commit, one statement for any number: for each,
+ * the row lock, the cancel check and the terminal transition together (the final commit as last
+ * checkpoint). Returns, in input order, the completed task or null where a cancel was requested
+ * first or another attempt or a clock ended the task; the caller reads which.
  */
-export function completeAttempt(
+export async function completeAttempts(
   db: Db,
-  id: string,
-  attempt: number,
-  result: unknown,
-  reason: string,
-): Promise<TaskRecord | null> {
-  return finishAttempt(db, id, attempt, { status: 'completed', result, reason }, { unlessCancelRequested: true });
+  completions: readonly CompletionInput[],
+): Promise<(TaskRecord | null)[]> {
+  if (completions.length === 0) return [];
+  const input = JSON.stringify(
+    completions.map((completion) => ({
+      id: completion.id,
+      attempt: completion.attempt,
+      result: completion.result ?? null,
+      reason: completion.reason,
+    })),
+  );
+  const { rows } = await sql<TaskRow>`
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS x(id uuid, attempt int, result jsonb, reason text)
+    ), current AS (
+      SELECT t.id, t.status AS from_status FROM tasks t JOIN input ON input.id = t.id
+      WHERE t.attempt = input.attempt AND t.status IN ('working', 'input_required') AND t.cancel_requested_at IS NULL
+      ORDER BY t.id FOR NO KEY UPDATE OF t
+    ), finished AS (
+      UPDATE tasks t SET
+        status = 'completed',
+        result = input.result,
+        finished_at = now(),
+        expires_at = now() + t.ttl_ms * interval '1 millisecond',
+        worker_id = NULL
+      FROM current JOIN input ON input.id = current.id
+      WHERE t.id = current.id
+      RETURNING t.*, current.from_status, input.reason
+    ), event AS (
+      INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
+      SELECT tenant_id, id, 'status_changed', from_status, status, attempt, reason FROM finished ORDER BY id
+    )
+    SELECT finished.*, ${notify('status', 'finished')} FROM finished`.execute(db);
+  const byId = new Map(rows.map((row) => [row.id, toTaskRecord(row)]));
+  return completions.map((completion) => byId.get(completion.id) ?? null);
 }
 
 export type CompletionCheck =

@@ -21,20 +21,51 @@ export interface NewTask {
   readonly maxTimeoutMs: number | null;
 }
 
-/** Inserts the task and its `created` event. Run it inside the transaction that enqueues the job. */
-export async function insertTask(db: Db, task: NewTask): Promise<TaskRecord> {
-  const { rows } = await sql<TaskRow>`
-    WITH created AS (
-      INSERT INTO tasks (tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms)
-      VALUES (${task.tenantId}, ${task.tool}, ${JSON.stringify(task.arguments ?? {})}::jsonb, ${task.mode},
-              ${task.ttlMs}, ${task.pollIntervalMs}, ${task.idleTimeoutMs}, ${task.maxTimeoutMs})
+/**
+ * Inserts tasks and their `created` events, one statement for any number of them, in the given
+ * order. Run it inside the transaction that enqueues their jobs.
+ */
+export async function insertTasks(db: Db, tasks: readonly NewTask[]): Promise<TaskRecord[]> {
+  if (tasks.length === 0) return [];
+  const rows = JSON.stringify(
+    tasks.map((task, ordinal) => ({
+      ordinal,
+      tenant_id: task.tenantId,
+      tool: task.tool,
+      arguments: task.arguments ?? {},
+      mode: task.mode,
+      ttl_ms: task.ttlMs,
+      poll_interval_ms: task.pollIntervalMs,
+      idle_timeout_ms: task.idleTimeoutMs,
+      max_timeout_ms: task.maxTimeoutMs,
+    })),
+  );
+  const { rows: created } = await sql<TaskRow & { ordinal: number }>`
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${rows}::jsonb) AS x(
+        ordinal int, tenant_id text, tool text, arguments jsonb, mode text, ttl_ms bigint,
+        poll_interval_ms int, idle_timeout_ms int, max_timeout_ms int)
+    ), ids AS (
+      SELECT gen_random_uuid() AS id, input.* FROM input
+    ), created AS (
+      INSERT INTO tasks (id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms)
+      SELECT id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms
+      FROM ids ORDER BY ordinal
       RETURNING *
     ), event AS (
       INSERT INTO task_events (tenant_id, task_id, type, to_status)
-      SELECT tenant_id, id, 'created', status FROM created
+      SELECT created.tenant_id, created.id, 'created', created.status
+      FROM created JOIN ids ON ids.id = created.id ORDER BY ids.ordinal
     )
-    SELECT created.*, ${notify('created')} FROM created`.execute(db);
-  return toTaskRecord(rows[0] as TaskRow);
+    SELECT created.*, ids.ordinal, ${notify('created')}
+    FROM created JOIN ids ON ids.id = created.id ORDER BY ids.ordinal`.execute(db);
+  return created.map(toTaskRecord);
+}
+
+/** insertTasks for one task. */
+export async function insertTask(db: Db, task: NewTask): Promise<TaskRecord> {
+  const [created] = await insertTasks(db, [task]);
+  return created as TaskRecord;
 }
 
 /** The task if it exists for this tenant and has not expired; another tenant's task is null. */
