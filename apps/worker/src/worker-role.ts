@@ -82,7 +82,13 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   boss.on('error', (error) => logger.error({ error: error.message }, 'pg-boss error'));
   boss.on('warning', (warning) => logger.warn({ warning: warning.message }, 'pg-boss warning'));
 
-  const pool = createPool(options.connectionString, { applicationName: 'taskgate-worker', max: concurrency + 2 });
+  // Handlers hold no connection while they run; the pool serves short statements (claims, progress,
+  // checkpoint reads, batched completions), so it stays small however many handlers run: a few
+  // workers must fit in a default max_connections of 100.
+  const pool = createPool(options.connectionString, {
+    applicationName: 'taskgate-worker',
+    max: Math.min(concurrency + 2, 10),
+  });
   const db = createKysely(pool);
   // One LISTEN connection per worker: task-created wakes the pump, cancel wakes the handler.
   const listener = options.listenNotify
