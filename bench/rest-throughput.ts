@@ -2,12 +2,11 @@
 // handler → the task is completed), against raw pg-boss send → work → complete of no-op jobs, in
 // the same run on the same database, both driven by CONCURRENCY callers in this process.
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- rest-throughput
-import { bearerTenants, createApiServer, TaskEventsHub } from '@taskgate/api';
 import { defineTool } from '@taskgate/tools';
 import { sql } from 'kysely';
 import { PgBoss } from 'pg-boss';
 import { Agent, request } from 'undici';
-import { silentLogger, startPlatform } from '../test/support/task-platform.ts';
+import { startApi, startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
 import { printTable } from './support/report.ts';
 
@@ -30,13 +29,8 @@ try {
   });
   const taskgate = await startPlatform(database.url, { tools: [noop] as never });
   await taskgate.startWorker({ concurrency: WORKERS });
-  const hub = new TaskEventsHub({ connectionString: database.url, listen: false, logger: { warn: () => {} } });
-  const app = await createApiServer({
-    logger: silentLogger,
-    readiness: async () => ({ ready: true, checks: {} }),
-    tasks: { service: taskgate.service, hub, tenant: bearerTenants(new Map(), 'bench') },
-  });
-  const base = await app.listen({ host: '127.0.0.1', port: 0 });
+  const api = await startApi(taskgate, database.url);
+  const base = await api.app.listen({ host: '127.0.0.1', port: 0 });
   const agent = new Agent({ connections: CONCURRENCY, pipelining: 1 });
   const post = async () => {
     const response = await request(`${base}/v1/tasks`, {
@@ -79,7 +73,7 @@ try {
     'accepted/s': Math.round(TOTAL / (accepted / 1000)),
     'completed/s': Math.round(TOTAL / (elapsed / 1000)),
   });
-  await app.close();
+  await api.close();
   await agent.close();
   await taskgate.stop();
 

@@ -1,9 +1,8 @@
-import { bearerTenants, createApiServer, TaskEventsHub } from '@taskgate/api';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { type Platform, silentLogger, startPlatform, waitForTask } from '../support/task-platform.ts';
+import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 const database = useTestDatabase();
 const ACME = 'acme-token-0123456789';
@@ -11,33 +10,22 @@ const GLOBEX = 'globex-token-0123456789';
 const auth = (token = ACME) => ({ authorization: `Bearer ${token}` });
 
 let platform: Platform;
+let api: Awaited<ReturnType<typeof startApi>>;
 let app: FastifyInstance;
-let hub: TaskEventsHub;
 
 beforeAll(async () => {
   platform = await startPlatform(database.url);
   await platform.startWorker();
-  hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: { warn: () => {} } });
-  await hub.start();
-  app = await createApiServer({
-    logger: silentLogger,
-    readiness: async () => ({ ready: true, checks: {} }),
-    tasks: {
-      service: platform.service,
-      hub,
-      tenant: bearerTenants(
-        new Map([
-          [ACME, 'acme'],
-          [GLOBEX, 'globex'],
-        ]),
-        'default',
-      ),
-    },
+  api = await startApi(platform, database.url, {
+    tokens: new Map([
+      [ACME, 'acme'],
+      [GLOBEX, 'globex'],
+    ]),
   });
+  app = api.app;
 });
 afterAll(async () => {
-  await app.close();
-  await hub.stop();
+  await api.close();
   await platform.stop();
 });
 

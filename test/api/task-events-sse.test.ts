@@ -1,10 +1,8 @@
 import http from 'node:http';
-import { bearerTenants, createApiServer, TaskEventsHub } from '@taskgate/api';
 import { defineTool } from '@taskgate/tools';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { barrier, type Platform, silentLogger, startPlatform } from '../support/task-platform.ts';
+import { barrier, type Platform, startApi, startPlatform } from '../support/task-platform.ts';
 
 const database = useTestDatabase();
 const quietStarted = barrier();
@@ -23,30 +21,17 @@ const quiet = defineTool({
 });
 
 let platform: Platform;
-let app: FastifyInstance;
-let hub: TaskEventsHub;
+let api: Awaited<ReturnType<typeof startApi>>;
 let base: string;
 
 beforeAll(async () => {
   platform = await startPlatform(database.url, { tools: [quiet] as never });
   await platform.startWorker({ progressWriteIntervalMs: 20 });
-  hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: { warn: () => {} } });
-  await hub.start();
-  app = await createApiServer({
-    logger: silentLogger,
-    readiness: async () => ({ ready: true, checks: {} }),
-    tasks: {
-      service: platform.service,
-      hub,
-      tenant: bearerTenants(new Map(), 'default'),
-      events: { keepaliveMs: 100, pollMs: 5_000 },
-    },
-  });
-  base = await app.listen({ host: '127.0.0.1', port: 0 });
+  api = await startApi(platform, database.url, { events: { keepaliveMs: 100, pollMs: 5_000 } });
+  base = await api.app.listen({ host: '127.0.0.1', port: 0 });
 });
 afterAll(async () => {
-  await app.close();
-  await hub.stop();
+  await api.close();
   await platform.stop();
 });
 

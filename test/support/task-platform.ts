@@ -1,7 +1,8 @@
-import { TaskService } from '@taskgate/api';
+import { bearerTenants, createApiServer, TaskEventsHub, TaskService } from '@taskgate/api';
 import { createKysely, createPool, type Database, ensureTaskQueue, PGBOSS_SCHEMA } from '@taskgate/db';
 import { builtinTools, type ToolDefinition, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from '@taskgate/worker';
+import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { PgBoss } from 'pg-boss';
 import pino from 'pino';
@@ -107,4 +108,31 @@ export function barrier(): Barrier {
     resolve = r;
   });
   return { promise, resolve };
+}
+
+/** The REST API over a platform's TaskService, with its events hub: what the api role wires. */
+export async function startApi(
+  platform: Platform,
+  url: string,
+  options: { tokens?: ReadonlyMap<string, string>; events?: { keepaliveMs?: number; pollMs?: number } } = {},
+): Promise<{ app: FastifyInstance; close(): Promise<void> }> {
+  const hub = new TaskEventsHub({ connectionString: url, listen: true, logger: silentLogger });
+  await hub.start();
+  const app = await createApiServer({
+    logger: silentLogger,
+    readiness: async () => ({ ready: true, checks: {} }),
+    tasks: {
+      service: platform.service,
+      hub,
+      tenant: bearerTenants(options.tokens ?? new Map(), 'default'),
+      ...(options.events ? { events: options.events } : {}),
+    },
+  });
+  return {
+    app,
+    close: async () => {
+      await app.close();
+      await hub.stop();
+    },
+  };
 }

@@ -1,6 +1,7 @@
 import type { ClaimedAttempt, TaskJobData } from '@taskgate/db';
+import { Batcher } from '@taskgate/reliability';
 import { TaskReleasedError } from '@taskgate/tools';
-import type { Job, PgBoss } from 'pg-boss';
+import type { Job, JobAttempt, PgBoss } from 'pg-boss';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -43,20 +44,23 @@ export class JobPump {
   #onSlot: (() => void) | null = null;
   #onWake: (() => void) | null = null;
   #wakeRequested = false;
-  readonly #pendingCompletions: {
-    attempt: { id: string; retryCount: number };
-    resolve: () => void;
-    reject: (error: unknown) => void;
-  }[] = [];
-  #completing = false;
   #stopped = false;
   #loop: Promise<void> | null = null;
   #heartbeat: NodeJS.Timeout | undefined;
 
   readonly #refillAt: number;
 
+  readonly #completions: Batcher<JobAttempt, undefined>;
+
   constructor(options: JobPumpOptions) {
     this.#options = options;
+    this.#completions = new Batcher(
+      async (attempts) => {
+        await options.boss.complete(options.queue, [...attempts]);
+        return attempts.map(() => undefined);
+      },
+      { maxBatch: 100 },
+    );
     this.#refillAt = Math.max(1, Math.floor(options.concurrency / 4));
   }
 
@@ -147,7 +151,8 @@ export class JobPump {
     this.#options
       .run(claim)
       .then(
-        () => this.#completeSoon(attempt),
+        // The task row is already terminal; this only retires the delivery, many jobs per statement.
+        () => this.#completions.submit(attempt),
         (error: unknown) => {
           if (!(error instanceof TaskReleasedError)) {
             this.#options.logger.warn(
@@ -165,38 +170,6 @@ export class JobPump {
         this.#running.delete(job.id);
         this.#onSlot?.();
       });
-  }
-
-  /**
-   * Completes jobs in batches: while one completion statement is in flight the next ones gather,
-   * then go together. Under load that is one commit for many jobs; when idle, no added delay.
-   * (The task row is already terminal by now; this only retires the delivery.)
-   */
-  #completeSoon(attempt: { id: string; retryCount: number }): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.#pendingCompletions.push({ attempt, resolve, reject });
-      if (!this.#completing) void this.#flushCompletions();
-    });
-  }
-
-  async #flushCompletions(): Promise<void> {
-    this.#completing = true;
-    try {
-      while (this.#pendingCompletions.length > 0) {
-        const batch = this.#pendingCompletions.splice(0, 100);
-        try {
-          await this.#options.boss.complete(
-            this.#options.queue,
-            batch.map((entry) => entry.attempt),
-          );
-          for (const entry of batch) entry.resolve();
-        } catch (error) {
-          for (const entry of batch) entry.reject(error);
-        }
-      }
-    } finally {
-      this.#completing = false;
-    }
   }
 
   async #touch(): Promise<void> {

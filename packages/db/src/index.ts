@@ -48,7 +48,6 @@ export {
   type CancelOutcome,
   deleteExpiredTasks,
   findTask,
-  insertTask,
   insertTasks,
   isUuid,
   type ListQuery,

@@ -5,6 +5,7 @@ export {
   deterministicJitter,
   fnv1a32,
 } from './backoff.ts';
+export { Batcher, type BatcherOptions, type RunBatch } from './batcher.ts';
 export {
   BoundedBuffer,
   type BoundedBufferOptions,

@@ -10,7 +10,6 @@ export {
   type ToolTimeouts,
 } from './tool-definition.ts';
 export {
-  isStopReason,
   TaskCancelledError,
   TaskReleasedError,
   TaskTimeoutError,

@@ -51,7 +51,3 @@ export class ToolProtocolError extends Error {
     this.data = data;
   }
 }
-
-export function isStopReason(error: unknown): error is TaskCancelledError | TaskTimeoutError | TaskReleasedError {
-  return error instanceof TaskCancelledError || error instanceof TaskTimeoutError || error instanceof TaskReleasedError;
-}

@@ -45,10 +45,6 @@ export class SseStream {
     return this.#closed;
   }
 
-  get buffered(): number {
-    return this.#buffer.size;
-  }
-
   /** Sends the status line and the headers that keep proxies from buffering the stream. */
   open(extraHeaders: Record<string, string> = {}): void {
     this.#response.writeHead(200, {

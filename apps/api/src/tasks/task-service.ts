@@ -3,12 +3,10 @@ import {
   findTask,
   GroupCommit,
   insertTasks,
-  listTaskEvents,
   listTasks,
   type NewTask,
   requestCancel,
   TASK_QUEUE,
-  type TaskEvent,
   type TaskJobData,
   type TaskMode,
   type TaskRecord,
@@ -129,11 +127,6 @@ export class TaskService {
     const outcome = await requestCancel(this.#options.db, tenantId, id, reason);
     if (!outcome.task) throw notFound(id);
     return outcome.task;
-  }
-
-  async history(tenantId: string, id: string): Promise<TaskEvent[]> {
-    await this.get(tenantId, id);
-    return listTaskEvents(this.#options.db, tenantId, id);
   }
 }
 

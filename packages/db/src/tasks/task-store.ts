@@ -62,12 +62,6 @@ export async function insertTasks(db: Db, tasks: readonly NewTask[]): Promise<Ta
   return created.map(toTaskRecord);
 }
 
-/** insertTasks for one task. */
-export async function insertTask(db: Db, task: NewTask): Promise<TaskRecord> {
-  const [created] = await insertTasks(db, [task]);
-  return created as TaskRecord;
-}
-
 /** The task if it exists for this tenant and has not expired; another tenant's task is null. */
 export async function findTask(db: Db, tenantId: string, id: string): Promise<TaskRecord | null> {
   if (!isUuid(id)) return null;

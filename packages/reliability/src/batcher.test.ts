@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { Batcher } from './batcher.ts';
+
+/** A batch runner the test releases by hand, recording every batch it was given. */
+function heldRunner() {
+  const batches: number[][] = [];
+  const releases: (() => void)[] = [];
+  const run = async (items: readonly number[]) => {
+    batches.push([...items]);
+    await new Promise<void>((resolve) => releases.push(resolve));
+    if (items.includes(13) && items.length > 1) throw new Error('13 spoils the batch');
+    if (items.includes(13)) throw new Error('13 fails alone');
+    return items.map((item) => item * 10);
+  };
+  const releaseNext = async () => {
+    while (releases.length === 0) await Promise.resolve();
+    releases.shift()?.();
+  };
+  return { batches, run, releaseNext };
+}
+
+describe('Batcher', () => {
+  it('sends an item at once when idle and gathers the items that arrive while a batch is in flight', async () => {
+    const runner = heldRunner();
+    const batcher = new Batcher(runner.run);
+    const first = batcher.submit(1);
+    const rest = [2, 3, 4].map((item) => batcher.submit(item));
+    await runner.releaseNext();
+    expect(await first).toBe(10);
+    await runner.releaseNext();
+    expect(await Promise.all(rest)).toEqual([20, 30, 40]);
+    expect(runner.batches).toEqual([[1], [2, 3, 4]]);
+  });
+
+  it('retries a failed batch item by item, so only the bad item fails', async () => {
+    const runner = heldRunner();
+    const batcher = new Batcher(runner.run);
+    const head = batcher.submit(1);
+    const outcomes = [12, 13, 14].map((item) => batcher.submit(item).then(String, (error: Error) => error.message));
+    for (let release = 0; release < 5; release++) await runner.releaseNext();
+    await head;
+    expect(await Promise.all(outcomes)).toEqual(['120', '13 fails alone', '140']);
+    expect(runner.batches).toEqual([[1], [12, 13, 14], [12], [13], [14]]);
+  });
+
+  it('honours maxBatch and the item order', async () => {
+    const runner = heldRunner();
+    const batcher = new Batcher(runner.run, { maxBatch: 2, order: (a, b) => b - a });
+    const all = [5, 1, 9, 3, 7].map((item) => batcher.submit(item));
+    for (let release = 0; release < 3; release++) await runner.releaseNext();
+    await Promise.all(all);
+    expect(runner.batches).toEqual([[5], [9, 1], [7, 3]]);
+  });
+
+  it('refuses a maxBatch below one', () => {
+    expect(() => new Batcher(async () => [], { maxBatch: 0 })).toThrow(RangeError);
+  });
+});
