@@ -289,12 +289,20 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(document.paths).sort()).toEqual([
       '/healthz',
       '/readyz',
+      '/v1/accounts/{account}/charges',
+      '/v1/idempotency-keys/{key}',
+      '/v1/inventory/{sku}',
+      '/v1/inventory/{sku}/reservations',
+      '/v1/reconciliation-items',
       '/v1/tasks',
       '/v1/tasks/{id}',
       '/v1/tasks/{id}/cancel',
       '/v1/tasks/{id}/events',
     ]);
     expect(document.paths['/v1/tasks'].post.requestBody.content['application/json'].schema.required).toEqual(['tool']);
+    expect(document.paths['/v1/tasks'].post.parameters).toContainEqual(
+      expect.objectContaining({ in: 'header', name: 'idempotency-key', required: false }),
+    );
     expect(document.components.schemas.Task.properties.status).toBeDefined();
     expect(document.components.securitySchemes.bearer).toEqual({
       type: 'http',

@@ -46,6 +46,7 @@ const TASK_COLUMNS = {
   started_at: true,
   finished_at: true,
   expires_at: true,
+  idempotency_key: true,
 } satisfies Record<keyof Database['tasks'], true>;
 const EVENT_COLUMNS = {
   id: true,

@@ -1,4 +1,4 @@
-import { bearerTenants, createApiServer, TaskEventsHub, TaskService } from '@taskgate/api';
+import { bearerTenants, createApiServer, LedgerService, TaskEventsHub, TaskService } from '@taskgate/api';
 import { createKysely, createPool, type Database, ensureTaskQueue, PGBOSS_SCHEMA } from '@taskgate/db';
 import { builtinTools, type ToolDefinition, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from '@taskgate/worker';
@@ -123,6 +123,7 @@ export async function startApi(
     readiness: async () => ({ ready: true, checks: {} }),
     tasks: {
       service: platform.service,
+      ledger: new LedgerService(platform.db),
       hub,
       tenant: bearerTenants(options.tokens ?? new Map(), 'default'),
       ...(options.events ? { events: options.events } : {}),

@@ -6,6 +6,7 @@ import type pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import type { ReadinessReport } from './health-routes.ts';
 import { bearerTenants } from './http/auth.ts';
+import { LedgerService } from './ledger/ledger-service.ts';
 import { createApiServer } from './server.ts';
 import { TaskEventsHub } from './tasks/task-events-hub.ts';
 import { TaskService } from './tasks/task-service.ts';
@@ -23,6 +24,8 @@ export interface ApiRoleOptions {
   /** Whether NOTIFY reaches this process (false on the embedded Postgres: watchers poll faster). */
   readonly listenNotify: boolean;
   readonly defaultTtlMs?: number;
+  /** How long idempotency keys are remembered after their call committed. */
+  readonly idempotencyRetentionMs?: number;
   /** Other roles' states and the process's shutdown flag, for /readyz. */
   readonly checks: () => Record<string, CheckState>;
   readonly stopping: () => boolean;
@@ -74,12 +77,21 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
       tools: options.tools,
       defaultTtlMs: options.defaultTtlMs ?? DEFAULT_TTL_MS,
       pollIntervalMs: options.listenNotify ? 1_000 : 500,
+      ...(options.idempotencyRetentionMs === undefined
+        ? {}
+        : { idempotencyRetentionMs: options.idempotencyRetentionMs }),
     });
     app = await createApiServer({
       logger: options.logger,
       readiness: () => readiness(pool, options),
       tasks: {
         service,
+        ledger: new LedgerService(
+          db,
+          options.idempotencyRetentionMs === undefined
+            ? {}
+            : { idempotencyRetentionMs: options.idempotencyRetentionMs },
+        ),
         hub,
         tenant: bearerTenants(options.tokens, options.unauthenticatedTenant),
         events: { pollMs: options.listenNotify ? 1_000 : 250 },

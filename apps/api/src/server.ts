@@ -4,6 +4,8 @@ import { type ReadinessProbe, registerHealthRoutes } from './health-routes.ts';
 import type { TenantResolver } from './http/auth.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { installProblemHandlers } from './http/problem.ts';
+import type { LedgerService } from './ledger/ledger-service.ts';
+import { registerLedgerRoutes } from './routes/ledger-routes.ts';
 import { ProblemSchema, TaskSchema } from './routes/task-schemas.ts';
 import { registerTaskRoutes } from './routes/tasks-routes.ts';
 import type { TaskEventsHub } from './tasks/task-events-hub.ts';
@@ -15,6 +17,7 @@ export interface ApiServerOptions {
   readonly version?: string;
   readonly tasks?: {
     readonly service: TaskService;
+    readonly ledger: LedgerService;
     readonly hub: TaskEventsHub;
     readonly tenant: TenantResolver;
     readonly events?: { readonly keepaliveMs?: number; readonly pollMs?: number };
@@ -49,6 +52,11 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
         pollMs: options.tasks.events?.pollMs ?? 1_000,
         capacity: 4,
       },
+    });
+    registerLedgerRoutes(app, {
+      service: options.tasks.service,
+      ledger: options.tasks.ledger,
+      tenant: options.tasks.tenant,
     });
   }
   return app;

@@ -27,6 +27,7 @@ describe('loadConfig', () => {
       allowedOrigins: [],
       shutdownGraceMs: 3000,
       workerConcurrency: 32,
+      idempotencyRetentionMs: 86_400_000,
     });
     expect(config.tokens.size).toBe(0);
     expect(warnings).toEqual([]);
@@ -43,6 +44,7 @@ describe('loadConfig', () => {
         TASKGATE_ALLOWED_ORIGINS: 'https://app.example.com, http://localhost:3000',
         TASKGATE_SHUTDOWN_GRACE_MS: '10000',
         TASKGATE_WORKER_CONCURRENCY: '64',
+        TASKGATE_IDEMPOTENCY_RETENTION_MS: '3600000',
         LOG_LEVEL: 'DEBUG',
       },
       '/srv',
@@ -57,7 +59,16 @@ describe('loadConfig', () => {
     expect(config.allowedOrigins).toEqual(['https://app.example.com', 'http://localhost:3000']);
     expect(config.shutdownGraceMs).toBe(10000);
     expect(config.workerConcurrency).toBe(64);
+    expect(config.idempotencyRetentionMs).toBe(3_600_000);
     expect(config.logLevel).toBe('debug');
+  });
+
+  it('names TASKGATE_IDEMPOTENCY_RETENTION_MS when it is shorter than a minute or not a number', () => {
+    for (const retention of ['59999', 'a day']) {
+      expect(problems({ TASKGATE_IDEMPOTENCY_RETENTION_MS: retention }).map((p) => p.field)).toEqual([
+        'TASKGATE_IDEMPOTENCY_RETENTION_MS',
+      ]);
+    }
   });
 
   it('names PORT when it is not a port number', () => {
@@ -142,6 +153,68 @@ describe('loadConfig', () => {
 
   it('treats empty values as unset', () => {
     expect(loadConfig({ DATABASE_URL: '', PORT: ' ' }, '/').config).toMatchObject({ databaseUrl: null, port: 8080 });
+  });
+});
+
+describe('relay settings', () => {
+  const SECRET = 'relay-secret-0123456789';
+
+  it('default to no sinks (an idle relay), 10 attempts, a 30 s lease and 64 deliveries in flight', () => {
+    expect(loadConfig({}, '/').config.relay).toEqual({
+      sinks: [],
+      secret: null,
+      maxAttempts: 10,
+      leaseMs: 30_000,
+      concurrency: 64,
+    });
+  });
+
+  it('reads sinks, secret, attempts, lease and concurrency', () => {
+    const { config } = loadConfig(
+      {
+        TASKGATE_RELAY_SINKS: 'https://hooks.example.com/taskgate, http://10.0.0.5:9000/in?token=x',
+        TASKGATE_RELAY_SECRET: SECRET,
+        TASKGATE_RELAY_MAX_ATTEMPTS: '3',
+        TASKGATE_RELAY_LEASE_MS: '5000',
+        TASKGATE_RELAY_CONCURRENCY: '8',
+      },
+      '/',
+    );
+    expect(config.relay).toEqual({
+      sinks: ['https://hooks.example.com/taskgate', 'http://10.0.0.5:9000/in?token=x'],
+      secret: SECRET,
+      maxAttempts: 3,
+      leaseMs: 5_000,
+      concurrency: 8,
+    });
+  });
+
+  it('names the field of a bad sink, a missing or short secret, and out-of-range numbers, without echoing values', () => {
+    const found = problems({
+      TASKGATE_RELAY_SINKS:
+        'https://ok.example.com/h,ftp://files.example.com/x?key=hidden,not a url,https://ok.example.com/h',
+      TASKGATE_RELAY_MAX_ATTEMPTS: '0',
+      TASKGATE_RELAY_LEASE_MS: '999',
+      TASKGATE_RELAY_CONCURRENCY: 'many',
+    });
+    expect(found).toEqual([
+      { field: 'TASKGATE_RELAY_SINKS', message: 'entry 2 is not an http:// or https:// URL' },
+      { field: 'TASKGATE_RELAY_SINKS', message: 'entry 3 is not an http:// or https:// URL' },
+      { field: 'TASKGATE_RELAY_SINKS', message: 'entry 4 repeats a sink already given' },
+      {
+        field: 'TASKGATE_RELAY_SECRET',
+        message: 'must be set when TASKGATE_RELAY_SINKS is (deliveries are signed with it)',
+      },
+      { field: 'TASKGATE_RELAY_MAX_ATTEMPTS', message: 'must be an integer from 1 to 1000 (got "0")' },
+      { field: 'TASKGATE_RELAY_LEASE_MS', message: 'must be an integer from 1000 to 3600000 (got "999")' },
+      { field: 'TASKGATE_RELAY_CONCURRENCY', message: 'must be an integer from 1 to 1024 (got "many")' },
+    ]);
+    expect(JSON.stringify(found)).not.toContain('hidden');
+
+    const short = 'too-short';
+    const weak = problems({ TASKGATE_RELAY_SINKS: 'https://ok.example.com/h', TASKGATE_RELAY_SECRET: short });
+    expect(weak).toEqual([{ field: 'TASKGATE_RELAY_SECRET', message: 'must be at least 16 characters' }]);
+    expect(JSON.stringify(weak)).not.toContain(short);
   });
 });
 

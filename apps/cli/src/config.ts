@@ -18,6 +18,19 @@ export interface Config {
   readonly allowedOrigins: readonly string[];
   readonly shutdownGraceMs: number;
   readonly workerConcurrency: number;
+  /** How long an idempotency key is remembered after its call committed. */
+  readonly idempotencyRetentionMs: number;
+  readonly relay: RelayConfig;
+}
+
+export interface RelayConfig {
+  /** http(s) webhook URLs; empty: the relay role idles. */
+  readonly sinks: readonly string[];
+  /** HMAC-SHA256 key of the Taskgate-Signature header; set whenever sinks are. */
+  readonly secret: string | null;
+  readonly maxAttempts: number;
+  readonly leaseMs: number;
+  readonly concurrency: number;
 }
 
 export interface ConfigProblem {
@@ -43,11 +56,19 @@ export const SETTINGS = {
     'browser origins allowed to call the API, comma-separated (loopback origins are always allowed)',
   TASKGATE_SHUTDOWN_GRACE_MS: 'how long in-flight work may take to stop after SIGTERM (default 3000)',
   TASKGATE_WORKER_CONCURRENCY: 'tool handlers one worker process runs at once (default 32)',
+  TASKGATE_IDEMPOTENCY_RETENTION_MS:
+    'how long an idempotency key and its stored result are kept after the call committed (default 86400000, 24 h)',
+  TASKGATE_RELAY_SINKS: 'webhook URLs (http or https) the relay delivers outbox events to, comma-separated',
+  TASKGATE_RELAY_SECRET: 'HMAC-SHA256 key of the Taskgate-Signature header; required with sinks, 16+ characters',
+  TASKGATE_RELAY_MAX_ATTEMPTS: 'delivery attempts before an outbox row moves to dead-letter (default 10)',
+  TASKGATE_RELAY_LEASE_MS: 'how long a relay holds the rows it claimed (default 30000)',
+  TASKGATE_RELAY_CONCURRENCY: 'deliveries one relay process has in flight at once (default 64)',
   LOG_LEVEL: `one of ${LOG_LEVELS.join(', ')} (default info)`,
 } as const;
 
 export const DEFAULT_TENANT = 'default';
 const MIN_TOKEN_LENGTH = 16;
+const MIN_RELAY_SECRET_LENGTH = 16;
 const TENANT_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 const HOSTNAME_PATTERN =
   /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
@@ -91,6 +112,17 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
     problem,
   );
 
+  const idempotencyRetentionMs = parseInteger(
+    value('TASKGATE_IDEMPOTENCY_RETENTION_MS'),
+    86_400_000,
+    60_000,
+    365 * 86_400_000,
+    'TASKGATE_IDEMPOTENCY_RETENTION_MS',
+    problem,
+  );
+
+  const relay = parseRelay(value, problem);
+
   const tokens = parseTokens(value('TASKGATE_TOKENS'), problem);
   if (tokens.size === 0 && problems.every((p) => p.field !== 'HOST') && !isLoopbackHost(host)) {
     problem(
@@ -121,7 +153,19 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
     .map((name) => `unknown setting ${name} is ignored${suggest(name, known)}`);
 
   return {
-    config: { databaseUrl, host, port, tokens, dataDir, logLevel, allowedOrigins, shutdownGraceMs, workerConcurrency },
+    config: {
+      databaseUrl,
+      host,
+      port,
+      tokens,
+      dataDir,
+      logLevel,
+      allowedOrigins,
+      shutdownGraceMs,
+      workerConcurrency,
+      idempotencyRetentionMs,
+      relay,
+    },
     warnings,
   };
 }
@@ -166,6 +210,58 @@ function parseInteger(
     return fallback;
   }
   return Number(raw);
+}
+
+function parseRelay(
+  value: (name: keyof typeof SETTINGS) => string | undefined,
+  problem: (field: string, message: string) => void,
+): RelayConfig {
+  const sinks: string[] = [];
+  (value('TASKGATE_RELAY_SINKS') ?? '').split(',').forEach((part, index) => {
+    const entry = part.trim();
+    if (entry === '') return;
+    let url: URL | undefined;
+    try {
+      url = new URL(entry);
+    } catch {
+      url = undefined;
+    }
+    // Positions, not values, in messages: a webhook URL may carry a credential.
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+      problem('TASKGATE_RELAY_SINKS', `entry ${index + 1} is not an http:// or https:// URL`);
+    } else if (sinks.includes(url.toString())) {
+      problem('TASKGATE_RELAY_SINKS', `entry ${index + 1} repeats a sink already given`);
+    } else {
+      sinks.push(url.toString());
+    }
+  });
+  const secret = value('TASKGATE_RELAY_SECRET') ?? null;
+  if (secret !== null && secret.length < MIN_RELAY_SECRET_LENGTH) {
+    problem('TASKGATE_RELAY_SECRET', `must be at least ${MIN_RELAY_SECRET_LENGTH} characters`);
+  } else if (secret === null && sinks.length > 0) {
+    problem('TASKGATE_RELAY_SECRET', 'must be set when TASKGATE_RELAY_SINKS is (deliveries are signed with it)');
+  }
+  return {
+    sinks,
+    secret,
+    maxAttempts: parseInteger(
+      value('TASKGATE_RELAY_MAX_ATTEMPTS'),
+      10,
+      1,
+      1_000,
+      'TASKGATE_RELAY_MAX_ATTEMPTS',
+      problem,
+    ),
+    leaseMs: parseInteger(
+      value('TASKGATE_RELAY_LEASE_MS'),
+      30_000,
+      1_000,
+      3_600_000,
+      'TASKGATE_RELAY_LEASE_MS',
+      problem,
+    ),
+    concurrency: parseInteger(value('TASKGATE_RELAY_CONCURRENCY'), 64, 1, 1_024, 'TASKGATE_RELAY_CONCURRENCY', problem),
+  };
 }
 
 function parseTokens(raw: string | undefined, problem: (field: string, message: string) => void): Map<string, string> {

@@ -1,11 +1,12 @@
-import { type Database, deleteExpiredTasks } from '@taskgate/db';
+import { type Database, deleteExpiredKeys, deleteExpiredTasks } from '@taskgate/db';
 import type { Kysely } from 'kysely';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 /**
- * Deletes terminal tasks past their ttl, a batch at a time. Reads already treat an expired task as
- * not found, so the sweep only reclaims space; several workers may sweep at once.
+ * Deletes terminal tasks past their ttl and idempotency keys past their retention window, a batch
+ * at a time. Reads already treat both as not found, so the sweep only reclaims space; several
+ * workers may sweep at once.
  */
 export class RetentionSweeper {
   readonly #db: Kysely<Database>;
@@ -27,21 +28,26 @@ export class RetentionSweeper {
     this.#timer.unref();
   }
 
-  /** Deletes every expired task now; resolves with how many. */
+  /** Deletes every expired task and key now; resolves with how many rows went. */
   async sweep(batch = 1_000): Promise<number> {
     this.#running ??= (async () => {
-      let total = 0;
-      for (;;) {
-        const deleted = await deleteExpiredTasks(this.#db, batch);
-        total += deleted;
-        if (deleted < batch) break;
-      }
-      if (total > 0) this.#logger.info({ deleted: total }, 'expired tasks deleted');
-      return total;
+      const tasks = await this.#drain((limit) => deleteExpiredTasks(this.#db, limit), batch);
+      const keys = await this.#drain((limit) => deleteExpiredKeys(this.#db, limit), batch);
+      if (tasks + keys > 0) this.#logger.info({ tasks, idempotencyKeys: keys }, 'expired rows deleted');
+      return tasks + keys;
     })().finally(() => {
       this.#running = null;
     });
     return this.#running;
+  }
+
+  async #drain(deleteBatch: (limit: number) => Promise<number>, batch: number): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const deleted = await deleteBatch(batch);
+      total += deleted;
+      if (deleted < batch) return total;
+    }
   }
 
   async stop(): Promise<void> {

@@ -1,12 +1,15 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import {
+  completeKey,
   type Database,
   finishAttempt,
   lockForCompletion,
   type Outcome,
   readCancelStates,
+  readSteps,
   recordCancelObserved,
   recordProgress,
+  recordStep,
   releaseAttempt,
   type TaskRecord,
 } from '@taskgate/db';
@@ -26,6 +29,8 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 export interface AttemptSettings {
   readonly db: Kysely<Database>;
+  /** Whether another worker may run the task again if this attempt is handed back or lost. */
+  readonly retryable: boolean;
   /** Completions without local effects go through here (group commit). */
   readonly completions: { run(completion: Completion): Promise<TaskRecord | null> };
   readonly logger: { readonly warn: LogFn; readonly debug: LogFn };
@@ -77,6 +82,7 @@ export class TaskAttempt {
   #committed = false;
   #cancelSeenHow: string | null = null;
   #releaseRequested: string | null = null;
+  #steps: Map<string, unknown> | null = null;
 
   constructor(task: TaskRecord, elapsedMs: number, tool: ToolDefinition, settings: AttemptSettings) {
     this.task = task;
@@ -88,6 +94,10 @@ export class TaskAttempt {
     const maxMs = task.maxTimeoutMs === null ? undefined : Math.max(1, Math.round(task.maxTimeoutMs - elapsedMs));
     this.#deadline = new TwoClockDeadline({ idleMs: task.idleTimeoutMs ?? undefined, maxMs }, now);
     this.#progressGate = new ProgressGate({ intervalMs: settings.progressWriteIntervalMs });
+  }
+
+  get retryable(): boolean {
+    return this.#settings.retryable;
   }
 
   get signal(): AbortSignal {
@@ -137,9 +147,11 @@ export class TaskAttempt {
       tenant: this.task.tenantId,
       taskId: this.task.id,
       attempt: this.task.attempt,
+      idempotencyKey: this.task.idempotencyKey,
       checkpoint: () => this.#checkpoint(),
       progress: (value, total, message) => this.#progress(value, total, message),
       commit: (effects) => this.#commit(effects, 'handler committed'),
+      step: (name, fn) => this.#step(name, fn),
       sleep: async (ms) => {
         try {
           await delay(ms, undefined, { signal: this.#controller.signal });
@@ -148,6 +160,28 @@ export class TaskAttempt {
         }
       },
     };
+  }
+
+  async #step<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    this.#steps ??= await readSteps(this.#settings.db, this.task.id);
+    // Recorded by an earlier attempt (or earlier in this one): its result, never a second run.
+    if (this.#steps.has(name)) return structuredClone(this.#steps.get(name)) as T;
+    const signal = this.#controller.signal;
+    if (signal.aborted) throw signal.reason;
+    const produced = await fn();
+    const stored: unknown = produced === undefined ? null : JSON.parse(JSON.stringify(produced));
+    const recorded = await recordStep(this.#settings.db, {
+      taskId: this.task.id,
+      attempt: this.task.attempt,
+      name,
+      result: stored,
+    });
+    if (!recorded) {
+      // The task moved on (another attempt holds it, or it ended): this attempt must stop here.
+      throw signal.aborted ? signal.reason : new Error(`step ${name}: this attempt no longer holds the task`);
+    }
+    this.#steps.set(name, stored);
+    return structuredClone(stored) as T;
   }
 
   async #checkpoint(): Promise<void> {
@@ -239,6 +273,11 @@ export class TaskAttempt {
 
   /** Completion without local effects: one statement does the lock, the cancel check and the transition. */
   async #complete(result: ToolResult): Promise<void> {
+    if (this.task.idempotencyKey !== null) {
+      // The stored result must commit with the completion: the transactional path, not the batch.
+      await this.#commit(async () => result, 'handler returned');
+      return;
+    }
     this.#guardCommit();
     await this.#flushProgress();
     const completion = { id: this.task.id, attempt: this.task.attempt, result, reason: 'handler returned' };
@@ -277,6 +316,12 @@ export class TaskAttempt {
       if (check.kind !== 'proceed') return check;
       await this.#settings.hooks?.afterCompletionLock?.(this.task.id);
       const result = await effects(trx);
+      const key = this.task.idempotencyKey;
+      if (key !== null) {
+        const stored = await completeKey(trx, { tenantId: this.task.tenantId, key, taskId: this.task.id, result });
+        // Only a task that already ended can lose its key, and then the lock above said so.
+        if (!stored) throw new Error(`idempotency key ${key} is no longer held by task ${this.task.id}`);
+      }
       await finishAttempt(trx, this.task.id, this.task.attempt, { status: 'completed', result, reason });
       return { kind: 'completed' as const, result };
     });

@@ -4,10 +4,12 @@ import {
   type Database,
   finishAttempt,
   GroupCommit,
+  openReconciliationItem,
   recordCancelObserved,
   releaseAttempt,
   type TaskRecord,
 } from '@taskgate/db';
+import { mayRetryAutomatically } from '@taskgate/reliability';
 import { TaskReleasedError, type ToolRegistry } from '@taskgate/tools';
 import type { Kysely } from 'kysely';
 import type { CancelWatcher } from './cancel-watcher.ts';
@@ -82,13 +84,17 @@ export class TaskRunner {
       await fail(-32601, `tool ${task.tool} is not available on this worker`, 'unknown tool');
       return;
     }
-    if (task.attempt > 1 && tool.retry === 'unsafe') {
-      // An unsafe tool may have half-done its effect; running it again could do it twice.
-      await fail(
-        -32603,
-        'the previous attempt was lost, and an unsafe tool is never retried automatically',
-        'unsafe retry refused',
-      );
+    if (task.attempt > 1 && !mayRetryAutomatically(tool.retry, task.idempotencyKey !== null)) {
+      // An unsafe call (or a conditional one without a key) may have half-done its effect, and
+      // nothing would recognise a second run as the same intent: record it for reconciliation
+      // instead of running it again.
+      const why =
+        tool.retry === 'unsafe'
+          ? 'an unsafe tool is never retried automatically'
+          : 'a conditional tool called without an idempotency key is never retried automatically';
+      await openReconciliationItem(db, task.id, `attempt ${task.attempt - 1} was lost; ${why}`);
+      await fail(-32603, `the outcome of the previous attempt is unknown: ${why}; see reconciliation`, 'retry refused');
+      logger.warn({ taskId, tool: task.tool }, 'retry refused; reconciliation item opened');
       return;
     }
     if (this.#draining) {
@@ -106,6 +112,7 @@ export class TaskRunner {
     }
 
     const attempt = new TaskAttempt(task, claim.elapsedMs, tool, {
+      retryable: mayRetryAutomatically(tool.retry, task.idempotencyKey !== null),
       db,
       completions: this.#completions,
       logger,
@@ -128,7 +135,11 @@ export class TaskRunner {
   /** From now on, running handlers hand their task back at their next checkpoint. */
   beginDrain(): void {
     this.#draining = true;
-    for (const attempt of this.#inFlight.values()) attempt.releaseAtCheckpoint('worker is shutting down');
+    // A call that may not be retried is not handed back at a checkpoint (the next worker would only
+    // refuse it); it gets the whole grace period to finish.
+    for (const attempt of this.#inFlight.values()) {
+      if (attempt.retryable) attempt.releaseAtCheckpoint('worker is shutting down');
+    }
   }
 
   /** The grace period is over: every handler still running is stopped and its task handed back. */

@@ -6,6 +6,17 @@ export {
 } from './embedded/embedded-postgres.ts';
 export { type BatchWork, GroupCommit, type GroupCommitOptions } from './group-commit.ts';
 export { createKysely } from './kysely.ts';
+export {
+  type ClaimOutcome,
+  claimKey,
+  completeKey,
+  deleteExpiredKeys,
+  findKey,
+  type KeyClaim,
+  type KeyRecord,
+  keyFingerprint,
+} from './ledger/idempotency-keys.ts';
+export { executeOnce, type LedgerOutcome } from './ledger/mutation-ledger.ts';
 export { defaultMigrationsDir, loadMigrations, type Migration } from './migrations/migration-files.ts';
 export { assertMigratable, type MigrationState, type MigrationStatus } from './migrations/migration-plan.ts';
 export {
@@ -17,8 +28,44 @@ export {
   type PlannedStep,
 } from './migrations/migration-runner.ts';
 export { PGBOSS_SCHEMA, type PgBossSchemaState, requiredPgBossVersion } from './migrations/pgboss-schema.ts';
+export {
+  type Charge,
+  type ChargeInput,
+  type ChargeRequest,
+  chargeAll,
+  chargeFallback,
+  chargeOnce,
+  chargeToolResult,
+  insertCharge,
+  listCharges,
+} from './mutations/account-charges.ts';
+export {
+  findInventory,
+  type InventoryRecord,
+  type Reservation,
+  type ReserveOutcome,
+  reserveStock,
+  setStock,
+} from './mutations/inventory.ts';
+export {
+  type ClaimedOutboxEvent,
+  claimDueOutbox,
+  compareIds,
+  markDelivered,
+  markFailed,
+  type OutboxClaim,
+  type OutboxFailure,
+  releaseOutboxClaims,
+} from './outbox/outbox-claims.ts';
+export { OUTBOX_CHANNEL, OutboxListener, type OutboxListenerOptions } from './outbox/outbox-listener.ts';
+export { addOutboxEvents, type OutboxEvent } from './outbox/outbox-store.ts';
 export type { Database, TaskEventType, TaskMode, TaskStatus } from './schema.ts';
 export { ensureTaskQueue, TASK_QUEUE, TASK_QUEUE_OPTIONS, type TaskJobData } from './task-queue.ts';
+export {
+  listOpenReconciliationItems,
+  openReconciliationItem,
+  type ReconciliationItem,
+} from './tasks/reconciliation-items.ts';
 export {
   type CancelState,
   type ClaimedAttempt,
@@ -44,6 +91,7 @@ export {
   type TaskProgress,
   type TaskRecord,
 } from './tasks/task-record.ts';
+export { readSteps, recordStep } from './tasks/task-steps.ts';
 export {
   type CancelOutcome,
   deleteExpiredTasks,

@@ -50,6 +50,7 @@ export interface TasksTable {
   started_at: Timestamp | null;
   finished_at: Timestamp | null;
   expires_at: Timestamp | null;
+  idempotency_key: string | null;
 }
 
 export interface TaskEventsTable {
@@ -72,8 +73,95 @@ export interface TaskgateMigrationsTable {
   applied_at: GeneratedTimestamp;
 }
 
+export type IdempotencyKeyState = 'pending' | 'completed';
+
+export interface IdempotencyKeysTable {
+  tenant_id: string;
+  key: string;
+  operation: string;
+  fingerprint: string;
+  state: ColumnType<IdempotencyKeyState, IdempotencyKeyState | undefined, IdempotencyKeyState>;
+  result: Json | null;
+  task_id: string | null;
+  created_at: GeneratedTimestamp;
+  completed_at: Timestamp | null;
+  expires_at: Timestamp;
+}
+
+export interface TaskStepsTable {
+  tenant_id: string;
+  task_id: string;
+  name: string;
+  result: Json;
+  attempt: number;
+  created_at: GeneratedTimestamp;
+}
+
+export interface ReconciliationItemsTable {
+  id: ColumnType<string, never, never>;
+  tenant_id: string;
+  task_id: string;
+  tool: string;
+  idempotency_key: string | null;
+  reason: string;
+  created_at: GeneratedTimestamp;
+  resolved_at: Timestamp | null;
+  resolution: string | null;
+}
+
+export interface OutboxTable {
+  id: ColumnType<string, never, never>;
+  tenant_id: string;
+  aggregate_type: string;
+  aggregate_id: string;
+  event_type: string;
+  payload: Json;
+  created_at: GeneratedTimestamp;
+  available_at: GeneratedTimestamp;
+  attempts: Generated<number>;
+  last_error: string | null;
+  leased_by: string | null;
+  leased_until: Timestamp | null;
+  delivered_at: Timestamp | null;
+  dead_at: Timestamp | null;
+}
+
+export interface AccountChargesTable {
+  id: Generated<string>;
+  tenant_id: string;
+  account: string;
+  cents: ColumnType<string, number | string, number | string>;
+  idempotency_key: string | null;
+  task_id: string | null;
+  created_at: GeneratedTimestamp;
+}
+
+export interface InventoryTable {
+  tenant_id: string;
+  sku: string;
+  available: number;
+  updated_at: GeneratedTimestamp;
+}
+
+export interface InventoryReservationsTable {
+  id: Generated<string>;
+  tenant_id: string;
+  sku: string;
+  quantity: number;
+  idempotency_key: string | null;
+  task_id: string | null;
+  created_at: GeneratedTimestamp;
+}
+
 export interface Database {
   tasks: TasksTable;
   task_events: TaskEventsTable;
   taskgate_migrations: TaskgateMigrationsTable;
+  idempotency_keys: IdempotencyKeysTable;
+  task_steps: TaskStepsTable;
+  reconciliation_items: ReconciliationItemsTable;
+  outbox: OutboxTable;
+  account_charges: AccountChargesTable;
+  inventory: InventoryTable;
+  inventory_reservations: InventoryReservationsTable;
 }

@@ -39,6 +39,20 @@ export const errorRegistry = {
   TG_TOOL_ARGUMENTS_INVALID: { title: 'Tool arguments do not match its input schema', httpStatus: 422, exitCode: 65 },
   TG_TASK_NOT_FOUND: { title: 'Task not found', httpStatus: 404, exitCode: 65 },
   TG_CURSOR_INVALID: { title: 'Invalid pagination cursor', httpStatus: 400, exitCode: 65 },
+  TG_IDEMPOTENCY_KEY_MISSING: { title: 'Idempotency key required', httpStatus: 400, exitCode: 65 },
+  TG_IDEMPOTENCY_KEY_INVALID: { title: 'Idempotency key not usable here', httpStatus: 400, exitCode: 65 },
+  TG_IDEMPOTENCY_KEY_MISMATCH: {
+    title: 'Idempotency key reused with different arguments',
+    httpStatus: 422,
+    exitCode: 65,
+  },
+  TG_IDEMPOTENCY_KEY_IN_PROGRESS: {
+    title: 'A request with this idempotency key is still running',
+    httpStatus: 409,
+    exitCode: 75,
+  },
+  TG_IDEMPOTENCY_KEY_NOT_FOUND: { title: 'Idempotency key not found', httpStatus: 404, exitCode: 65 },
+  TG_SKU_NOT_FOUND: { title: 'SKU not found', httpStatus: 404, exitCode: 65 },
   TG_SERVICE_UNAVAILABLE: { title: 'Service unavailable', httpStatus: 503, exitCode: 69 },
   TG_INTERNAL: { title: 'Internal error', httpStatus: 500, exitCode: 70 },
 } as const satisfies Record<string, ErrorDefinition>;

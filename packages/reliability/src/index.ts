@@ -14,6 +14,7 @@ export {
   type PushResult,
 } from './bounded-buffer.ts';
 export { ProgressGate, type ProgressGateOptions, type ProgressUpdate } from './progress-gate.ts';
+export { canonicalJson, fingerprintInput, mayRetryAutomatically, type RetryClass } from './retry-policy.ts';
 export {
   checkTransition,
   isTaskStatus,

@@ -1,4 +1,12 @@
-export { builtinTools, failingJob, greet, protocolErrorJob, slowCompute } from './builtin/index.ts';
+export {
+  builtinTools,
+  chargeAccount,
+  failingJob,
+  greet,
+  protocolErrorJob,
+  reserveInventory,
+  slowCompute,
+} from './builtin/index.ts';
 export {
   type ContentBlock,
   defineTool,

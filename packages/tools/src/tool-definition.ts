@@ -44,6 +44,12 @@ export interface ToolContext {
   readonly taskId: string;
   readonly attempt: number;
   /**
+   * The idempotency key the call was made with (the `Idempotency-Key` header or the
+   * `idempotencyKey` argument), or null. With a key, the final commit also stores the result under
+   * it, in the same transaction as the effects.
+   */
+  readonly idempotencyKey: string | null;
+  /**
    * Throws the stop reason if the task must stop. Also re-reads the cancel flag from the database
    * at a bounded interval, so a lost wake-up delays a cancel but never loses it.
    */
@@ -56,6 +62,14 @@ export interface ToolContext {
    * cancelled (this throws TaskCancelledError). Returns the result the task completed with.
    */
   commit(effects: (trx: Transaction<Database>) => Promise<ToolResult>): Promise<ToolResult>;
+  /**
+   * A durable step: runs `fn` once per task, whatever the number of attempts. When it returns, its
+   * result (which must be JSON) is recorded before step() resolves; an attempt after a worker death
+   * or a re-delivery gets the recorded result back (re-read from JSON) without running `fn`. A step
+   * interrupted before its record was written runs again, so `fn` itself should be safe to repeat
+   * or pass its own idempotency key to whatever it calls.
+   */
+  step<T>(name: string, fn: () => Promise<T>): Promise<T>;
   /** A delay that ends early, rejecting with the stop reason, when the signal aborts. */
   sleep(ms: number): Promise<void>;
 }
@@ -69,6 +83,12 @@ export interface ToolDefinition<Input = Record<string, unknown>> {
   readonly outputSchema?: Readonly<Record<string, unknown>>;
   readonly annotations?: ToolAnnotations;
   readonly retry: RetryClass;
+  /**
+   * Whether a call must carry an idempotency key (`required`: a call without one is refused) or
+   * may (`optional`, the default for conditional tools: without a key it is never retried
+   * automatically). Tools of other retry classes take no key.
+   */
+  readonly idempotencyKey?: 'required' | 'optional';
   readonly timeouts?: ToolTimeouts;
   handler(input: Input, ctx: ToolContext): Promise<ToolResult>;
 }
@@ -82,6 +102,9 @@ export function defineTool<Input = Record<string, unknown>>(definition: ToolDefi
   }
   if (definition.inputSchema.type !== 'object') {
     throw new TypeError(`tool ${definition.name}: inputSchema must be a JSON Schema with type "object"`);
+  }
+  if (definition.idempotencyKey !== undefined && definition.retry !== 'conditional') {
+    throw new TypeError(`tool ${definition.name}: only a conditional tool takes an idempotency key`);
   }
   for (const key of ['idleMs', 'maxMs'] as const) {
     const value = definition.timeouts?.[key];

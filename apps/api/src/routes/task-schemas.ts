@@ -40,6 +40,7 @@ export const TaskSchema = Type.Object(
     startedAt: Nullable(Type.String({ format: 'date-time' })),
     finishedAt: Nullable(Type.String({ format: 'date-time' })),
     expiresAt: Nullable(Type.String({ format: 'date-time' })),
+    idempotencyKey: Nullable(Type.String({ description: 'the idempotency key the task was created with' })),
   },
   { $id: 'Task', additionalProperties: false },
 );
@@ -114,5 +115,6 @@ export function taskBody(task: TaskRecord): TaskBody {
     startedAt: iso(task.startedAt),
     finishedAt: iso(task.finishedAt),
     expiresAt: iso(task.expiresAt),
+    idempotencyKey: task.idempotencyKey,
   };
 }

@@ -7,6 +7,7 @@ import type { TenantResolver } from '../http/auth.ts';
 import { SseStream } from '../sse/sse-stream.ts';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import type { TaskService } from '../tasks/task-service.ts';
+import { IdempotencyHeaders, sendSubmission, submitWithKey } from './idempotent-submit.ts';
 import {
   CancelTaskBody,
   CreateTaskBody,
@@ -36,21 +37,25 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
       schema: {
         summary: 'Create a task: call a tool',
         description:
-          'Validates the arguments against the tool input schema, then stores the task and queues it in one transaction.',
+          'Validates the arguments against the tool input schema, then stores the task and queues it in one transaction. ' +
+          'For a conditional tool, an Idempotency-Key header (or idempotencyKey argument) makes the call once-only: ' +
+          'a retry with the same key and body answers 200 with the first task and Idempotent-Replayed: true; ' +
+          'a different body is 422; while the first still runs, 409 with Retry-After.',
         tags: ['tasks'],
         security,
+        headers: IdempotencyHeaders,
         body: CreateTaskBody,
-        response: { 201: Type.Ref('Task'), ...problems(400, 401, 413, 415, 422) },
+        response: { 200: Type.Ref('Task'), 201: Type.Ref('Task'), ...problems(400, 401, 409, 413, 415, 422) },
       },
     },
     async (request, reply) => {
       const body = request.body as { tool: string; arguments?: Record<string, unknown>; ttlMs?: number };
-      const task = await service.create(tenant(request), {
+      const submission = await submitWithKey(service, reply, tenant(request), request.headers['idempotency-key'], {
         tool: body.tool,
         arguments: body.arguments ?? {},
         ttlMs: body.ttlMs,
       });
-      return reply.code(201).header('location', `/v1/tasks/${task.id}`).send(taskBody(task));
+      return sendSubmission(reply, submission);
     },
   );
 

@@ -1,8 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import {
+  claimKey,
   type Database,
   findTask,
   GroupCommit,
   insertTasks,
+  type KeyRecord,
+  keyFingerprint,
   listTasks,
   type NewTask,
   requestCancel,
@@ -13,7 +17,7 @@ import {
   type TaskStatus,
 } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
-import type { ToolRegistry } from '@taskgate/tools';
+import type { ToolDefinition, ToolRegistry } from '@taskgate/tools';
 import type { Kysely, Transaction } from 'kysely';
 import { fromKysely, type PgBoss } from 'pg-boss';
 import { decodeCursor, encodeCursor } from './task-cursor.ts';
@@ -25,6 +29,8 @@ export interface TaskServiceOptions {
   readonly tools: ToolRegistry;
   readonly defaultTtlMs: number;
   readonly pollIntervalMs: number;
+  /** How long an idempotency key is remembered after its call committed (default 24 h). */
+  readonly idempotencyRetentionMs?: number;
   /** Test seam: runs inside the creating transaction after the row and the job are written. */
   readonly afterEnqueue?: (task: TaskRecord, trx: Transaction<Database>) => Promise<void>;
 }
@@ -35,6 +41,20 @@ export interface CreateTaskInput {
   readonly ttlMs?: number | undefined;
   readonly mode?: TaskMode;
 }
+
+export interface SubmitOptions {
+  /** The `Idempotency-Key` header, when the call came over REST. */
+  readonly idempotencyKey?: string | undefined;
+}
+
+export interface Submission {
+  readonly task: TaskRecord;
+  /** True when the key had already been used for this call: nothing new was created. */
+  readonly replayed: boolean;
+}
+
+export const DEFAULT_IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
+const MAX_KEY_LENGTH = 255;
 
 export interface TaskListing {
   readonly tasks: TaskRecord[];
@@ -61,6 +81,23 @@ export class TaskService {
    * transaction: either a worker will see the task, or the task does not exist.
    */
   async create(tenantId: string, input: CreateTaskInput): Promise<TaskRecord> {
+    return (await this.submit(tenantId, input)).task;
+  }
+
+  /**
+   * Creates a task, or — when the call carries an idempotency key that was used before — answers
+   * for the first call: its task again (`replayed`), a refusal if the arguments differ, or
+   * TG_IDEMPOTENCY_KEY_IN_PROGRESS while it still runs.
+   */
+  async submit(tenantId: string, input: CreateTaskInput, options: SubmitOptions = {}): Promise<Submission> {
+    const tool = this.#checkCall(input);
+    const key = this.#idempotencyKey(tool, input.arguments, options.idempotencyKey);
+    const task = this.#newTask(tenantId, input, tool);
+    if (key === null) return { task: await this.#creates.run(task), replayed: false };
+    return this.#submitWithKey({ ...task, id: randomUUID(), idempotencyKey: key });
+  }
+
+  #checkCall(input: CreateTaskInput): ToolDefinition {
     const { tools } = this.#options;
     const check = tools.check(input.tool, input.arguments ?? {});
     if (!check.ok && check.kind === 'unknown-tool') {
@@ -77,17 +114,124 @@ export class TaskService {
         { details: { errors: check.problems } },
       );
     }
-    const tool = tools.get(input.tool);
-    return this.#creates.run({
+    return tools.get(input.tool) as ToolDefinition;
+  }
+
+  /** The call's key, from the header or the `idempotencyKey` argument; they may not disagree. */
+  #idempotencyKey(tool: ToolDefinition, args: unknown, header: string | undefined): string | null {
+    const argument =
+      args !== null && typeof args === 'object' ? (args as { idempotencyKey?: unknown }).idempotencyKey : undefined;
+    if (argument !== undefined && typeof argument !== 'string') {
+      throw new TaskgateError('TG_IDEMPOTENCY_KEY_INVALID', 'the idempotencyKey argument must be a string');
+    }
+    if (header !== undefined && argument !== undefined && header !== argument) {
+      throw new TaskgateError(
+        'TG_IDEMPOTENCY_KEY_INVALID',
+        'the Idempotency-Key header and the idempotencyKey argument name different keys',
+      );
+    }
+    const key = header ?? argument ?? null;
+    if (key !== null && (key.length === 0 || key.length > MAX_KEY_LENGTH)) {
+      throw new TaskgateError('TG_IDEMPOTENCY_KEY_INVALID', `an idempotency key has 1 to ${MAX_KEY_LENGTH} characters`);
+    }
+    if (key !== null && tool.retry !== 'conditional') {
+      throw new TaskgateError(
+        'TG_IDEMPOTENCY_KEY_INVALID',
+        `${tool.name} is ${tool.retry === 'safe' ? 'safe to repeat' : 'unsafe'} and takes no idempotency key; only conditional tools do`,
+      );
+    }
+    if (key === null && tool.idempotencyKey === 'required') {
+      throw new TaskgateError(
+        'TG_IDEMPOTENCY_KEY_MISSING',
+        `${tool.name} requires an idempotency key: send the Idempotency-Key header or the idempotencyKey argument`,
+      );
+    }
+    return key;
+  }
+
+  #newTask(tenantId: string, input: CreateTaskInput, tool: ToolDefinition): NewTask {
+    return {
       tenantId,
       tool: input.tool,
       arguments: input.arguments ?? {},
       mode: input.mode ?? 'task',
       ttlMs: input.ttlMs ?? this.#options.defaultTtlMs,
       pollIntervalMs: this.#options.pollIntervalMs,
-      idleTimeoutMs: tool?.timeouts?.idleMs ?? null,
-      maxTimeoutMs: tool?.timeouts?.maxMs ?? null,
+      idleTimeoutMs: tool.timeouts?.idleMs ?? null,
+      maxTimeoutMs: tool.timeouts?.maxMs ?? null,
+    };
+  }
+
+  /**
+   * The key claim, the task row and its job in one transaction: concurrent calls with one key
+   * queue on the key's unique index, and exactly one of them creates a task.
+   */
+  async #submitWithKey(task: NewTask & { id: string; idempotencyKey: string }): Promise<Submission> {
+    const { db } = this.#options;
+    const outcome = await db.transaction().execute(async (trx) => {
+      const claim = await claimKey(trx, {
+        tenantId: task.tenantId,
+        key: task.idempotencyKey,
+        operation: task.tool,
+        fingerprint: keyFingerprint(task.tool, task.arguments),
+        taskId: task.id,
+        retentionMs: this.#options.idempotencyRetentionMs ?? DEFAULT_IDEMPOTENCY_RETENTION_MS,
+      });
+      if (claim.kind !== 'claimed') return claim;
+      const [created] = await this.#insertAndEnqueue(trx, [task]);
+      return { kind: 'created' as const, task: created as TaskRecord };
     });
+    if (outcome.kind === 'created') return { task: outcome.task, replayed: false };
+    if (outcome.kind === 'mismatch') {
+      throw new TaskgateError(
+        'TG_IDEMPOTENCY_KEY_MISMATCH',
+        `idempotency key ${JSON.stringify(task.idempotencyKey)} was used for ${outcome.existing.operation} with other arguments; nothing was done`,
+        { details: { reason: 'idempotency_key_mismatch', operation: outcome.existing.operation } },
+      );
+    }
+    const first = await this.#taskOf(task.tenantId, outcome.existing);
+    if (outcome.kind === 'in-progress') {
+      const retryAfterSeconds = Math.max(1, Math.ceil((first.pollIntervalMs ?? 1_000) / 1_000));
+      throw new TaskgateError(
+        'TG_IDEMPOTENCY_KEY_IN_PROGRESS',
+        `the first call with idempotency key ${JSON.stringify(task.idempotencyKey)} (task ${first.id}) is still running`,
+        { details: { taskId: first.id, retryAfterSeconds } },
+      );
+    }
+    return { task: first, replayed: true };
+  }
+
+  /** The task that holds a key; after the task's own ttl, rebuilt from what the key stored. */
+  async #taskOf(tenantId: string, key: KeyRecord): Promise<TaskRecord> {
+    const task = key.taskId === null ? null : await findTask(this.#options.db, tenantId, key.taskId);
+    if (task) return task;
+    const at = key.completedAt ?? key.createdAt;
+    return {
+      id: key.taskId ?? '00000000-0000-0000-0000-000000000000',
+      tenantId,
+      tool: key.operation,
+      arguments: {},
+      status: 'completed',
+      statusMessage: 'replayed from the idempotency ledger; the task itself has expired',
+      result: key.result,
+      error: null,
+      mode: 'task',
+      cancelRequestedAt: null,
+      cancelReason: null,
+      progress: null,
+      attempt: 1,
+      workerId: null,
+      idleTimeoutMs: null,
+      maxTimeoutMs: null,
+      ttlMs: null,
+      pollIntervalMs: this.#options.pollIntervalMs,
+      createdAt: key.createdAt,
+      lastUpdatedAt: at,
+      startedAt: null,
+      finishedAt: at,
+      expiresAt: key.expiresAt,
+      idempotencyKey: key.key,
+    };
   }
 
   /** Tasks' rows, their events and their jobs, all in the transaction GroupCommit gives them. */

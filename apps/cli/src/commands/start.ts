@@ -1,5 +1,5 @@
 import { startApiRole } from '@taskgate/api';
-import { assertMigratable, createPool, loadMigrations, MigrationRunner } from '@taskgate/db';
+import { assertMigratable, loadMigrations, MigrationRunner } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import { startRelayRole } from '@taskgate/relay';
 import { builtinTools, ToolRegistry } from '@taskgate/tools';
@@ -64,9 +64,15 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
     if (lifecycle.stopping) return await finish(lifecycle, logger);
 
     if (args.roles.includes('relay')) {
-      const pool = createPool(database.connectionString, { applicationName: 'taskgate-relay', max: 2 });
-      lifecycle.onStop('relay pool', () => pool.end());
-      const relay = await startRelayRole({ pool, logger: logger.child({ role: 'relay' }) });
+      const relay = await startRelayRole({
+        connectionString: database.connectionString,
+        logger: logger.child({ role: 'relay' }),
+        listenNotify,
+        ...config.relay,
+        // An abandoned delivery is only redelivered after its lease, so the relay takes at most 1 s
+        // of the shutdown budget and leaves the rest to the worker's handlers.
+        graceMs: Math.min(config.shutdownGraceMs, 1_000),
+      });
       lifecycle.onStop('relay', () => relay.stop());
       roleState.set('relay', 'ok');
     }
@@ -80,6 +86,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
         host: config.host,
         port: config.port,
         tokens: config.tokens,
+        idempotencyRetentionMs: config.idempotencyRetentionMs,
         unauthenticatedTenant: DEFAULT_TENANT,
         tools,
         listenNotify,

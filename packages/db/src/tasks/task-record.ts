@@ -25,6 +25,8 @@ export interface TaskRecord {
   readonly startedAt: Date | null;
   readonly finishedAt: Date | null;
   readonly expiresAt: Date | null;
+  /** The idempotency key the task holds in the ledger, if it was created with one. */
+  readonly idempotencyKey: string | null;
 }
 
 export interface TaskProgress {
@@ -60,6 +62,7 @@ export interface TaskRow {
   started_at: Date | null;
   finished_at: Date | null;
   expires_at: Date | null;
+  idempotency_key: string | null;
 }
 
 export function toTaskRecord(row: TaskRow): TaskRecord {
@@ -90,6 +93,7 @@ export function toTaskRecord(row: TaskRow): TaskRecord {
     startedAt: row.started_at,
     finishedAt: row.finished_at,
     expiresAt: row.expires_at,
+    idempotencyKey: row.idempotency_key ?? null,
   };
 }
 

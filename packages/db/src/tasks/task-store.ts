@@ -19,6 +19,9 @@ export interface NewTask {
   readonly pollIntervalMs: number;
   readonly idleTimeoutMs: number | null;
   readonly maxTimeoutMs: number | null;
+  /** Chosen by the caller when the id must be known before the insert (an idempotency claim). */
+  readonly id?: string;
+  readonly idempotencyKey?: string | null;
 }
 
 /**
@@ -30,6 +33,8 @@ export async function insertTasks(db: Db, tasks: readonly NewTask[]): Promise<Ta
   const rows = JSON.stringify(
     tasks.map((task, ordinal) => ({
       ordinal,
+      id: task.id ?? null,
+      idempotency_key: task.idempotencyKey ?? null,
       tenant_id: task.tenantId,
       tool: task.tool,
       arguments: task.arguments ?? {},
@@ -43,22 +48,24 @@ export async function insertTasks(db: Db, tasks: readonly NewTask[]): Promise<Ta
   const { rows: created } = await sql<TaskRow & { ordinal: number }>`
     WITH input AS (
       SELECT * FROM jsonb_to_recordset(${rows}::jsonb) AS x(
-        ordinal int, tenant_id text, tool text, arguments jsonb, mode text, ttl_ms bigint,
-        poll_interval_ms int, idle_timeout_ms int, max_timeout_ms int)
+        ordinal int, id uuid, idempotency_key text, tenant_id text, tool text, arguments jsonb, mode text,
+        ttl_ms bigint, poll_interval_ms int, idle_timeout_ms int, max_timeout_ms int)
     ), ids AS (
-      SELECT gen_random_uuid() AS id, input.* FROM input
+      SELECT coalesce(input.id, gen_random_uuid()) AS task_id, input.* FROM input
     ), created AS (
-      INSERT INTO tasks (id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms)
-      SELECT id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms
+      INSERT INTO tasks (id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms,
+                         idempotency_key)
+      SELECT task_id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms,
+             idempotency_key
       FROM ids ORDER BY ordinal
       RETURNING *
     ), event AS (
       INSERT INTO task_events (tenant_id, task_id, type, to_status)
       SELECT created.tenant_id, created.id, 'created', created.status
-      FROM created JOIN ids ON ids.id = created.id ORDER BY ids.ordinal
+      FROM created JOIN ids ON ids.task_id = created.id ORDER BY ids.ordinal
     )
     SELECT created.*, ids.ordinal, ${notify('created')}
-    FROM created JOIN ids ON ids.id = created.id ORDER BY ids.ordinal`.execute(db);
+    FROM created JOIN ids ON ids.task_id = created.id ORDER BY ids.ordinal`.execute(db);
   return created.map(toTaskRecord);
 }
 

@@ -1,6 +1,7 @@
 import type { ToolDefinition } from '../tool-definition.ts';
 import { failingJob, protocolErrorJob } from './failing-job.ts';
 import { greet } from './greet.ts';
+import { chargeAccount, reserveInventory } from './mutations.ts';
 import { slowCompute } from './slow-compute.ts';
 
 /** The tools every Taskgate server offers. */
@@ -9,6 +10,8 @@ export const builtinTools: readonly ToolDefinition<never>[] = [
   slowCompute,
   failingJob,
   protocolErrorJob,
+  chargeAccount,
+  reserveInventory,
 ] as unknown as ToolDefinition<never>[];
 
-export { failingJob, greet, protocolErrorJob, slowCompute };
+export { chargeAccount, failingJob, greet, protocolErrorJob, reserveInventory, slowCompute };

@@ -1,0 +1,40 @@
+import { isTaskgateError } from '@taskgate/errors';
+import type { FastifyReply } from 'fastify';
+import { Type } from 'typebox';
+import type { CreateTaskInput, Submission, TaskService } from '../tasks/task-service.ts';
+import { taskBody } from './task-schemas.ts';
+
+/**
+ * The Idempotency-Key header of the IETF httpapi draft (draft-ietf-httpapi-idempotency-key-header):
+ * a first call is 201, a replay is 200 with `Idempotent-Replayed: true`, a call while the first
+ * still runs is 409 with Retry-After, and a key reused for another payload is 422.
+ */
+export const IdempotencyHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({ minLength: 1, maxLength: 255, description: 'names one business intent; see docs/errors.md' }),
+  ),
+});
+
+export async function submitWithKey(
+  service: TaskService,
+  reply: FastifyReply,
+  tenantId: string,
+  header: string | string[] | undefined,
+  input: CreateTaskInput,
+): Promise<Submission> {
+  try {
+    return await service.submit(tenantId, input, { idempotencyKey: Array.isArray(header) ? header[0] : header });
+  } catch (error) {
+    if (isTaskgateError(error) && error.code === 'TG_IDEMPOTENCY_KEY_IN_PROGRESS') {
+      const seconds = (error.details as { retryAfterSeconds?: number }).retryAfterSeconds ?? 1;
+      reply.header('retry-after', String(seconds));
+    }
+    throw error;
+  }
+}
+
+export function sendSubmission(reply: FastifyReply, { task, replayed }: Submission): FastifyReply {
+  reply.header('location', `/v1/tasks/${task.id}`);
+  if (replayed) return reply.code(200).header('idempotent-replayed', 'true').send(taskBody(task));
+  return reply.code(201).send(taskBody(task));
+}

@@ -1,0 +1,43 @@
+import { TaskgateError } from './taskgate-error.ts';
+
+/** A JSON-RPC 2.0 error object, as an MCP response carries it. */
+export interface JsonRpcError {
+  readonly code: number;
+  readonly message: string;
+  readonly data?: Readonly<Record<string, unknown>>;
+}
+
+export const JSON_RPC_INVALID_PARAMS = -32602;
+export const JSON_RPC_INTERNAL_ERROR = -32603;
+
+/** Why a tools/call was refused as invalid params; `data.reason` tells a client which. */
+const INVALID_PARAMS_REASONS: Partial<Record<TaskgateError['code'], string>> = {
+  TG_TOOL_UNKNOWN: 'unknown_tool',
+  TG_TOOL_ARGUMENTS_INVALID: 'invalid_arguments',
+  TG_IDEMPOTENCY_KEY_MISSING: 'idempotency_key_missing',
+  TG_IDEMPOTENCY_KEY_INVALID: 'idempotency_key_invalid',
+  TG_IDEMPOTENCY_KEY_MISMATCH: 'idempotency_key_mismatch',
+  TG_IDEMPOTENCY_KEY_IN_PROGRESS: 'idempotency_key_in_progress',
+};
+
+/**
+ * The JSON-RPC error an MCP server answers for a refused call. The MCP spec reports unknown tools
+ * and invalid arguments as -32602 (Invalid params); a key problem is the same kind of refusal, told
+ * apart by `data.reason`. Anything unexpected is -32603 without its internal message.
+ */
+export function toJsonRpcError(error: unknown): JsonRpcError {
+  if (error instanceof TaskgateError) {
+    const reason = INVALID_PARAMS_REASONS[error.code];
+    if (reason !== undefined) {
+      return {
+        code: JSON_RPC_INVALID_PARAMS,
+        message: error.message,
+        data: { ...error.details, reason, code: error.code },
+      };
+    }
+    if (error.definition.httpStatus < 500) {
+      return { code: JSON_RPC_INVALID_PARAMS, message: error.message, data: { ...error.details, code: error.code } };
+    }
+  }
+  return { code: JSON_RPC_INTERNAL_ERROR, message: 'internal error', data: { code: 'TG_INTERNAL' } };
+}

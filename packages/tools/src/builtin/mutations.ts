@@ -1,0 +1,94 @@
+import { chargeToolResult, insertCharge, reserveStock } from '@taskgate/db';
+import { defineTool } from '../tool-definition.ts';
+
+/** The key an MCP call carries in its arguments (REST may send it as the Idempotency-Key header). */
+const IDEMPOTENCY_KEY_ARGUMENT = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 255,
+  description: 'Names this business intent: a retry with the same key and arguments replays the first result',
+} as const;
+
+export const chargeAccount = defineTool<{ account: string; cents: number; idempotencyKey?: string }>({
+  name: 'charge_account',
+  title: 'Charge account',
+  description:
+    'Charges an account once per idempotency key: the charge, its outbox event and the stored result commit together.',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      account: { type: 'string', minLength: 1, maxLength: 128 },
+      cents: { type: 'integer', minimum: 1, maximum: 100_000_000 },
+      idempotencyKey: IDEMPOTENCY_KEY_ARGUMENT,
+    },
+    required: ['account', 'cents'],
+    additionalProperties: false,
+  },
+  annotations: { title: 'Charge account', readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+  retry: 'conditional',
+  // Money: a call without a key is refused rather than run without a way to deduplicate it.
+  idempotencyKey: 'required',
+  async handler({ account, cents }, ctx) {
+    await ctx.checkpoint();
+    return ctx.commit(async (trx) => {
+      const charge = await insertCharge(trx, {
+        tenantId: ctx.tenant,
+        account,
+        cents,
+        idempotencyKey: ctx.idempotencyKey,
+        taskId: ctx.taskId,
+      });
+      return chargeToolResult(charge);
+    });
+  },
+});
+
+export const reserveInventory = defineTool<{ sku: string; quantity: number; idempotencyKey?: string }>({
+  name: 'reserve_inventory',
+  title: 'Reserve inventory',
+  description:
+    'Reserves stock of a SKU once per idempotency key. Without a key the call runs, but is never retried automatically.',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      sku: { type: 'string', minLength: 1, maxLength: 128 },
+      quantity: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+      idempotencyKey: IDEMPOTENCY_KEY_ARGUMENT,
+    },
+    required: ['sku', 'quantity'],
+    additionalProperties: false,
+  },
+  annotations: { title: 'Reserve inventory', readOnlyHint: false, destructiveHint: false, idempotentHint: true },
+  retry: 'conditional',
+  idempotencyKey: 'optional',
+  async handler({ sku, quantity }, ctx) {
+    await ctx.checkpoint();
+    return ctx.commit(async (trx) => {
+      const outcome = await reserveStock(trx, {
+        tenantId: ctx.tenant,
+        sku,
+        quantity,
+        idempotencyKey: ctx.idempotencyKey,
+        taskId: ctx.taskId,
+      });
+      if (!outcome.ok) {
+        // A business refusal is an outcome too: stored under the key, so a retry gets the same answer.
+        const text =
+          outcome.reason === 'unknown-sku'
+            ? `there is no SKU ${sku}`
+            : `cannot reserve ${quantity} of ${sku}: ${outcome.available} available`;
+        return {
+          content: [{ type: 'text', text }],
+          structuredContent: { reason: outcome.reason, sku, quantity, available: outcome.available },
+          isError: true,
+        };
+      }
+      return {
+        content: [
+          { type: 'text', text: `reserved ${quantity} of ${sku} (reservation ${outcome.reservation.reservationId})` },
+        ],
+        structuredContent: { reservation: outcome.reservation },
+      };
+    });
+  },
+});
