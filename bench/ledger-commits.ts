@@ -30,11 +30,13 @@ try {
 
   for (const clients of CLIENTS) {
     const anchor = runPgbench(pgbench, database.url, script, clients);
+    const nodeAnchor = await nodeInsertRate(database.url, clients);
     const ours = await chargeRate(database.url, clients, 'one-statement');
     const general = await chargeRate(database.url, clients, 'general');
     rows.push({
       clients,
       'pgbench 1-row INSERT tps': anchor,
+      'node-pg 1-row INSERT/s': nodeAnchor,
       'charge_account commits/s': ours,
       ratio: ours / anchor,
       goal: '≥ 0.5',
@@ -140,6 +142,26 @@ async function chargeRate(url: string, clients: number, path: 'one-statement' | 
   );
   await db.destroy();
   return committed / SECONDS;
+}
+
+/**
+ * The second anchor: the same single-row INSERT from this Node process through node-pg, one
+ * connection per caller — what any Node client pays per round trip before doing anything useful.
+ */
+async function nodeInsertRate(url: string, clients: number): Promise<number> {
+  const db = createKysely(createPool(url, { applicationName: 'bench-node-insert', max: clients }));
+  let inserted = 0;
+  const until = performance.now() + SECONDS * 1000;
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (performance.now() < until) {
+        await sql`INSERT INTO pgbench_single (v) VALUES (1)`.execute(db);
+        inserted += 1;
+      }
+    }),
+  );
+  await db.destroy();
+  return inserted / SECONDS;
 }
 
 function runPgbench(binary: string, url: string, script: string, clients: number): number {

@@ -4,6 +4,7 @@ import {
   createKysely,
   createPool,
   type Database,
+  deleteDeliveredOutbox,
   markDelivered,
   markFailed,
   type OutboxEvent,
@@ -154,5 +155,16 @@ describe('settlements', () => {
     expect(retry).toMatchObject({ id: a1, attempts: 2 });
     await markFailed(db, 'relay-1', [{ id: a1 as string, attempts: 2, error: 'HTTP 500 again', retryInMs: null }]);
     expect(ids(await claimDueOutbox(db, 'relay-1', 10, 30_000))).toEqual([a2]);
+  });
+});
+
+describe('deleteDeliveredOutbox', () => {
+  it('deletes delivered rows past the retention window and keeps pending, dead and recent ones', async () => {
+    const [old, recent, pending, dead] = await addOutboxEvents(db, [event('a'), event('b'), event('c'), event('d')]);
+    await sql`UPDATE outbox SET delivered_at = now() - interval '2 hours' WHERE id = ${old}`.execute(db);
+    await sql`UPDATE outbox SET delivered_at = now() WHERE id = ${recent}`.execute(db);
+    await sql`UPDATE outbox SET dead_at = now() - interval '2 hours' WHERE id = ${dead}`.execute(db);
+    expect(await deleteDeliveredOutbox(db, 3_600_000)).toBe(1);
+    expect(ids(await db.selectFrom('outbox').select('id').orderBy('id').execute())).toEqual([recent, pending, dead]);
   });
 });

@@ -28,6 +28,7 @@ describe('loadConfig', () => {
       shutdownGraceMs: 3000,
       workerConcurrency: 32,
       idempotencyRetentionMs: 86_400_000,
+      outboxRetentionMs: 604_800_000,
     });
     expect(config.tokens.size).toBe(0);
     expect(warnings).toEqual([]);

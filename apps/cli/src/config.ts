@@ -20,6 +20,8 @@ export interface Config {
   readonly workerConcurrency: number;
   /** How long an idempotency key is remembered after its call committed. */
   readonly idempotencyRetentionMs: number;
+  /** How long delivered outbox rows are kept. */
+  readonly outboxRetentionMs: number;
   readonly relay: RelayConfig;
 }
 
@@ -58,6 +60,7 @@ export const SETTINGS = {
   TASKGATE_WORKER_CONCURRENCY: 'tool handlers one worker process runs at once (default 32)',
   TASKGATE_IDEMPOTENCY_RETENTION_MS:
     'how long an idempotency key and its stored result are kept after the call committed (default 86400000, 24 h)',
+  TASKGATE_OUTBOX_RETENTION_MS: 'how long delivered outbox rows are kept before deletion (default 604800000, 7 days)',
   TASKGATE_RELAY_SINKS: 'webhook URLs (http or https) the relay delivers outbox events to, comma-separated',
   TASKGATE_RELAY_SECRET: 'HMAC-SHA256 key of the Taskgate-Signature header; required with sinks, 16+ characters',
   TASKGATE_RELAY_MAX_ATTEMPTS: 'delivery attempts before an outbox row moves to dead-letter (default 10)',
@@ -121,6 +124,15 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
     problem,
   );
 
+  const outboxRetentionMs = parseInteger(
+    value('TASKGATE_OUTBOX_RETENTION_MS'),
+    604_800_000,
+    0,
+    3650 * 86_400_000,
+    'TASKGATE_OUTBOX_RETENTION_MS',
+    problem,
+  );
+
   const relay = parseRelay(value, problem);
 
   const tokens = parseTokens(value('TASKGATE_TOKENS'), problem);
@@ -164,6 +176,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       shutdownGraceMs,
       workerConcurrency,
       idempotencyRetentionMs,
+      outboxRetentionMs,
       relay,
     },
     warnings,

@@ -1,23 +1,33 @@
-import { type Database, deleteExpiredKeys, deleteExpiredTasks } from '@taskgate/db';
+import { type Database, deleteDeliveredOutbox, deleteExpiredKeys, deleteExpiredTasks } from '@taskgate/db';
 import type { Kysely } from 'kysely';
+
+/** Delivered outbox rows are kept a week: long enough to answer "was it sent, and when?". */
+export const DEFAULT_OUTBOX_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 /**
- * Deletes terminal tasks past their ttl and idempotency keys past their retention window, a batch
- * at a time. Reads already treat both as not found, so the sweep only reclaims space; several
- * workers may sweep at once.
+ * Deletes terminal tasks past their ttl, idempotency keys past their retention window and
+ * delivered outbox rows past theirs, a batch at a time. Reads already treat expired tasks and keys
+ * as not found, so the sweep only reclaims space; several workers may sweep at once.
  */
 export class RetentionSweeper {
   readonly #db: Kysely<Database>;
   readonly #intervalMs: number;
+  readonly #outboxRetentionMs: number;
   readonly #logger: { readonly info: LogFn; readonly warn: LogFn };
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<number> | null = null;
 
-  constructor(db: Kysely<Database>, intervalMs: number, logger: { readonly info: LogFn; readonly warn: LogFn }) {
+  constructor(
+    db: Kysely<Database>,
+    intervalMs: number,
+    logger: { readonly info: LogFn; readonly warn: LogFn },
+    outboxRetentionMs = DEFAULT_OUTBOX_RETENTION_MS,
+  ) {
     this.#db = db;
     this.#intervalMs = intervalMs;
+    this.#outboxRetentionMs = outboxRetentionMs;
     this.#logger = logger;
   }
 
@@ -33,8 +43,14 @@ export class RetentionSweeper {
     this.#running ??= (async () => {
       const tasks = await this.#drain((limit) => deleteExpiredTasks(this.#db, limit), batch);
       const keys = await this.#drain((limit) => deleteExpiredKeys(this.#db, limit), batch);
-      if (tasks + keys > 0) this.#logger.info({ tasks, idempotencyKeys: keys }, 'expired rows deleted');
-      return tasks + keys;
+      const outbox = await this.#drain(
+        (limit) => deleteDeliveredOutbox(this.#db, this.#outboxRetentionMs, limit),
+        batch,
+      );
+      if (tasks + keys + outbox > 0) {
+        this.#logger.info({ tasks, idempotencyKeys: keys, deliveredOutbox: outbox }, 'expired rows deleted');
+      }
+      return tasks + keys + outbox;
     })().finally(() => {
       this.#running = null;
     });

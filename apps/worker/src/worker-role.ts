@@ -13,7 +13,7 @@ import type { ToolRegistry } from '@taskgate/tools';
 import { fromKysely, PgBoss } from 'pg-boss';
 import { CancelWatcher } from './cancel-watcher.ts';
 import { JobPump } from './job-pump.ts';
-import { RetentionSweeper } from './retention-sweeper.ts';
+import { DEFAULT_OUTBOX_RETENTION_MS, RetentionSweeper } from './retention-sweeper.ts';
 import type { AttemptHooks } from './task-attempt.ts';
 import { TaskRunner } from './task-runner.ts';
 
@@ -46,6 +46,8 @@ export interface WorkerRoleOptions {
    */
   readonly superviseIntervalSeconds?: number;
   readonly retentionSweepIntervalMs?: number;
+  /** How long delivered outbox rows are kept before the sweep deletes them (default 7 days). */
+  readonly outboxRetentionMs?: number;
   readonly workerId?: string;
   readonly hooks?: AttemptHooks;
 }
@@ -113,7 +115,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     progressWriteIntervalMs: options.progressWriteIntervalMs ?? 100,
     ...(options.hooks ? { hooks: options.hooks } : {}),
   });
-  const sweeper = new RetentionSweeper(db, options.retentionSweepIntervalMs ?? 60_000, logger);
+  const sweeper = new RetentionSweeper(
+    db,
+    options.retentionSweepIntervalMs ?? 60_000,
+    logger,
+    options.outboxRetentionMs ?? DEFAULT_OUTBOX_RETENTION_MS,
+  );
   const pump = new JobPump({
     boss,
     queue: TASK_QUEUE,

@@ -51,6 +51,7 @@ export {
   type ClaimedOutboxEvent,
   claimDueOutbox,
   compareIds,
+  deleteDeliveredOutbox,
   markDelivered,
   markFailed,
   type OutboxClaim,

@@ -57,6 +57,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
         graceMs: config.shutdownGraceMs,
         listenNotify,
         concurrency: config.workerConcurrency,
+        outboxRetentionMs: config.outboxRetentionMs,
       });
       lifecycle.onStop('worker', () => worker.stop());
       roleState.set('worker', 'ok');

@@ -169,6 +169,20 @@ export async function releaseOutboxClaims(
   return rows.map((row) => row.id);
 }
 
+/**
+ * Deletes delivered rows older than `retentionMs`, a bounded batch at a time (several workers may
+ * sweep at once). Dead-lettered rows stay: they wait for an operator, not for a clock.
+ */
+export async function deleteDeliveredOutbox(db: Kysely<Database>, retentionMs: number, limit = 1_000): Promise<number> {
+  const result = await sql`
+    DELETE FROM outbox WHERE id IN (
+      SELECT id FROM outbox
+      WHERE delivered_at < now() - ${retentionMs} * interval '1 millisecond'
+      ORDER BY id LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED)`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
 /** Orders bigint ids given as decimal text (no leading zeros), without converting to Number. */
 export function compareIds(a: string, b: string): number {
   return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
