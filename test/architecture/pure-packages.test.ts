@@ -7,7 +7,7 @@ import { REPO_ROOT } from '../support/cli.ts';
  * Packages that decide rather than do: no database, no HTTP server, no Node I/O. They run in any
  * JavaScript runtime and are tested with plain unit tests and injected clocks.
  */
-const PURE_PACKAGES = ['errors', 'reliability'];
+const PURE_PACKAGES = ['errors', 'protocol', 'reliability'];
 const FORBIDDEN = /^(node:|pg$|pg-|pg\/|fastify|kysely|@electric-sql\/|fs$|net$|http$|https$|child_process$|pino)/;
 
 function sourceFiles(dir: string): string[] {

@@ -14,6 +14,15 @@ export {
   type PushResult,
 } from './bounded-buffer.ts';
 export { ProgressGate, type ProgressGateOptions, type ProgressUpdate } from './progress-gate.ts';
+export {
+  type BeginResult,
+  type CancelDecision,
+  type CompleteDecision,
+  RequestCoordinator,
+  type RequestCoordinatorOptions,
+  type RequestId,
+  type RequestState,
+} from './request-coordinator.ts';
 export { canonicalJson, fingerprintInput, mayRetryAutomatically, type RetryClass } from './retry-policy.ts';
 export {
   checkTransition,

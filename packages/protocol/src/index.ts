@@ -1,0 +1,26 @@
+export { type CancelledParams, parseCancelledParams } from './cancellation.ts';
+export { decodeHeaderValue, encodeHeaderValue } from './header-values.ts';
+export {
+  classifyMessage,
+  ErrorCode,
+  errorResponse,
+  type IncomingMessage,
+  type JsonRpcError,
+  type JsonRpcId,
+  resultResponse,
+} from './json-rpc.ts';
+export {
+  eraOf,
+  LATEST_PROTOCOL_VERSION,
+  LEGACY_PROTOCOL_VERSIONS,
+  META,
+  MODERN_PROTOCOL_VERSIONS,
+  type ProtocolEra,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from './protocol-versions.ts';
+export {
+  checkRequestMetadata,
+  type MetadataCheck,
+  type RequestHeaders,
+  type RequestMetadata,
+} from './request-metadata.ts';
