@@ -114,7 +114,11 @@ export function barrier(): Barrier {
 export async function startApi(
   platform: Platform,
   url: string,
-  options: { tokens?: ReadonlyMap<string, string>; events?: { keepaliveMs?: number; pollMs?: number } } = {},
+  options: {
+    tokens?: ReadonlyMap<string, string>;
+    events?: { keepaliveMs?: number; pollMs?: number };
+    mcp?: { allowedOrigins?: readonly string[]; loopbackOnly?: boolean };
+  } = {},
 ): Promise<{ app: FastifyInstance; close(): Promise<void> }> {
   const hub = new TaskEventsHub({ connectionString: url, listen: true, logger: silentLogger });
   await hub.start();
@@ -127,6 +131,11 @@ export async function startApi(
       hub,
       tenant: bearerTenants(options.tokens ?? new Map(), 'default'),
       ...(options.events ? { events: options.events } : {}),
+      mcp: {
+        tools: platform.tools,
+        allowedOrigins: options.mcp?.allowedOrigins ?? [],
+        loopbackOnly: options.mcp?.loopbackOnly ?? false,
+      },
     },
   });
   return {

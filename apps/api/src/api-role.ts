@@ -24,6 +24,8 @@ export interface ApiRoleOptions {
   /** Whether NOTIFY reaches this process (false on the embedded Postgres: watchers poll faster). */
   readonly listenNotify: boolean;
   readonly defaultTtlMs?: number;
+  /** Browser origins allowed to call /mcp besides loopback ones. */
+  readonly allowedOrigins?: readonly string[];
   /** How long idempotency keys are remembered after their call committed. */
   readonly idempotencyRetentionMs?: number;
   /** Other roles' states and the process's shutdown flag, for /readyz. */
@@ -95,6 +97,11 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
         hub,
         tenant: bearerTenants(options.tokens, options.unauthenticatedTenant),
         events: { pollMs: options.listenNotify ? 1_000 : 250 },
+        mcp: {
+          tools: options.tools,
+          allowedOrigins: options.allowedOrigins ?? [],
+          loopbackOnly: isLoopback(options.host),
+        },
       },
     });
     try {
@@ -149,4 +156,9 @@ async function databaseAnswers(pool: pg.Pool): Promise<boolean> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Bound to loopback only: 127.0.0.0/8, ::1 or localhost (then /mcp also checks the Host header). */
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127(\.\d{1,3}){3}$/.test(host);
 }

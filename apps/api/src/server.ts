@@ -1,10 +1,12 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { ToolRegistry } from '@taskgate/tools';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { type ReadinessProbe, registerHealthRoutes } from './health-routes.ts';
 import type { TenantResolver } from './http/auth.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { installProblemHandlers } from './http/problem.ts';
 import type { LedgerService } from './ledger/ledger-service.ts';
+import { registerMcpRoute } from './mcp/mcp-route.ts';
 import { registerLedgerRoutes } from './routes/ledger-routes.ts';
 import { ProblemSchema, TaskSchema } from './routes/task-schemas.ts';
 import { registerTaskRoutes } from './routes/tasks-routes.ts';
@@ -21,6 +23,12 @@ export interface ApiServerOptions {
     readonly hub: TaskEventsHub;
     readonly tenant: TenantResolver;
     readonly events?: { readonly keepaliveMs?: number; readonly pollMs?: number };
+    /** POST /mcp: the tools the registry offers, guarded like ARCHITECTURE.md asks. */
+    readonly mcp?: {
+      readonly tools: ToolRegistry;
+      readonly allowedOrigins: readonly string[];
+      readonly loopbackOnly: boolean;
+    };
   };
 }
 
@@ -53,6 +61,18 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
         capacity: 4,
       },
     });
+    if (options.tasks.mcp) {
+      registerMcpRoute(app, {
+        service: options.tasks.service,
+        hub: options.tasks.hub,
+        tenant: options.tasks.tenant,
+        tools: options.tasks.mcp.tools,
+        allowedOrigins: options.tasks.mcp.allowedOrigins,
+        loopbackOnly: options.tasks.mcp.loopbackOnly,
+        server: { name: 'taskgate', version: options.version ?? '0.1.0' },
+        pollMs: options.tasks.events?.pollMs ?? 1_000,
+      });
+    }
     registerLedgerRoutes(app, {
       service: options.tasks.service,
       ledger: options.tasks.ledger,

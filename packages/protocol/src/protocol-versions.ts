@@ -2,12 +2,13 @@
 export const LATEST_PROTOCOL_VERSION = '2026-07-28';
 /** Versions served by per-request metadata (no initialize handshake, no sessions). */
 export const MODERN_PROTOCOL_VERSIONS: readonly string[] = ['2026-07-28'];
-/** Versions served after an initialize handshake (Streamable HTTP of 2025-03-26 … 2025-11-25). */
+/**
+ * Versions of the initialize-handshake era (Streamable HTTP of 2025-03-26 … 2025-11-25) that
+ * eraOf recognises. They are not served yet, so they are not in SUPPORTED_PROTOCOL_VERSIONS: an
+ * error's `data.supported` lists only what a client can actually use.
+ */
 export const LEGACY_PROTOCOL_VERSIONS: readonly string[] = ['2025-11-25'];
-export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = [
-  ...MODERN_PROTOCOL_VERSIONS,
-  ...LEGACY_PROTOCOL_VERSIONS,
-];
+export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = [...MODERN_PROTOCOL_VERSIONS];
 
 export type ProtocolEra = 'modern' | 'legacy';
 

@@ -82,7 +82,7 @@ describe('checkRequestMetadata (2026-07-28)', () => {
       error: {
         code: ErrorCode.UnsupportedProtocolVersion,
         message: 'Unsupported protocol version: 2099-01-01',
-        data: { supported: ['2026-07-28', '2025-11-25'], requested: '2099-01-01' },
+        data: { supported: ['2026-07-28'], requested: '2099-01-01' },
       },
     });
   });

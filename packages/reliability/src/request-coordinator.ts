@@ -66,7 +66,7 @@ export class RequestCoordinator {
   complete(id: RequestId): CompleteDecision {
     const key = keyOf(id);
     const entry = this.#entries.get(key);
-    if (!entry || entry.state !== 'in-flight') return 'drop';
+    if (entry?.state !== 'in-flight') return 'drop';
     entry.state = 'completed';
     this.#settle(key);
     return 'send';

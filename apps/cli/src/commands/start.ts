@@ -87,6 +87,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
         host: config.host,
         port: config.port,
         tokens: config.tokens,
+        allowedOrigins: config.allowedOrigins,
         idempotencyRetentionMs: config.idempotencyRetentionMs,
         unauthenticatedTenant: DEFAULT_TENANT,
         tools,

@@ -1,0 +1,105 @@
+import type { TaskRecord } from '@taskgate/db';
+import { toJsonRpcError } from '@taskgate/errors';
+import { ErrorCode, type JsonRpcError, META, SUPPORTED_PROTOCOL_VERSIONS } from '@taskgate/protocol';
+import type { ToolRegistry } from '@taskgate/tools';
+
+/** What a method handler produces: a result, or a JSON-RPC error (with the HTTP status to use). */
+export type MethodOutcome =
+  | { readonly kind: 'result'; readonly result: Readonly<Record<string, unknown>> }
+  | { readonly kind: 'error'; readonly error: JsonRpcError; readonly httpStatus: number };
+
+export interface ServerIdentity {
+  readonly name: string;
+  readonly version: string;
+}
+
+/** Cache hints (server/utilities/caching): the tool list changes only with a deploy. */
+const LIST_TTL_MS = 60_000;
+
+export function discoverResult(server: ServerIdentity): Record<string, unknown> {
+  return {
+    resultType: 'complete',
+    supportedVersions: [...SUPPORTED_PROTOCOL_VERSIONS],
+    capabilities: { tools: {} },
+    instructions:
+      'Every tools/call runs as a durable task. Mutations take an idempotencyKey argument; a retry with the same key and arguments returns the first result.',
+    ttlMs: 3_600_000,
+    cacheScope: 'public',
+    _meta: { [META.serverInfo]: server },
+  };
+}
+
+export function toolsListResult(tools: ToolRegistry, server: ServerIdentity): Record<string, unknown> {
+  return {
+    resultType: 'complete',
+    tools: tools.list().map((tool) => ({
+      name: tool.name,
+      ...(tool.title ? { title: tool.title } : {}),
+      description: tool.description,
+      inputSchema: tool.inputSchema,
+      ...(tool.outputSchema ? { outputSchema: tool.outputSchema } : {}),
+      ...(tool.annotations ? { annotations: tool.annotations } : {}),
+    })),
+    ttlMs: LIST_TTL_MS,
+    cacheScope: 'public',
+    _meta: { [META.serverInfo]: server },
+  };
+}
+
+/** tools/call's params, or the -32602 a malformed call gets. */
+export function readCallParams(
+  params: Readonly<Record<string, unknown>> | undefined,
+): { name: string; arguments: Record<string, unknown> } | JsonRpcError {
+  const name = params?.name;
+  const args = params?.arguments ?? {};
+  if (typeof name !== 'string' || name === '') {
+    return { code: ErrorCode.InvalidParams, message: 'Invalid params: params.name must be the name of a tool' };
+  }
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) {
+    return { code: ErrorCode.InvalidParams, message: 'Invalid params: params.arguments must be an object' };
+  }
+  return { name, arguments: args as Record<string, unknown> };
+}
+
+/** A refused call (unknown tool, bad arguments, an idempotency problem) as its JSON-RPC error. */
+export function refusal(error: unknown): MethodOutcome {
+  return { kind: 'error', error: toJsonRpcError(error), httpStatus: 200 };
+}
+
+/**
+ * The terminal task as the call's answer. A completed task carries the CallToolResult (a tool
+ * error is a result with isError: true); a failed one its JSON-RPC error. Codes in the legacy
+ * -32000…-32019 range, which 2026-07-28 asks new implementations not to emit, travel as -32603
+ * with the original in data.
+ */
+export function callOutcome(task: TaskRecord, server: ServerIdentity): MethodOutcome {
+  if (task.status === 'completed') {
+    const result = (task.result ?? { content: [] }) as Record<string, unknown>;
+    return {
+      kind: 'result',
+      result: { resultType: 'complete', ...result, _meta: { ...(result._meta as object), [META.serverInfo]: server } },
+    };
+  }
+  if (task.status === 'failed') {
+    const stored = (task.error ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
+    const code = typeof stored.code === 'number' ? stored.code : ErrorCode.InternalError;
+    const message = typeof stored.message === 'string' ? stored.message : 'the tool failed';
+    const legacy = code <= -32000 && code >= -32019;
+    return {
+      kind: 'error',
+      httpStatus: 200,
+      error: legacy
+        ? { code: ErrorCode.InternalError, message, data: { ...(stored.data as object), originalCode: code } }
+        : { code, message, ...(stored.data === undefined ? {} : { data: stored.data }) },
+    };
+  }
+  return {
+    kind: 'error',
+    httpStatus: 200,
+    error: {
+      code: ErrorCode.InternalError,
+      message: `the task was cancelled${task.cancelReason ? `: ${task.cancelReason}` : ''}`,
+      data: { taskId: task.id, status: task.status },
+    },
+  };
+}

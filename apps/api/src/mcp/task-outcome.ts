@@ -1,0 +1,56 @@
+import type { TaskRecord } from '@taskgate/db';
+import { isTaskgateError } from '@taskgate/errors';
+import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
+import type { TaskService } from '../tasks/task-service.ts';
+
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+
+/**
+ * Resolves with the task once it is terminal: woken by the task's notifications, with a poll
+ * behind them (NOTIFY is a hint). Rejects with the signal's reason if `signal` aborts first.
+ */
+export function waitForTerminal(
+  service: TaskService,
+  hub: TaskEventsHub,
+  tenantId: string,
+  taskId: string,
+  options: { pollMs: number; signal: AbortSignal },
+): Promise<TaskRecord> {
+  return new Promise((resolve, reject) => {
+    let reading = false;
+    let again = false;
+    let settled = false;
+    const finish = (action: () => void) => {
+      if (settled) return;
+      settled = true;
+      unsubscribe();
+      clearInterval(poll);
+      options.signal.removeEventListener('abort', onAbort);
+      action();
+    };
+    const check = async () => {
+      if (reading) {
+        again = true;
+        return;
+      }
+      reading = true;
+      try {
+        do {
+          again = false;
+          const task = await service.get(tenantId, taskId);
+          if (TERMINAL.has(task.status)) return finish(() => resolve(task));
+        } while (again && !settled);
+      } catch (error) {
+        if (!isTaskgateError(error, 'TG_TASK_NOT_FOUND')) return finish(() => reject(error));
+      } finally {
+        reading = false;
+      }
+    };
+    const onAbort = () => finish(() => reject(options.signal.reason));
+    const unsubscribe = hub.subscribe(taskId, () => void check());
+    const poll = setInterval(() => void check(), options.pollMs);
+    poll.unref();
+    options.signal.addEventListener('abort', onAbort, { once: true });
+    void check();
+  });
+}

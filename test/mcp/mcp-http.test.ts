@@ -1,0 +1,285 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { listTaskEvents, type TaskRecord } from '@taskgate/db';
+import { encodeHeaderValue } from '@taskgate/protocol';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/databases.ts';
+import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
+
+// POST /mcp, revision 2026-07-28, over Fastify's inject and over real sockets.
+const database = useTestDatabase();
+let platform: Platform;
+let api: { app: FastifyInstance; close(): Promise<void> };
+beforeAll(async () => {
+  platform = await startPlatform(database.url);
+  await platform.startWorker();
+  api = await startApi(platform, database.url, { mcp: { allowedOrigins: ['https://app.example.com'] } });
+});
+afterAll(async () => {
+  await api.close();
+  await platform.stop();
+});
+
+const META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientInfo': { name: 'mcp-http-test', version: '1.0.0' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+let nextId = 1;
+
+function rpc(method: string, params: Record<string, unknown> = {}, id: number | string = nextId++) {
+  return { jsonrpc: '2.0', id, method, params: { ...params, _meta: META } };
+}
+
+function headersFor(
+  body: { method?: string; params?: Record<string, unknown> },
+  overrides: Record<string, string | undefined> = {},
+) {
+  const name = body.params?.name;
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2026-07-28',
+    ...(body.method ? { 'mcp-method': body.method } : {}),
+    ...(typeof name === 'string' ? { 'mcp-name': encodeHeaderValue(name) } : {}),
+  };
+  for (const [key, value] of Object.entries(overrides)) {
+    if (value === undefined) delete headers[key];
+    else headers[key] = value;
+  }
+  return headers;
+}
+
+function post(body: unknown, overrides: Record<string, string | undefined> = {}) {
+  return api.app.inject({
+    method: 'POST',
+    url: '/mcp',
+    headers: headersFor(body as never, overrides),
+    payload: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+function expectRpcError(response: LightMyRequestResponse, status: number, code: number) {
+  expect(response.statusCode, response.body).toBe(status);
+  expect(response.json().error.code, response.body).toBe(code);
+  return response.json();
+}
+
+describe('POST /mcp (2026-07-28)', () => {
+  it('answers server/discover with its versions, capabilities, identity and cache hints', async () => {
+    const response = await post(rpc('server/discover', {}, 'discover-1'));
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toContain('application/json');
+    expect(response.json()).toEqual({
+      jsonrpc: '2.0',
+      id: 'discover-1',
+      result: expect.objectContaining({
+        resultType: 'complete',
+        supportedVersions: ['2026-07-28'],
+        capabilities: { tools: {} },
+        ttlMs: expect.any(Number),
+        cacheScope: 'public',
+        _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'taskgate', version: expect.any(String) } },
+      }),
+    });
+  });
+
+  it('lists the tools with their input schemas', async () => {
+    const { result } = (await post(rpc('tools/list'))).json();
+    expect(result.resultType).toBe('complete');
+    const names = result.tools.map((tool: { name: string }) => tool.name);
+    expect(names).toEqual(expect.arrayContaining(['greet', 'slow_compute', 'charge_account', 'reserve_inventory']));
+    expect(result.tools.find((tool: { name: string }) => tool.name === 'greet').inputSchema.type).toBe('object');
+  });
+
+  it('runs tools/call as a request-mode task and answers with its CallToolResult', async () => {
+    const response = await post(rpc('tools/call', { name: 'greet', arguments: { name: 'Ada' } }, 'call-1'));
+    expect(response.statusCode, response.body).toBe(200);
+    const { result } = response.json();
+    expect(result).toMatchObject({ resultType: 'complete', content: [{ type: 'text' }] });
+    expect(JSON.stringify(result.content)).toContain('Ada');
+    const { rows } = await sql<{ mode: string; status: string }>`
+      SELECT mode, status FROM tasks WHERE tool = 'greet' ORDER BY created_at DESC LIMIT 1`.execute(platform.db);
+    expect(rows[0]).toEqual({ mode: 'request', status: 'completed' });
+  });
+
+  it('reports a tool error as a result with isError, and a protocol error as a JSON-RPC error', async () => {
+    const failing = (await post(rpc('tools/call', { name: 'failing_job', arguments: {} }))).json();
+    expect(failing.result).toMatchObject({ resultType: 'complete', isError: true });
+    const protocol = await post(rpc('tools/call', { name: 'protocol_error_job', arguments: {} }));
+    expectRpcError(protocol, 200, -32603);
+  });
+
+  it('refuses an unknown tool and bad arguments with -32602, and creates nothing', async () => {
+    const before = await countTasks();
+    const unknown = expectRpcError(await post(rpc('tools/call', { name: 'no_such_tool', arguments: {} })), 200, -32602);
+    expect(unknown.error.data.reason).toBe('unknown_tool');
+    const bad = expectRpcError(await post(rpc('tools/call', { name: 'greet', arguments: { name: 5 } })), 200, -32602);
+    expect(bad.error.data.reason).toBe('invalid_arguments');
+    expectRpcError(await post(rpc('tools/call', { name: 'greet', arguments: [1] })), 200, -32602);
+    expect(await countTasks()).toBe(before);
+  });
+
+  it('takes the idempotency key from the arguments: a replay returns the first result, a mismatch is -32602 idempotency_key_mismatch', async () => {
+    const args = { account: 'acct-mcp', cents: 700, idempotencyKey: 'mcp-key-1' };
+    const first = (await post(rpc('tools/call', { name: 'charge_account', arguments: args }))).json();
+    const again = (await post(rpc('tools/call', { name: 'charge_account', arguments: args }))).json();
+    expect(again.result.structuredContent).toEqual(first.result.structuredContent);
+    const mismatch = expectRpcError(
+      await post(rpc('tools/call', { name: 'charge_account', arguments: { ...args, cents: 701 } })),
+      200,
+      -32602,
+    );
+    expect(mismatch.error.data.reason).toBe('idempotency_key_mismatch');
+    const { rows } = await sql<{ n: string }>`
+      SELECT count(*) AS n FROM account_charges WHERE account = 'acct-mcp'`.execute(platform.db);
+    expect(Number(rows[0]?.n)).toBe(1);
+  });
+
+  it('answers an unknown method with HTTP 404 and -32601', async () => {
+    expectRpcError(await post(rpc('prompts/list')), 404, -32601);
+  });
+
+  it('answers -32020 (400) when the mirrored headers are missing or disagree with the body', async () => {
+    const call = rpc('tools/call', { name: 'greet', arguments: { name: 'x' } });
+    for (const overrides of [
+      { 'mcp-protocol-version': undefined },
+      { 'mcp-method': undefined },
+      { 'mcp-method': 'tools/list' },
+      { 'mcp-name': undefined },
+      { 'mcp-name': 'slow_compute' },
+    ]) {
+      expectRpcError(await post(call, overrides), 400, -32020);
+    }
+  });
+
+  it('answers -32022 (400) with data.supported for a version it does not speak, and -32602 (400) without the _meta fields', async () => {
+    const future = {
+      jsonrpc: '2.0',
+      id: 9,
+      method: 'tools/list',
+      params: { _meta: { ...META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } },
+    };
+    const unsupported = expectRpcError(await post(future, { 'mcp-protocol-version': '2099-01-01' }), 400, -32022);
+    expect(unsupported.error.data).toEqual({ supported: ['2026-07-28'], requested: '2099-01-01' });
+    const bare = { jsonrpc: '2.0', id: 10, method: 'tools/list', params: {} };
+    expectRpcError(await post(bare), 400, -32602);
+  });
+
+  it('accepts a notification with 202 and no body', async () => {
+    const response = await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } });
+    expect(response.statusCode).toBe(202);
+    expect(response.body).toBe('');
+  });
+
+  it('answers GET and DELETE with 405', async () => {
+    for (const method of ['GET', 'DELETE'] as const) {
+      const response = await api.app.inject({ method, url: '/mcp' });
+      expect(response.statusCode).toBe(405);
+      expect(response.headers.allow).toBe('POST');
+    }
+  });
+
+  it('applies the HTTP rules: Origin 403, Accept 406, Content-Type 415, size 413, malformed JSON -32700, invalid JSON-RPC -32600', async () => {
+    const list = rpc('tools/list');
+    expect((await post(list, { origin: 'https://evil.example.net' })).statusCode).toBe(403);
+    expect((await post(list, { origin: 'https://app.example.com' })).statusCode).toBe(200);
+    expect((await post(list, { origin: 'http://localhost:5173' })).statusCode).toBe(200);
+    expect((await post(list, { accept: 'application/json' })).statusCode).toBe(406);
+    expect((await post(list, { 'content-type': 'text/plain' })).statusCode).toBe(415);
+    const huge = rpc('tools/call', { name: 'greet', arguments: { name: 'x'.repeat(1_100_000) } });
+    expect((await post(huge)).statusCode).toBe(413);
+    expectRpcError(await post('{"jsonrpc": "2.0", "id": 1, "method":', { 'mcp-method': 'tools/list' }), 400, -32700);
+    const notRpc = expectRpcError(await post({ jsonrpc: '1.0', id: 4, method: 'tools/list' }), 400, -32600);
+    expect(notRpc.id).toBe(4);
+  });
+
+  it('treats closing the response stream as cancellation: the task ends cancelled and the request gets nothing', async () => {
+    const server = await listen();
+    const body = JSON.stringify(rpc('tools/call', { name: 'slow_compute', arguments: { seconds: 5 } }, 'slow-1'));
+    const received: Buffer[] = [];
+    const request = http.request(`${server}/mcp`, {
+      method: 'POST',
+      headers: {
+        ...headersFor({ method: 'tools/call', params: { name: 'slow_compute' } }),
+        'content-length': Buffer.byteLength(body),
+      },
+    });
+    request.on('response', (response) => response.on('data', (chunk: Buffer) => received.push(chunk)));
+    request.on('error', () => {});
+    request.end(body);
+    const task = await waitForTask(
+      async () => {
+        const { rows } = await sql<{ id: string }>`
+          SELECT id FROM tasks WHERE tool = 'slow_compute' AND status = 'working' AND attempt >= 1`.execute(
+          platform.db,
+        );
+        return rows[0]?.id;
+      },
+      (id) => id !== undefined,
+    );
+    request.destroy();
+    const ended = await waitForTask(
+      () => platform.service.get('default', task as string),
+      (current: TaskRecord) => current.status !== 'working',
+    );
+    expect(ended.status).toBe('cancelled');
+    expect(ended.cancelReason).toBe('the client closed the response stream');
+    const history = await listTaskEvents(platform.db, 'default', task as string);
+    expect(history.map((event) => event.type)).toContain('cancel_requested');
+    expect(Buffer.concat(received).length).toBe(0);
+  });
+});
+
+async function countTasks(): Promise<number> {
+  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM tasks`.execute(platform.db);
+  return Number(rows[0]?.n);
+}
+
+async function listen(): Promise<string> {
+  if (!api.app.server.listening) await api.app.listen({ host: '127.0.0.1', port: 0 });
+  return `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+}
+
+describe('POST /mcp: eras, tenancy and loopback', () => {
+  it('answers a 2025-11-25 initialize with -32022 naming the versions it serves', async () => {
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } },
+    };
+    const response = await post(initialize, { 'mcp-protocol-version': undefined, 'mcp-method': undefined });
+    const body = expectRpcError(response, 400, -32022);
+    expect(body.error.data).toEqual({ supported: ['2026-07-28'], requested: '2025-11-25' });
+  });
+
+  it('requires a bearer token when tokens are configured, and the loopback Host when bound to loopback', async () => {
+    const guarded = await startApi(platform, database.url, {
+      tokens: new Map([['mcp-test-token-0123456', 'acme']]),
+      mcp: { loopbackOnly: true },
+    });
+    try {
+      const list = rpc('tools/list');
+      const call = (overrides: Record<string, string | undefined>) =>
+        guarded.app.inject({
+          method: 'POST',
+          url: '/mcp',
+          headers: headersFor(list, overrides),
+          payload: JSON.stringify(list),
+        });
+      const anonymous = await call({ host: 'localhost:8080' });
+      expect(anonymous.statusCode).toBe(401);
+      expect(anonymous.headers['www-authenticate']).toContain('Bearer');
+      const authorized = { authorization: 'Bearer mcp-test-token-0123456' };
+      expect((await call({ ...authorized, host: 'localhost:8080' })).statusCode).toBe(200);
+      expect((await call({ ...authorized, host: '127.0.0.1:8080' })).statusCode).toBe(200);
+      // A DNS-rebinding page reaches the loopback server under its own name.
+      expect((await call({ ...authorized, host: 'attacker.example:8080' })).statusCode).toBe(403);
+    } finally {
+      await guarded.close();
+    }
+  });
+});
