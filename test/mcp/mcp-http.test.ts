@@ -196,6 +196,38 @@ describe('POST /mcp (2026-07-28)', () => {
     expect(notRpc.id).toBe(4);
   });
 
+  it('answers a call with a progress token as SSE: increasing notifications/progress, then the response', async () => {
+    const server = await listen();
+    const body = {
+      jsonrpc: '2.0',
+      id: 'progress-1',
+      method: 'tools/call',
+      params: { name: 'slow_compute', arguments: { seconds: 0.6 }, _meta: { ...META, progressToken: 'p-1' } },
+    };
+    const response = await fetch(`${server}/mcp`, {
+      method: 'POST',
+      headers: headersFor(body),
+      body: JSON.stringify(body),
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    expect(response.headers.get('cache-control')).toBe('no-cache');
+    expect(response.headers.get('x-accel-buffering')).toBe('no');
+    const messages = (await response.text())
+      .split('\n\n')
+      .filter((frame) => frame.startsWith('data: '))
+      .map((frame) => JSON.parse(frame.slice('data: '.length)));
+    const progress = messages.filter((message) => message.method === 'notifications/progress');
+    expect(progress.length).toBeGreaterThan(0);
+    const values = progress.map((message) => message.params.progress);
+    expect(values).toEqual([...values].sort((a, b) => a - b));
+    expect(new Set(values).size).toBe(values.length);
+    expect(progress.every((message) => message.params.progressToken === 'p-1')).toBe(true);
+    const last = messages.at(-1);
+    expect(last).toMatchObject({ id: 'progress-1', result: { resultType: 'complete' } });
+    expect(messages.indexOf(last)).toBe(messages.length - 1);
+  });
+
   it('treats closing the response stream as cancellation: the task ends cancelled and the request gets nothing', async () => {
     const server = await listen();
     const body = JSON.stringify(rpc('tools/call', { name: 'slow_compute', arguments: { seconds: 5 } }, 'slow-1'));

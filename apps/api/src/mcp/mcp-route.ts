@@ -1,3 +1,4 @@
+import type { TaskRecord } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
 import {
   checkRequestMetadata,
@@ -26,6 +27,7 @@ import {
   type ServerIdentity,
   toolsListResult,
 } from './mcp-methods.ts';
+import { ProgressStream } from './progress-stream.ts';
 import { waitForTerminal } from './task-outcome.ts';
 
 export interface McpRouteOptions extends HttpGuardOptions {
@@ -36,6 +38,8 @@ export interface McpRouteOptions extends HttpGuardOptions {
   readonly server: ServerIdentity;
   /** The floor under NOTIFY while a call waits for its task. */
   readonly pollMs: number;
+  /** `:` comments on a quiet SSE response (default 15 s). */
+  readonly keepaliveMs?: number;
 }
 
 const tenants = new WeakMap<FastifyRequest, string>();
@@ -175,11 +179,20 @@ async function callTool(
       request.log.warn({ taskId: task.id, error: error.message }, 'cancelling the task of a closed MCP request failed');
     });
   });
+  // A progress token asks for progress: the answer becomes an SSE stream of notifications/progress
+  // followed by the response (basic/patterns/progress).
+  const progressToken = (params?._meta as Record<string, unknown> | undefined)?.progressToken;
+  const progress =
+    typeof progressToken === 'string' || typeof progressToken === 'number'
+      ? new ProgressStream(reply.raw, progressToken, options.keepaliveMs ?? 15_000)
+      : null;
+
   let outcome: MethodOutcome;
   try {
     const done = await waitForTerminal(options.service, options.hub, tenantId, task.id, {
       pollMs: options.pollMs,
       signal: stop.signal,
+      ...(progress ? { onChange: (current: TaskRecord) => progress.offer(current) } : {}),
     });
     outcome = callOutcome(done, options.server);
   } catch (error) {
@@ -189,6 +202,7 @@ async function callTool(
   }
   // One terminal state: if the cancel won, the result is dropped.
   if (requests.complete(id) === 'drop') return;
+  if (progress) return progress.finish(id, outcome);
   const body = JSON.stringify(
     outcome.kind === 'result' ? resultResponse(id, outcome.result) : errorResponse(id, outcome.error),
   );

@@ -7,14 +7,15 @@ const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 /**
  * Resolves with the task once it is terminal: woken by the task's notifications, with a poll
- * behind them (NOTIFY is a hint). Rejects with the signal's reason if `signal` aborts first.
+ * behind them (NOTIFY is a hint); `onChange` sees every non-terminal reading (for progress).
+ * Rejects with the signal's reason if `signal` aborts first.
  */
 export function waitForTerminal(
   service: TaskService,
   hub: TaskEventsHub,
   tenantId: string,
   taskId: string,
-  options: { pollMs: number; signal: AbortSignal },
+  options: { pollMs: number; signal: AbortSignal; onChange?: (task: TaskRecord) => void },
 ): Promise<TaskRecord> {
   return new Promise((resolve, reject) => {
     let reading = false;
@@ -39,6 +40,7 @@ export function waitForTerminal(
           again = false;
           const task = await service.get(tenantId, taskId);
           if (TERMINAL.has(task.status)) return finish(() => resolve(task));
+          options.onChange?.(task);
         } while (again && !settled);
       } catch (error) {
         if (!isTaskgateError(error, 'TG_TASK_NOT_FOUND')) return finish(() => reject(error));
