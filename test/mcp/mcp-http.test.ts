@@ -245,7 +245,7 @@ describe('POST /mcp (2026-07-28)', () => {
     const task = await waitForTask(
       async () => {
         const { rows } = await sql<{ id: string }>`
-          SELECT id FROM tasks WHERE tool = 'slow_compute' AND status = 'working' AND attempt >= 1`.execute(
+          SELECT id FROM tasks WHERE tool = 'slow_compute' AND status = 'working' AND attempt >= 1 AND cancel_requested_at IS NULL`.execute(
           platform.db,
         );
         return rows[0]?.id;

@@ -1,15 +1,11 @@
-import { createKysely, createPool, ensureTaskQueue, PGBOSS_SCHEMA } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import type { ToolRegistry } from '@taskgate/tools';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type pg from 'pg';
-import { PgBoss } from 'pg-boss';
 import type { ReadinessReport } from './health-routes.ts';
 import { bearerTenants } from './http/auth.ts';
-import { LedgerService } from './ledger/ledger-service.ts';
 import { createApiServer } from './server.ts';
-import { TaskEventsHub } from './tasks/task-events-hub.ts';
-import { TaskService } from './tasks/task-service.ts';
+import { openTaskServices } from './task-services.ts';
 
 export type CheckState = ReadinessReport['checks'][string];
 
@@ -39,62 +35,30 @@ export interface ApiRole {
   stop(): Promise<void>;
 }
 
-const DEFAULT_TTL_MS = 24 * 3600 * 1000;
 const READINESS_QUERY_TIMEOUT_MS = 1_000;
 
 /** The API process role: the HTTP server and what it needs (a pool, a send-only pg-boss, the events hub). */
 export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
-  const pool = createPool(options.connectionString, { applicationName: 'taskgate-api', max: 10 });
-  const db = createKysely(pool);
-  const boss = new PgBoss({
+  const services = await openTaskServices({
     connectionString: options.connectionString,
-    schema: PGBOSS_SCHEMA,
-    application_name: 'taskgate-api',
-    migrate: false,
-    supervise: false,
-    schedule: false,
-    max: 2,
-  });
-  boss.on('error', (error) => options.logger.error({ error: error.message }, 'pg-boss error'));
-  const hub = new TaskEventsHub({
-    connectionString: options.connectionString,
-    listen: options.listenNotify,
+    applicationName: 'taskgate-api',
     logger: options.logger,
+    tools: options.tools,
+    listenNotify: options.listenNotify,
+    ...(options.defaultTtlMs === undefined ? {} : { defaultTtlMs: options.defaultTtlMs }),
+    ...(options.idempotencyRetentionMs === undefined ? {} : { idempotencyRetentionMs: options.idempotencyRetentionMs }),
   });
-  const cleanup = async () => {
-    await Promise.allSettled([hub.stop(), boss.stop({ graceful: false, close: true })]);
-    await db.destroy();
-  };
+  const cleanup = () => services.stop();
   let app: FastifyInstance;
   let url: string;
   try {
-    await boss.start();
-    // Also warms pg-boss's queue cache: sending inside a task's transaction must not need a second
-    // connection (on the embedded Postgres that would wait for the transaction itself).
-    await ensureTaskQueue(boss);
-    await hub.start();
-    const service = new TaskService({
-      db,
-      boss,
-      tools: options.tools,
-      defaultTtlMs: options.defaultTtlMs ?? DEFAULT_TTL_MS,
-      pollIntervalMs: options.listenNotify ? 1_000 : 500,
-      ...(options.idempotencyRetentionMs === undefined
-        ? {}
-        : { idempotencyRetentionMs: options.idempotencyRetentionMs }),
-    });
     app = await createApiServer({
       logger: options.logger,
-      readiness: () => readiness(pool, options),
+      readiness: () => readiness(services.pool, options),
       tasks: {
-        service,
-        ledger: new LedgerService(
-          db,
-          options.idempotencyRetentionMs === undefined
-            ? {}
-            : { idempotencyRetentionMs: options.idempotencyRetentionMs },
-        ),
-        hub,
+        service: services.service,
+        ledger: services.ledger,
+        hub: services.hub,
         tenant: bearerTenants(options.tokens, options.unauthenticatedTenant),
         events: { pollMs: options.listenNotify ? 1_000 : 250 },
         mcp: {

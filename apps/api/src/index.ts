@@ -3,8 +3,11 @@ export { type ReadinessProbe, type ReadinessReport, registerHealthRoutes } from 
 export { bearerTenants, type TenantResolver } from './http/auth.ts';
 export { type Problem, problem, toProblem } from './http/problem.ts';
 export { LedgerService } from './ledger/ledger-service.ts';
+export { McpCore, type McpCoreOptions, type RequestContext } from './mcp/mcp-core.ts';
+export { StdioServer, type StdioServerOptions } from './mcp/stdio-server.ts';
 export { type ApiServerOptions, BODY_LIMIT_BYTES, createApiServer } from './server.ts';
 export { SseStream, type SseStreamOptions } from './sse/sse-stream.ts';
+export { openTaskServices, type TaskServices, type TaskServicesOptions } from './task-services.ts';
 export { decodeCursor, encodeCursor } from './tasks/task-cursor.ts';
 export { TaskEventsHub } from './tasks/task-events-hub.ts';
 export { type CreateTaskInput, type TaskListing, TaskService, type TaskServiceOptions } from './tasks/task-service.ts';

@@ -6,6 +6,7 @@ import type { TenantResolver } from './http/auth.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { installProblemHandlers } from './http/problem.ts';
 import type { LedgerService } from './ledger/ledger-service.ts';
+import { McpCore } from './mcp/mcp-core.ts';
 import { registerMcpRoute } from './mcp/mcp-route.ts';
 import { registerLedgerRoutes } from './routes/ledger-routes.ts';
 import { ProblemSchema, TaskSchema } from './routes/task-schemas.ts';
@@ -63,14 +64,17 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
     });
     if (options.tasks.mcp) {
       registerMcpRoute(app, {
-        service: options.tasks.service,
-        hub: options.tasks.hub,
+        core: new McpCore({
+          service: options.tasks.service,
+          hub: options.tasks.hub,
+          tools: options.tasks.mcp.tools,
+          server: { name: 'taskgate', version: options.version ?? '0.1.0' },
+          pollMs: options.tasks.events?.pollMs ?? 1_000,
+        }),
         tenant: options.tasks.tenant,
-        tools: options.tasks.mcp.tools,
         allowedOrigins: options.tasks.mcp.allowedOrigins,
         loopbackOnly: options.tasks.mcp.loopbackOnly,
-        server: { name: 'taskgate', version: options.version ?? '0.1.0' },
-        pollMs: options.tasks.events?.pollMs ?? 1_000,
+        ...(options.tasks.events?.keepaliveMs === undefined ? {} : { keepaliveMs: options.tasks.events.keepaliveMs }),
       });
     }
     registerLedgerRoutes(app, {

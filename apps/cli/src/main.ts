@@ -13,6 +13,8 @@ Commands:
   migrate down [--to N|--all] revert the newest migration, those above N, or all of them
   migrate status [--json]     list every migration as applied, pending, edited or unknown
   migrate plan [--to N]       print the SQL that 'up' would run, without running it
+  mcp-stdio [--no-worker]     serve MCP on stdin/stdout (logs on stderr), running tool handlers
+                              in-process unless --no-worker
   help                        show this text
 
 Configuration comes from the environment: DATABASE_URL, HOST, PORT, TASKGATE_TOKENS,
@@ -57,6 +59,21 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       for (const warning of warnings) logger.warn({}, warning);
       const { runMigrate } = await import('./commands/migrate.ts');
       return await runMigrate(args, config, logger, { write: io.stdout });
+    }
+    if (command === 'mcp-stdio') {
+      const { values } = parseArgs({
+        args: [...rest],
+        options: { 'no-worker': { type: 'boolean' } },
+        strict: true,
+        allowPositionals: false,
+      });
+      const { config, warnings } = loadConfig(io.env, io.cwd);
+      logLevel = config.logLevel;
+      // stdout is the protocol channel: logs go to stderr.
+      const logger = createLogger(config.logLevel, 2);
+      for (const warning of warnings) logger.warn({}, warning);
+      const { runMcpStdio } = await import('./commands/mcp-stdio.ts');
+      return await runMcpStdio({ worker: values['no-worker'] !== true }, config, logger);
     }
     throw new TaskgateError('TG_USAGE', `unknown command ${JSON.stringify(command)}; run taskgate help`);
   } catch (error) {

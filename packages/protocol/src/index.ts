@@ -19,6 +19,7 @@ export {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from './protocol-versions.ts';
 export {
+  checkMetaFields,
   checkRequestMetadata,
   type MetadataCheck,
   type RequestHeaders,

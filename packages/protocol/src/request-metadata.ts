@@ -34,32 +34,8 @@ export function checkRequestMetadata(
   method: string,
   params: Readonly<Record<string, unknown>> | undefined,
 ): MetadataCheck {
-  const meta = (params?._meta ?? {}) as Record<string, unknown>;
-  const version = meta[META.protocolVersion];
-  const capabilities = meta[META.clientCapabilities];
-  if (typeof version !== 'string') {
-    return invalidParams(`params._meta["${META.protocolVersion}"] is required and must be a string`);
-  }
-  if (capabilities === null || typeof capabilities !== 'object' || Array.isArray(capabilities)) {
-    return invalidParams(`params._meta["${META.clientCapabilities}"] is required and must be an object`);
-  }
-
-  const versionHeader = single(headers['mcp-protocol-version']);
-  if (versionHeader === undefined) return mismatch('the MCP-Protocol-Version header is required');
-  if (versionHeader !== version) {
-    return mismatch(`MCP-Protocol-Version header value '${versionHeader}' does not match body value '${version}'`);
-  }
-  if (!MODERN_PROTOCOL_VERSIONS.includes(version)) {
-    return {
-      ok: false,
-      httpStatus: 400,
-      error: {
-        code: ErrorCode.UnsupportedProtocolVersion,
-        message: `Unsupported protocol version: ${version}`,
-        data: { supported: [...SUPPORTED_PROTOCOL_VERSIONS], requested: version },
-      },
-    };
-  }
+  const fields = checkMetaFields(params, { versionHeader: single(headers['mcp-protocol-version']) });
+  if (!fields.ok) return fields;
 
   const methodHeader = single(headers['mcp-method']);
   if (methodHeader === undefined) return mismatch('the Mcp-Method header is required');
@@ -77,6 +53,46 @@ export function checkRequestMetadata(
     if (name !== bodyName) {
       return mismatch(`Mcp-Name header value '${name}' does not match body value '${String(bodyName)}'`);
     }
+  }
+  return fields;
+}
+
+/**
+ * The per-request `_meta` fields alone (basic/index: missing → -32602) and the version
+ * (unsupported → -32022 with data.supported and data.requested): what every transport checks.
+ * Over HTTP, `versionHeader` is compared with the body first (missing or different → -32020).
+ */
+export function checkMetaFields(
+  params: Readonly<Record<string, unknown>> | undefined,
+  http?: { versionHeader: string | undefined },
+): MetadataCheck {
+  const meta = (params?._meta ?? {}) as Record<string, unknown>;
+  const version = meta[META.protocolVersion];
+  const capabilities = meta[META.clientCapabilities];
+  if (typeof version !== 'string') {
+    return invalidParams(`params._meta["${META.protocolVersion}"] is required and must be a string`);
+  }
+  if (capabilities === null || typeof capabilities !== 'object' || Array.isArray(capabilities)) {
+    return invalidParams(`params._meta["${META.clientCapabilities}"] is required and must be an object`);
+  }
+  if (http) {
+    if (http.versionHeader === undefined) return mismatch('the MCP-Protocol-Version header is required');
+    if (http.versionHeader !== version) {
+      return mismatch(
+        `MCP-Protocol-Version header value '${http.versionHeader}' does not match body value '${version}'`,
+      );
+    }
+  }
+  if (!MODERN_PROTOCOL_VERSIONS.includes(version)) {
+    return {
+      ok: false,
+      httpStatus: 400,
+      error: {
+        code: ErrorCode.UnsupportedProtocolVersion,
+        message: `Unsupported protocol version: ${version}`,
+        data: { supported: [...SUPPORTED_PROTOCOL_VERSIONS], requested: version },
+      },
+    };
   }
   return {
     ok: true,

@@ -12,32 +12,16 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@taskgate/protocol';
 import { RequestCoordinator } from '@taskgate/reliability';
-import type { ToolRegistry } from '@taskgate/tools';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantResolver } from '../http/auth.ts';
-import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
-import type { TaskService } from '../tasks/task-service.ts';
 import { checkHttpRequest, type HttpGuardOptions } from './http-guards.ts';
-import {
-  callOutcome,
-  discoverResult,
-  type MethodOutcome,
-  readCallParams,
-  refusal,
-  type ServerIdentity,
-  toolsListResult,
-} from './mcp-methods.ts';
+import type { McpCore } from './mcp-core.ts';
+import type { MethodOutcome } from './mcp-methods.ts';
 import { ProgressStream } from './progress-stream.ts';
-import { waitForTerminal } from './task-outcome.ts';
 
 export interface McpRouteOptions extends HttpGuardOptions {
-  readonly service: TaskService;
-  readonly hub: TaskEventsHub;
-  readonly tools: ToolRegistry;
+  readonly core: McpCore;
   readonly tenant: TenantResolver;
-  readonly server: ServerIdentity;
-  /** The floor under NOTIFY while a call waits for its task. */
-  readonly pollMs: number;
   /** `:` comments on a quiet SSE response (default 15 s). */
   readonly keepaliveMs?: number;
 }
@@ -127,45 +111,27 @@ async function handle(request: FastifyRequest, reply: FastifyReply, options: Mcp
   const metadata = checkRequestMetadata(request.headers, method, params);
   if (!metadata.ok) return reply.code(metadata.httpStatus).send(errorResponse(id, metadata.error));
 
-  switch (method) {
-    case 'server/discover':
-      return reply.send(resultResponse(id, discoverResult(options.server)));
-    case 'tools/list':
-      return reply.send(resultResponse(id, toolsListResult(options.tools, options.server)));
-    case 'tools/call':
-      return callTool(request, reply, id, params, options);
-    default:
-      return reply
-        .code(404)
-        .send(errorResponse(id, { code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` }));
+  const tenantId = tenants.get(request) as string;
+  if (method !== 'tools/call') {
+    const outcome = await options.core.request(method, params, { tenantId, signal: new AbortController().signal });
+    return send(reply, id, outcome as MethodOutcome);
   }
+  return callTool(request, reply, id, params, tenantId, options);
 }
 
+/**
+ * A tools/call, answered by hand on the raw response: as JSON, or as SSE when the call carries a
+ * progress token. A closed response before the answer is the cancel: the coordinator records it,
+ * the core cancels the task, and nothing is written for the request afterwards.
+ */
 async function callTool(
   request: FastifyRequest,
   reply: FastifyReply,
   id: JsonRpcId,
   params: Readonly<Record<string, unknown>> | undefined,
+  tenantId: string,
   options: McpRouteOptions,
 ) {
-  const call = readCallParams(params);
-  if ('code' in call) return reply.send(errorResponse(id, call));
-  const tenantId = tenants.get(request) as string;
-  let submission: Awaited<ReturnType<TaskService['submit']>>;
-  try {
-    submission = await options.service.submit(tenantId, {
-      tool: call.name,
-      arguments: call.arguments,
-      mode: 'request',
-    });
-  } catch (error) {
-    const outcome = refusal(error);
-    if (outcome.kind === 'error' && outcome.error.code === ErrorCode.InternalError) throw error;
-    return send(reply, id, outcome);
-  }
-  const { task } = submission;
-
-  // From here the response is written by hand, so that after a cancel nothing at all is.
   reply.hijack();
   const requests = new RequestCoordinator();
   requests.begin(id, 'tools/call');
@@ -173,36 +139,31 @@ async function callTool(
   reply.raw.on('close', () => {
     if (reply.raw.writableEnded) return;
     const decision = requests.cancel(id, 'the client closed the response stream');
-    if (!decision.cancelled) return;
-    stop.abort(new Error('cancelled by the client'));
-    options.service.cancel(tenantId, task.id, decision.reason).catch((error: Error) => {
-      request.log.warn({ taskId: task.id, error: error.message }, 'cancelling the task of a closed MCP request failed');
-    });
+    if (decision.cancelled) stop.abort(new Error(decision.reason ?? 'the client closed the response stream'));
   });
   // A progress token asks for progress: the answer becomes an SSE stream of notifications/progress
   // followed by the response (basic/patterns/progress).
   const progressToken = (params?._meta as Record<string, unknown> | undefined)?.progressToken;
-  const progress =
-    typeof progressToken === 'string' || typeof progressToken === 'number'
-      ? new ProgressStream(reply.raw, progressToken, options.keepaliveMs ?? 15_000)
-      : null;
-
-  let outcome: MethodOutcome;
+  let progress: ProgressStream | null = null;
+  let outcome: MethodOutcome | null;
   try {
-    const done = await waitForTerminal(options.service, options.hub, tenantId, task.id, {
-      pollMs: options.pollMs,
+    outcome = await options.core.request('tools/call', params, {
+      tenantId,
       signal: stop.signal,
-      ...(progress ? { onChange: (current: TaskRecord) => progress.offer(current) } : {}),
+      onTaskChange: (task: TaskRecord) => {
+        if (typeof progressToken !== 'string' && typeof progressToken !== 'number') return;
+        progress ??= new ProgressStream(reply.raw, progressToken, options.keepaliveMs ?? 15_000);
+        progress.offer(task);
+      },
+      log: (fields: Record<string, unknown>, message: string) => request.log.warn(fields, message),
     });
-    outcome = callOutcome(done, options.server);
   } catch (error) {
-    if (stop.signal.aborted) return; // cancelled: the request gets no response
-    request.log.error({ err: error, taskId: task.id }, 'waiting for an MCP call failed');
+    request.log.error({ err: error }, 'an MCP call failed');
     outcome = { kind: 'error', httpStatus: 500, error: { code: ErrorCode.InternalError, message: 'internal error' } };
   }
-  // One terminal state: if the cancel won, the result is dropped.
-  if (requests.complete(id) === 'drop') return;
-  if (progress) return progress.finish(id, outcome);
+  // One terminal state: if the cancel won, the result is dropped and nothing is written.
+  if (outcome === null || requests.complete(id) === 'drop') return;
+  if (progress) return (progress as ProgressStream).finish(id, outcome);
   const body = JSON.stringify(
     outcome.kind === 'result' ? resultResponse(id, outcome.result) : errorResponse(id, outcome.error),
   );

@@ -1,0 +1,205 @@
+import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
+import type { TaskRecord } from '@taskgate/db';
+import {
+  checkMetaFields,
+  classifyMessage,
+  ErrorCode,
+  eraOf,
+  errorResponse,
+  type JsonRpcId,
+  parseCancelledParams,
+  resultResponse,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from '@taskgate/protocol';
+import { RequestCoordinator } from '@taskgate/reliability';
+import type { McpCore } from './mcp-core.ts';
+import type { MethodOutcome } from './mcp-methods.ts';
+
+type LogFn = (fields: Record<string, unknown>, message: string) => void;
+
+export interface StdioServerOptions {
+  readonly core: McpCore;
+  readonly input: Readable;
+  readonly output: Writable;
+  /** stdio has no bearer token: the tenant of everything on this pipe. */
+  readonly tenantId: string;
+  readonly logger: { readonly debug: LogFn; readonly warn: LogFn };
+}
+
+/**
+ * MCP over stdio (basic/transports/stdio): newline-delimited JSON-RPC on stdin and stdout. There
+ * is no stream per request, so a cancel is a `notifications/cancelled {requestId, reason}`: the
+ * request is cancelled, its task too, and no response is sent for it. Malformed, unknown,
+ * duplicate and already-completed cancels are ignored without a reply (logged at debug only).
+ * The end of stdin cancels every request still in flight.
+ */
+export class StdioServer {
+  readonly #options: StdioServerOptions;
+  readonly #requests = new RequestCoordinator();
+  readonly #inFlight = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  readonly #closed: Promise<void>;
+
+  constructor(options: StdioServerOptions) {
+    this.#options = options;
+    const lines = createInterface({ input: options.input, crlfDelay: Number.POSITIVE_INFINITY });
+    lines.on('line', (line) => this.#onLine(line));
+    this.#closed = new Promise((resolve) => {
+      lines.on('close', () => {
+        const cancelled = this.#requests.cancelAll('stdin closed');
+        for (const id of cancelled) this.#inFlight.get(keyOf(id))?.controller.abort(new Error('stdin closed'));
+        void Promise.allSettled([...this.#inFlight.values()].map((call) => call.done)).then(() => resolve());
+      });
+    });
+  }
+
+  /** Resolves when stdin has ended and every request has settled (answered or cancelled). */
+  get closed(): Promise<void> {
+    return this.#closed;
+  }
+
+  #onLine(line: string): void {
+    if (line.trim() === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch (error) {
+      this.#write(
+        errorResponse(null, { code: ErrorCode.ParseError, message: `Parse error: ${(error as Error).message}` }),
+      );
+      return;
+    }
+    const message = classifyMessage(value);
+    switch (message.kind) {
+      case 'invalid':
+        this.#write(errorResponse(message.id, message.error));
+        return;
+      case 'response':
+        return; // this server sends no requests, so there is nothing a response could answer
+      case 'notification':
+        if (message.method === 'notifications/cancelled') this.#onCancelled(message.params);
+        return;
+      case 'request':
+        this.#onRequest(message.id, message.method, message.params);
+    }
+  }
+
+  #onCancelled(params: unknown): void {
+    const cancel = parseCancelledParams(params);
+    if (!cancel) {
+      this.#options.logger.debug({}, 'ignored a malformed notifications/cancelled');
+      return;
+    }
+    const decision = this.#requests.cancel(cancel.requestId, cancel.reason ?? undefined);
+    if (!decision.cancelled) {
+      this.#options.logger.debug({ requestId: cancel.requestId, why: decision.why }, 'ignored a cancellation');
+      return;
+    }
+    this.#inFlight
+      .get(keyOf(cancel.requestId))
+      ?.controller.abort(new Error(cancel.reason ?? 'cancelled by the client'));
+  }
+
+  #onRequest(id: JsonRpcId, method: string, params: Readonly<Record<string, unknown>> | undefined): void {
+    if (!this.#requests.begin(id, method).ok) {
+      this.#write(
+        errorResponse(id, {
+          code: ErrorCode.InvalidRequest,
+          message: `request id ${JSON.stringify(id)} is already in use`,
+        }),
+      );
+      return;
+    }
+    if (eraOf(method, params, undefined) === 'legacy') {
+      const requested = typeof params?.protocolVersion === 'string' ? params.protocolVersion : 'unknown';
+      this.#answer(id, {
+        kind: 'error',
+        httpStatus: 400,
+        error: {
+          code: ErrorCode.UnsupportedProtocolVersion,
+          message: `Unsupported protocol version: ${requested}`,
+          data: { supported: [...SUPPORTED_PROTOCOL_VERSIONS], requested },
+        },
+      });
+      return;
+    }
+    const fields = checkMetaFields(params);
+    if (!fields.ok) {
+      this.#answer(id, { kind: 'error', httpStatus: 400, error: fields.error });
+      return;
+    }
+
+    const controller = new AbortController();
+    const progress = progressForwarder(params, (notification) => this.#writeProgress(notification));
+    const done = this.#options.core
+      .request(method, params, {
+        tenantId: this.#options.tenantId,
+        signal: controller.signal,
+        ...(progress ? { onTaskChange: progress } : {}),
+        log: this.#options.logger.warn,
+      })
+      .then(
+        (outcome) => {
+          if (outcome !== null) this.#answer(id, outcome);
+        },
+        (error: Error) => {
+          this.#options.logger.warn({ requestId: id, error: error.message }, 'an MCP request failed');
+          this.#answer(id, {
+            kind: 'error',
+            httpStatus: 500,
+            error: { code: ErrorCode.InternalError, message: 'internal error' },
+          });
+        },
+      )
+      .finally(() => this.#inFlight.delete(keyOf(id)));
+    this.#inFlight.set(keyOf(id), { controller, done });
+  }
+
+  /** Writes the answer unless a cancel won the race (then the request gets nothing). */
+  #answer(id: JsonRpcId, outcome: MethodOutcome): void {
+    if (this.#requests.complete(id) === 'drop') return;
+    this.#write(outcome.kind === 'result' ? resultResponse(id, outcome.result) : errorResponse(id, outcome.error));
+  }
+
+  /**
+   * Progress is replaceable: while the client is not reading (stdout's buffer is full), updates
+   * are dropped instead of queued, so a stalled reader costs no memory; the response is always written.
+   */
+  #writeProgress(notification: unknown): void {
+    if (this.#options.output.writableNeedDrain) return;
+    this.#write(notification);
+  }
+
+  #write(message: unknown): void {
+    this.#options.output.write(`${JSON.stringify(message)}\n`);
+  }
+}
+
+/** notifications/progress for a request that carried a progress token: strictly increasing values only. */
+function progressForwarder(
+  params: Readonly<Record<string, unknown>> | undefined,
+  send: (notification: unknown) => void,
+): ((task: TaskRecord) => void) | null {
+  const token = (params?._meta as Record<string, unknown> | undefined)?.progressToken;
+  if (typeof token !== 'string' && typeof token !== 'number') return null;
+  let last = Number.NEGATIVE_INFINITY;
+  return (task) => {
+    const progress = task.progress;
+    if (!progress || !(progress.value > last)) return;
+    last = progress.value;
+    send({
+      jsonrpc: '2.0',
+      method: 'notifications/progress',
+      params: {
+        progressToken: token,
+        progress: progress.value,
+        ...(progress.total === null ? {} : { total: progress.total }),
+        ...(progress.message === null ? {} : { message: progress.message }),
+      },
+    });
+  };
+}
+
+function keyOf(id: JsonRpcId): string {
+  return typeof id === 'number' ? `n:${id}` : `s:${id}`;
+}

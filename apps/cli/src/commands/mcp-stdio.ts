@@ -1,0 +1,77 @@
+import { McpCore, openTaskServices, StdioServer } from '@taskgate/api';
+import { loadMigrations, MigrationRunner } from '@taskgate/db';
+import { builtinTools, ToolRegistry } from '@taskgate/tools';
+import { startWorkerRole } from '@taskgate/worker';
+import { type Config, DEFAULT_TENANT } from '../config.ts';
+import { openDatabase } from '../database.ts';
+import { Lifecycle } from '../lifecycle.ts';
+import type { Logger } from '../logger.ts';
+
+export interface McpStdioArgs {
+  /** Run tool handlers in this process too (default); off when workers run elsewhere. */
+  readonly worker: boolean;
+}
+
+/**
+ * `taskgate mcp-stdio`: MCP over this process's stdin and stdout, for clients that launch their
+ * servers as subprocesses. stdout carries protocol messages only, so every log line goes to
+ * stderr. Ends when stdin ends (every call still in flight is cancelled first) or on SIGTERM.
+ */
+export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Logger): Promise<number> {
+  const lifecycle = new Lifecycle(logger, config.shutdownGraceMs + 2_000);
+  lifecycle.installSignalHandlers();
+  try {
+    const database = await openDatabase(config, logger);
+    lifecycle.onStop('database', () => database.stop());
+    await new MigrationRunner({
+      connectionString: database.connectionString,
+      migrations: await loadMigrations(),
+      logger: logger.child({ component: 'migrate' }),
+    }).up();
+    const tools = new ToolRegistry(builtinTools);
+    const listenNotify = database.kind === 'external';
+    if (args.worker) {
+      const worker = await startWorkerRole({
+        connectionString: database.connectionString,
+        logger: logger.child({ role: 'worker' }),
+        tools,
+        graceMs: config.shutdownGraceMs,
+        listenNotify,
+        concurrency: config.workerConcurrency,
+        outboxRetentionMs: config.outboxRetentionMs,
+      });
+      lifecycle.onStop('worker', () => worker.stop());
+    }
+    const services = await openTaskServices({
+      connectionString: database.connectionString,
+      applicationName: 'taskgate-mcp-stdio',
+      logger,
+      tools,
+      listenNotify,
+      idempotencyRetentionMs: config.idempotencyRetentionMs,
+    });
+    lifecycle.onStop('services', () => services.stop());
+    const server = new StdioServer({
+      core: new McpCore({
+        service: services.service,
+        hub: services.hub,
+        tools,
+        server: { name: 'taskgate', version: '0.1.0' },
+        pollMs: listenNotify ? 1_000 : 250,
+      }),
+      input: process.stdin,
+      output: process.stdout,
+      // A subprocess is its launcher's own: one tenant, like unauthenticated loopback HTTP.
+      tenantId: DEFAULT_TENANT,
+      logger,
+    });
+    logger.info({ tenant: DEFAULT_TENANT, worker: args.worker, database: database.description }, 'mcp-stdio ready');
+    await Promise.race([server.closed, lifecycle.stopRequested]);
+  } catch (error) {
+    await lifecycle.stopAll();
+    throw error;
+  }
+  const problems = await lifecycle.stopAll();
+  logger.info({ problems }, 'mcp-stdio stopped');
+  return problems.length === 0 ? 0 : 70;
+}

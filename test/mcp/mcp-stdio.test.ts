@@ -1,0 +1,191 @@
+import { PassThrough } from 'node:stream';
+import { McpCore, StdioServer, TaskEventsHub } from '@taskgate/api';
+import type { TaskRecord } from '@taskgate/db';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/databases.ts';
+import { type Platform, silentLogger, startPlatform, waitForTask } from '../support/task-platform.ts';
+
+// MCP over stdio (revision 2026-07-28): a StdioServer on in-memory pipes, against real tasks.
+const database = useTestDatabase();
+let platform: Platform;
+let hub: TaskEventsHub;
+let core: McpCore;
+beforeAll(async () => {
+  platform = await startPlatform(database.url);
+  await platform.startWorker();
+  hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
+  await hub.start();
+  core = new McpCore({
+    service: platform.service,
+    hub,
+    tools: platform.tools,
+    server: { name: 'taskgate', version: 'test' },
+    pollMs: 100,
+  });
+});
+afterAll(async () => {
+  await hub.stop();
+  await platform.stop();
+});
+
+const META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+
+/** A client on the other end of the pipes: writes lines, collects what comes back. */
+function connect() {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const server = new StdioServer({ core, input, output, tenantId: 'default', logger: silentLogger });
+  const received: Record<string, unknown>[] = [];
+  let partial = '';
+  output.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) received.push(JSON.parse(line));
+  });
+  const send = (message: unknown) =>
+    input.write(`${typeof message === 'string' ? message : JSON.stringify(message)}\n`);
+  const request = (id: string | number, method: string, params: Record<string, unknown> = {}) =>
+    send({ jsonrpc: '2.0', id, method, params: { ...params, _meta: { ...META, ...(params._meta as object) } } });
+  const answerTo = (id: string | number) =>
+    waitForTask(
+      async () => received.find((message) => message.id === id),
+      (message) => message !== undefined,
+    );
+  return { server, input, received, send, request, answerTo };
+}
+
+async function workingTask(tool: string): Promise<string> {
+  const id = await waitForTask(
+    async () => {
+      const { rows } = await sql<{ id: string }>`
+        SELECT id FROM tasks WHERE tool = ${tool} AND status = 'working' AND attempt >= 1 AND cancel_requested_at IS NULL
+        ORDER BY created_at DESC LIMIT 1`.execute(platform.db);
+      return rows[0]?.id;
+    },
+    (found) => found !== undefined,
+  );
+  return id as string;
+}
+
+const terminal = (task: TaskRecord) => ['completed', 'failed', 'cancelled'].includes(task.status);
+
+describe('MCP over stdio', () => {
+  it('answers server/discover and tools/call, one JSON-RPC message per line', async () => {
+    const client = connect();
+    client.request('d', 'server/discover');
+    expect(await client.answerTo('d')).toMatchObject({ result: { supportedVersions: ['2026-07-28'] } });
+    client.request(1, 'tools/call', { name: 'greet', arguments: { name: 'Grace' } });
+    const answer = (await client.answerTo(1)) as { result: { content: unknown[] } };
+    expect(JSON.stringify(answer.result.content)).toContain('Grace');
+    client.input.end();
+    await client.server.closed;
+  });
+
+  it('(A) cancel, then the work would complete: the task ends cancelled and the request gets no response', async () => {
+    const client = connect();
+    client.request('slow-a', 'tools/call', { name: 'slow_compute', arguments: { seconds: 5 } });
+    const taskId = await workingTask('slow_compute');
+    client.send({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 'slow-a', reason: 'user gave up' },
+    });
+    const ended = await waitForTask(() => platform.service.get('default', taskId), terminal);
+    expect(ended).toMatchObject({ status: 'cancelled', cancelReason: 'user gave up' });
+    // A later request's answer arrives; nothing ever arrived for the cancelled one.
+    client.request('after-a', 'server/discover');
+    await client.answerTo('after-a');
+    expect(client.received.filter((message) => message.id === 'slow-a')).toEqual([]);
+    client.input.end();
+    await client.server.closed;
+  });
+
+  it('(B) complete, then cancel: the response stands and the late cancel is ignored without a reply', async () => {
+    const client = connect();
+    client.request('fast-b', 'tools/call', { name: 'greet', arguments: { name: 'B' } });
+    await client.answerTo('fast-b');
+    const before = client.received.length;
+    client.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'fast-b' } });
+    client.request('after-b', 'server/discover');
+    await client.answerTo('after-b');
+    expect(client.received.length).toBe(before + 1);
+    client.input.end();
+    await client.server.closed;
+  });
+
+  it('ignores malformed, unknown and duplicate cancels silently', async () => {
+    const client = connect();
+    client.request('slow-x', 'tools/call', { name: 'slow_compute', arguments: { seconds: 0.4 } });
+    for (const params of [
+      {},
+      { requestId: null },
+      { requestId: 'nobody' },
+      { requestId: 1.5 },
+      { requestId: 'slow-x', reason: 7 },
+    ]) {
+      client.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params });
+    }
+    client.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'slow-x' } });
+    client.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'slow-x' } });
+    client.request('after-x', 'server/discover');
+    await client.answerTo('after-x');
+    // Only the discover answer: no error replies to any cancel, and nothing for the cancelled call.
+    expect(client.received.map((message) => message.id)).toEqual(['after-x']);
+    client.input.end();
+    await client.server.closed;
+  });
+
+  it('cancels every request in flight when stdin ends', async () => {
+    const client = connect();
+    client.request('slow-eof', 'tools/call', { name: 'slow_compute', arguments: { seconds: 5 } });
+    const taskId = await workingTask('slow_compute');
+    client.input.end();
+    await client.server.closed;
+    const ended = await waitForTask(() => platform.service.get('default', taskId), terminal);
+    expect(ended).toMatchObject({ status: 'cancelled', cancelReason: 'stdin closed' });
+    expect(client.received.filter((message) => message.id === 'slow-eof')).toEqual([]);
+  });
+
+  it('sends strictly increasing notifications/progress for a call with a progress token, then the response', async () => {
+    const client = connect();
+    client.request('p', 'tools/call', {
+      name: 'slow_compute',
+      arguments: { seconds: 0.5 },
+      _meta: { progressToken: 42 },
+    });
+    await client.answerTo('p');
+    const progress = client.received.filter((message) => message.method === 'notifications/progress') as {
+      params: { progressToken: number; progress: number };
+    }[];
+    expect(progress.length).toBeGreaterThan(0);
+    const values = progress.map((message) => message.params.progress);
+    expect(values).toEqual([...new Set(values)].sort((a, b) => a - b));
+    expect(progress.every((message) => message.params.progressToken === 42)).toBe(true);
+    expect(client.received.at(-1)).toMatchObject({ id: 'p', result: { resultType: 'complete' } });
+    client.input.end();
+    await client.server.closed;
+  });
+
+  it('answers parse errors, invalid messages, missing _meta, unknown methods and initialize with JSON-RPC errors', async () => {
+    const client = connect();
+    client.send('{"jsonrpc": "2.0", "id": 1, "method": ');
+    client.send({ jsonrpc: '2.0', id: 'v', method: 7 });
+    client.send({ jsonrpc: '2.0', id: 'm', method: 'tools/list', params: {} });
+    client.request('u', 'prompts/list');
+    client.send({ jsonrpc: '2.0', id: 'i', method: 'initialize', params: { protocolVersion: '2025-11-25' } });
+    await client.answerTo('i');
+    await client.answerTo('u');
+    const byId = new Map(client.received.map((message) => [message.id, message]));
+    expect(byId.get(null)).toMatchObject({ error: { code: -32700 } });
+    expect(byId.get('v')).toMatchObject({ error: { code: -32600 } });
+    expect(byId.get('m')).toMatchObject({ error: { code: -32602 } });
+    expect(byId.get('u')).toMatchObject({ error: { code: -32601 } });
+    expect(byId.get('i')).toMatchObject({ error: { code: -32022, data: { supported: ['2026-07-28'] } } });
+    client.input.end();
+    await client.server.closed;
+  });
+});
