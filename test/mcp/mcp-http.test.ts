@@ -276,16 +276,82 @@ async function listen(): Promise<string> {
 }
 
 describe('POST /mcp: eras, tenancy and loopback', () => {
-  it('answers a 2025-11-25 initialize with -32022 naming the versions it serves', async () => {
-    const initialize = {
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } },
-    };
-    const response = await post(initialize, { 'mcp-protocol-version': undefined, 'mcp-method': undefined });
-    const body = expectRpcError(response, 400, -32022);
-    expect(body.error.data).toEqual({ supported: ['2026-07-28'], requested: '2025-11-25' });
+  it('speaks 2025-11-25 after an initialize: a session, results without resultType, 404 for an unknown session', async () => {
+    const legacy = (body: unknown, headers: Record<string, string | undefined>) =>
+      api.app.inject({
+        method: 'POST',
+        url: '/mcp',
+        headers: Object.fromEntries(
+          Object.entries({
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            ...headers,
+          }).filter(([, value]) => value !== undefined),
+        ) as Record<string, string>,
+        payload: JSON.stringify(body),
+      });
+    const initialize = await legacy(
+      {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'old', version: '1' } },
+      },
+      {},
+    );
+    expect(initialize.statusCode).toBe(200);
+    expect(initialize.json().result).toMatchObject({ protocolVersion: '2025-11-25', capabilities: { tools: {} } });
+    const session = initialize.headers['mcp-session-id'] as string;
+    expect(session).toMatch(/^[0-9a-f-]{36}$/);
+    const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+    expect((await legacy({ jsonrpc: '2.0', method: 'notifications/initialized' }, headers)).statusCode).toBe(202);
+    const list = await legacy({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers);
+    expect(list.json().result.tools.length).toBeGreaterThan(0);
+    expect(list.json().result.resultType).toBeUndefined();
+    const unknownMethod = await legacy({ jsonrpc: '2.0', id: 2, method: 'prompts/list' }, headers);
+    expect(unknownMethod.statusCode).toBe(200);
+    expect(unknownMethod.json().error.code).toBe(-32601);
+    const stranger = await legacy(
+      { jsonrpc: '2.0', id: 3, method: 'tools/list' },
+      { ...headers, 'mcp-session-id': crypto.randomUUID() },
+    );
+    expect(stranger.statusCode).toBe(404);
+    const noVersion = await legacy({ jsonrpc: '2.0', id: 4, method: 'tools/list' }, { 'mcp-session-id': session });
+    expect(noVersion.statusCode).toBe(400);
+
+    // A POSTed notifications/cancelled (what deployed clients send) cancels the call in its session.
+    const running = legacy(
+      { jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'slow_compute', arguments: { seconds: 7 } } },
+      headers,
+    );
+    const taskId = await waitForTask(
+      async () => {
+        const { rows } = await sql<{ id: string }>`
+          SELECT id FROM tasks WHERE tool = 'slow_compute' AND arguments->>'seconds' = '7' AND attempt >= 1`.execute(
+          platform.db,
+        );
+        return rows[0]?.id;
+      },
+      (found) => found !== undefined,
+    );
+    const cancel = await legacy(
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 5, reason: 'old client gave up' } },
+      headers,
+    );
+    expect(cancel.statusCode).toBe(202);
+    const answered = await running;
+    expect(answered.statusCode).toBe(204);
+    expect(answered.body).toBe('');
+    const ended = await waitForTask(
+      () => platform.service.get('default', taskId as string),
+      (task: TaskRecord) => task.status !== 'working',
+    );
+    expect(ended).toMatchObject({ status: 'cancelled', cancelReason: 'old client gave up' });
+
+    // DELETE ends the session.
+    const closed = await api.app.inject({ method: 'DELETE', url: '/mcp', headers: { 'mcp-session-id': session } });
+    expect(closed.statusCode).toBe(204);
+    expect((await legacy({ jsonrpc: '2.0', id: 6, method: 'tools/list' }, headers)).statusCode).toBe(404);
   });
 
   it('requires a bearer token when tokens are configured, and the loopback Host when bound to loopback', async () => {

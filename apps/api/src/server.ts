@@ -72,6 +72,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
           pollMs: options.tasks.events?.pollMs ?? 1_000,
         }),
         tenant: options.tasks.tenant,
+        server: { name: 'taskgate', version: options.version ?? '0.1.0' },
         allowedOrigins: options.tasks.mcp.allowedOrigins,
         loopbackOnly: options.tasks.mcp.loopbackOnly,
         ...(options.tasks.events?.keepaliveMs === undefined ? {} : { keepaliveMs: options.tasks.events.keepaliveMs }),

@@ -43,6 +43,9 @@ describe('RequestCoordinator', () => {
     expect(requests.begin(1, 'tools/call')).toEqual({ ok: true });
     expect(requests.begin(1, 'tools/call')).toEqual({ ok: false, reason: 'duplicate-id' });
     expect(requests.begin('1', 'tools/call')).toEqual({ ok: true });
+    requests.complete(1);
+    expect(requests.begin(1, 'tools/call')).toEqual({ ok: true });
+    expect(requests.state(1)).toBe('in-flight');
   });
 
   it('cancels everything in flight when the connection goes, and nothing already settled', () => {

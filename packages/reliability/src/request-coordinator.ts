@@ -54,10 +54,15 @@ export class RequestCoordinator {
     this.#memory = options.memory ?? 1024;
   }
 
-  /** Registers a request. An id still in flight (or remembered) cannot be reused. */
+  /**
+   * Registers a request. An id still in flight cannot be reused; a settled one can (clients number
+   * their requests afresh when they reconnect), and then a late cancel names the new request.
+   */
   begin(id: RequestId, method: string): BeginResult {
     const key = keyOf(id);
-    if (this.#entries.has(key)) return { ok: false, reason: 'duplicate-id' };
+    if (this.#entries.get(key)?.state === 'in-flight') return { ok: false, reason: 'duplicate-id' };
+    const settledAt = this.#settled.indexOf(key);
+    if (settledAt >= 0) this.#settled.splice(settledAt, 1);
     this.#entries.set(key, { method, state: 'in-flight', cancelReason: null });
     return { ok: true };
   }

@@ -16,13 +16,15 @@ export interface ServerIdentity {
 /** Cache hints (server/utilities/caching): the tool list changes only with a deploy. */
 const LIST_TTL_MS = 60_000;
 
+export const discoverInstructions =
+  'Every tools/call runs as a durable task. Mutations take an idempotencyKey argument; a retry with the same key and arguments returns the first result.';
+
 export function discoverResult(server: ServerIdentity): Record<string, unknown> {
   return {
     resultType: 'complete',
     supportedVersions: [...SUPPORTED_PROTOCOL_VERSIONS],
     capabilities: { tools: {} },
-    instructions:
-      'Every tools/call runs as a durable task. Mutations take an idempotencyKey argument; a retry with the same key and arguments returns the first result.',
+    instructions: discoverInstructions,
     ttlMs: 3_600_000,
     cacheScope: 'public',
     _meta: { [META.serverInfo]: server },

@@ -8,6 +8,8 @@ import {
   errorResponse,
   type JsonRpcError,
   type JsonRpcId,
+  LEGACY_PROTOCOL_VERSIONS,
+  parseCancelledParams,
   resultResponse,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@taskgate/protocol';
@@ -15,12 +17,14 @@ import { RequestCoordinator } from '@taskgate/reliability';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantResolver } from '../http/auth.ts';
 import { checkHttpRequest, type HttpGuardOptions } from './http-guards.ts';
+import { type CallScope, LegacySessions, requestKey } from './legacy-sessions.ts';
 import type { McpCore } from './mcp-core.ts';
-import type { MethodOutcome } from './mcp-methods.ts';
+import { discoverInstructions, type MethodOutcome, type ServerIdentity } from './mcp-methods.ts';
 import { ProgressStream } from './progress-stream.ts';
 
 export interface McpRouteOptions extends HttpGuardOptions {
   readonly core: McpCore;
+  readonly server: ServerIdentity;
   readonly tenant: TenantResolver;
   /** `:` comments on a quiet SSE response (default 15 s). */
   readonly keepaliveMs?: number;
@@ -35,6 +39,7 @@ const tenants = new WeakMap<FastifyRequest, string>();
  * the task is cancelled and nothing more is written for that request.
  */
 export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions): void {
+  const sessions = new LegacySessions();
   void app.register(async (scope) => {
     // Errors on this endpoint are JSON-RPC errors, not problem+json (malformed JSON is -32700).
     scope.setErrorHandler((error: FastifyError, request, reply) => {
@@ -62,24 +67,36 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
           .send(errorResponse(null, { code: ErrorCode.InvalidRequest, message: error.message }));
       }
     });
-    // 2026-07-28 has no GET stream and no sessions to DELETE ("Backward Compatibility").
+    // 2026-07-28 has no GET stream and no sessions ("Backward Compatibility"); a 2025-11-25 client
+    // may DELETE the session it was given, and gets 405 for GET (this server opens no standalone stream).
     scope.route({
       method: ['GET', 'DELETE'],
       url: '/mcp',
       // MCP is described by its specification, not by the REST API's OpenAPI document.
       schema: { hide: true },
-      handler: async (_request, reply) =>
-        reply
+      handler: async (request, reply) => {
+        const sessionId = single(request.headers['mcp-session-id']);
+        if (request.method === 'DELETE' && sessionId !== undefined) {
+          const closed = sessions.close(sessionId, tenants.get(request) as string);
+          return reply.code(closed ? 204 : 404).send();
+        }
+        return reply
           .code(405)
           .header('allow', 'POST')
           .type('application/json')
-          .send(errorResponse(null, { code: ErrorCode.InvalidRequest, message: 'the MCP endpoint accepts POST only' })),
+          .send(errorResponse(null, { code: ErrorCode.InvalidRequest, message: 'the MCP endpoint accepts POST only' }));
+      },
     });
-    scope.post('/mcp', { schema: { hide: true } }, async (request, reply) => handle(request, reply, options));
+    scope.post('/mcp', { schema: { hide: true } }, async (request, reply) => handle(request, reply, options, sessions));
   });
 }
 
-async function handle(request: FastifyRequest, reply: FastifyReply, options: McpRouteOptions) {
+async function handle(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  options: McpRouteOptions,
+  sessions: LegacySessions,
+) {
   const message = classifyMessage(request.body);
   if (message.kind === 'invalid') return reply.code(400).send(errorResponse(message.id, message.error));
   if (message.kind === 'response') {
@@ -90,33 +107,113 @@ async function handle(request: FastifyRequest, reply: FastifyReply, options: Mcp
       }),
     );
   }
-  // Notifications need no answer. 2026-07-28 defines none for clients on HTTP (a closed stream is
-  // the cancel), so they are accepted and have no effect.
-  if (message.kind === 'notification') return reply.code(202).send();
+  const tenantId = tenants.get(request) as string;
+  const sessionId = single(request.headers['mcp-session-id']);
+  const versionHeader = single(request.headers['mcp-protocol-version']);
+  const legacyHeaders =
+    sessionId !== undefined || (versionHeader !== undefined && LEGACY_PROTOCOL_VERSIONS.includes(versionHeader));
+  if (message.kind === 'notification') {
+    // 2026-07-28 defines no client notifications on HTTP (a closed stream is the cancel), but the
+    // clients deployed today (2025-11-25) POST notifications/cancelled, and it is honoured.
+    if (legacyHeaders && message.method === 'notifications/cancelled') {
+      const scope = sessionId === undefined ? sessions.tenantScope(tenantId) : sessions.scopeOf(sessionId, tenantId);
+      const cancel = parseCancelledParams(message.params);
+      if (scope && cancel) {
+        const decision = scope.requests.cancel(cancel.requestId, cancel.reason ?? undefined);
+        if (decision.cancelled) {
+          scope.controllers
+            .get(requestKey(cancel.requestId))
+            ?.abort(new Error(cancel.reason ?? 'cancelled by the client'));
+        } else request.log.debug({ requestId: cancel.requestId, why: decision.why }, 'ignored a cancellation');
+      }
+    }
+    return reply.code(202).send();
+  }
 
   const { id, method, params } = message;
-  const versionHeader =
-    typeof request.headers['mcp-protocol-version'] === 'string' ? request.headers['mcp-protocol-version'] : undefined;
-  if (eraOf(method, params, versionHeader) === 'legacy') {
-    const requested =
-      versionHeader ?? (typeof params?.protocolVersion === 'string' ? params.protocolVersion : 'unknown');
-    return reply.code(400).send(
-      errorResponse(id, {
-        code: ErrorCode.UnsupportedProtocolVersion,
-        message: `Unsupported protocol version: ${requested}`,
-        data: { supported: [...SUPPORTED_PROTOCOL_VERSIONS], requested },
-      }),
+  if (legacyHeaders || eraOf(method, params, versionHeader) === 'legacy') {
+    return handleLegacy(
+      request,
+      reply,
+      { id, method, params },
+      { tenantId, sessionId, versionHeader },
+      options,
+      sessions,
     );
   }
   const metadata = checkRequestMetadata(request.headers, method, params);
   if (!metadata.ok) return reply.code(metadata.httpStatus).send(errorResponse(id, metadata.error));
 
-  const tenantId = tenants.get(request) as string;
   if (method !== 'tools/call') {
     const outcome = await options.core.request(method, params, { tenantId, signal: new AbortController().signal });
     return send(reply, id, outcome as MethodOutcome);
   }
   return callTool(request, reply, id, params, tenantId, options);
+}
+
+/**
+ * The 2025-11-25 era (basic/lifecycle, basic/transports of that revision): the initialize
+ * handshake opens a session; later requests carry MCP-Protocol-Version and, if given one,
+ * Mcp-Session-Id (unknown → 404, so the client re-initializes). Results carry no resultType, and
+ * an unknown method is a JSON-RPC error on a 200 (a 404 would tell the client its session is gone).
+ */
+async function handleLegacy(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  call: { id: JsonRpcId; method: string; params: Readonly<Record<string, unknown>> | undefined },
+  context: { tenantId: string; sessionId: string | undefined; versionHeader: string | undefined },
+  options: McpRouteOptions,
+  sessions: LegacySessions,
+) {
+  const { id, method, params } = call;
+  if (method === 'initialize') {
+    const session = sessions.open(context.tenantId);
+    return reply.header('mcp-session-id', session).send(
+      resultResponse(id, {
+        // The one version of that era served here; a client that cannot speak it disconnects.
+        protocolVersion: LEGACY_PROTOCOL_VERSIONS[0],
+        capabilities: { tools: {} },
+        serverInfo: options.server,
+        instructions: discoverInstructions,
+      }),
+    );
+  }
+  if (context.versionHeader === undefined || !LEGACY_PROTOCOL_VERSIONS.includes(context.versionHeader)) {
+    return reply.code(400).send(
+      errorResponse(id, {
+        code: ErrorCode.InvalidRequest,
+        message: `MCP-Protocol-Version ${context.versionHeader ?? '(missing, meaning 2025-03-26)'} is not supported; use ${[...LEGACY_PROTOCOL_VERSIONS, ...SUPPORTED_PROTOCOL_VERSIONS].join(' or ')}`,
+      }),
+    );
+  }
+  const scope =
+    context.sessionId === undefined
+      ? sessions.tenantScope(context.tenantId)
+      : sessions.scopeOf(context.sessionId, context.tenantId);
+  if (!scope) {
+    return reply
+      .code(404)
+      .send(errorResponse(id, { code: ErrorCode.InvalidRequest, message: 'unknown session; send initialize again' }));
+  }
+  if (method === 'ping') return reply.send(resultResponse(id, {}));
+  if (method === 'tools/call')
+    return callTool(request, reply, id, params, context.tenantId, options, scope, legacyResult);
+  const outcome = (await options.core.request(method, params, {
+    tenantId: context.tenantId,
+    signal: new AbortController().signal,
+  })) as MethodOutcome;
+  if (outcome.kind === 'result') return reply.send(resultResponse(id, legacyResult(outcome.result)));
+  return reply.code(200).send(errorResponse(id, outcome.error));
+}
+
+/** A 2026-07-28 result as 2025-11-25 shaped it: no resultType, no cache hints. */
+function legacyResult(result: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...rest } = result;
+  return rest;
+}
+
+function single(value: string | string[] | undefined): string | undefined {
+  return typeof value === 'string' ? value : undefined;
 }
 
 /**
@@ -131,11 +228,22 @@ async function callTool(
   params: Readonly<Record<string, unknown>> | undefined,
   tenantId: string,
   options: McpRouteOptions,
+  scope?: CallScope,
+  shape: (result: Readonly<Record<string, unknown>>) => Readonly<Record<string, unknown>> = (result) => result,
 ) {
+  // A 2025-11-25 request may be cancelled by a later POST: its scope's coordinator decides the race.
+  const requests = scope?.requests ?? new RequestCoordinator();
+  if (!requests.begin(id, 'tools/call').ok) {
+    return reply.send(
+      errorResponse(id, {
+        code: ErrorCode.InvalidRequest,
+        message: `request id ${JSON.stringify(id)} is already in use`,
+      }),
+    );
+  }
   reply.hijack();
-  const requests = new RequestCoordinator();
-  requests.begin(id, 'tools/call');
   const stop = new AbortController();
+  scope?.controllers.set(requestKey(id), stop);
   reply.raw.on('close', () => {
     if (reply.raw.writableEnded) return;
     const decision = requests.cancel(id, 'the client closed the response stream');
@@ -160,9 +268,20 @@ async function callTool(
   } catch (error) {
     request.log.error({ err: error }, 'an MCP call failed');
     outcome = { kind: 'error', httpStatus: 500, error: { code: ErrorCode.InternalError, message: 'internal error' } };
+  } finally {
+    if (scope?.controllers.get(requestKey(id)) === stop) scope.controllers.delete(requestKey(id));
   }
+  if (outcome?.kind === 'result') outcome = { kind: 'result', result: shape(outcome.result) };
   // One terminal state: if the cancel won, the result is dropped and nothing is written.
-  if (outcome === null || requests.complete(id) === 'drop') return;
+  if (outcome === null || requests.complete(id) === 'drop') {
+    // Cancelled by a POSTed notification (2025-11-25) while the response is still open: end it
+    // without a message — an SSE stream just ends, an unanswered POST gets an empty 204.
+    if (!reply.raw.writableEnded && !reply.raw.destroyed) {
+      if (!reply.raw.headersSent) reply.raw.writeHead(204);
+      reply.raw.end();
+    }
+    return;
+  }
   if (progress) return (progress as ProgressStream).finish(id, outcome);
   const body = JSON.stringify(
     outcome.kind === 'result' ? resultResponse(id, outcome.result) : errorResponse(id, outcome.error),

@@ -1,0 +1,89 @@
+import { randomUUID } from 'node:crypto';
+import { RequestCoordinator } from '@taskgate/reliability';
+
+/**
+ * Sessions of the 2025-11-25 era (initialize handshake, Mcp-Session-Id). They exist for one reason
+ * here: a client of that era cancels by POSTing `notifications/cancelled {requestId}`, and request
+ * ids are only unique per client — so a cancel is matched within the session that sent the request
+ * (or within the tenant, for a client that ignores the session header). Held in this process's
+ * memory: behind a load balancer, a POSTed cancel must reach the process that holds the request
+ * (sticky sessions); closing the response stream cancels wherever it lands.
+ */
+export interface CallScope {
+  /** One terminal state per request of this scope: the POSTed cancel and the result race here. */
+  readonly requests: RequestCoordinator;
+  readonly controllers: Map<string, AbortController>;
+}
+
+interface Session {
+  readonly tenantId: string;
+  lastSeen: number;
+  readonly scope: CallScope;
+}
+
+export class LegacySessions {
+  readonly #sessions = new Map<string, Session>();
+  readonly #tenantScopes = new Map<string, CallScope>();
+  readonly #idleMs: number;
+  readonly #max: number;
+  readonly #now: () => number;
+
+  constructor(options: { idleMs?: number; max?: number; now?: () => number } = {}) {
+    this.#idleMs = options.idleMs ?? 3_600_000;
+    this.#max = options.max ?? 10_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** A new session for an initialize; the oldest ones go when there are too many. */
+  open(tenantId: string): string {
+    this.#evict();
+    const id = randomUUID();
+    this.#sessions.set(id, { tenantId, lastSeen: this.#now(), scope: newScope() });
+    return id;
+  }
+
+  /** The session's scope, or null when the id is unknown, expired, or another tenant's (all 404). */
+  scopeOf(sessionId: string, tenantId: string): CallScope | null {
+    const session = this.#sessions.get(sessionId);
+    if (!session || session.tenantId !== tenantId || this.#now() - session.lastSeen > this.#idleMs) return null;
+    session.lastSeen = this.#now();
+    return session.scope;
+  }
+
+  /** The scope of a tenant's requests sent without a session id. */
+  tenantScope(tenantId: string): CallScope {
+    let scope = this.#tenantScopes.get(tenantId);
+    if (!scope) {
+      scope = newScope();
+      this.#tenantScopes.set(tenantId, scope);
+    }
+    return scope;
+  }
+
+  /** DELETE with the session id: the client is done with it. */
+  close(sessionId: string, tenantId: string): boolean {
+    const session = this.#sessions.get(sessionId);
+    if (!session || session.tenantId !== tenantId) return false;
+    this.#sessions.delete(sessionId);
+    return true;
+  }
+
+  #evict(): void {
+    const now = this.#now();
+    for (const [id, session] of this.#sessions) {
+      if (now - session.lastSeen > this.#idleMs && session.scope.controllers.size === 0) this.#sessions.delete(id);
+    }
+    while (this.#sessions.size >= this.#max) {
+      const oldest = this.#sessions.keys().next().value as string;
+      this.#sessions.delete(oldest);
+    }
+  }
+}
+
+function newScope(): CallScope {
+  return { requests: new RequestCoordinator(), controllers: new Map() };
+}
+
+export function requestKey(id: string | number): string {
+  return typeof id === 'number' ? `n:${id}` : `s:${id}`;
+}
