@@ -4,6 +4,7 @@ export { bearerTenants, type TenantResolver } from './http/auth.ts';
 export { type Problem, problem, toProblem } from './http/problem.ts';
 export { LedgerService } from './ledger/ledger-service.ts';
 export { McpCore, type McpCoreOptions, type RequestContext } from './mcp/mcp-core.ts';
+export { ProgressStream } from './mcp/progress-stream.ts';
 export { StdioServer, type StdioServerOptions } from './mcp/stdio-server.ts';
 export { type ApiServerOptions, BODY_LIMIT_BYTES, createApiServer } from './server.ts';
 export { SseStream, type SseStreamOptions } from './sse/sse-stream.ts';

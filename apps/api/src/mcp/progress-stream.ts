@@ -18,18 +18,46 @@ export class ProgressStream {
   readonly #stream: SseStream;
   readonly #token: string | number;
   #last = Number.NEGATIVE_INFINITY;
+  /** The newest progress while the reader is behind: built into a message only once it can be sent. */
+  #held: { value: number; total: number | null; message: string | null } | null = null;
+  #skipped = false;
 
   constructor(response: ServerResponse, token: string | number, keepaliveMs: number) {
     this.#token = token;
     // Progress for one token coalesces in place; the final response has its own reserved slot.
     this.#stream = new SseStream(response, { capacity: 2, coalesce: 'adjacent', keepaliveMs });
     this.#stream.open();
+    // After the stream's own flush on 'drain' (it registered first), send what was held meanwhile.
+    response.on('drain', () => this.#sendHeld());
   }
 
   offer(task: TaskRecord): void {
     const progress = task.progress;
     if (!progress || !(progress.value > this.#last)) return;
     this.#last = progress.value;
+    if (this.#stream.backedUp) {
+      // A stalled reader costs one slot and no allocation per update: only the newest is kept.
+      if (this.#held) {
+        this.#skipped = true;
+        this.#held.value = progress.value;
+        this.#held.total = progress.total;
+        this.#held.message = progress.message;
+      } else {
+        this.#held = { value: progress.value, total: progress.total, message: progress.message };
+      }
+      return;
+    }
+    this.#send(progress);
+  }
+
+  #sendHeld(): void {
+    const held = this.#held;
+    if (!held || this.#stream.backedUp) return;
+    this.#held = null;
+    this.#send(held);
+  }
+
+  #send(progress: { value: number; total: number | null; message: string | null }): void {
     this.#stream.push({
       kind: 'replaceable',
       key: String(this.#token),
@@ -49,7 +77,12 @@ export class ProgressStream {
   }
 
   finish(id: JsonRpcId, outcome: MethodOutcome): void {
-    const dropped = this.#stream.takeRefetchFlag();
+    // The latest progress goes before the response (it may be coalesced or dropped; the response never is).
+    if (this.#held) {
+      this.#send(this.#held);
+      this.#held = null;
+    }
+    const dropped = this.#stream.takeRefetchFlag() || this.#skipped;
     const message =
       outcome.kind === 'result'
         ? resultResponse(id, dropped ? withDroppedFlag(outcome.result) : outcome.result)

@@ -45,6 +45,11 @@ export class SseStream {
     return this.#closed;
   }
 
+  /** True while the socket is full and writes wait for 'drain' (the reader is not keeping up). */
+  get backedUp(): boolean {
+    return this.#waitingForDrain;
+  }
+
   /** Sends the status line and the headers that keep proxies from buffering the stream. */
   open(extraHeaders: Record<string, string> = {}): void {
     this.#response.writeHead(200, {

@@ -1,0 +1,124 @@
+// A stalled reader: 1,000,000 progress updates for one tools/call while the client reads nothing,
+// then the client reads again. Measured: memory growth and updates/s, and that the final response
+// still arrives. Anchor, same run: the same updates written straight to the response (res.write
+// per notification, what a server without a bounded buffer does).
+//   npm run bench -- mcp-stalled-stream
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { ProgressStream } from '@taskgate/api';
+import type { TaskRecord } from '@taskgate/db';
+import { printTable } from './support/report.ts';
+
+const UPDATES = Number(process.env.UPDATES ?? 1_000_000);
+const BURST = 10_000;
+const WARM_UP = Math.floor(UPDATES / 10 / BURST) * BURST;
+// Memory is compared after a full collection, so garbage not yet collected is not counted as growth.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+function memory(): { rss: number; held: number } {
+  gc();
+  const usage = process.memoryUsage();
+  return { rss: usage.rss, held: usage.heapUsed + usage.external + usage.arrayBuffers };
+}
+
+const VARIANTS = ['taskgate ProgressStream (bounded, coalescing)', 'anchor: res.write per notification'] as const;
+const rows: Record<string, string | number>[] = [];
+for (const variant of VARIANTS.filter((name) => !process.env.ONLY || name.startsWith(process.env.ONLY))) {
+  const result = await run(variant.startsWith('taskgate'));
+  rows.push({
+    path: variant,
+    updates: UPDATES,
+    [`rss growth MB (${(WARM_UP / 1000).toLocaleString('en')}k → end)`]: result.rssGrowthMb,
+    'heap+buffers growth MB': result.heldGrowthMb,
+    'updates/s': Math.round(result.updatesPerSecond),
+    'queued in process MB': result.queuedMb,
+    'progress events delivered': variant.startsWith('taskgate') ? result.progressEvents : 'not drained',
+    'final response delivered': variant.startsWith('taskgate') ? (result.final ? 'yes' : 'NO') : 'not drained',
+  });
+}
+printTable(`A stalled reader and ${UPDATES.toLocaleString('en')} progress updates (goal: memory growth < 5 MB)`, rows);
+process.exit(0);
+
+async function run(bounded: boolean) {
+  const measured = { rssGrowthMb: 0, heldGrowthMb: 0, updatesPerSecond: 0, queuedMb: 0 };
+  let serverFinished!: () => void;
+  const serverDone = new Promise<void>((resolve) => {
+    serverFinished = resolve;
+  });
+  const server = http.createServer((_req, res) => {
+    const task = { progress: { value: 0, total: UPDATES, message: null } } as unknown as TaskRecord;
+    const stream = bounded ? new ProgressStream(res, 'p', 60_000) : null;
+    if (!stream) res.writeHead(200, { 'content-type': 'text/event-stream' });
+    void (async () => {
+      // Let the client's socket fill up first: from here on nothing is read.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      let before = memory();
+      let busyMs = 0;
+      // Updates come in bursts with the event loop free in between, as they do from a worker.
+      for (let n = 1; n <= UPDATES; ) {
+        // Growth is measured from the end of the first tenth on: by then the socket is full and the
+        // JavaScript heap has sized itself, so what grows after that grows with the updates.
+        if (n === WARM_UP + 1) before = memory();
+        const burstStarted = performance.now();
+        for (const end = Math.min(UPDATES, n + BURST - 1); n <= end; n++) {
+          if (stream) {
+            (task.progress as { value: number }).value = n;
+            stream.offer(task);
+          } else {
+            const message = {
+              jsonrpc: '2.0',
+              method: 'notifications/progress',
+              params: { progressToken: 'p', progress: n },
+            };
+            res.write(`data: ${JSON.stringify(message)}\n\n`);
+          }
+        }
+        busyMs += performance.now() - burstStarted;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const after = memory();
+      measured.updatesPerSecond = UPDATES / (busyMs / 1000);
+      measured.rssGrowthMb = (after.rss - before.rss) / 2 ** 20;
+      measured.heldGrowthMb = (after.held - before.held) / 2 ** 20;
+      if (stream) {
+        stream.finish(1, { kind: 'result', result: { resultType: 'complete', content: [] } });
+      } else {
+        // The unbounded writer has everything queued in this process. Draining a million queued
+        // chunks takes minutes here, so the anchor stops at the measurement: it reports how much is
+        // queued and closes the connection instead of delivering it.
+        measured.queuedMb = res.writableLength / 2 ** 20;
+        res.destroy();
+      }
+      serverFinished();
+    })();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const received = await new Promise<{ final: boolean; progressEvents: number }>((resolve, reject) => {
+    const request = http.get({ host: '127.0.0.1', port, path: '/', agent: false }, (response) => {
+      response.pause(); // the stalled reader
+      void serverDone.then(() => {
+        let progressEvents = 0;
+        let final = false;
+        let partial = '';
+        response.on('data', (chunk: Buffer) => {
+          const frames = (partial + chunk.toString()).split('\n\n');
+          partial = frames.pop() ?? '';
+          for (const frame of frames) {
+            if (frame.includes('notifications/progress')) progressEvents += 1;
+            else if (frame.includes('"id":1')) final = true;
+          }
+        });
+        response.on('end', () => resolve({ final, progressEvents }));
+        response.on('error', () => resolve({ final, progressEvents }));
+        response.on('close', () => resolve({ final, progressEvents }));
+        response.resume();
+      });
+    });
+    request.on('error', (error) => (bounded ? reject(error) : resolve({ final: false, progressEvents: 0 })));
+  });
+  server.close();
+  return { ...measured, ...received };
+}
