@@ -49,7 +49,11 @@ export function waitForTerminal(
       }
     };
     const onAbort = () => finish(() => reject(options.signal.reason));
-    const unsubscribe = hub.subscribe(taskId, () => void check());
+    // A notification says what changed: without a progress listener only a terminal status is
+    // worth a read (the poll still catches a notification that never came).
+    const unsubscribe = hub.subscribe(taskId, (notification) => {
+      if (options.onChange || !notification || TERMINAL.has(notification.status)) void check();
+    });
     const poll = setInterval(() => void check(), options.pollMs);
     poll.unref();
     options.signal.addEventListener('abort', onAbort, { once: true });

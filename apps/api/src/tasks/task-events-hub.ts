@@ -1,4 +1,4 @@
-import { TaskListener } from '@taskgate/db';
+import { TaskListener, type TaskNotification } from '@taskgate/db';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -9,7 +9,7 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
  */
 export class TaskEventsHub {
   readonly #listener: TaskListener | null;
-  readonly #subscribers = new Map<string, Set<() => void>>();
+  readonly #subscribers = new Map<string, Set<(notification: TaskNotification | null) => void>>();
 
   constructor(options: { connectionString: string; listen: boolean; logger: { readonly warn: LogFn } }) {
     this.#listener = options.listen
@@ -20,7 +20,7 @@ export class TaskEventsHub {
         })
       : null;
     this.#listener?.onNotification((notification) => {
-      for (const handler of this.#subscribers.get(notification.id) ?? []) handler();
+      for (const handler of this.#subscribers.get(notification.id) ?? []) handler(notification);
     });
   }
 
@@ -28,8 +28,11 @@ export class TaskEventsHub {
     await this.#listener?.start();
   }
 
-  /** Calls `onChange` whenever the task may have changed. Returns the unsubscribe function. */
-  subscribe(taskId: string, onChange: () => void): () => void {
+  /**
+   * Calls `onChange` with the notification whenever the task changed (status, progress, a cancel
+   * request). Returns the unsubscribe function.
+   */
+  subscribe(taskId: string, onChange: (notification: TaskNotification | null) => void): () => void {
     let handlers = this.#subscribers.get(taskId);
     if (!handlers) {
       handlers = new Set();

@@ -1,0 +1,120 @@
+// tools/call of greet over HTTP, closed loop, 32 connections for 10 s: calls/s, p50 and p99.
+// Taskgate's durable path (every call a task row, run by the worker) next to the official SDK v1
+// server (stateless Streamable HTTP, a transport per request), driven by the same load generator in
+// the same run.
+//   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- mcp-throughput
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { Pool } from 'undici';
+import { z } from 'zod';
+import { startApi, startPlatform } from '../test/support/task-platform.ts';
+import { benchDatabase } from './support/bench-database.ts';
+import { printTable, summary } from './support/report.ts';
+
+const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
+const SECONDS = Number(process.env.SECONDS ?? 10);
+const rows: Record<string, string | number>[] = [];
+
+const database = await benchDatabase();
+try {
+  const platform = await startPlatform(database.url);
+  await platform.startWorker({ concurrency: 32 });
+  const api = await startApi(platform, database.url);
+  await api.app.listen({ host: '127.0.0.1', port: 0 });
+  const ours = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+  const modern = (id: number) => ({
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'tools/call',
+      'mcp-name': 'greet',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: {
+        name: 'greet',
+        arguments: { name: 'bench' },
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    }),
+  });
+  await load(ours, modern, 2); // warm-up
+  rows.push(row('taskgate /mcp, durable (a task row per call, run by the worker)', await load(ours, modern, SECONDS)));
+  await api.close();
+  await platform.stop();
+
+  const server = http.createServer(async (req, res) => {
+    const mcp = new McpServer({ name: 'anchor', version: '1.0.0' });
+    mcp.registerTool('greet', { inputSchema: { name: z.string() } }, async ({ name }) => ({
+      content: [{ type: 'text', text: `Hello, ${name}!` }],
+    }));
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    res.on('close', () => void transport.close());
+    await mcp.connect(transport);
+    let body = '';
+    for await (const chunk of req) body += chunk;
+    await transport.handleRequest(req, res, JSON.parse(body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const anchorUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const legacy = (id: number) => ({
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'greet', arguments: { name: 'bench' } },
+    }),
+  });
+  await load(anchorUrl, legacy, 2);
+  rows.push(row('SDK v1 stateless server (in-process handler, no durability)', await load(anchorUrl, legacy, SECONDS)));
+  server.closeAllConnections();
+  server.close();
+} finally {
+  await database.drop();
+}
+printTable(
+  `tools/call greet over HTTP, ${CONNECTIONS} connections, ${SECONDS} s (goal: durable ≥ 1,000 calls/s)`,
+  rows,
+);
+process.exit(0);
+
+/** A closed-loop load generator: each connection sends the next call when the last one answered. */
+async function load(
+  origin: string,
+  request: (id: number) => { headers: Record<string, string>; body: string },
+  seconds: number,
+): Promise<{ latencies: number[]; errors: number; seconds: number }> {
+  const pool = new Pool(origin, { connections: CONNECTIONS, pipelining: 1 });
+  const latencies: number[] = [];
+  let errors = 0;
+  let id = 0;
+  const until = performance.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (performance.now() < until) {
+        const { headers, body } = request(id++);
+        const started = performance.now();
+        const response = await pool.request({ path: '/mcp', method: 'POST', headers, body });
+        const text = await response.body.text();
+        if (response.statusCode !== 200 || !text.includes('Hello')) errors += 1;
+        else latencies.push(performance.now() - started);
+      }
+    }),
+  );
+  await pool.close();
+  return { latencies, errors, seconds };
+}
+
+function row(path: string, result: { latencies: number[]; errors: number; seconds: number }) {
+  const s = summary(result.latencies);
+  return { path, 'calls/s': s.n / result.seconds, errors: result.errors, 'p50 ms': s.p50, 'p99 ms': s.p99 };
+}
