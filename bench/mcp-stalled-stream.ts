@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { ProgressStream } from '@taskgate/api';
-import type { TaskRecord } from '@taskgate/db';
+import type { TaskProgress } from '@taskgate/db';
 import { printTable } from './support/report.ts';
 
 const UPDATES = Number(process.env.UPDATES ?? 1_000_000);
@@ -48,7 +48,7 @@ async function run(bounded: boolean) {
     serverFinished = resolve;
   });
   const server = http.createServer((_req, res) => {
-    const task = { progress: { value: 0, total: UPDATES, message: null } } as unknown as TaskRecord;
+    const progress: TaskProgress = { value: 0, total: UPDATES, message: null };
     const stream = bounded ? new ProgressStream(res, 'p', 60_000) : null;
     if (!stream) res.writeHead(200, { 'content-type': 'text/event-stream' });
     void (async () => {
@@ -64,8 +64,8 @@ async function run(bounded: boolean) {
         const burstStarted = performance.now();
         for (const end = Math.min(UPDATES, n + BURST - 1); n <= end; n++) {
           if (stream) {
-            (task.progress as { value: number }).value = n;
-            stream.offer(task);
+            (progress as { value: number }).value = n;
+            stream.offer(progress);
           } else {
             const message = {
               jsonrpc: '2.0',

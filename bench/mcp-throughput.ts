@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { defineTool } from '@taskgate/tools';
 import { Pool } from 'undici';
 import { z } from 'zod';
 import { startApi, startPlatform } from '../test/support/task-platform.ts';
@@ -19,25 +20,36 @@ const rows: Record<string, string | number>[] = [];
 
 const database = await benchDatabase();
 try {
-  const platform = await startPlatform(database.url);
+  // The same greeting as the built-in greet, declared inline: it runs in the API process, no task row.
+  const greetInline = defineTool<{ name: string }>({
+    name: 'greet_inline',
+    description: 'greet, inline',
+    inputSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+    retry: 'safe',
+    inline: true,
+    async handler({ name }) {
+      return { content: [{ type: 'text', text: `Hello, ${name}!` }] };
+    },
+  });
+  const platform = await startPlatform(database.url, { tools: [greetInline] as never });
   await platform.startWorker({ concurrency: 32 });
   const api = await startApi(platform, database.url);
   await api.app.listen({ host: '127.0.0.1', port: 0 });
   const ours = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
-  const modern = (id: number) => ({
+  const modernCall = (tool: string) => (id: number) => ({
     headers: {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
       'mcp-protocol-version': '2026-07-28',
       'mcp-method': 'tools/call',
-      'mcp-name': 'greet',
+      'mcp-name': tool,
     },
     body: JSON.stringify({
       jsonrpc: '2.0',
       id,
       method: 'tools/call',
       params: {
-        name: 'greet',
+        name: tool,
         arguments: { name: 'bench' },
         _meta: {
           'io.modelcontextprotocol/protocolVersion': '2026-07-28',
@@ -46,8 +58,12 @@ try {
       },
     }),
   });
-  await load(ours, modern, 2); // warm-up
-  rows.push(row('taskgate /mcp, durable (a task row per call, run by the worker)', await load(ours, modern, SECONDS)));
+  const inline = modernCall('greet_inline');
+  await load(ours, inline, 2); // warm-up
+  rows.push(row('taskgate /mcp, inline (safe tool, API process, no task row)', await load(ours, inline, SECONDS)));
+  const durable = modernCall('greet');
+  await load(ours, durable, 2);
+  rows.push(row('taskgate /mcp, durable (a task row per call, run by the worker)', await load(ours, durable, SECONDS)));
   await api.close();
   await platform.stop();
 

@@ -228,6 +228,57 @@ describe('POST /mcp (2026-07-28)', () => {
     expect(messages.indexOf(last)).toBe(messages.length - 1);
   });
 
+  it('keeps a stalled reader to the latest progress and still delivers the final response when it reads again', async () => {
+    const server = await listen();
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 'stalled',
+      method: 'tools/call',
+      params: { name: 'slow_compute', arguments: { seconds: 1 }, _meta: { ...META, progressToken: 's' } },
+    });
+    const text = await new Promise<string>((resolve, reject) => {
+      const request = http.request(`${server}/mcp`, {
+        method: 'POST',
+        headers: {
+          ...headersFor({ method: 'tools/call', params: { name: 'slow_compute' } }),
+          'content-length': Buffer.byteLength(body),
+        },
+      });
+      request.on('error', reject);
+      request.on('response', (response) => {
+        // The reader stops reading until the task is over, then reads everything.
+        response.pause();
+        void waitForTask(
+          async () => {
+            const { rows } = await sql<{ status: string }>`
+              SELECT status FROM tasks WHERE tool = 'slow_compute' AND arguments->>'seconds' = '1'`.execute(
+              platform.db,
+            );
+            return rows[0]?.status;
+          },
+          (status) => status === 'completed',
+        ).then(() => {
+          let received = '';
+          response.on('data', (chunk: Buffer) => {
+            received += chunk.toString();
+          });
+          response.on('end', () => resolve(received));
+          response.resume();
+        }, reject);
+      });
+      request.end(body);
+    });
+    const messages = text
+      .split('\n\n')
+      .filter((frame) => frame.startsWith('data: '))
+      .map((frame) => JSON.parse(frame.slice('data: '.length)));
+    expect(messages.at(-1)).toMatchObject({ id: 'stalled', result: { resultType: 'complete' } });
+    const values = messages
+      .filter((message) => message.method === 'notifications/progress')
+      .map((message) => message.params.progress);
+    expect(values).toEqual([...new Set(values)].sort((a, b) => a - b));
+  });
+
   it('treats closing the response stream as cancellation: the task ends cancelled and the request gets nothing', async () => {
     const server = await listen();
     const body = JSON.stringify(rpc('tools/call', { name: 'slow_compute', arguments: { seconds: 5 } }, 'slow-1'));

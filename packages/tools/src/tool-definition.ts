@@ -90,6 +90,12 @@ export interface ToolDefinition<Input = Record<string, unknown>> {
    */
   readonly idempotencyKey?: 'required' | 'optional';
   readonly timeouts?: ToolTimeouts;
+  /**
+   * A safe tool may run inline: an MCP tools/call then runs it in the API process with no task row
+   * (cancellation, the two clocks and progress still apply). Nothing is durable, which is why only
+   * safe tools may: a lost inline call is simply called again. REST tasks always run on workers.
+   */
+  readonly inline?: boolean;
   handler(input: Input, ctx: ToolContext): Promise<ToolResult>;
 }
 
@@ -102,6 +108,9 @@ export function defineTool<Input = Record<string, unknown>>(definition: ToolDefi
   }
   if (definition.inputSchema.type !== 'object') {
     throw new TypeError(`tool ${definition.name}: inputSchema must be a JSON Schema with type "object"`);
+  }
+  if (definition.inline && definition.retry !== 'safe') {
+    throw new TypeError(`tool ${definition.name}: only a safe tool may run inline (it has no durable record)`);
   }
   if (definition.idempotencyKey !== undefined && definition.retry !== 'conditional') {
     throw new TypeError(`tool ${definition.name}: only a conditional tool takes an idempotency key`);

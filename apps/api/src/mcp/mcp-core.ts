@@ -1,8 +1,10 @@
-import type { TaskRecord } from '@taskgate/db';
+import type { TaskProgress, TaskRecord } from '@taskgate/db';
+import { TaskgateError } from '@taskgate/errors';
 import { ErrorCode } from '@taskgate/protocol';
-import type { ToolRegistry } from '@taskgate/tools';
+import type { ToolDefinition, ToolRegistry } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import type { TaskService } from '../tasks/task-service.ts';
+import { runInline } from './inline-call.ts';
 import {
   callOutcome,
   discoverResult,
@@ -11,6 +13,7 @@ import {
   refusal,
   type ServerIdentity,
   toolsListResult,
+  withServerInfo,
 } from './mcp-methods.ts';
 import { waitForTerminal } from './task-outcome.ts';
 
@@ -27,8 +30,8 @@ export interface RequestContext {
   readonly tenantId: string;
   /** Aborted when the request is cancelled (a closed stream, notifications/cancelled, a closed pipe). */
   readonly signal: AbortSignal;
-  /** Sees the task on every change while a tools/call runs (for notifications/progress). */
-  readonly onTaskChange?: (task: TaskRecord) => void;
+  /** Sees every new progress value while a tools/call runs (for notifications/progress). */
+  readonly onProgress?: (progress: TaskProgress) => void;
   readonly log?: (fields: Record<string, unknown>, message: string) => void;
 }
 
@@ -65,6 +68,33 @@ export class McpCore {
     }
   }
 
+  async #inline(
+    tool: ToolDefinition,
+    args: Record<string, unknown>,
+    context: RequestContext,
+  ): Promise<MethodOutcome | null> {
+    const check = this.#options.tools.check(tool.name, args);
+    if (!check.ok) {
+      return refusal(
+        new TaskgateError(
+          'TG_TOOL_ARGUMENTS_INVALID',
+          `the arguments do not match the input schema of ${tool.name}`,
+          check.kind === 'invalid-arguments' ? { details: { errors: check.problems } } : {},
+        ),
+      );
+    }
+    const outcome = await runInline(tool, args, {
+      tenantId: context.tenantId,
+      signal: context.signal,
+      ...(context.onProgress ? { onProgress: context.onProgress } : {}),
+    });
+    if (outcome === null || 'kind' in outcome) return outcome;
+    return {
+      kind: 'result',
+      result: withServerInfo(outcome as unknown as Record<string, unknown>, this.#options.server),
+    };
+  }
+
   async #call(
     params: Readonly<Record<string, unknown>> | undefined,
     context: RequestContext,
@@ -72,6 +102,8 @@ export class McpCore {
     const { service, hub } = this.#options;
     const call = readCallParams(params);
     if ('code' in call) return { kind: 'error', httpStatus: 200, error: call };
+    const tool = this.#options.tools.get(call.name);
+    if (tool?.inline) return this.#inline(tool, call.arguments, context);
     let task: TaskRecord;
     try {
       ({ task } = await service.submit(context.tenantId, {
@@ -102,7 +134,7 @@ export class McpCore {
       const done = await waitForTerminal(service, hub, context.tenantId, task.id, {
         pollMs: this.#options.pollMs,
         signal: context.signal,
-        ...(context.onTaskChange ? { onChange: context.onTaskChange } : {}),
+        ...(context.onProgress ? { onChange: progressOf(context.onProgress) } : {}),
       });
       return callOutcome(done, this.#options.server);
     } catch (error) {
@@ -111,4 +143,14 @@ export class McpCore {
       return null;
     }
   }
+}
+
+/** Task readings to strictly increasing progress values. */
+function progressOf(onProgress: (progress: TaskProgress) => void): (task: TaskRecord) => void {
+  let last = Number.NEGATIVE_INFINITY;
+  return (task) => {
+    if (!task.progress || !(task.progress.value > last)) return;
+    last = task.progress.value;
+    onProgress(task.progress);
+  };
 }

@@ -76,10 +76,9 @@ export function refusal(error: unknown): MethodOutcome {
  */
 export function callOutcome(task: TaskRecord, server: ServerIdentity): MethodOutcome {
   if (task.status === 'completed') {
-    const result = (task.result ?? { content: [] }) as Record<string, unknown>;
     return {
       kind: 'result',
-      result: { resultType: 'complete', ...result, _meta: { ...(result._meta as object), [META.serverInfo]: server } },
+      result: withServerInfo((task.result ?? { content: [] }) as Record<string, unknown>, server),
     };
   }
   if (task.status === 'failed') {
@@ -104,4 +103,12 @@ export function callOutcome(task: TaskRecord, server: ServerIdentity): MethodOut
       data: { taskId: task.id, status: task.status },
     },
   };
+}
+
+/** A CallToolResult as 2026-07-28 sends it: resultType, and the server's identity in _meta. */
+export function withServerInfo(
+  result: Readonly<Record<string, unknown>>,
+  server: ServerIdentity,
+): Record<string, unknown> {
+  return { resultType: 'complete', ...result, _meta: { ...(result._meta as object), [META.serverInfo]: server } };
 }

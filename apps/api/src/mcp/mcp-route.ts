@@ -1,4 +1,4 @@
-import type { TaskRecord } from '@taskgate/db';
+import type { TaskProgress } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
 import {
   checkRequestMetadata,
@@ -258,10 +258,10 @@ async function callTool(
     outcome = await options.core.request('tools/call', params, {
       tenantId,
       signal: stop.signal,
-      onTaskChange: (task: TaskRecord) => {
+      onProgress: (update: TaskProgress) => {
         if (typeof progressToken !== 'string' && typeof progressToken !== 'number') return;
         progress ??= new ProgressStream(reply.raw, progressToken, options.keepaliveMs ?? 15_000);
-        progress.offer(task);
+        progress.offer(update);
       },
       log: (fields: Record<string, unknown>, message: string) => request.log.warn(fields, message),
     });

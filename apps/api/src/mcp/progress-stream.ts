@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { TaskRecord } from '@taskgate/db';
+import type { TaskProgress } from '@taskgate/db';
 import { errorResponse, type JsonRpcId, resultResponse } from '@taskgate/protocol';
 import { SseStream } from '../sse/sse-stream.ts';
 import type { MethodOutcome } from './mcp-methods.ts';
@@ -31,9 +31,8 @@ export class ProgressStream {
     response.on('drain', () => this.#sendHeld());
   }
 
-  offer(task: TaskRecord): void {
-    const progress = task.progress;
-    if (!progress || !(progress.value > this.#last)) return;
+  offer(progress: TaskProgress): void {
+    if (!(progress.value > this.#last)) return;
     this.#last = progress.value;
     if (this.#stream.backedUp) {
       // A stalled reader costs one slot and no allocation per update: only the newest is kept.

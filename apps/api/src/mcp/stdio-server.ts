@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
-import type { TaskRecord } from '@taskgate/db';
+import type { TaskProgress } from '@taskgate/db';
 import {
   checkMetaFields,
   classifyMessage,
@@ -135,7 +135,7 @@ export class StdioServer {
       .request(method, params, {
         tenantId: this.#options.tenantId,
         signal: controller.signal,
-        ...(progress ? { onTaskChange: progress } : {}),
+        ...(progress ? { onProgress: progress } : {}),
         log: this.#options.logger.warn,
       })
       .then(
@@ -179,13 +179,12 @@ export class StdioServer {
 function progressForwarder(
   params: Readonly<Record<string, unknown>> | undefined,
   send: (notification: unknown) => void,
-): ((task: TaskRecord) => void) | null {
+): ((progress: TaskProgress) => void) | null {
   const token = (params?._meta as Record<string, unknown> | undefined)?.progressToken;
   if (typeof token !== 'string' && typeof token !== 'number') return null;
   let last = Number.NEGATIVE_INFINITY;
-  return (task) => {
-    const progress = task.progress;
-    if (!progress || !(progress.value > last)) return;
+  return (progress) => {
+    if (!(progress.value > last)) return;
     last = progress.value;
     send({
       jsonrpc: '2.0',
