@@ -6,6 +6,7 @@ import type { ReadinessReport } from './health-routes.ts';
 import { bearerTenants } from './http/auth.ts';
 import { createApiServer } from './server.ts';
 import { openTaskServices } from './task-services.ts';
+import type { ClockCaps } from './tasks/task-service.ts';
 
 export type CheckState = ReadinessReport['checks'][string];
 
@@ -24,6 +25,8 @@ export interface ApiRoleOptions {
   readonly allowedOrigins?: readonly string[];
   /** How long idempotency keys are remembered after their call committed. */
   readonly idempotencyRetentionMs?: number;
+  /** The server's ceiling on tools' idle and max clocks. */
+  readonly clockCaps?: ClockCaps;
   /** Other roles' states and the process's shutdown flag, for /readyz. */
   readonly checks: () => Record<string, CheckState>;
   readonly stopping: () => boolean;
@@ -47,6 +50,7 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
     listenNotify: options.listenNotify,
     ...(options.defaultTtlMs === undefined ? {} : { defaultTtlMs: options.defaultTtlMs }),
     ...(options.idempotencyRetentionMs === undefined ? {} : { idempotencyRetentionMs: options.idempotencyRetentionMs }),
+    ...(options.clockCaps ? { clockCaps: options.clockCaps } : {}),
   });
   const cleanup = () => services.stop();
   let app: FastifyInstance;
@@ -65,6 +69,7 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
           tools: options.tools,
           allowedOrigins: options.allowedOrigins ?? [],
           loopbackOnly: isLoopback(options.host),
+          ...(options.clockCaps ? { clockCaps: options.clockCaps } : {}),
         },
       },
     });

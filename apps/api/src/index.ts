@@ -11,4 +11,11 @@ export { SseStream, type SseStreamOptions } from './sse/sse-stream.ts';
 export { openTaskServices, type TaskServices, type TaskServicesOptions } from './task-services.ts';
 export { decodeCursor, encodeCursor } from './tasks/task-cursor.ts';
 export { TaskEventsHub } from './tasks/task-events-hub.ts';
-export { type CreateTaskInput, type TaskListing, TaskService, type TaskServiceOptions } from './tasks/task-service.ts';
+export {
+  type ClockCaps,
+  type CreateTaskInput,
+  cappedClocks,
+  type TaskListing,
+  TaskService,
+  type TaskServiceOptions,
+} from './tasks/task-service.ts';

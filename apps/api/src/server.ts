@@ -12,7 +12,7 @@ import { registerLedgerRoutes } from './routes/ledger-routes.ts';
 import { ProblemSchema, TaskSchema } from './routes/task-schemas.ts';
 import { registerTaskRoutes } from './routes/tasks-routes.ts';
 import type { TaskEventsHub } from './tasks/task-events-hub.ts';
-import type { TaskService } from './tasks/task-service.ts';
+import type { ClockCaps, TaskService } from './tasks/task-service.ts';
 
 export interface ApiServerOptions {
   readonly logger: FastifyBaseLogger;
@@ -29,6 +29,7 @@ export interface ApiServerOptions {
       readonly tools: ToolRegistry;
       readonly allowedOrigins: readonly string[];
       readonly loopbackOnly: boolean;
+      readonly clockCaps?: ClockCaps;
     };
   };
 }
@@ -70,6 +71,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
           tools: options.tasks.mcp.tools,
           server: { name: 'taskgate', version: options.version ?? '0.1.0' },
           pollMs: options.tasks.events?.pollMs ?? 1_000,
+          ...(options.tasks.mcp.clockCaps ? { clockCaps: options.tasks.mcp.clockCaps } : {}),
         }),
         tenant: options.tasks.tenant,
         server: { name: 'taskgate', version: options.version ?? '0.1.0' },

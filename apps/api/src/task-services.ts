@@ -5,7 +5,7 @@ import type pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { LedgerService } from './ledger/ledger-service.ts';
 import { TaskEventsHub } from './tasks/task-events-hub.ts';
-import { TaskService } from './tasks/task-service.ts';
+import { type ClockCaps, TaskService } from './tasks/task-service.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -18,6 +18,7 @@ export interface TaskServicesOptions {
   readonly listenNotify: boolean;
   readonly defaultTtlMs?: number;
   readonly idempotencyRetentionMs?: number;
+  readonly clockCaps?: ClockCaps;
 }
 
 export interface TaskServices {
@@ -74,6 +75,7 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     defaultTtlMs: options.defaultTtlMs ?? DEFAULT_TTL_MS,
     pollIntervalMs: options.listenNotify ? 1_000 : 500,
     ...(options.idempotencyRetentionMs === undefined ? {} : { idempotencyRetentionMs: options.idempotencyRetentionMs }),
+    ...(options.clockCaps ? { clockCaps: options.clockCaps } : {}),
   });
   const ledger = new LedgerService(
     db,

@@ -29,6 +29,8 @@ describe('loadConfig', () => {
       workerConcurrency: 32,
       idempotencyRetentionMs: 86_400_000,
       outboxRetentionMs: 604_800_000,
+      maxCallMs: 86_400_000,
+      maxIdleMs: null,
     });
     expect(config.tokens.size).toBe(0);
     expect(warnings).toEqual([]);
@@ -46,6 +48,8 @@ describe('loadConfig', () => {
         TASKGATE_SHUTDOWN_GRACE_MS: '10000',
         TASKGATE_WORKER_CONCURRENCY: '64',
         TASKGATE_IDEMPOTENCY_RETENTION_MS: '3600000',
+        TASKGATE_MAX_CALL_MS: '600000',
+        TASKGATE_MAX_IDLE_MS: '30000',
         LOG_LEVEL: 'DEBUG',
       },
       '/srv',
@@ -61,6 +65,7 @@ describe('loadConfig', () => {
     expect(config.shutdownGraceMs).toBe(10000);
     expect(config.workerConcurrency).toBe(64);
     expect(config.idempotencyRetentionMs).toBe(3_600_000);
+    expect([config.maxCallMs, config.maxIdleMs]).toEqual([600_000, 30_000]);
     expect(config.logLevel).toBe('debug');
   });
 

@@ -22,6 +22,10 @@ export interface Config {
   readonly idempotencyRetentionMs: number;
   /** How long delivered outbox rows are kept. */
   readonly outboxRetentionMs: number;
+  /** The server's ceiling on every tool's max clock (a tool without one gets this). */
+  readonly maxCallMs: number;
+  /** The server's ceiling on every tool's idle clock; null: tools' own idle clocks only. */
+  readonly maxIdleMs: number | null;
   readonly relay: RelayConfig;
 }
 
@@ -61,6 +65,9 @@ export const SETTINGS = {
   TASKGATE_IDEMPOTENCY_RETENTION_MS:
     'how long an idempotency key and its stored result are kept after the call committed (default 86400000, 24 h)',
   TASKGATE_OUTBOX_RETENTION_MS: 'how long delivered outbox rows are kept before deletion (default 604800000, 7 days)',
+  TASKGATE_MAX_CALL_MS:
+    "ceiling on every tool's max clock; a tool without one gets this, so every call ends (default 86400000, 24 h)",
+  TASKGATE_MAX_IDLE_MS: "ceiling on every tool's idle clock (default: unset, tools' own idle clocks only)",
   TASKGATE_RELAY_SINKS: 'webhook URLs (http or https) the relay delivers outbox events to, comma-separated',
   TASKGATE_RELAY_SECRET: 'HMAC-SHA256 key of the Taskgate-Signature header; required with sinks, 16+ characters',
   TASKGATE_RELAY_MAX_ATTEMPTS: 'delivery attempts before an outbox row moves to dead-letter (default 10)',
@@ -133,6 +140,20 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
     problem,
   );
 
+  const maxCallMs = parseInteger(
+    value('TASKGATE_MAX_CALL_MS'),
+    86_400_000,
+    1_000,
+    30 * 86_400_000,
+    'TASKGATE_MAX_CALL_MS',
+    problem,
+  );
+  const maxIdleRaw = value('TASKGATE_MAX_IDLE_MS');
+  const maxIdleMs =
+    maxIdleRaw === undefined
+      ? null
+      : parseInteger(maxIdleRaw, 0, 100, 30 * 86_400_000, 'TASKGATE_MAX_IDLE_MS', problem);
+
   const relay = parseRelay(value, problem);
 
   const tokens = parseTokens(value('TASKGATE_TOKENS'), problem);
@@ -177,6 +198,8 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       workerConcurrency,
       idempotencyRetentionMs,
       outboxRetentionMs,
+      maxCallMs,
+      maxIdleMs,
       relay,
     },
     warnings,
@@ -345,4 +368,9 @@ function distance(a: string, b: string): number {
     }
   }
   return row[b.length] as number;
+}
+
+/** The server's clock ceilings as the task services take them. */
+export function clockCaps(config: Config): { maxMs: number; idleMs?: number } {
+  return { maxMs: config.maxCallMs, ...(config.maxIdleMs === null ? {} : { idleMs: config.maxIdleMs }) };
 }

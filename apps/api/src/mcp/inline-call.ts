@@ -22,13 +22,22 @@ import type { MethodOutcome } from './mcp-methods.ts';
 export async function runInline(
   tool: ToolDefinition,
   args: Record<string, unknown>,
-  context: { tenantId: string; signal: AbortSignal; onProgress?: (progress: TaskProgress) => void },
+  context: {
+    tenantId: string;
+    signal: AbortSignal;
+    /** The tool's clocks under the server's caps. */
+    limits: { idleMs: number | null; maxMs: number | null };
+    onProgress?: (progress: TaskProgress) => void;
+  },
 ): Promise<ToolResult | MethodOutcome | null> {
   const controller = new AbortController();
   const onCancel = () => controller.abort(new TaskCancelledError(reasonOf(context.signal.reason)));
   if (context.signal.aborted) return null;
   context.signal.addEventListener('abort', onCancel, { once: true });
-  const deadline = new TwoClockDeadline({ idleMs: tool.timeouts?.idleMs, maxMs: tool.timeouts?.maxMs }, Date.now());
+  const deadline = new TwoClockDeadline(
+    { idleMs: context.limits.idleMs ?? undefined, maxMs: context.limits.maxMs ?? undefined },
+    Date.now(),
+  );
   let timer: NodeJS.Timeout | undefined;
   const arm = () => {
     clearTimeout(timer);

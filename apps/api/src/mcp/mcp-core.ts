@@ -3,7 +3,7 @@ import { TaskgateError } from '@taskgate/errors';
 import { ErrorCode } from '@taskgate/protocol';
 import type { ToolDefinition, ToolRegistry } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
-import type { TaskService } from '../tasks/task-service.ts';
+import { type ClockCaps, cappedClocks, type TaskService } from '../tasks/task-service.ts';
 import { runInline } from './inline-call.ts';
 import {
   callOutcome,
@@ -24,6 +24,8 @@ export interface McpCoreOptions {
   readonly server: ServerIdentity;
   /** The floor under NOTIFY while a call waits for its task. */
   readonly pollMs: number;
+  /** The server's ceiling on tools' clocks (inline calls; durable ones get it from TaskService). */
+  readonly clockCaps?: ClockCaps;
 }
 
 export interface RequestContext {
@@ -83,9 +85,11 @@ export class McpCore {
         ),
       );
     }
+    const clocks = cappedClocks(tool, this.#options.clockCaps);
     const outcome = await runInline(tool, args, {
       tenantId: context.tenantId,
       signal: context.signal,
+      limits: { idleMs: clocks.idleTimeoutMs, maxMs: clocks.maxTimeoutMs },
       ...(context.onProgress ? { onProgress: context.onProgress } : {}),
     });
     if (outcome === null || 'kind' in outcome) return outcome;

@@ -29,6 +29,11 @@ export interface TaskServiceOptions {
   readonly tools: ToolRegistry;
   readonly defaultTtlMs: number;
   readonly pollIntervalMs: number;
+  /**
+   * The server's ceiling on each tool's clocks. A tool's own limits apply below it; a tool without
+   * a max clock gets this one, so every call ends.
+   */
+  readonly clockCaps?: ClockCaps;
   /** How long an idempotency key is remembered after its call committed (default 24 h). */
   readonly idempotencyRetentionMs?: number;
   /** Test seam: runs inside the creating transaction after the row and the job are written. */
@@ -51,6 +56,24 @@ export interface Submission {
   readonly task: TaskRecord;
   /** True when the key had already been used for this call: nothing new was created. */
   readonly replayed: boolean;
+}
+
+export interface ClockCaps {
+  readonly idleMs?: number;
+  readonly maxMs?: number;
+}
+
+/** A tool's clocks under the server's caps: the smaller of the two, or the cap if the tool has none. */
+export function cappedClocks(
+  tool: ToolDefinition,
+  caps: ClockCaps | undefined,
+): { idleTimeoutMs: number | null; maxTimeoutMs: number | null } {
+  const cap = (own: number | undefined, ceiling: number | undefined) =>
+    own === undefined ? (ceiling ?? null) : ceiling === undefined ? own : Math.min(own, ceiling);
+  return {
+    idleTimeoutMs: cap(tool.timeouts?.idleMs, caps?.idleMs),
+    maxTimeoutMs: cap(tool.timeouts?.maxMs, caps?.maxMs),
+  };
 }
 
 export const DEFAULT_IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -157,8 +180,7 @@ export class TaskService {
       mode: input.mode ?? 'task',
       ttlMs: input.ttlMs ?? this.#options.defaultTtlMs,
       pollIntervalMs: this.#options.pollIntervalMs,
-      idleTimeoutMs: tool.timeouts?.idleMs ?? null,
-      maxTimeoutMs: tool.timeouts?.maxMs ?? null,
+      ...cappedClocks(tool, this.#options.clockCaps),
     };
   }
 

@@ -2,7 +2,7 @@ import { McpCore, openTaskServices, StdioServer } from '@taskgate/api';
 import { loadMigrations, MigrationRunner } from '@taskgate/db';
 import { builtinTools, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole } from '@taskgate/worker';
-import { type Config, DEFAULT_TENANT } from '../config.ts';
+import { type Config, clockCaps, DEFAULT_TENANT } from '../config.ts';
 import { openDatabase } from '../database.ts';
 import { Lifecycle } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
@@ -49,6 +49,7 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
       tools,
       listenNotify,
       idempotencyRetentionMs: config.idempotencyRetentionMs,
+      clockCaps: clockCaps(config),
     });
     lifecycle.onStop('services', () => services.stop());
     const server = new StdioServer({
@@ -58,6 +59,7 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
         tools,
         server: { name: 'taskgate', version: '0.1.0' },
         pollMs: listenNotify ? 1_000 : 250,
+        clockCaps: clockCaps(config),
       }),
       input: process.stdin,
       output: process.stdout,

@@ -4,7 +4,7 @@ import { TaskgateError } from '@taskgate/errors';
 import { startRelayRole } from '@taskgate/relay';
 import { builtinTools, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole } from '@taskgate/worker';
-import { type Config, DEFAULT_TENANT, isLoopbackHost } from '../config.ts';
+import { type Config, clockCaps, DEFAULT_TENANT, isLoopbackHost } from '../config.ts';
 import { openDatabase } from '../database.ts';
 import { Lifecycle } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
@@ -88,6 +88,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
         port: config.port,
         tokens: config.tokens,
         allowedOrigins: config.allowedOrigins,
+        clockCaps: clockCaps(config),
         idempotencyRetentionMs: config.idempotencyRetentionMs,
         unauthenticatedTenant: DEFAULT_TENANT,
         tools,
