@@ -38,7 +38,14 @@ const META = {
 function connect() {
   const input = new PassThrough();
   const output = new PassThrough();
-  const server = new StdioServer({ core, input, output, tenantId: 'default', logger: silentLogger });
+  const server = new StdioServer({
+    core,
+    input,
+    output,
+    tenantId: 'default',
+    server: { name: 'taskgate', version: 'test' },
+    logger: silentLogger,
+  });
   const received: Record<string, unknown>[] = [];
   let partial = '';
   output.on('data', (chunk: Buffer) => {
@@ -170,7 +177,7 @@ describe('MCP over stdio', () => {
     await client.server.closed;
   });
 
-  it('answers parse errors, invalid messages, missing _meta, unknown methods and initialize with JSON-RPC errors', async () => {
+  it('answers parse errors, invalid messages, missing _meta and unknown methods with JSON-RPC errors, and initialize with its result', async () => {
     const client = connect();
     client.send('{"jsonrpc": "2.0", "id": 1, "method": ');
     client.send({ jsonrpc: '2.0', id: 'v', method: 7 });
@@ -184,7 +191,8 @@ describe('MCP over stdio', () => {
     expect(byId.get('v')).toMatchObject({ error: { code: -32600 } });
     expect(byId.get('m')).toMatchObject({ error: { code: -32602 } });
     expect(byId.get('u')).toMatchObject({ error: { code: -32601 } });
-    expect(byId.get('i')).toMatchObject({ error: { code: -32022, data: { supported: ['2026-07-28'] } } });
+    // initialize opens the 2025-11-25 era on this pipe.
+    expect(byId.get('i')).toMatchObject({ result: { protocolVersion: '2025-11-25', capabilities: { tools: {} } } });
     client.input.end();
     await client.server.closed;
   });

@@ -112,3 +112,14 @@ export function withServerInfo(
 ): Record<string, unknown> {
   return { resultType: 'complete', ...result, _meta: { ...(result._meta as object), [META.serverInfo]: server } };
 }
+
+/** A 2026-07-28 result as 2025-11-25 shaped it: no resultType, no cache hints. */
+export function legacyResult(result: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...rest } = result;
+  return rest;
+}
+
+/** The initialize result of the 2025-11-25 era (basic/lifecycle). */
+export function initializeResult(server: ServerIdentity, protocolVersion: string): Record<string, unknown> {
+  return { protocolVersion, capabilities: { tools: {} }, serverInfo: server, instructions: discoverInstructions };
+}

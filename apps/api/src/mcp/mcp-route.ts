@@ -19,7 +19,7 @@ import type { TenantResolver } from '../http/auth.ts';
 import { checkHttpRequest, type HttpGuardOptions } from './http-guards.ts';
 import { type CallScope, LegacySessions, requestKey } from './legacy-sessions.ts';
 import type { McpCore } from './mcp-core.ts';
-import { discoverInstructions, type MethodOutcome, type ServerIdentity } from './mcp-methods.ts';
+import { discoverInstructions, legacyResult, type MethodOutcome, type ServerIdentity } from './mcp-methods.ts';
 import { ProgressStream } from './progress-stream.ts';
 
 export interface McpRouteOptions extends HttpGuardOptions {
@@ -204,12 +204,6 @@ async function handleLegacy(
   })) as MethodOutcome;
   if (outcome.kind === 'result') return reply.send(resultResponse(id, legacyResult(outcome.result)));
   return reply.code(200).send(errorResponse(id, outcome.error));
-}
-
-/** A 2026-07-28 result as 2025-11-25 shaped it: no resultType, no cache hints. */
-function legacyResult(result: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...rest } = result;
-  return rest;
 }
 
 function single(value: string | string[] | undefined): string | undefined {

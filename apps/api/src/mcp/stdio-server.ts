@@ -8,13 +8,14 @@ import {
   eraOf,
   errorResponse,
   type JsonRpcId,
+  LEGACY_PROTOCOL_VERSIONS,
+  META,
   parseCancelledParams,
   resultResponse,
-  SUPPORTED_PROTOCOL_VERSIONS,
 } from '@taskgate/protocol';
 import { RequestCoordinator } from '@taskgate/reliability';
 import type { McpCore } from './mcp-core.ts';
-import type { MethodOutcome } from './mcp-methods.ts';
+import { initializeResult, legacyResult, type MethodOutcome, type ServerIdentity } from './mcp-methods.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -24,6 +25,7 @@ export interface StdioServerOptions {
   readonly output: Writable;
   /** stdio has no bearer token: the tenant of everything on this pipe. */
   readonly tenantId: string;
+  readonly server: ServerIdentity;
   readonly logger: { readonly debug: LogFn; readonly warn: LogFn };
 }
 
@@ -39,6 +41,7 @@ export class StdioServer {
   readonly #requests = new RequestCoordinator();
   readonly #inFlight = new Map<string, { controller: AbortController; done: Promise<void> }>();
   readonly #closed: Promise<void>;
+  #legacy = false;
 
   constructor(options: StdioServerOptions) {
     this.#options = options;
@@ -110,23 +113,35 @@ export class StdioServer {
       );
       return;
     }
-    if (eraOf(method, params, undefined) === 'legacy') {
-      const requested = typeof params?.protocolVersion === 'string' ? params.protocolVersion : 'unknown';
+    // A 2025-11-25 client opens with initialize; from then on this pipe speaks that revision
+    // (one client per pipe), except for requests that carry 2026-07-28's per-request _meta.
+    const modern = eraOf(method, params, undefined) === 'modern' && !(this.#legacy && !hasMetaVersion(params));
+    if (method === 'initialize' && !modern) {
+      this.#legacy = true;
       this.#answer(id, {
-        kind: 'error',
-        httpStatus: 400,
-        error: {
-          code: ErrorCode.UnsupportedProtocolVersion,
-          message: `Unsupported protocol version: ${requested}`,
-          data: { supported: [...SUPPORTED_PROTOCOL_VERSIONS], requested },
-        },
+        kind: 'result',
+        result: initializeResult(this.#options.server, LEGACY_PROTOCOL_VERSIONS[0] as string),
       });
       return;
     }
-    const fields = checkMetaFields(params);
-    if (!fields.ok) {
-      this.#answer(id, { kind: 'error', httpStatus: 400, error: fields.error });
+    if (!modern && !this.#legacy) {
+      this.#answer(id, {
+        kind: 'error',
+        httpStatus: 400,
+        error: { code: ErrorCode.InvalidRequest, message: 'send initialize first, or 2026-07-28 per-request _meta' },
+      });
       return;
+    }
+    if (!modern && method === 'ping') {
+      this.#answer(id, { kind: 'result', result: {} });
+      return;
+    }
+    if (modern) {
+      const fields = checkMetaFields(params);
+      if (!fields.ok) {
+        this.#answer(id, { kind: 'error', httpStatus: 400, error: fields.error });
+        return;
+      }
     }
 
     const controller = new AbortController();
@@ -140,7 +155,12 @@ export class StdioServer {
       })
       .then(
         (outcome) => {
-          if (outcome !== null) this.#answer(id, outcome);
+          if (outcome === null) return;
+          // Unknown methods are -32601 either way; only the result's shape differs by era.
+          this.#answer(
+            id,
+            modern || outcome.kind !== 'result' ? outcome : { kind: 'result', result: legacyResult(outcome.result) },
+          );
         },
         (error: Error) => {
           this.#options.logger.warn({ requestId: id, error: error.message }, 'an MCP request failed');
@@ -201,4 +221,8 @@ function progressForwarder(
 
 function keyOf(id: JsonRpcId): string {
   return typeof id === 'number' ? `n:${id}` : `s:${id}`;
+}
+
+function hasMetaVersion(params: Readonly<Record<string, unknown>> | undefined): boolean {
+  return typeof (params?._meta as Record<string, unknown> | undefined)?.[META.protocolVersion] === 'string';
 }

@@ -65,6 +65,7 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
       output: process.stdout,
       // A subprocess is its launcher's own: one tenant, like unauthenticated loopback HTTP.
       tenantId: DEFAULT_TENANT,
+      server: { name: 'taskgate', version: '0.1.0' },
       logger,
     });
     logger.info({ tenant: DEFAULT_TENANT, worker: args.worker, database: database.description }, 'mcp-stdio ready');
