@@ -1,24 +1,17 @@
-import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { TaskRecord } from '@taskgate/db';
-import type { FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
+import { endedTaskWith, type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
 
 // Interoperability: the official TypeScript SDK v1 client (protocol 2025-11-25) against POST /mcp.
 const database = useTestDatabase();
 let platform: Platform;
-let api: { app: FastifyInstance; close(): Promise<void> };
-let url: URL;
+let api: Awaited<ReturnType<typeof serveApi>>;
 beforeAll(async () => {
   platform = await startPlatform(database.url);
   await platform.startWorker();
-  api = await startApi(platform, database.url);
-  await api.app.listen({ host: '127.0.0.1', port: 0 });
-  url = new URL(`http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}/mcp`);
+  api = await serveApi(platform, database.url);
 });
 afterAll(async () => {
   await api.close();
@@ -27,7 +20,7 @@ afterAll(async () => {
 
 async function connect(): Promise<Client> {
   const client = new Client({ name: 'taskgate-interop', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(url));
+  await client.connect(new StreamableHTTPClientTransport(api.mcpUrl));
   return client;
 }
 
@@ -64,18 +57,7 @@ describe('the SDK v1 client over Streamable HTTP', () => {
         onprogress: () => controller.abort('user pressed stop'),
       });
       await expect(aborted).rejects.toThrow();
-      const task = await waitForTask(
-        async () => {
-          const { rows } = await sql<{ id: string }>`
-            SELECT id FROM tasks WHERE tool = 'slow_compute' AND arguments->>'seconds' = '10'`.execute(platform.db);
-          return rows[0]?.id;
-        },
-        (id) => id !== undefined,
-      );
-      const ended = await waitForTask(
-        () => platform.service.get('default', task as string),
-        (current: TaskRecord) => current.status !== 'working',
-      );
+      const ended = await endedTaskWith(platform, 'slow_compute', 'seconds', '10');
       expect(ended.status).toBe('cancelled');
     } finally {
       await client.close();

@@ -1,11 +1,9 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import type { TaskRecord } from '@taskgate/db';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, cleanEnv, REPO_ROOT } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
-import { type Platform, startPlatform, waitForTask } from '../support/task-platform.ts';
+import { endedTaskWith, type Platform, startPlatform } from '../support/task-platform.ts';
 
 // Interoperability: the official SDK v1 client launches `taskgate mcp-stdio` as its subprocess.
 const database = useTestDatabase();
@@ -46,18 +44,7 @@ describe('the SDK v1 client over stdio', () => {
         },
       });
       await expect(aborted).rejects.toThrow();
-      const taskId = await waitForTask(
-        async () => {
-          const { rows } = await sql<{ id: string }>`
-            SELECT id FROM tasks WHERE tool = 'slow_compute' AND arguments->>'seconds' = '8'`.execute(platform.db);
-          return rows[0]?.id;
-        },
-        (id) => id !== undefined,
-      );
-      const ended = await waitForTask(
-        () => platform.service.get('default', taskId as string),
-        (task: TaskRecord) => task.status !== 'working',
-      );
+      const ended = await endedTaskWith(platform, 'slow_compute', 'seconds', '8');
       expect(ended.status).toBe('cancelled');
       expect(progress).toEqual([...progress].sort((a, b) => a - b));
     } finally {

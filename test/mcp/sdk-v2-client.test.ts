@@ -1,23 +1,16 @@
-import type { AddressInfo } from 'node:net';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import type { TaskRecord } from '@taskgate/db';
-import type { FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
+import { endedTaskWith, type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
 
 // Interoperability: the official SDK v2 client, pinned to revision 2026-07-28, against POST /mcp.
 const database = useTestDatabase();
 let platform: Platform;
-let api: { app: FastifyInstance; close(): Promise<void> };
-let url: URL;
+let api: Awaited<ReturnType<typeof serveApi>>;
 beforeAll(async () => {
   platform = await startPlatform(database.url);
   await platform.startWorker();
-  api = await startApi(platform, database.url);
-  await api.app.listen({ host: '127.0.0.1', port: 0 });
-  url = new URL(`http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}/mcp`);
+  api = await serveApi(platform, database.url);
 });
 afterAll(async () => {
   await api.close();
@@ -29,7 +22,7 @@ async function connect(): Promise<Client> {
     { name: 'taskgate-interop-v2', version: '2.0.0' },
     { versionNegotiation: { mode: { pin: '2026-07-28' } } },
   );
-  await client.connect(new StreamableHTTPClientTransport(url));
+  await client.connect(new StreamableHTTPClientTransport(api.mcpUrl));
   return client;
 }
 
@@ -63,18 +56,7 @@ describe('the SDK v2 client over Streamable HTTP (2026-07-28)', () => {
         { signal: controller.signal, onprogress: () => controller.abort('stop') },
       );
       await expect(aborted).rejects.toThrow();
-      const task = await waitForTask(
-        async () => {
-          const { rows } = await sql<{ id: string }>`
-            SELECT id FROM tasks WHERE tool = 'slow_compute' AND arguments->>'seconds' = '9'`.execute(platform.db);
-          return rows[0]?.id;
-        },
-        (id) => id !== undefined,
-      );
-      const ended = await waitForTask(
-        () => platform.service.get('default', task as string),
-        (current: TaskRecord) => current.status !== 'working',
-      );
+      const ended = await endedTaskWith(platform, 'slow_compute', 'seconds', '9');
       expect(ended).toMatchObject({ status: 'cancelled', cancelReason: 'the client closed the response stream' });
     } finally {
       await client.close();

@@ -1,11 +1,9 @@
 import { Client } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
-import type { TaskRecord } from '@taskgate/db';
-import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, cleanEnv, REPO_ROOT } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
-import { type Platform, startPlatform, waitForTask } from '../support/task-platform.ts';
+import { endedTaskWith, type Platform, startPlatform } from '../support/task-platform.ts';
 
 // Interoperability: the official SDK v2 client, pinned to 2026-07-28, launches `taskgate mcp-stdio`.
 const database = useTestDatabase();
@@ -52,18 +50,7 @@ describe('the SDK v2 client over stdio (2026-07-28)', () => {
         },
       );
       await expect(aborted).rejects.toThrow();
-      const taskId = await waitForTask(
-        async () => {
-          const { rows } = await sql<{ id: string }>`
-            SELECT id FROM tasks WHERE tool = 'slow_compute' AND arguments->>'seconds' = '8'`.execute(platform.db);
-          return rows[0]?.id;
-        },
-        (id) => id !== undefined,
-      );
-      const ended = await waitForTask(
-        () => platform.service.get('default', taskId as string),
-        (task: TaskRecord) => task.status !== 'working',
-      );
+      const ended = await endedTaskWith(platform, 'slow_compute', 'seconds', '8');
       expect(ended.status).toBe('cancelled');
       expect(progress).toEqual([...progress].sort((a, b) => a - b));
     } finally {

@@ -60,29 +60,8 @@ export function events(aggregates: readonly string[], aggregateType = 'order'): 
   }));
 }
 
-/** Re-reads until the predicate holds (a wait for an outcome, not a way to order a race). */
-export async function eventually<T>(read: () => Promise<T>, predicate: (value: T) => boolean, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (predicate(value)) return value;
-    if (Date.now() > deadline) throw new Error(`not reached in ${timeoutMs} ms; last: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
-
-export interface Barrier {
-  readonly promise: Promise<void>;
-  readonly resolve: () => void;
-}
-
-export function barrier(): Barrier {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
+// Shared with the task tests: a re-read until a predicate holds, and a barrier that forces an order.
+export { type Barrier, barrier, waitForTask as eventually } from './task-platform.ts';
 
 /** Every outbox row, in id order, as the tests look at them. */
 export function outboxRows(db: Kysely<Database>) {

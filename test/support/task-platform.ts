@@ -1,9 +1,10 @@
+import type { AddressInfo } from 'node:net';
 import { bearerTenants, createApiServer, LedgerService, TaskEventsHub, TaskService } from '@taskgate/api';
-import { createKysely, createPool, type Database, ensureTaskQueue, PGBOSS_SCHEMA } from '@taskgate/db';
+import { createKysely, createPool, type Database, ensureTaskQueue, PGBOSS_SCHEMA, type TaskRecord } from '@taskgate/db';
 import { builtinTools, type ToolDefinition, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from '@taskgate/worker';
 import type { FastifyInstance } from 'fastify';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { PgBoss } from 'pg-boss';
 import pino from 'pino';
 
@@ -145,4 +146,37 @@ export async function startApi(
       await hub.stop();
     },
   };
+}
+
+/** Serves a platform's REST and MCP API on a free loopback port; resolves with the /mcp URL too. */
+export async function serveApi(platform: Platform, url: string) {
+  const api = await startApi(platform, url);
+  await api.app.listen({ host: '127.0.0.1', port: 0 });
+  const mcpUrl = new URL(`http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}/mcp`);
+  return { ...api, mcpUrl };
+}
+
+/**
+ * The task a client started without telling us its id, found by one of its arguments, once it has
+ * left `working` (for "did the server stop the work?").
+ */
+export async function endedTaskWith(
+  platform: Platform,
+  tool: string,
+  argument: string,
+  value: string,
+  tenant = 'default',
+): Promise<TaskRecord> {
+  const id = await waitForTask(
+    async () => {
+      const { rows } = await sql<{ id: string }>`
+        SELECT id FROM tasks WHERE tool = ${tool} AND arguments->>${argument} = ${value}`.execute(platform.db);
+      return rows[0]?.id;
+    },
+    (found) => found !== undefined,
+  );
+  return waitForTask(
+    () => platform.service.get(tenant, id as string),
+    (task: TaskRecord) => task.status !== 'working',
+  );
 }

@@ -22,6 +22,7 @@ export {
   type RequestCoordinatorOptions,
   type RequestId,
   type RequestState,
+  requestIdKey,
 } from './request-coordinator.ts';
 export { canonicalJson, fingerprintInput, mayRetryAutomatically, type RetryClass } from './retry-policy.ts';
 export {

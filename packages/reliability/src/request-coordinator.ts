@@ -59,7 +59,7 @@ export class RequestCoordinator {
    * their requests afresh when they reconnect), and then a late cancel names the new request.
    */
   begin(id: RequestId, method: string): BeginResult {
-    const key = keyOf(id);
+    const key = requestIdKey(id);
     if (this.#entries.get(key)?.state === 'in-flight') return { ok: false, reason: 'duplicate-id' };
     const settledAt = this.#settled.indexOf(key);
     if (settledAt >= 0) this.#settled.splice(settledAt, 1);
@@ -69,7 +69,7 @@ export class RequestCoordinator {
 
   /** The request's result (or error) is ready. Only the first terminal event counts. */
   complete(id: RequestId): CompleteDecision {
-    const key = keyOf(id);
+    const key = requestIdKey(id);
     const entry = this.#entries.get(key);
     if (entry?.state !== 'in-flight') return 'drop';
     entry.state = 'completed';
@@ -80,7 +80,7 @@ export class RequestCoordinator {
   /** A cancellation arrived (a notification, a closed stream, a closed pipe). */
   cancel(id: unknown, reason?: unknown): CancelDecision {
     if (!isRequestId(id)) return { cancelled: false, why: 'unknown' };
-    const key = keyOf(id);
+    const key = requestIdKey(id);
     const entry = this.#entries.get(key);
     if (!entry) return { cancelled: false, why: 'unknown' };
     if (entry.state === 'completed') return { cancelled: false, why: 'already-completed' };
@@ -104,7 +104,7 @@ export class RequestCoordinator {
   }
 
   state(id: RequestId): RequestState | 'unknown' {
-    return this.#entries.get(keyOf(id))?.state ?? 'unknown';
+    return this.#entries.get(requestIdKey(id))?.state ?? 'unknown';
   }
 
   get inFlight(): number {
@@ -123,8 +123,8 @@ export class RequestCoordinator {
   }
 }
 
-/** JSON-RPC ids are strings or numbers; 1 and "1" are different ids. */
-function keyOf(id: RequestId): string {
+/** A map key for a JSON-RPC id: ids are strings or numbers, and 1 and "1" are different ids. */
+export function requestIdKey(id: RequestId): string {
   return typeof id === 'number' ? `n:${id}` : `s:${id}`;
 }
 

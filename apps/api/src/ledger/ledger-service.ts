@@ -12,6 +12,7 @@ import {
 import { TaskgateError } from '@taskgate/errors';
 import type { Kysely } from 'kysely';
 import { ChargeLedger } from './charge-ledger.ts';
+import { keyInProgress, keyMismatch } from './key-errors.ts';
 
 /**
  * The reads a client needs to decide what to do after losing a response or a stream: the key's
@@ -51,17 +52,9 @@ export class LedgerService {
       case 'replayed':
         return { result: outcome.result, replayed: true };
       case 'mismatch':
-        throw new TaskgateError(
-          'TG_IDEMPOTENCY_KEY_MISMATCH',
-          `idempotency key ${JSON.stringify(key)} was used for ${outcome.record.operation} with other arguments; nothing was done`,
-          { details: { reason: 'idempotency_key_mismatch', operation: outcome.record.operation } },
-        );
+        throw keyMismatch(key, outcome.record.operation);
       case 'in-progress':
-        throw new TaskgateError(
-          'TG_IDEMPOTENCY_KEY_IN_PROGRESS',
-          `task ${outcome.record.taskId} holds idempotency key ${JSON.stringify(key)} and has not finished`,
-          { details: { taskId: outcome.record.taskId, retryAfterSeconds: 1 } },
-        );
+        throw keyInProgress(key, outcome.record.taskId, 1);
     }
   }
 

@@ -83,7 +83,3 @@ export class LegacySessions {
 function newScope(): CallScope {
   return { requests: new RequestCoordinator(), controllers: new Map() };
 }
-
-export function requestKey(id: string | number): string {
-  return typeof id === 'number' ? `n:${id}` : `s:${id}`;
-}

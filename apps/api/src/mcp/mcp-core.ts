@@ -32,7 +32,10 @@ export interface RequestContext {
   readonly tenantId: string;
   /** Aborted when the request is cancelled (a closed stream, notifications/cancelled, a closed pipe). */
   readonly signal: AbortSignal;
-  /** Sees every new progress value while a tools/call runs (for notifications/progress). */
+  /**
+   * Sees each new progress value while a tools/call runs (for notifications/progress). The core
+   * calls it with strictly increasing values only, durable or inline, so transports need no filter.
+   */
   readonly onProgress?: (progress: TaskProgress) => void;
   readonly log?: (fields: Record<string, unknown>, message: string) => void;
 }

@@ -13,11 +13,11 @@ import {
   resultResponse,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@taskgate/protocol';
-import { RequestCoordinator } from '@taskgate/reliability';
+import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantResolver } from '../http/auth.ts';
 import { checkHttpRequest, type HttpGuardOptions } from './http-guards.ts';
-import { type CallScope, LegacySessions, requestKey } from './legacy-sessions.ts';
+import { type CallScope, LegacySessions } from './legacy-sessions.ts';
 import type { McpCore } from './mcp-core.ts';
 import { discoverInstructions, legacyResult, type MethodOutcome, type ServerIdentity } from './mcp-methods.ts';
 import { ProgressStream } from './progress-stream.ts';
@@ -122,7 +122,7 @@ async function handle(
         const decision = scope.requests.cancel(cancel.requestId, cancel.reason ?? undefined);
         if (decision.cancelled) {
           scope.controllers
-            .get(requestKey(cancel.requestId))
+            .get(requestIdKey(cancel.requestId))
             ?.abort(new Error(cancel.reason ?? 'cancelled by the client'));
         } else request.log.debug({ requestId: cancel.requestId, why: decision.why }, 'ignored a cancellation');
       }
@@ -237,7 +237,7 @@ async function callTool(
   }
   reply.hijack();
   const stop = new AbortController();
-  scope?.controllers.set(requestKey(id), stop);
+  scope?.controllers.set(requestIdKey(id), stop);
   reply.raw.on('close', () => {
     if (reply.raw.writableEnded) return;
     const decision = requests.cancel(id, 'the client closed the response stream');
@@ -263,7 +263,7 @@ async function callTool(
     request.log.error({ err: error }, 'an MCP call failed');
     outcome = { kind: 'error', httpStatus: 500, error: { code: ErrorCode.InternalError, message: 'internal error' } };
   } finally {
-    if (scope?.controllers.get(requestKey(id)) === stop) scope.controllers.delete(requestKey(id));
+    if (scope?.controllers.get(requestIdKey(id)) === stop) scope.controllers.delete(requestIdKey(id));
   }
   if (outcome?.kind === 'result') outcome = { kind: 'result', result: shape(outcome.result) };
   // One terminal state: if the cancel won, the result is dropped and nothing is written.

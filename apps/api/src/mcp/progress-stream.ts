@@ -9,15 +9,14 @@ export const PROGRESS_DROPPED_META = 'dev.taskgate/progressDropped';
 
 /**
  * The SSE answer of a tools/call that carried a progress token: notifications/progress while the
- * task runs, then the response, which ends the stream. Progress is strictly increasing (a value
- * not above the last one sent is dropped) and goes through the bounded buffer: a reader that
+ * task runs, then the response, which ends the stream. Progress arrives strictly increasing (the
+ * core filters it) and goes through the bounded buffer: a reader that
  * stalls keeps only the latest progress, never blocks the final response, and is told in the
  * response's _meta that it missed some.
  */
 export class ProgressStream {
   readonly #stream: SseStream;
   readonly #token: string | number;
-  #last = Number.NEGATIVE_INFINITY;
   /** The newest progress while the reader is behind: built into a message only once it can be sent. */
   #held: { value: number; total: number | null; message: string | null } | null = null;
   #skipped = false;
@@ -32,8 +31,6 @@ export class ProgressStream {
   }
 
   offer(progress: TaskProgress): void {
-    if (!(progress.value > this.#last)) return;
-    this.#last = progress.value;
     if (this.#stream.backedUp) {
       // A stalled reader costs one slot and no allocation per update: only the newest is kept.
       if (this.#held) {

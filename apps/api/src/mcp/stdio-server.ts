@@ -13,7 +13,7 @@ import {
   parseCancelledParams,
   resultResponse,
 } from '@taskgate/protocol';
-import { RequestCoordinator } from '@taskgate/reliability';
+import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import type { McpCore } from './mcp-core.ts';
 import { initializeResult, legacyResult, type MethodOutcome, type ServerIdentity } from './mcp-methods.ts';
 
@@ -50,7 +50,7 @@ export class StdioServer {
     this.#closed = new Promise((resolve) => {
       lines.on('close', () => {
         const cancelled = this.#requests.cancelAll('stdin closed');
-        for (const id of cancelled) this.#inFlight.get(keyOf(id))?.controller.abort(new Error('stdin closed'));
+        for (const id of cancelled) this.#inFlight.get(requestIdKey(id))?.controller.abort(new Error('stdin closed'));
         void Promise.allSettled([...this.#inFlight.values()].map((call) => call.done)).then(() => resolve());
       });
     });
@@ -99,7 +99,7 @@ export class StdioServer {
       return;
     }
     this.#inFlight
-      .get(keyOf(cancel.requestId))
+      .get(requestIdKey(cancel.requestId))
       ?.controller.abort(new Error(cancel.reason ?? 'cancelled by the client'));
   }
 
@@ -171,8 +171,8 @@ export class StdioServer {
           });
         },
       )
-      .finally(() => this.#inFlight.delete(keyOf(id)));
-    this.#inFlight.set(keyOf(id), { controller, done });
+      .finally(() => this.#inFlight.delete(requestIdKey(id)));
+    this.#inFlight.set(requestIdKey(id), { controller, done });
   }
 
   /** Writes the answer unless a cancel won the race (then the request gets nothing). */
@@ -195,17 +195,14 @@ export class StdioServer {
   }
 }
 
-/** notifications/progress for a request that carried a progress token: strictly increasing values only. */
+/** notifications/progress for a request that carried a progress token (the core sends increasing values only). */
 function progressForwarder(
   params: Readonly<Record<string, unknown>> | undefined,
   send: (notification: unknown) => void,
 ): ((progress: TaskProgress) => void) | null {
   const token = (params?._meta as Record<string, unknown> | undefined)?.progressToken;
   if (typeof token !== 'string' && typeof token !== 'number') return null;
-  let last = Number.NEGATIVE_INFINITY;
   return (progress) => {
-    if (!(progress.value > last)) return;
-    last = progress.value;
     send({
       jsonrpc: '2.0',
       method: 'notifications/progress',
@@ -217,10 +214,6 @@ function progressForwarder(
       },
     });
   };
-}
-
-function keyOf(id: JsonRpcId): string {
-  return typeof id === 'number' ? `n:${id}` : `s:${id}`;
 }
 
 function hasMetaVersion(params: Readonly<Record<string, unknown>> | undefined): boolean {

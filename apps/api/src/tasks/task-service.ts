@@ -20,6 +20,7 @@ import { TaskgateError } from '@taskgate/errors';
 import type { ToolDefinition, ToolRegistry } from '@taskgate/tools';
 import type { Kysely, Transaction } from 'kysely';
 import { fromKysely, type PgBoss } from 'pg-boss';
+import { keyInProgress, keyMismatch } from '../ledger/key-errors.ts';
 import { decodeCursor, encodeCursor } from './task-cursor.ts';
 
 export interface TaskServiceOptions {
@@ -205,20 +206,12 @@ export class TaskService {
     });
     if (outcome.kind === 'created') return { task: outcome.task, replayed: false };
     if (outcome.kind === 'mismatch') {
-      throw new TaskgateError(
-        'TG_IDEMPOTENCY_KEY_MISMATCH',
-        `idempotency key ${JSON.stringify(task.idempotencyKey)} was used for ${outcome.existing.operation} with other arguments; nothing was done`,
-        { details: { reason: 'idempotency_key_mismatch', operation: outcome.existing.operation } },
-      );
+      throw keyMismatch(task.idempotencyKey, outcome.existing.operation);
     }
     const first = await this.#taskOf(task.tenantId, outcome.existing);
     if (outcome.kind === 'in-progress') {
       const retryAfterSeconds = Math.max(1, Math.ceil((first.pollIntervalMs ?? 1_000) / 1_000));
-      throw new TaskgateError(
-        'TG_IDEMPOTENCY_KEY_IN_PROGRESS',
-        `the first call with idempotency key ${JSON.stringify(task.idempotencyKey)} (task ${first.id}) is still running`,
-        { details: { taskId: first.id, retryAfterSeconds } },
-      );
+      throw keyInProgress(task.idempotencyKey, first.id, retryAfterSeconds);
     }
     return { task: first, replayed: true };
   }

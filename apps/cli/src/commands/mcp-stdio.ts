@@ -6,6 +6,7 @@ import { type Config, clockCaps, DEFAULT_TENANT } from '../config.ts';
 import { openDatabase } from '../database.ts';
 import { Lifecycle } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
+import { workerOptions } from '../worker-options.ts';
 
 export interface McpStdioArgs {
   /** Run tool handlers in this process too (default); off when workers run elsewhere. */
@@ -31,15 +32,7 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
     const tools = new ToolRegistry(builtinTools);
     const listenNotify = database.kind === 'external';
     if (args.worker) {
-      const worker = await startWorkerRole({
-        connectionString: database.connectionString,
-        logger: logger.child({ role: 'worker' }),
-        tools,
-        graceMs: config.shutdownGraceMs,
-        listenNotify,
-        concurrency: config.workerConcurrency,
-        outboxRetentionMs: config.outboxRetentionMs,
-      });
+      const worker = await startWorkerRole(workerOptions(config, database, tools, logger));
       lifecycle.onStop('worker', () => worker.stop());
     }
     const services = await openTaskServices({

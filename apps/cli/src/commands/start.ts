@@ -9,6 +9,7 @@ import { openDatabase } from '../database.ts';
 import { Lifecycle } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
 import type { Role } from '../roles.ts';
+import { workerOptions } from '../worker-options.ts';
 
 export interface StartArgs {
   readonly roles: readonly Role[];
@@ -50,15 +51,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
     const listenNotify = database.kind === 'external';
 
     if (args.roles.includes('worker')) {
-      const worker = await startWorkerRole({
-        connectionString: database.connectionString,
-        logger: logger.child({ role: 'worker' }),
-        tools,
-        graceMs: config.shutdownGraceMs,
-        listenNotify,
-        concurrency: config.workerConcurrency,
-        outboxRetentionMs: config.outboxRetentionMs,
-      });
+      const worker = await startWorkerRole(workerOptions(config, database, tools, logger));
       lifecycle.onStop('worker', () => worker.stop());
       roleState.set('worker', 'ok');
     }

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { ChannelListener } from '../channel-listener.ts';
 import { parseTaskNotification, TASK_CHANNEL, type TaskNotification } from './task-record.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
@@ -12,19 +12,26 @@ export interface TaskListenerOptions {
 }
 
 /**
- * One dedicated connection LISTENing on TASK_CHANNEL, reconnecting when it is lost. NOTIFY is a
- * latency hint: whoever uses this also polls, so a notification missed while reconnecting only
- * delays what it announced.
+ * LISTEN on TASK_CHANNEL, fanning parsed notifications out to handlers. Whoever uses this also
+ * polls, so a notification missed while reconnecting only delays what it announced.
  */
 export class TaskListener {
-  readonly #options: TaskListenerOptions;
   readonly #handlers = new Set<(notification: TaskNotification) => void>();
-  #client: pg.Client | null = null;
-  #reconnectTimer: NodeJS.Timeout | undefined;
-  #stopped = false;
+  readonly #listener: ChannelListener;
 
   constructor(options: TaskListenerOptions) {
-    this.#options = options;
+    this.#listener = new ChannelListener({
+      connectionString: options.connectionString,
+      applicationName: options.applicationName,
+      channel: TASK_CHANNEL,
+      name: 'task listener',
+      logger: options.logger,
+      onNotification: (payload) => {
+        const notification = parseTaskNotification(payload);
+        if (notification) for (const handler of this.#handlers) handler(notification);
+      },
+      ...(options.reconnectDelayMs === undefined ? {} : { reconnectDelayMs: options.reconnectDelayMs }),
+    });
   }
 
   onNotification(handler: (notification: TaskNotification) => void): () => void {
@@ -32,52 +39,11 @@ export class TaskListener {
     return () => this.#handlers.delete(handler);
   }
 
-  async start(): Promise<void> {
-    await this.#connect();
+  start(): Promise<void> {
+    return this.#listener.start();
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    clearTimeout(this.#reconnectTimer);
-    const client = this.#client;
-    this.#client = null;
-    await client?.end().catch(() => {});
-  }
-
-  async #connect(): Promise<void> {
-    const client = new pg.Client({
-      connectionString: this.#options.connectionString,
-      application_name: this.#options.applicationName,
-    });
-    client.on('notification', (message) => {
-      const notification = parseTaskNotification(message.payload);
-      if (notification) for (const handler of this.#handlers) handler(notification);
-    });
-    client.on('error', (error) => {
-      this.#options.logger.warn({ error: error.message }, 'task listener lost its connection; reconnecting');
-      this.#lost(client);
-    });
-    client.on('end', () => this.#lost(client));
-    await client.connect();
-    await client.query(`LISTEN ${TASK_CHANNEL}`);
-    this.#client = client;
-  }
-
-  #lost(client: pg.Client): void {
-    if (this.#client !== client) return;
-    this.#client = null;
-    client.end().catch(() => {});
-    this.#scheduleReconnect();
-  }
-
-  #scheduleReconnect(): void {
-    if (this.#stopped) return;
-    this.#reconnectTimer = setTimeout(() => {
-      this.#connect().catch((error: Error) => {
-        this.#options.logger.warn({ error: error.message }, 'task listener could not reconnect; polling meanwhile');
-        this.#scheduleReconnect();
-      });
-    }, this.#options.reconnectDelayMs ?? 1_000);
-    this.#reconnectTimer.unref();
+  stop(): Promise<void> {
+    return this.#listener.stop();
   }
 }
