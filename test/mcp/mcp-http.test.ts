@@ -15,7 +15,11 @@ let api: { app: FastifyInstance; close(): Promise<void> };
 beforeAll(async () => {
   platform = await startPlatform(database.url);
   await platform.startWorker();
-  api = await startApi(platform, database.url, { mcp: { allowedOrigins: ['https://app.example.com'] } });
+  // Responses here are asserted as JSON or, with a progress token, SSE; the switch to SSE for a call
+  // outliving a threshold has its own test (mcp-sse-threshold.test.ts), so it is out of reach here.
+  api = await startApi(platform, database.url, {
+    mcp: { allowedOrigins: ['https://app.example.com'], sseAfterMs: 600_000 },
+  });
 });
 afterAll(async () => {
   await api.close();

@@ -118,7 +118,7 @@ export async function startApi(
   options: {
     tokens?: ReadonlyMap<string, string>;
     events?: { keepaliveMs?: number; pollMs?: number };
-    mcp?: { allowedOrigins?: readonly string[]; loopbackOnly?: boolean };
+    mcp?: { allowedOrigins?: readonly string[]; loopbackOnly?: boolean; sseAfterMs?: number };
   } = {},
 ): Promise<{ app: FastifyInstance; close(): Promise<void> }> {
   const hub = new TaskEventsHub({ connectionString: url, listen: true, logger: silentLogger });
@@ -136,6 +136,7 @@ export async function startApi(
         tools: platform.tools,
         allowedOrigins: options.mcp?.allowedOrigins ?? [],
         loopbackOnly: options.mcp?.loopbackOnly ?? false,
+        ...(options.mcp?.sseAfterMs === undefined ? {} : { sseAfterMs: options.mcp.sseAfterMs }),
       },
     },
   });

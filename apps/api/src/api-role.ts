@@ -27,6 +27,8 @@ export interface ApiRoleOptions {
   readonly idempotencyRetentionMs?: number;
   /** The server's ceiling on tools' idle and max clocks. */
   readonly clockCaps?: ClockCaps;
+  /** An MCP tools/call still running after this long is answered as SSE. */
+  readonly mcpSseAfterMs?: number;
   /** Other roles' states and the process's shutdown flag, for /readyz. */
   readonly checks: () => Record<string, CheckState>;
   readonly stopping: () => boolean;
@@ -70,6 +72,7 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
           allowedOrigins: options.allowedOrigins ?? [],
           loopbackOnly: isLoopback(options.host),
           ...(options.clockCaps ? { clockCaps: options.clockCaps } : {}),
+          ...(options.mcpSseAfterMs === undefined ? {} : { sseAfterMs: options.mcpSseAfterMs }),
         },
       },
     });

@@ -30,6 +30,8 @@ export interface ApiServerOptions {
       readonly allowedOrigins: readonly string[];
       readonly loopbackOnly: boolean;
       readonly clockCaps?: ClockCaps;
+      /** A tools/call still running after this long is answered as SSE (default 1 s). */
+      readonly sseAfterMs?: number;
     };
   };
 }
@@ -78,6 +80,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
         allowedOrigins: options.tasks.mcp.allowedOrigins,
         loopbackOnly: options.tasks.mcp.loopbackOnly,
         ...(options.tasks.events?.keepaliveMs === undefined ? {} : { keepaliveMs: options.tasks.events.keepaliveMs }),
+        ...(options.tasks.mcp.sseAfterMs === undefined ? {} : { sseAfterMs: options.tasks.mcp.sseAfterMs }),
       });
     }
     registerLedgerRoutes(app, {

@@ -31,6 +31,7 @@ describe('loadConfig', () => {
       outboxRetentionMs: 604_800_000,
       maxCallMs: 86_400_000,
       maxIdleMs: null,
+      mcpSseAfterMs: 1_000,
     });
     expect(config.tokens.size).toBe(0);
     expect(warnings).toEqual([]);
@@ -50,6 +51,7 @@ describe('loadConfig', () => {
         TASKGATE_IDEMPOTENCY_RETENTION_MS: '3600000',
         TASKGATE_MAX_CALL_MS: '600000',
         TASKGATE_MAX_IDLE_MS: '30000',
+        TASKGATE_MCP_SSE_AFTER_MS: '250',
         LOG_LEVEL: 'DEBUG',
       },
       '/srv',
@@ -66,6 +68,7 @@ describe('loadConfig', () => {
     expect(config.workerConcurrency).toBe(64);
     expect(config.idempotencyRetentionMs).toBe(3_600_000);
     expect([config.maxCallMs, config.maxIdleMs]).toEqual([600_000, 30_000]);
+    expect(config.mcpSseAfterMs).toBe(250);
     expect(config.logLevel).toBe('debug');
   });
 

@@ -26,6 +26,8 @@ export interface Config {
   readonly maxCallMs: number;
   /** The server's ceiling on every tool's idle clock; null: tools' own idle clocks only. */
   readonly maxIdleMs: number | null;
+  /** An MCP tools/call still running after this long is answered as SSE. */
+  readonly mcpSseAfterMs: number;
   readonly relay: RelayConfig;
 }
 
@@ -68,6 +70,8 @@ export const SETTINGS = {
   TASKGATE_MAX_CALL_MS:
     "ceiling on every tool's max clock; a tool without one gets this, so every call ends (default 86400000, 24 h)",
   TASKGATE_MAX_IDLE_MS: "ceiling on every tool's idle clock (default: unset, tools' own idle clocks only)",
+  TASKGATE_MCP_SSE_AFTER_MS:
+    'an MCP tools/call still running after this long is answered as an SSE stream with keepalives (default 1000)',
   TASKGATE_RELAY_SINKS: 'webhook URLs (http or https) the relay delivers outbox events to, comma-separated',
   TASKGATE_RELAY_SECRET: 'HMAC-SHA256 key of the Taskgate-Signature header; required with sinks, 16+ characters',
   TASKGATE_RELAY_MAX_ATTEMPTS: 'delivery attempts before an outbox row moves to dead-letter (default 10)',
@@ -154,6 +158,15 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       ? null
       : parseInteger(maxIdleRaw, 0, 100, 30 * 86_400_000, 'TASKGATE_MAX_IDLE_MS', problem);
 
+  const mcpSseAfterMs = parseInteger(
+    value('TASKGATE_MCP_SSE_AFTER_MS'),
+    1_000,
+    0,
+    3_600_000,
+    'TASKGATE_MCP_SSE_AFTER_MS',
+    problem,
+  );
+
   const relay = parseRelay(value, problem);
 
   const tokens = parseTokens(value('TASKGATE_TOKENS'), problem);
@@ -200,6 +213,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       outboxRetentionMs,
       maxCallMs,
       maxIdleMs,
+      mcpSseAfterMs,
       relay,
     },
     warnings,

@@ -1,4 +1,5 @@
 export { type CancelledParams, parseCancelledParams } from './cancellation.ts';
+export { type Capabilities, missingCapabilities } from './client-capabilities.ts';
 export { decodeHeaderValue, encodeHeaderValue } from './header-values.ts';
 export {
   classifyMessage,

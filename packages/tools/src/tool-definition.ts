@@ -96,6 +96,13 @@ export interface ToolDefinition<Input = Record<string, unknown>> {
    * safe tools may: a lost inline call is simply called again. REST tasks always run on workers.
    */
   readonly inline?: boolean;
+  /**
+   * Client capabilities a call needs (MCP ClientCapabilities shape, e.g. `{ elicitation: {} }`).
+   * A call from a client that did not declare them is refused before anything runs (MCP -32021,
+   * `data.requiredCapabilities` naming what is missing). REST calls have no client capabilities and
+   * are not checked.
+   */
+  readonly requiredClientCapabilities?: Readonly<Record<string, unknown>>;
   handler(input: Input, ctx: ToolContext): Promise<ToolResult>;
 }
 
@@ -114,6 +121,10 @@ export function defineTool<Input = Record<string, unknown>>(definition: ToolDefi
   }
   if (definition.idempotencyKey !== undefined && definition.retry !== 'conditional') {
     throw new TypeError(`tool ${definition.name}: only a conditional tool takes an idempotency key`);
+  }
+  const required = definition.requiredClientCapabilities;
+  if (required !== undefined && (typeof required !== 'object' || required === null || Array.isArray(required))) {
+    throw new TypeError(`tool ${definition.name}: requiredClientCapabilities must be a capabilities object`);
   }
   for (const key of ['idleMs', 'maxMs'] as const) {
     const value = definition.timeouts?.[key];

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Capabilities } from '@taskgate/protocol';
 import { RequestCoordinator } from '@taskgate/reliability';
 
 /**
@@ -13,6 +14,8 @@ export interface CallScope {
   /** One terminal state per request of this scope: the POSTed cancel and the result race here. */
   readonly requests: RequestCoordinator;
   readonly controllers: Map<string, AbortController>;
+  /** What the client declared at initialize; undefined without a session (nothing declared). */
+  readonly clientCapabilities?: Capabilities;
 }
 
 interface Session {
@@ -35,10 +38,10 @@ export class LegacySessions {
   }
 
   /** A new session for an initialize; the oldest ones go when there are too many. */
-  open(tenantId: string): string {
+  open(tenantId: string, clientCapabilities?: Capabilities): string {
     this.#evict();
     const id = randomUUID();
-    this.#sessions.set(id, { tenantId, lastSeen: this.#now(), scope: newScope() });
+    this.#sessions.set(id, { tenantId, lastSeen: this.#now(), scope: newScope(clientCapabilities) });
     return id;
   }
 
@@ -80,6 +83,10 @@ export class LegacySessions {
   }
 }
 
-function newScope(): CallScope {
-  return { requests: new RequestCoordinator(), controllers: new Map() };
+function newScope(clientCapabilities?: Capabilities): CallScope {
+  return {
+    requests: new RequestCoordinator(),
+    controllers: new Map(),
+    ...(clientCapabilities ? { clientCapabilities } : {}),
+  };
 }

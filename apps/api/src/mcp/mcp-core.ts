@@ -1,6 +1,6 @@
 import type { TaskProgress, TaskRecord } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
-import { ErrorCode } from '@taskgate/protocol';
+import { type Capabilities, ErrorCode, missingCapabilities } from '@taskgate/protocol';
 import type { ToolDefinition, ToolRegistry } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import { type ClockCaps, cappedClocks, type TaskService } from '../tasks/task-service.ts';
@@ -38,6 +38,11 @@ export interface RequestContext {
    */
   readonly onProgress?: (progress: TaskProgress) => void;
   readonly log?: (fields: Record<string, unknown>, message: string) => void;
+  /**
+   * What the client declared: per request in 2026-07-28 (`_meta`), at initialize in 2025-11-25.
+   * Absent means nothing was declared.
+   */
+  readonly clientCapabilities?: Capabilities;
 }
 
 /**
@@ -110,6 +115,21 @@ export class McpCore {
     const call = readCallParams(params);
     if ('code' in call) return { kind: 'error', httpStatus: 200, error: call };
     const tool = this.#options.tools.get(call.name);
+    const missing = tool?.requiredClientCapabilities
+      ? missingCapabilities(tool.requiredClientCapabilities, context.clientCapabilities)
+      : null;
+    if (missing) {
+      // Refused before a task exists (basic/index: -32021 with the missing capabilities, HTTP 400).
+      return {
+        kind: 'error',
+        httpStatus: 400,
+        error: {
+          code: ErrorCode.MissingRequiredClientCapability,
+          message: `tool ${call.name} needs client capabilities this request did not declare`,
+          data: { requiredCapabilities: missing },
+        },
+      };
+    }
     if (tool?.inline) return this.#inline(tool, call.arguments, context);
     let task: TaskRecord;
     try {

@@ -1,6 +1,6 @@
 import type { TaskRecord } from '@taskgate/db';
 import { toJsonRpcError } from '@taskgate/errors';
-import { ErrorCode, type JsonRpcError, META, SUPPORTED_PROTOCOL_VERSIONS } from '@taskgate/protocol';
+import { type Capabilities, ErrorCode, type JsonRpcError, META, SUPPORTED_PROTOCOL_VERSIONS } from '@taskgate/protocol';
 import type { ToolRegistry } from '@taskgate/tools';
 
 /** What a method handler produces: a result, or a JSON-RPC error (with the HTTP status to use). */
@@ -122,4 +122,9 @@ export function legacyResult(result: Readonly<Record<string, unknown>>): Record<
 /** The initialize result of the 2025-11-25 era (basic/lifecycle). */
 export function initializeResult(server: ServerIdentity, protocolVersion: string): Record<string, unknown> {
   return { protocolVersion, capabilities: { tools: {} }, serverInfo: server, instructions: discoverInstructions };
+}
+
+/** A capabilities object as a 2025-11-25 initialize declared it, or undefined for anything else. */
+export function capabilitiesOf(value: unknown): Capabilities | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Capabilities) : undefined;
 }

@@ -1,6 +1,7 @@
 import type { TaskProgress } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
 import {
+  type Capabilities,
   checkRequestMetadata,
   classifyMessage,
   ErrorCode,
@@ -19,7 +20,13 @@ import type { TenantResolver } from '../http/auth.ts';
 import { checkHttpRequest, type HttpGuardOptions } from './http-guards.ts';
 import { type CallScope, LegacySessions } from './legacy-sessions.ts';
 import type { McpCore } from './mcp-core.ts';
-import { discoverInstructions, legacyResult, type MethodOutcome, type ServerIdentity } from './mcp-methods.ts';
+import {
+  capabilitiesOf,
+  discoverInstructions,
+  legacyResult,
+  type MethodOutcome,
+  type ServerIdentity,
+} from './mcp-methods.ts';
 import { ProgressStream } from './progress-stream.ts';
 
 export interface McpRouteOptions extends HttpGuardOptions {
@@ -28,7 +35,15 @@ export interface McpRouteOptions extends HttpGuardOptions {
   readonly tenant: TenantResolver;
   /** `:` comments on a quiet SSE response (default 15 s). */
   readonly keepaliveMs?: number;
+  /**
+   * A tools/call still running after this long is answered as SSE (default 1 s): the status and
+   * headers go out at once and keepalive comments follow, so a proxy's idle timeout does not cut a
+   * long call and the client sees the call is alive. Shorter calls get a plain JSON response.
+   */
+  readonly sseAfterMs?: number;
 }
+
+export const DEFAULT_SSE_AFTER_MS = 1_000;
 
 const tenants = new WeakMap<FastifyRequest, string>();
 
@@ -148,7 +163,14 @@ async function handle(
     const outcome = await options.core.request(method, params, { tenantId, signal: new AbortController().signal });
     return send(reply, id, outcome as MethodOutcome);
   }
-  return callTool(request, reply, id, params, tenantId, options);
+  return callTool(
+    request,
+    reply,
+    id,
+    params,
+    { tenantId, clientCapabilities: metadata.metadata.clientCapabilities },
+    options,
+  );
 }
 
 /**
@@ -167,7 +189,7 @@ async function handleLegacy(
 ) {
   const { id, method, params } = call;
   if (method === 'initialize') {
-    const session = sessions.open(context.tenantId);
+    const session = sessions.open(context.tenantId, capabilitiesOf(params?.capabilities));
     return reply.header('mcp-session-id', session).send(
       resultResponse(id, {
         // The one version of that era served here; a client that cannot speak it disconnects.
@@ -197,7 +219,19 @@ async function handleLegacy(
   }
   if (method === 'ping') return reply.send(resultResponse(id, {}));
   if (method === 'tools/call')
-    return callTool(request, reply, id, params, context.tenantId, options, scope, legacyResult);
+    return callTool(
+      request,
+      reply,
+      id,
+      params,
+      {
+        tenantId: context.tenantId,
+        ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
+      },
+      options,
+      scope,
+      legacyResult,
+    );
   const outcome = (await options.core.request(method, params, {
     tenantId: context.tenantId,
     signal: new AbortController().signal,
@@ -211,8 +245,8 @@ function single(value: string | string[] | undefined): string | undefined {
 }
 
 /**
- * A tools/call, answered by hand on the raw response: as JSON, or as SSE when the call carries a
- * progress token. A closed response before the answer is the cancel: the coordinator records it,
+ * A tools/call, answered by hand on the raw response: as JSON, or as SSE once progress is to be
+ * sent (the call carries a progress token) or once the call outlives sseAfterMs. A closed response before the answer is the cancel: the coordinator records it,
  * the core cancels the task, and nothing is written for the request afterwards.
  */
 async function callTool(
@@ -220,7 +254,7 @@ async function callTool(
   reply: FastifyReply,
   id: JsonRpcId,
   params: Readonly<Record<string, unknown>> | undefined,
-  tenantId: string,
+  caller: { readonly tenantId: string; readonly clientCapabilities?: Capabilities },
   options: McpRouteOptions,
   scope?: CallScope,
   shape: (result: Readonly<Record<string, unknown>>) => Readonly<Record<string, unknown>> = (result) => result,
@@ -244,18 +278,26 @@ async function callTool(
     if (decision.cancelled) stop.abort(new Error(decision.reason ?? 'the client closed the response stream'));
   });
   // A progress token asks for progress: the answer becomes an SSE stream of notifications/progress
-  // followed by the response (basic/patterns/progress).
-  const progressToken = (params?._meta as Record<string, unknown> | undefined)?.progressToken;
+  // followed by the response (basic/patterns/progress). A call that outlives sseAfterMs becomes an
+  // SSE stream too, with keepalives and, if there is no token, no progress.
+  const meta = params?._meta as Record<string, unknown> | undefined;
+  const progressToken =
+    typeof meta?.progressToken === 'string' || typeof meta?.progressToken === 'number' ? meta.progressToken : null;
+  const keepaliveMs = options.keepaliveMs ?? 15_000;
   let progress: ProgressStream | null = null;
+  const toSse = () => {
+    if (!reply.raw.writableEnded && !reply.raw.destroyed)
+      progress ??= new ProgressStream(reply.raw, progressToken, keepaliveMs);
+    return progress;
+  };
+  const sseTimer = setTimeout(toSse, options.sseAfterMs ?? DEFAULT_SSE_AFTER_MS);
   let outcome: MethodOutcome | null;
   try {
     outcome = await options.core.request('tools/call', params, {
-      tenantId,
+      ...caller,
       signal: stop.signal,
       onProgress: (update: TaskProgress) => {
-        if (typeof progressToken !== 'string' && typeof progressToken !== 'number') return;
-        progress ??= new ProgressStream(reply.raw, progressToken, options.keepaliveMs ?? 15_000);
-        progress.offer(update);
+        if (progressToken !== null) toSse()?.offer(update);
       },
       log: (fields: Record<string, unknown>, message: string) => request.log.warn(fields, message),
     });
@@ -263,6 +305,7 @@ async function callTool(
     request.log.error({ err: error }, 'an MCP call failed');
     outcome = { kind: 'error', httpStatus: 500, error: { code: ErrorCode.InternalError, message: 'internal error' } };
   } finally {
+    clearTimeout(sseTimer);
     if (scope?.controllers.get(requestIdKey(id)) === stop) scope.controllers.delete(requestIdKey(id));
   }
   if (outcome?.kind === 'result') outcome = { kind: 'result', result: shape(outcome.result) };

@@ -8,20 +8,22 @@ import type { MethodOutcome } from './mcp-methods.ts';
 export const PROGRESS_DROPPED_META = 'dev.taskgate/progressDropped';
 
 /**
- * The SSE answer of a tools/call that carried a progress token: notifications/progress while the
- * task runs, then the response, which ends the stream. Progress arrives strictly increasing (the
+ * The SSE answer of a tools/call that carried a progress token, or that outlived the route's
+ * threshold: notifications/progress while the task runs (with a token), keepalive comments, then
+ * the response, which ends the stream. Progress arrives strictly increasing (the
  * core filters it) and goes through the bounded buffer: a reader that
  * stalls keeps only the latest progress, never blocks the final response, and is told in the
  * response's _meta that it missed some.
  */
 export class ProgressStream {
   readonly #stream: SseStream;
-  readonly #token: string | number;
+  /** null: the stream carries keepalives and the response only (the call asked for no progress). */
+  readonly #token: string | number | null;
   /** The newest progress while the reader is behind: built into a message only once it can be sent. */
   #held: { value: number; total: number | null; message: string | null } | null = null;
   #skipped = false;
 
-  constructor(response: ServerResponse, token: string | number, keepaliveMs: number) {
+  constructor(response: ServerResponse, token: string | number | null, keepaliveMs: number) {
     this.#token = token;
     // Progress for one token coalesces in place; the final response has its own reserved slot.
     this.#stream = new SseStream(response, { capacity: 2, coalesce: 'adjacent', keepaliveMs });
@@ -31,6 +33,7 @@ export class ProgressStream {
   }
 
   offer(progress: TaskProgress): void {
+    if (this.#token === null) return;
     if (this.#stream.backedUp) {
       // A stalled reader costs one slot and no allocation per update: only the newest is kept.
       if (this.#held) {
@@ -54,6 +57,7 @@ export class ProgressStream {
   }
 
   #send(progress: { value: number; total: number | null; message: string | null }): void {
+    if (this.#token === null) return;
     this.#stream.push({
       kind: 'replaceable',
       key: String(this.#token),

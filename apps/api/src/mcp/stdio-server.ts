@@ -2,6 +2,7 @@ import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import type { TaskProgress } from '@taskgate/db';
 import {
+  type Capabilities,
   checkMetaFields,
   classifyMessage,
   ErrorCode,
@@ -15,7 +16,13 @@ import {
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import type { McpCore } from './mcp-core.ts';
-import { initializeResult, legacyResult, type MethodOutcome, type ServerIdentity } from './mcp-methods.ts';
+import {
+  capabilitiesOf,
+  initializeResult,
+  legacyResult,
+  type MethodOutcome,
+  type ServerIdentity,
+} from './mcp-methods.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -42,6 +49,8 @@ export class StdioServer {
   readonly #inFlight = new Map<string, { controller: AbortController; done: Promise<void> }>();
   readonly #closed: Promise<void>;
   #legacy = false;
+  /** What a 2025-11-25 client declared at initialize (that era declares once per connection). */
+  #legacyCapabilities: Capabilities | undefined;
 
   constructor(options: StdioServerOptions) {
     this.#options = options;
@@ -118,6 +127,7 @@ export class StdioServer {
     const modern = eraOf(method, params, undefined) === 'modern' && !(this.#legacy && !hasMetaVersion(params));
     if (method === 'initialize' && !modern) {
       this.#legacy = true;
+      this.#legacyCapabilities = capabilitiesOf(params?.capabilities);
       this.#answer(id, {
         kind: 'result',
         result: initializeResult(this.#options.server, LEGACY_PROTOCOL_VERSIONS[0] as string),
@@ -136,12 +146,14 @@ export class StdioServer {
       this.#answer(id, { kind: 'result', result: {} });
       return;
     }
+    let clientCapabilities = this.#legacyCapabilities;
     if (modern) {
       const fields = checkMetaFields(params);
       if (!fields.ok) {
         this.#answer(id, { kind: 'error', httpStatus: 400, error: fields.error });
         return;
       }
+      clientCapabilities = fields.metadata.clientCapabilities;
     }
 
     const controller = new AbortController();
@@ -151,6 +163,7 @@ export class StdioServer {
         tenantId: this.#options.tenantId,
         signal: controller.signal,
         ...(progress ? { onProgress: progress } : {}),
+        ...(clientCapabilities ? { clientCapabilities } : {}),
         log: this.#options.logger.warn,
       })
       .then(

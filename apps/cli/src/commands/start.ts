@@ -82,6 +82,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
         tokens: config.tokens,
         allowedOrigins: config.allowedOrigins,
         clockCaps: clockCaps(config),
+        mcpSseAfterMs: config.mcpSseAfterMs,
         idempotencyRetentionMs: config.idempotencyRetentionMs,
         unauthenticatedTenant: DEFAULT_TENANT,
         tools,

@@ -1,0 +1,125 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { defineTool } from '@taskgate/tools';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/databases.ts';
+import { type Barrier, barrier, type Platform, startApi, startPlatform } from '../support/task-platform.ts';
+
+// A tools/call that outlives the SSE threshold is answered as an SSE stream: the status and headers
+// go out while the task runs, `:` keepalives follow, and the response ends the stream. A call that
+// ends first is a plain JSON response.
+const database = useTestDatabase();
+const release: Barrier = barrier();
+const held = defineTool({
+  name: 'held',
+  description: 'returns once the test releases it',
+  inputSchema: { type: 'object' },
+  retry: 'safe',
+  async handler() {
+    await release.promise;
+    return { content: [{ type: 'text', text: 'released' }] };
+  },
+});
+
+let platform: Platform;
+let switching: { app: FastifyInstance; close(): Promise<void> };
+let defaults: { app: FastifyInstance; close(): Promise<void> };
+beforeAll(async () => {
+  platform = await startPlatform(database.url, { tools: [held] as never });
+  await platform.startWorker();
+  // Every call outlives a threshold of 0; keepalives every 50 ms make the quiet stream visible.
+  switching = await startApi(platform, database.url, { mcp: { sseAfterMs: 0 }, events: { keepaliveMs: 50 } });
+  defaults = await startApi(platform, database.url);
+  for (const api of [switching, defaults]) await api.app.listen({ host: '127.0.0.1', port: 0 });
+});
+afterAll(async () => {
+  for (const api of [switching, defaults]) await api.close();
+  await platform.stop();
+});
+
+function call(api: { app: FastifyInstance }, id: string, tool: string, args: Record<string, unknown>) {
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: {
+      name: tool,
+      arguments: args,
+      _meta: {
+        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+        'io.modelcontextprotocol/clientCapabilities': {},
+      },
+    },
+  });
+  return new Promise<http.IncomingMessage>((resolve, reject) => {
+    const request = http.request({
+      host: '127.0.0.1',
+      port: (api.app.server.address() as AddressInfo).port,
+      path: '/mcp',
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/call',
+        'mcp-name': tool,
+        'content-length': Buffer.byteLength(body),
+      },
+    });
+    request.on('response', resolve);
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+describe('the SSE threshold of tools/call', () => {
+  it('answers a call still running after the threshold as SSE: headers first, keepalives, then the response', async () => {
+    const response = await call(switching, 'long-1', 'held', {});
+    // The headers arrived while the handler is still held: the switch happened before the result.
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toBe('text/event-stream');
+    expect(response.headers['cache-control']).toBe('no-cache');
+    expect(response.headers['x-accel-buffering']).toBe('no');
+    let text = '';
+    const ended = new Promise<void>((resolve) => response.on('end', resolve));
+    await new Promise<void>((resolve) => {
+      response.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+        if (text.startsWith(':')) resolve();
+      });
+    });
+    // A keepalive came while the call was quiet; only now may the handler return.
+    release.resolve();
+    await ended;
+    const frames = text.split('\n\n').filter((frame) => frame.length > 0);
+    const data = frames.filter((frame) => frame.startsWith('data: '));
+    expect(frames.filter((frame) => frame.startsWith(':')).length).toBeGreaterThan(0);
+    // No progress token: the response is the only message, and it ends the stream.
+    expect(data).toHaveLength(1);
+    expect(JSON.parse((data[0] as string).slice('data: '.length))).toMatchObject({
+      id: 'long-1',
+      result: { resultType: 'complete', content: [{ type: 'text', text: 'released' }] },
+    });
+    expect(frames.at(-1)?.startsWith('data: ')).toBe(true);
+  });
+
+  it("sends a protocol error after the switch as the SSE stream's one message", async () => {
+    const response = await call(switching, 'long-2', 'protocol_error_job', {});
+    expect(response.headers['content-type']).toBe('text/event-stream');
+    let text = '';
+    for await (const chunk of response) text += (chunk as Buffer).toString();
+    const data = text.split('\n\n').filter((frame) => frame.startsWith('data: '));
+    expect(data).toHaveLength(1);
+    expect(JSON.parse((data[0] as string).slice('data: '.length))).toMatchObject({ id: 'long-2', error: {} });
+  });
+
+  it('answers a call that ends before the default threshold (1 s) as JSON', async () => {
+    const response = await call(defaults, 'short-1', 'greet', { name: 'Ada' });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-type']).toMatch(/^application\/json/);
+    let text = '';
+    for await (const chunk of response) text += (chunk as Buffer).toString();
+    expect(JSON.parse(text)).toMatchObject({ id: 'short-1', result: { resultType: 'complete' } });
+  });
+});
