@@ -97,6 +97,7 @@ export {
   type CancelOutcome,
   deleteExpiredTasks,
   findTask,
+  findTasks,
   insertTasks,
   isUuid,
   type ListQuery,

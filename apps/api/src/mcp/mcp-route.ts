@@ -296,9 +296,8 @@ async function callTool(
     outcome = await options.core.request('tools/call', params, {
       ...caller,
       signal: stop.signal,
-      onProgress: (update: TaskProgress) => {
-        if (progressToken !== null) toSse()?.offer(update);
-      },
+      // Only a call that asked for progress watches it: the others read their task once, at the end.
+      ...(progressToken === null ? {} : { onProgress: (update: TaskProgress) => toSse()?.offer(update) }),
       log: (fields: Record<string, unknown>, message: string) => request.log.warn(fields, message),
     });
   } catch (error) {

@@ -8,6 +8,8 @@ const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 /**
  * Resolves with the task once it is terminal: woken by the task's notifications, with a poll
  * behind them (NOTIFY is a hint); `onChange` sees every non-terminal reading (for progress).
+ * With notifications and no `onChange`, the task is read once, when its terminal notification
+ * arrives (the hub remembers one that came before the subscription).
  * Rejects with the signal's reason if `signal` aborts first.
  */
 export function waitForTerminal(
@@ -57,6 +59,7 @@ export function waitForTerminal(
     const poll = setInterval(() => void check(), options.pollMs);
     poll.unref();
     options.signal.addEventListener('abort', onAbort, { once: true });
-    void check();
+    // Without notifications, or to report progress from the first reading, read at once.
+    if (!hub.listening || options.onChange) void check();
   });
 }

@@ -2,6 +2,10 @@ import { TaskListener, type TaskNotification } from '@taskgate/db';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+/** How many recent terminal notifications are remembered for late subscribers. */
+const RECENT_TERMINAL = 4_096;
+
 /**
  * Fans task notifications out to the streams watching each task, from one LISTEN connection per
  * API process. Watchers poll as well (NOTIFY is only a hint), so a hub without a listener (the
@@ -10,6 +14,12 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 export class TaskEventsHub {
   readonly #listener: TaskListener | null;
   readonly #subscribers = new Map<string, Set<(notification: TaskNotification | null) => void>>();
+  /**
+   * The latest terminal notifications, oldest first. A caller subscribes after its task was
+   * created, and a fast worker's terminal NOTIFY may arrive before that: the subscriber is told at
+   * once instead of waiting for its poll.
+   */
+  readonly #recentTerminal = new Map<string, TaskNotification>();
 
   constructor(options: { connectionString: string; listen: boolean; logger: { readonly warn: LogFn } }) {
     this.#listener = options.listen
@@ -20,8 +30,14 @@ export class TaskEventsHub {
         })
       : null;
     this.#listener?.onNotification((notification) => {
+      if (TERMINAL.has(notification.status)) this.#remember(notification);
       for (const handler of this.#subscribers.get(notification.id) ?? []) handler(notification);
     });
+  }
+
+  /** Whether notifications arrive at all (without them, watchers rely on their polls). */
+  get listening(): boolean {
+    return this.#listener !== null;
   }
 
   async start(): Promise<void> {
@@ -39,10 +55,20 @@ export class TaskEventsHub {
       this.#subscribers.set(taskId, handlers);
     }
     handlers.add(onChange);
+    const ended = this.#recentTerminal.get(taskId);
+    if (ended) queueMicrotask(() => handlers.has(onChange) && onChange(ended));
     return () => {
       handlers.delete(onChange);
       if (handlers.size === 0) this.#subscribers.delete(taskId);
     };
+  }
+
+  #remember(notification: TaskNotification): void {
+    this.#recentTerminal.delete(notification.id);
+    this.#recentTerminal.set(notification.id, notification);
+    if (this.#recentTerminal.size > RECENT_TERMINAL) {
+      this.#recentTerminal.delete(this.#recentTerminal.keys().next().value as string);
+    }
   }
 
   async stop(): Promise<void> {

@@ -3,6 +3,7 @@ import {
   claimKey,
   type Database,
   findTask,
+  findTasks,
   GroupCommit,
   insertTasks,
   type KeyRecord,
@@ -17,6 +18,7 @@ import {
   type TaskStatus,
 } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
+import { Batcher } from '@taskgate/reliability';
 import type { ToolDefinition, ToolRegistry } from '@taskgate/tools';
 import type { Kysely, Transaction } from 'kysely';
 import { fromKysely, type PgBoss } from 'pg-boss';
@@ -94,10 +96,13 @@ export class TaskService {
   // Concurrent creates share a transaction (one commit for many tasks); each task still gets its
   // row, event and job together or not at all.
   readonly #creates: GroupCommit<NewTask, TaskRecord>;
+  // Concurrent reads (every waiting MCP call reads its task when it ends) share one statement.
+  readonly #reads: Batcher<{ tenantId: string; id: string }, TaskRecord | null>;
 
   constructor(options: TaskServiceOptions) {
     this.#options = options;
     this.#creates = new GroupCommit(options.db, (trx, tasks) => this.#insertAndEnqueue(trx, tasks));
+    this.#reads = new Batcher((refs) => findTasks(options.db, refs), { maxBatch: 200 });
   }
 
   /**
@@ -263,7 +268,7 @@ export class TaskService {
   }
 
   async get(tenantId: string, id: string): Promise<TaskRecord> {
-    const task = await findTask(this.#options.db, tenantId, id);
+    const task = await this.#reads.submit({ tenantId, id });
     if (!task) throw notFound(id);
     return task;
   }

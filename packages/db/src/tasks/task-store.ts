@@ -78,6 +78,28 @@ export async function findTask(db: Db, tenantId: string, id: string): Promise<Ta
   return rows[0] ? toTaskRecord(rows[0]) : null;
 }
 
+/**
+ * Many tasks by (tenant, id) in one statement, in the order asked (null for a missing, expired or
+ * other tenant's task): concurrent readers share a round trip.
+ */
+export async function findTasks(
+  db: Db,
+  refs: readonly { readonly tenantId: string; readonly id: string }[],
+): Promise<(TaskRecord | null)[]> {
+  const wanted = refs.filter((ref) => isUuid(ref.id));
+  if (wanted.length === 0) return refs.map(() => null);
+  const { rows } = await sql<TaskRow>`
+    SELECT t.* FROM tasks t
+    JOIN unnest(${wanted.map((ref) => ref.tenantId)}::text[], ${wanted.map((ref) => ref.id)}::uuid[])
+      AS wanted(tenant_id, id) ON t.tenant_id = wanted.tenant_id AND t.id = wanted.id
+    WHERE t.expires_at IS NULL OR t.expires_at > now()`.execute(db);
+  const found = new Map(rows.map((row) => [`${row.tenant_id}/${row.id}`, row]));
+  return refs.map((ref) => {
+    const row = found.get(`${ref.tenantId}/${ref.id.toLowerCase()}`);
+    return row ? toTaskRecord(row) : null;
+  });
+}
+
 export interface ListQuery {
   readonly status?: TaskStatus;
   readonly limit: number;
