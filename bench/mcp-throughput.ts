@@ -1,18 +1,19 @@
 // tools/call of greet over HTTP, closed loop, 32 connections for 10 s: calls/s, p50 and p99.
 // Taskgate's durable path (every call a task row, run by the worker) next to the official SDK v1
 // server (stateless Streamable HTTP, a transport per request), driven by the same load generator in
-// the same run.
+// the same run. The load generator is a process of its own (bench/support/http-load.ts); the
+// servers run in this one (Taskgate's API and worker together, as `taskgate start` runs them).
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- mcp-throughput
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { defineTool } from '@taskgate/tools';
-import { Pool } from 'undici';
 import { z } from 'zod';
 import { startApi, startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
-import { printTable, summary } from './support/report.ts';
+import { type LoadRequest, type LoadResult, loadFromChild } from './support/http-load.ts';
+import { printTable } from './support/report.ts';
 
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
 const SECONDS = Number(process.env.SECONDS ?? 10);
@@ -36,7 +37,8 @@ try {
   const api = await startApi(platform, database.url);
   await api.app.listen({ host: '127.0.0.1', port: 0 });
   const ours = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
-  const modernCall = (tool: string) => (id: number) => ({
+  const modernCall = (tool: string): LoadRequest => ({
+    expect: 'Hello',
     headers: {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
@@ -46,7 +48,7 @@ try {
     },
     body: JSON.stringify({
       jsonrpc: '2.0',
-      id,
+      id: '{{id}}',
       method: 'tools/call',
       params: {
         name: tool,
@@ -81,15 +83,16 @@ try {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const anchorUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const legacy = (id: number) => ({
+  const legacy: LoadRequest = {
+    expect: 'Hello',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
     body: JSON.stringify({
       jsonrpc: '2.0',
-      id,
+      id: '{{id}}',
       method: 'tools/call',
       params: { name: 'greet', arguments: { name: 'bench' } },
     }),
-  });
+  };
   await load(anchorUrl, legacy, 2);
   rows.push(row('SDK v1 stateless server (in-process handler, no durability)', await load(anchorUrl, legacy, SECONDS)));
   server.closeAllConnections();
@@ -103,34 +106,17 @@ printTable(
 );
 process.exit(0);
 
-/** A closed-loop load generator: each connection sends the next call when the last one answered. */
-async function load(
-  origin: string,
-  request: (id: number) => { headers: Record<string, string>; body: string },
-  seconds: number,
-): Promise<{ latencies: number[]; errors: number; seconds: number }> {
-  const pool = new Pool(origin, { connections: CONNECTIONS, pipelining: 1 });
-  const latencies: number[] = [];
-  let errors = 0;
-  let id = 0;
-  const until = performance.now() + seconds * 1000;
-  await Promise.all(
-    Array.from({ length: CONNECTIONS }, async () => {
-      while (performance.now() < until) {
-        const { headers, body } = request(id++);
-        const started = performance.now();
-        const response = await pool.request({ path: '/mcp', method: 'POST', headers, body });
-        const text = await response.body.text();
-        if (response.statusCode !== 200 || !text.includes('Hello')) errors += 1;
-        else latencies.push(performance.now() - started);
-      }
-    }),
-  );
-  await pool.close();
-  return { latencies, errors, seconds };
+/** Drives `origin` from a separate process, CONNECTIONS connections for `seconds`. */
+function load(origin: string, request: LoadRequest, seconds: number): Promise<LoadResult> {
+  return loadFromChild(origin, request, { connections: CONNECTIONS, seconds });
 }
 
-function row(path: string, result: { latencies: number[]; errors: number; seconds: number }) {
-  const s = summary(result.latencies);
-  return { path, 'calls/s': s.n / result.seconds, errors: result.errors, 'p50 ms': s.p50, 'p99 ms': s.p99 };
+function row(path: string, result: LoadResult) {
+  return {
+    path,
+    'calls/s': result.calls / result.seconds,
+    errors: result.errors,
+    'p50 ms': result.p50,
+    'p99 ms': result.p99,
+  };
 }
