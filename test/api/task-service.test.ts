@@ -69,7 +69,7 @@ describe('creating a task', () => {
       details: {
         errors: [
           { path: '/extra', message: 'must NOT have additional properties' },
-          { path: '/seconds', message: 'must be > 0' },
+          { path: '/seconds', message: 'must be >= 0' },
         ],
       },
     });

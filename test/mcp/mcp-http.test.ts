@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { listTaskEvents, type TaskRecord } from '@taskgate/db';
 import { encodeHeaderValue } from '@taskgate/protocol';
+import { defineTool, ToolProtocolError } from '@taskgate/tools';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,10 +11,28 @@ import { type Platform, startApi, startPlatform, waitForTask } from '../support/
 
 // POST /mcp, revision 2026-07-28, over Fastify's inject and over real sockets.
 const database = useTestDatabase();
+const toolError = defineTool({
+  name: 'tool_error',
+  description: 'returns a tool error',
+  inputSchema: { type: 'object' },
+  retry: 'safe',
+  async handler() {
+    return { content: [{ type: 'text', text: 'no' }], isError: true };
+  },
+});
+const protocolError = defineTool({
+  name: 'protocol_error',
+  description: 'fails with a JSON-RPC error',
+  inputSchema: { type: 'object' },
+  retry: 'safe',
+  async handler() {
+    throw new ToolProtocolError(-32603, 'failed on purpose');
+  },
+});
 let platform: Platform;
 let api: { app: FastifyInstance; close(): Promise<void> };
 beforeAll(async () => {
-  platform = await startPlatform(database.url);
+  platform = await startPlatform(database.url, { tools: [toolError, protocolError] as never });
   await platform.startWorker();
   // Responses here are asserted as JSON or, with a progress token, SSE; the switch to SSE for a call
   // outliving a threshold has its own test (mcp-sse-threshold.test.ts), so it is out of reach here.
@@ -82,7 +101,7 @@ describe('POST /mcp (2026-07-28)', () => {
       result: expect.objectContaining({
         resultType: 'complete',
         supportedVersions: ['2026-07-28'],
-        capabilities: { tools: {} },
+        capabilities: { tools: {}, extensions: { 'io.modelcontextprotocol/tasks': {} } },
         ttlMs: expect.any(Number),
         cacheScope: 'public',
         _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'taskgate', version: expect.any(String) } },
@@ -110,9 +129,14 @@ describe('POST /mcp (2026-07-28)', () => {
   });
 
   it('reports a tool error as a result with isError, and a protocol error as a JSON-RPC error', async () => {
-    const failing = (await post(rpc('tools/call', { name: 'failing_job', arguments: {} }))).json();
+    const failing = (await post(rpc('tools/call', { name: 'tool_error', arguments: {} }))).json();
     expect(failing.result).toMatchObject({ resultType: 'complete', isError: true });
-    const protocol = await post(rpc('tools/call', { name: 'protocol_error_job', arguments: {} }));
+    // failing_job runs only as a task: a client without the Tasks extension is told what it lacks.
+    const taskOnly = expectRpcError(await post(rpc('tools/call', { name: 'failing_job', arguments: {} })), 400, -32021);
+    expect(taskOnly.error.data).toEqual({
+      requiredCapabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } },
+    });
+    const protocol = await post(rpc('tools/call', { name: 'protocol_error', arguments: {} }));
     expectRpcError(protocol, 200, -32603);
   });
 

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { defineTool } from '@taskgate/tools';
+import { defineTool, ToolProtocolError } from '@taskgate/tools';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
@@ -11,6 +11,15 @@ import { type Barrier, barrier, type Platform, startApi, startPlatform } from '.
 // ends first is a plain JSON response.
 const database = useTestDatabase();
 const release: Barrier = barrier();
+const protocolError = defineTool({
+  name: 'protocol_error',
+  description: 'fails with a JSON-RPC error',
+  inputSchema: { type: 'object' },
+  retry: 'safe',
+  async handler() {
+    throw new ToolProtocolError(-32603, 'failed on purpose');
+  },
+});
 const held = defineTool({
   name: 'held',
   description: 'returns once the test releases it',
@@ -26,7 +35,7 @@ let platform: Platform;
 let switching: { app: FastifyInstance; close(): Promise<void> };
 let defaults: { app: FastifyInstance; close(): Promise<void> };
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [held] as never });
+  platform = await startPlatform(database.url, { tools: [held, protocolError] as never });
   await platform.startWorker();
   // Every call outlives a threshold of 0; keepalives every 50 ms make the quiet stream visible.
   switching = await startApi(platform, database.url, { mcp: { sseAfterMs: 0 }, events: { keepaliveMs: 50 } });
@@ -105,7 +114,7 @@ describe('the SSE threshold of tools/call', () => {
   });
 
   it("sends a protocol error after the switch as the SSE stream's one message", async () => {
-    const response = await call(switching, 'long-2', 'protocol_error_job', {});
+    const response = await call(switching, 'long-2', 'protocol_error', {});
     expect(response.headers['content-type']).toBe('text/event-stream');
     let text = '';
     for await (const chunk of response) text += (chunk as Buffer).toString();

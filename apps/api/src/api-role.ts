@@ -29,6 +29,8 @@ export interface ApiRoleOptions {
   readonly clockCaps?: ClockCaps;
   /** An MCP tools/call still running after this long is answered as SSE. */
   readonly mcpSseAfterMs?: number;
+  /** For a client with the Tasks extension, a call still running after this long becomes a task. */
+  readonly mcpTaskAfterMs?: number;
   /** Other roles' states and the process's shutdown flag, for /readyz. */
   readonly checks: () => Record<string, CheckState>;
   readonly stopping: () => boolean;
@@ -73,6 +75,7 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
           loopbackOnly: isLoopback(options.host),
           ...(options.clockCaps ? { clockCaps: options.clockCaps } : {}),
           ...(options.mcpSseAfterMs === undefined ? {} : { sseAfterMs: options.mcpSseAfterMs }),
+          ...(options.mcpTaskAfterMs === undefined ? {} : { taskAfterMs: options.mcpTaskAfterMs }),
         },
       },
     });

@@ -32,6 +32,8 @@ export interface ApiServerOptions {
       readonly clockCaps?: ClockCaps;
       /** A tools/call still running after this long is answered as SSE (default 1 s). */
       readonly sseAfterMs?: number;
+      /** A declaring client's call of a task-optional tool becomes a task after this long (500 ms). */
+      readonly taskAfterMs?: number;
     };
   };
 }
@@ -74,6 +76,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
           server: { name: 'taskgate', version: options.version ?? '0.1.0' },
           pollMs: options.tasks.events?.pollMs ?? 1_000,
           ...(options.tasks.mcp.clockCaps ? { clockCaps: options.tasks.mcp.clockCaps } : {}),
+          ...(options.tasks.mcp.taskAfterMs === undefined ? {} : { taskAfterMs: options.tasks.mcp.taskAfterMs }),
         }),
         tenant: options.tasks.tenant,
         server: { name: 'taskgate', version: options.version ?? '0.1.0' },

@@ -32,6 +32,7 @@ describe('loadConfig', () => {
       maxCallMs: 86_400_000,
       maxIdleMs: null,
       mcpSseAfterMs: 1_000,
+      mcpTaskAfterMs: 500,
     });
     expect(config.tokens.size).toBe(0);
     expect(warnings).toEqual([]);
@@ -52,6 +53,7 @@ describe('loadConfig', () => {
         TASKGATE_MAX_CALL_MS: '600000',
         TASKGATE_MAX_IDLE_MS: '30000',
         TASKGATE_MCP_SSE_AFTER_MS: '250',
+        TASKGATE_MCP_TASK_AFTER_MS: '2000',
         LOG_LEVEL: 'DEBUG',
       },
       '/srv',
@@ -69,6 +71,7 @@ describe('loadConfig', () => {
     expect(config.idempotencyRetentionMs).toBe(3_600_000);
     expect([config.maxCallMs, config.maxIdleMs]).toEqual([600_000, 30_000]);
     expect(config.mcpSseAfterMs).toBe(250);
+    expect(config.mcpTaskAfterMs).toBe(2000);
     expect(config.logLevel).toBe('debug');
   });
 

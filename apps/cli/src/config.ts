@@ -28,6 +28,8 @@ export interface Config {
   readonly maxIdleMs: number | null;
   /** An MCP tools/call still running after this long is answered as SSE. */
   readonly mcpSseAfterMs: number;
+  /** For a client with the Tasks extension, a call still running after this long becomes a task. */
+  readonly mcpTaskAfterMs: number;
   readonly relay: RelayConfig;
 }
 
@@ -72,6 +74,8 @@ export const SETTINGS = {
   TASKGATE_MAX_IDLE_MS: "ceiling on every tool's idle clock (default: unset, tools' own idle clocks only)",
   TASKGATE_MCP_SSE_AFTER_MS:
     'an MCP tools/call still running after this long is answered as an SSE stream with keepalives (default 1000)',
+  TASKGATE_MCP_TASK_AFTER_MS:
+    'for a client that declared the Tasks extension, a tools/call still running after this long is answered with its task (default 500)',
   TASKGATE_RELAY_SINKS: 'webhook URLs (http or https) the relay delivers outbox events to, comma-separated',
   TASKGATE_RELAY_SECRET: 'HMAC-SHA256 key of the Taskgate-Signature header; required with sinks, 16+ characters',
   TASKGATE_RELAY_MAX_ATTEMPTS: 'delivery attempts before an outbox row moves to dead-letter (default 10)',
@@ -167,6 +171,15 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
     problem,
   );
 
+  const mcpTaskAfterMs = parseInteger(
+    value('TASKGATE_MCP_TASK_AFTER_MS'),
+    500,
+    0,
+    3_600_000,
+    'TASKGATE_MCP_TASK_AFTER_MS',
+    problem,
+  );
+
   const relay = parseRelay(value, problem);
 
   const tokens = parseTokens(value('TASKGATE_TOKENS'), problem);
@@ -214,6 +227,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       maxCallMs,
       maxIdleMs,
       mcpSseAfterMs,
+      mcpTaskAfterMs,
       relay,
     },
     warnings,

@@ -26,3 +26,4 @@ export {
   type RequestHeaders,
   type RequestMetadata,
 } from './request-metadata.ts';
+export { declaresTasks, TASK_METHODS, TASKS_EXTENSION, TASKS_REQUIRED } from './tasks-extension.ts';

@@ -16,10 +16,14 @@ export type MetadataCheck =
   | { readonly ok: false; readonly httpStatus: 400; readonly error: JsonRpcError };
 
 /** Methods whose target is mirrored into Mcp-Name, and the params field it comes from. */
-const NAMED: Readonly<Record<string, 'name' | 'uri'>> = {
+const NAMED: Readonly<Record<string, 'name' | 'uri' | 'taskId'>> = {
   'tools/call': 'name',
   'prompts/get': 'name',
   'resources/read': 'uri',
+  // The Tasks extension ("Streamable HTTP: Routing Headers"): Mcp-Name carries the taskId.
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
 };
 
 /**

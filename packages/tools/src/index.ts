@@ -11,11 +11,13 @@ export {
   type ContentBlock,
   defineTool,
   type RetryClass,
+  type TaskSupport,
   type ToolAnnotations,
   type ToolContext,
   type ToolDefinition,
   type ToolResult,
   type ToolTimeouts,
+  taskSupportOf,
 } from './tool-definition.ts';
 export {
   TaskCancelledError,

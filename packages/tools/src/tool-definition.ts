@@ -103,7 +103,21 @@ export interface ToolDefinition<Input = Record<string, unknown>> {
    * are not checked.
    */
   readonly requiredClientCapabilities?: Readonly<Record<string, unknown>>;
+  /**
+   * Whether an MCP call may be answered with a task (the Tasks extension's CreateTaskResult) for a
+   * client that declared the extension: `forbidden` (always answered in the call), `optional` (a
+   * task when the call outlives the server's threshold; the default), or `required` (always a task;
+   * a client without the extension gets -32021). Inline tools are always `forbidden`.
+   */
+  readonly taskSupport?: TaskSupport;
   handler(input: Input, ctx: ToolContext): Promise<ToolResult>;
+}
+
+export type TaskSupport = 'forbidden' | 'optional' | 'required';
+
+/** A tool's task support with its default: optional, except inline tools, which have no task row. */
+export function taskSupportOf(tool: Pick<ToolDefinition<never>, 'taskSupport' | 'inline'>): TaskSupport {
+  return tool.inline ? 'forbidden' : (tool.taskSupport ?? 'optional');
 }
 
 const NAME = /^[A-Za-z0-9_.-]{1,128}$/;
@@ -118,6 +132,9 @@ export function defineTool<Input = Record<string, unknown>>(definition: ToolDefi
   }
   if (definition.inline && definition.retry !== 'safe') {
     throw new TypeError(`tool ${definition.name}: only a safe tool may run inline (it has no durable record)`);
+  }
+  if (definition.inline && definition.taskSupport !== undefined && definition.taskSupport !== 'forbidden') {
+    throw new TypeError(`tool ${definition.name}: an inline tool has no task row, so its taskSupport is forbidden`);
   }
   if (definition.idempotencyKey !== undefined && definition.retry !== 'conditional') {
     throw new TypeError(`tool ${definition.name}: only a conditional tool takes an idempotency key`);

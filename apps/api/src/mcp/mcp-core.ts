@@ -1,7 +1,14 @@
 import type { TaskProgress, TaskRecord } from '@taskgate/db';
-import { TaskgateError } from '@taskgate/errors';
-import { type Capabilities, ErrorCode, missingCapabilities } from '@taskgate/protocol';
-import type { ToolDefinition, ToolRegistry } from '@taskgate/tools';
+import { isTaskgateError, TaskgateError } from '@taskgate/errors';
+import {
+  type Capabilities,
+  declaresTasks,
+  ErrorCode,
+  missingCapabilities,
+  TASK_METHODS,
+  TASKS_EXTENSION,
+} from '@taskgate/protocol';
+import { type ToolDefinition, type ToolRegistry, taskSupportOf } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import { type ClockCaps, cappedClocks, type TaskService } from '../tasks/task-service.ts';
 import { runInline } from './inline-call.ts';
@@ -15,6 +22,7 @@ import {
   toolsListResult,
   withServerInfo,
 } from './mcp-methods.ts';
+import { createTaskResult, detailedTask, TASK_ACK, unknownTask } from './mcp-tasks.ts';
 import { waitForTerminal } from './task-outcome.ts';
 
 export interface McpCoreOptions {
@@ -26,7 +34,14 @@ export interface McpCoreOptions {
   readonly pollMs: number;
   /** The server's ceiling on tools' clocks (inline calls; durable ones get it from TaskService). */
   readonly clockCaps?: ClockCaps;
+  /**
+   * For a client that declared the Tasks extension: a call of a task-optional tool still running
+   * after this long is answered with a CreateTaskResult instead (default 500 ms).
+   */
+  readonly taskAfterMs?: number;
 }
+
+export const DEFAULT_TASK_AFTER_MS = 500;
 
 export interface RequestContext {
   readonly tenantId: string;
@@ -69,6 +84,10 @@ export class McpCore {
         return { kind: 'result', result: toolsListResult(this.#options.tools, this.#options.server) };
       case 'tools/call':
         return this.#call(params, context);
+      case 'tasks/get':
+      case 'tasks/update':
+      case 'tasks/cancel':
+        return this.#taskMethod(method, params, context);
       default:
         return {
           kind: 'error',
@@ -111,13 +130,16 @@ export class McpCore {
     params: Readonly<Record<string, unknown>> | undefined,
     context: RequestContext,
   ): Promise<MethodOutcome | null> {
-    const { service, hub } = this.#options;
     const call = readCallParams(params);
     if ('code' in call) return { kind: 'error', httpStatus: 200, error: call };
     const tool = this.#options.tools.get(call.name);
-    const missing = tool?.requiredClientCapabilities
-      ? missingCapabilities(tool.requiredClientCapabilities, context.clientCapabilities)
-      : null;
+    const support = tool ? taskSupportOf(tool) : 'forbidden';
+    const asTask = support !== 'forbidden' && declaresTasks(context.clientCapabilities);
+    const required = {
+      ...tool?.requiredClientCapabilities,
+      ...(support === 'required' ? { extensions: { [TASKS_EXTENSION]: {} } } : {}),
+    };
+    const missing = missingCapabilities(required, context.clientCapabilities);
     if (missing) {
       // Refused before a task exists (basic/index: -32021 with the missing capabilities, HTTP 400).
       return {
@@ -133,16 +155,33 @@ export class McpCore {
     if (tool?.inline) return this.#inline(tool, call.arguments, context);
     let task: TaskRecord;
     try {
-      ({ task } = await service.submit(context.tenantId, {
+      ({ task } = await this.#options.service.submit(context.tenantId, {
         tool: call.name,
         arguments: call.arguments,
-        mode: 'request',
+        // A task the client may be handed outlives its connection; a request's task does not.
+        mode: asTask ? 'task' : 'request',
       }));
     } catch (error) {
       const outcome = refusal(error);
       if (outcome.kind === 'error' && outcome.error.code === ErrorCode.InternalError) throw error;
       return outcome;
     }
+    // The row is committed: a required-task tool is answered with its task at once.
+    if (asTask && support === 'required') return { kind: 'result', result: createTaskResult(task) };
+    return this.#await(task, context, asTask ? (this.#options.taskAfterMs ?? DEFAULT_TASK_AFTER_MS) : null);
+  }
+
+  /**
+   * Waits for the call's task. With `handOverAfterMs`, a task still running then is answered with
+   * its CreateTaskResult (the client polls it from there). A request cancelled before any answer
+   * cancels the task: nobody else knows its id.
+   */
+  async #await(
+    task: TaskRecord,
+    context: RequestContext,
+    handOverAfterMs: number | null,
+  ): Promise<MethodOutcome | null> {
+    const { service, hub } = this.#options;
     const cancel = () => {
       const reason =
         context.signal.reason instanceof Error ? context.signal.reason.message : String(context.signal.reason);
@@ -157,19 +196,91 @@ export class McpCore {
       cancel();
       return null;
     }
+    const handOver = new AbortController();
+    const timer = handOverAfterMs === null ? undefined : setTimeout(() => handOver.abort(), handOverAfterMs);
+    const signal = AbortSignal.any([context.signal, handOver.signal]);
     try {
       const done = await waitForTerminal(service, hub, context.tenantId, task.id, {
         pollMs: this.#options.pollMs,
-        signal: context.signal,
+        signal,
         ...(context.onProgress ? { onChange: progressOf(context.onProgress) } : {}),
       });
       return callOutcome(done, this.#options.server);
     } catch (error) {
-      if (!context.signal.aborted) throw error;
-      cancel();
-      return null;
+      if (context.signal.aborted) {
+        cancel();
+        return null;
+      }
+      if (!handOver.signal.aborted) throw error;
+      // Still running at the threshold: from here on the client polls the task.
+      return { kind: 'result', result: createTaskResult(await service.get(context.tenantId, task.id)) };
+    } finally {
+      clearTimeout(timer);
     }
   }
+
+  /**
+   * tasks/get, tasks/update and tasks/cancel (tasks-extension/tasks.md). The client must declare
+   * the extension on the request — checked before the task is looked up, so a client without it
+   * learns nothing about which ids exist. Another tenant's task is as unknown as a made-up id.
+   */
+  async #taskMethod(
+    method: string,
+    params: Readonly<Record<string, unknown>> | undefined,
+    context: RequestContext,
+  ): Promise<MethodOutcome> {
+    if (!TASK_METHODS.includes(method) || !declaresTasks(context.clientCapabilities)) {
+      return {
+        kind: 'error',
+        httpStatus: 400,
+        error: {
+          code: ErrorCode.MissingRequiredClientCapability,
+          message: `${method} is part of the Tasks extension; declare ${TASKS_EXTENSION} in the request's client capabilities`,
+          data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+        },
+      };
+    }
+    const taskId = params?.taskId;
+    if (typeof taskId !== 'string' || taskId === '') {
+      return invalid(`${method} needs params.taskId, the id of a task`);
+    }
+    const inputResponses = params?.inputResponses;
+    if (
+      method === 'tasks/update' &&
+      (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses))
+    ) {
+      return invalid('tasks/update needs params.inputResponses, an object of responses by request key');
+    }
+    const { service } = this.#options;
+    try {
+      if (method === 'tasks/get') {
+        const task = await service.get(context.tenantId, taskId);
+        return { kind: 'result', result: detailedTask(task, this.#options.server) };
+      }
+      if (method === 'tasks/cancel') {
+        // Acknowledged at once; the task stays working until its worker reaches a checkpoint.
+        // On a task that already ended this changes nothing and is acknowledged the same way.
+        await service.cancel(context.tenantId, taskId, 'cancelled with tasks/cancel');
+        return { kind: 'result', result: TASK_ACK };
+      }
+      // tasks/update: no tool asks for input yet, so every key is unknown and ignored (the
+      // extension says to ignore keys that are not outstanding); the task must still exist.
+      await service.get(context.tenantId, taskId);
+      return { kind: 'result', result: TASK_ACK };
+    } catch (error) {
+      if (isTaskgateError(error, 'TG_TASK_NOT_FOUND'))
+        return { kind: 'error', httpStatus: 200, error: unknownTask(taskId) };
+      throw error;
+    }
+  }
+}
+
+function invalid(message: string): MethodOutcome {
+  return {
+    kind: 'error',
+    httpStatus: 400,
+    error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${message}` },
+  };
 }
 
 /** Task readings to strictly increasing progress values. */

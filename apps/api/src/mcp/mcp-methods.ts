@@ -1,6 +1,13 @@
 import type { TaskRecord } from '@taskgate/db';
 import { toJsonRpcError } from '@taskgate/errors';
-import { type Capabilities, ErrorCode, type JsonRpcError, META, SUPPORTED_PROTOCOL_VERSIONS } from '@taskgate/protocol';
+import {
+  type Capabilities,
+  ErrorCode,
+  type JsonRpcError,
+  META,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  TASKS_EXTENSION,
+} from '@taskgate/protocol';
 import type { ToolRegistry } from '@taskgate/tools';
 
 /** What a method handler produces: a result, or a JSON-RPC error (with the HTTP status to use). */
@@ -23,7 +30,8 @@ export function discoverResult(server: ServerIdentity): Record<string, unknown> 
   return {
     resultType: 'complete',
     supportedVersions: [...SUPPORTED_PROTOCOL_VERSIONS],
-    capabilities: { tools: {} },
+    // The Tasks extension: a client that declares it per request may get a task for a tools/call.
+    capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } },
     instructions: discoverInstructions,
     ttlMs: 3_600_000,
     cacheScope: 'public',
@@ -81,19 +89,7 @@ export function callOutcome(task: TaskRecord, server: ServerIdentity): MethodOut
       result: withServerInfo((task.result ?? { content: [] }) as Record<string, unknown>, server),
     };
   }
-  if (task.status === 'failed') {
-    const stored = (task.error ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
-    const code = typeof stored.code === 'number' ? stored.code : ErrorCode.InternalError;
-    const message = typeof stored.message === 'string' ? stored.message : 'the tool failed';
-    const legacy = code <= -32000 && code >= -32019;
-    return {
-      kind: 'error',
-      httpStatus: 200,
-      error: legacy
-        ? { code: ErrorCode.InternalError, message, data: { ...(stored.data as object), originalCode: code } }
-        : { code, message, ...(stored.data === undefined ? {} : { data: stored.data }) },
-    };
-  }
+  if (task.status === 'failed') return { kind: 'error', httpStatus: 200, error: taskError(task) };
   return {
     kind: 'error',
     httpStatus: 200,
@@ -103,6 +99,17 @@ export function callOutcome(task: TaskRecord, server: ServerIdentity): MethodOut
       data: { taskId: task.id, status: task.status },
     },
   };
+}
+
+/** A failed task's JSON-RPC error, as the call's error or as tasks/get's `error`. */
+export function taskError(task: TaskRecord): JsonRpcError {
+  const stored = (task.error ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
+  const code = typeof stored.code === 'number' ? stored.code : ErrorCode.InternalError;
+  const message = typeof stored.message === 'string' ? stored.message : 'the tool failed';
+  const legacy = code <= -32000 && code >= -32019;
+  return legacy
+    ? { code: ErrorCode.InternalError, message, data: { ...(stored.data as object), originalCode: code } }
+    : { code, message, ...(stored.data === undefined ? {} : { data: stored.data }) };
 }
 
 /** A CallToolResult as 2026-07-28 sends it: resultType, and the server's identity in _meta. */

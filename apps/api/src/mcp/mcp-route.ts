@@ -160,7 +160,11 @@ async function handle(
   if (!metadata.ok) return reply.code(metadata.httpStatus).send(errorResponse(id, metadata.error));
 
   if (method !== 'tools/call') {
-    const outcome = await options.core.request(method, params, { tenantId, signal: new AbortController().signal });
+    const outcome = await options.core.request(method, params, {
+      tenantId,
+      signal: new AbortController().signal,
+      clientCapabilities: metadata.metadata.clientCapabilities,
+    });
     return send(reply, id, outcome as MethodOutcome);
   }
   return callTool(

@@ -53,6 +53,7 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
         server: { name: 'taskgate', version: '0.1.0' },
         pollMs: listenNotify ? 1_000 : 250,
         clockCaps: clockCaps(config),
+        taskAfterMs: config.mcpTaskAfterMs,
       }),
       input: process.stdin,
       output: process.stdout,

@@ -83,6 +83,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
         allowedOrigins: config.allowedOrigins,
         clockCaps: clockCaps(config),
         mcpSseAfterMs: config.mcpSseAfterMs,
+        mcpTaskAfterMs: config.mcpTaskAfterMs,
         idempotencyRetentionMs: config.idempotencyRetentionMs,
         unauthenticatedTenant: DEFAULT_TENANT,
         tools,

@@ -10,6 +10,8 @@ export const failingJob = defineTool({
   annotations: { title: 'Failing job', readOnlyHint: true, openWorldHint: false },
   retry: 'safe',
   timeouts: { maxMs: 10_000 },
+  // Only ever a task: the Tasks extension's required-task case (a client without it gets -32021).
+  taskSupport: 'required',
   async handler() {
     return { content: [{ type: 'text', text: 'failing_job failed on purpose' }], isError: true };
   },
@@ -24,6 +26,7 @@ export const protocolErrorJob = defineTool({
   annotations: { title: 'Protocol error job', readOnlyHint: true, openWorldHint: false },
   retry: 'safe',
   timeouts: { maxMs: 10_000 },
+  taskSupport: 'required',
   async handler() {
     throw new ToolProtocolError(-32603, 'protocol_error_job failed on purpose', { tool: 'protocol_error_job' });
   },

@@ -13,6 +13,8 @@ export const greet = defineTool<{ name: string }>({
   annotations: { title: 'Greet', readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   retry: 'safe',
   timeouts: { maxMs: 10_000 },
+  // Always answered in the call, never as a task (the conformance suite's synchronous fixture).
+  taskSupport: 'forbidden',
   async handler({ name }) {
     return { content: [{ type: 'text', text: `Hello, ${name}!` }], structuredContent: { greeting: `Hello, ${name}!` } };
   },

@@ -2,22 +2,26 @@ import { defineTool } from '../tool-definition.ts';
 
 const STEP_MS = 50;
 
-export const slowCompute = defineTool<{ seconds: number }>({
+export const slowCompute = defineTool<{ seconds: number; label?: string }>({
   name: 'slow_compute',
   title: 'Slow compute',
   description:
     'Works for the given number of seconds, reporting progress and passing a cancellation checkpoint every 50 ms.',
   inputSchema: {
     type: 'object',
-    properties: { seconds: { type: 'number', exclusiveMinimum: 0, maximum: 600, description: 'How long to work' } },
+    properties: {
+      seconds: { type: 'number', minimum: 0, maximum: 600, description: 'How long to work (0: answer at once)' },
+      label: { type: 'string', maxLength: 200, description: 'Echoed in the result, to tell calls apart' },
+    },
     required: ['seconds'],
     additionalProperties: false,
   },
   annotations: { title: 'Slow compute', readOnlyHint: true, idempotentHint: true, openWorldHint: false },
   retry: 'safe',
   timeouts: { idleMs: 5_000, maxMs: 660_000 },
-  async handler({ seconds }, ctx) {
-    const steps = Math.max(1, Math.round((seconds * 1000) / STEP_MS));
+  taskSupport: 'optional',
+  async handler({ seconds, label }, ctx) {
+    const steps = Math.round((seconds * 1000) / STEP_MS);
     let checksum = 0;
     for (let step = 1; step <= steps; step++) {
       await ctx.checkpoint();
@@ -26,7 +30,7 @@ export const slowCompute = defineTool<{ seconds: number }>({
       ctx.progress(step, steps, `step ${step} of ${steps}`);
     }
     return {
-      content: [{ type: 'text', text: `computed for ${seconds} s in ${steps} steps` }],
+      content: [{ type: 'text', text: `computed for ${seconds} s in ${steps} steps${label ? ` (${label})` : ''}` }],
       structuredContent: { seconds, steps, checksum },
     };
   },
