@@ -6,10 +6,10 @@ import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 
 // The MCP conformance suite's Tasks-extension scenarios (@modelcontextprotocol/conformance, pinned in
 // package.json) against `taskgate start` with TASKGATE_CONFORMANCE=1, one scenario per run of the
-// suite's CLI, as docs/design/mcp-tasks-conformance.md describes. A scenario passes when the CLI exits 0
-// and reports no failed check.
+// suite's CLI, as docs/design/mcp-tasks-conformance.md describes: all ten. A scenario passes when the
+// CLI exits 0 and reports no failed check.
 const SUITE = path.join(REPO_ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
-const PASSING = [
+const SCENARIOS = [
   'tasks-lifecycle',
   'tasks-capability-negotiation',
   'tasks-wire-fields',
@@ -17,6 +17,9 @@ const PASSING = [
   'tasks-request-headers',
   'tasks-required-task-error',
   'tasks-status-notifications',
+  'tasks-dispatch-and-envelope',
+  'tasks-mrtr-input',
+  'tasks-mrtr-composition',
 ];
 
 let database: TestDatabase;
@@ -53,7 +56,7 @@ function runScenario(scenario: string): Promise<{ code: number | null; output: s
 }
 
 describe('MCP conformance: Tasks extension scenarios', () => {
-  it.each(PASSING)('%s passes', { timeout: 60_000 }, async (scenario) => {
+  it.each(SCENARIOS)('%s passes', { timeout: 60_000 }, async (scenario) => {
     const { code, output } = await runScenario(scenario);
     const summary = /Passed: (\d+)\/(\d+), (\d+) failed/.exec(output);
     expect(summary, output).not.toBeNull();

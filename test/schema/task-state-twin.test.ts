@@ -15,13 +15,17 @@ afterAll(async () => {
 
 const TERMINAL = new Set<TaskStatus>(['completed', 'failed', 'cancelled']);
 
-/** Moves a row to `status` the way a writer would: finished_at with a terminal status, nothing else. */
+/**
+ * Moves a row to `status` the way a writer would: finished_at with a terminal status, the
+ * outstanding requests with input_required (migration 0004), nothing else.
+ */
 function setStatus(id: string, status: TaskStatus) {
-  return client.query(`UPDATE tasks SET status = $2, finished_at = CASE WHEN $3 THEN now() END WHERE id = $1`, [
-    id,
-    status,
-    TERMINAL.has(status),
-  ]);
+  return client.query(
+    `UPDATE tasks SET status = $2, finished_at = CASE WHEN $3 THEN now() END,
+       input_requests = CASE WHEN $2 = 'input_required' THEN '{}'::jsonb END
+     WHERE id = $1`,
+    [id, status, TERMINAL.has(status)],
+  );
 }
 
 async function taskIn(status: TaskStatus): Promise<string> {

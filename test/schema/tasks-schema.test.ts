@@ -47,6 +47,8 @@ const TASK_COLUMNS = {
   finished_at: true,
   expires_at: true,
   idempotency_key: true,
+  input_requests: true,
+  input_responses: true,
 } satisfies Record<keyof Database['tasks'], true>;
 const EVENT_COLUMNS = {
   id: true,
@@ -206,5 +208,25 @@ describe('migration 0001: tasks and task_events', () => {
       "EXPLAIN SELECT * FROM tasks WHERE tenant_id = 'indexed' AND id = '00000000-0000-0000-0000-000000000000'",
     );
     expect(JSON.stringify(lookup.rows)).toMatch(/Index Scan using (tasks_tenant_id_id_key|tasks_pkey)/);
+  });
+});
+
+describe('migration 0004: task input', () => {
+  it('lets a task wait for input only with its outstanding requests, and starts it with no answers', async () => {
+    const id = await insertTask();
+    expect(await violation("UPDATE tasks SET status = 'input_required' WHERE id = $1", [id])).toEqual({
+      code: '23514',
+      constraint: 'tasks_input_requests_check',
+    });
+    expect(
+      await violation("UPDATE tasks SET status = 'input_required', input_requests = '[]' WHERE id = $1", [id]),
+    ).toEqual({ code: '23514', constraint: 'tasks_input_requests_check' });
+    await pool.query(
+      `UPDATE tasks SET status = 'input_required', input_requests = '{"k": {"method": "elicitation/create", "params": {}}}'
+       WHERE id = $1`,
+      [id],
+    );
+    const { rows } = await pool.query('SELECT status, input_responses FROM tasks WHERE id = $1', [id]);
+    expect(rows[0]).toEqual({ status: 'input_required', input_responses: {} });
   });
 });

@@ -1,6 +1,6 @@
 import { isTaskgateError } from '@taskgate/errors';
 import { describe, expect, it } from 'vitest';
-import { isLoopbackHost, loadConfig } from './config.ts';
+import { isLoopbackHost, loadConfig, toolsOf } from './config.ts';
 
 const TOKEN = 'a'.repeat(24);
 
@@ -73,6 +73,19 @@ describe('loadConfig', () => {
     expect(config.mcpSseAfterMs).toBe(250);
     expect(config.mcpTaskAfterMs).toBe(2000);
     expect(config.logLevel).toBe('debug');
+  });
+
+  it('offers the conformance tools only with TASKGATE_CONFORMANCE=1, and names any other value', () => {
+    const names = (env: Record<string, string>) =>
+      toolsOf(loadConfig(env, '/srv').config)
+        .list()
+        .map((tool) => tool.name);
+    expect(names({})).not.toContain('confirm_delete');
+    expect(names({ TASKGATE_CONFORMANCE: '0' })).not.toContain('confirm_delete');
+    expect(names({ TASKGATE_CONFORMANCE: '1' })).toEqual(
+      expect.arrayContaining(['greet', 'confirm_delete', 'multi_input', 'test_tool_with_task']),
+    );
+    expect(problems({ TASKGATE_CONFORMANCE: 'yes' }).map((p) => p.field)).toEqual(['TASKGATE_CONFORMANCE']);
   });
 
   it('names TASKGATE_IDEMPOTENCY_RETENTION_MS when it is shorter than a minute or not a number', () => {

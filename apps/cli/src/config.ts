@@ -1,6 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { TaskgateError } from '@taskgate/errors';
+import { builtinTools, conformanceTools, ToolRegistry } from '@taskgate/tools';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -30,6 +31,8 @@ export interface Config {
   readonly mcpSseAfterMs: number;
   /** For a client with the Tasks extension, a call still running after this long becomes a task. */
   readonly mcpTaskAfterMs: number;
+  /** Also offer the tools that ask for input (the MCP conformance suite's fixtures). */
+  readonly conformanceTools: boolean;
   readonly relay: RelayConfig;
 }
 
@@ -74,6 +77,8 @@ export const SETTINGS = {
   TASKGATE_MAX_IDLE_MS: "ceiling on every tool's idle clock (default: unset, tools' own idle clocks only)",
   TASKGATE_MCP_SSE_AFTER_MS:
     'an MCP tools/call still running after this long is answered as an SSE stream with keepalives (default 1000)',
+  TASKGATE_CONFORMANCE:
+    "1 also offers confirm_delete, multi_input and test_tool_with_task, the MCP conformance suite's tools that ask for input (default: unset)",
   TASKGATE_MCP_TASK_AFTER_MS:
     'for a client that declared the Tasks extension, a tools/call still running after this long is answered with its task (default 500)',
   TASKGATE_RELAY_SINKS: 'webhook URLs (http or https) the relay delivers outbox events to, comma-separated',
@@ -180,6 +185,12 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
     problem,
   );
 
+  const conformanceRaw = value('TASKGATE_CONFORMANCE');
+  if (conformanceRaw !== undefined && conformanceRaw !== '1' && conformanceRaw !== '0') {
+    problem('TASKGATE_CONFORMANCE', `must be 1 or 0 (got ${JSON.stringify(conformanceRaw)})`);
+  }
+  const conformanceTools = conformanceRaw === '1';
+
   const relay = parseRelay(value, problem);
 
   const tokens = parseTokens(value('TASKGATE_TOKENS'), problem);
@@ -208,7 +219,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
 
   const known = new Set<string>(Object.keys(SETTINGS));
   const warnings = Object.keys(env)
-    .filter((name) => name.startsWith('TASKGATE_') && !known.has(name) && !IGNORED.has(name))
+    .filter((name) => name.startsWith('TASKGATE_') && !known.has(name))
     .map((name) => `unknown setting ${name} is ignored${suggest(name, known)}`);
 
   return {
@@ -228,14 +239,12 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       maxIdleMs,
       mcpSseAfterMs,
       mcpTaskAfterMs,
+      conformanceTools,
       relay,
     },
     warnings,
   };
 }
-
-/** Variables with the TASKGATE_ prefix that are read elsewhere (tests, conformance fixtures). */
-const IGNORED = new Set(['TASKGATE_CONFORMANCE']);
 
 export function isLoopbackHost(host: string): boolean {
   if (host === 'localhost') return true;
@@ -401,4 +410,9 @@ function distance(a: string, b: string): number {
 /** The server's clock ceilings as the task services take them. */
 export function clockCaps(config: Config): { maxMs: number; idleMs?: number } {
   return { maxMs: config.maxCallMs, ...(config.maxIdleMs === null ? {} : { idleMs: config.maxIdleMs }) };
+}
+
+/** The tools this configuration offers: the built-in ones, and the conformance fixtures if asked. */
+export function toolsOf(config: Pick<Config, 'conformanceTools'>): ToolRegistry {
+  return new ToolRegistry(config.conformanceTools ? [...builtinTools, ...conformanceTools] : builtinTools);
 }

@@ -5,6 +5,7 @@ import {
   finishAttempt,
   lockForCompletion,
   type Outcome,
+  parkForInput,
   readCancelStates,
   readSteps,
   recordCancelObserved,
@@ -15,7 +16,9 @@ import {
 } from '@taskgate/db';
 import { isTerminalStatus, ProgressGate, type ProgressUpdate, TwoClockDeadline } from '@taskgate/reliability';
 import {
+  type InputRequest,
   TaskCancelledError,
+  TaskParkedError,
   TaskReleasedError,
   TaskTimeoutError,
   type ToolContext,
@@ -83,6 +86,7 @@ export class TaskAttempt {
   #cancelSeenHow: string | null = null;
   #releaseRequested: string | null = null;
   #steps: Map<string, unknown> | null = null;
+  #parked = false;
 
   constructor(task: TaskRecord, elapsedMs: number, tool: ToolDefinition, settings: AttemptSettings) {
     this.task = task;
@@ -152,6 +156,7 @@ export class TaskAttempt {
       progress: (value, total, message) => this.#progress(value, total, message),
       commit: (effects) => this.#commit(effects, 'handler committed'),
       step: (name, fn) => this.#step(name, fn),
+      input: (requests) => this.#input(requests),
       sleep: async (ms) => {
         try {
           await delay(ms, undefined, { signal: this.#controller.signal });
@@ -182,6 +187,35 @@ export class TaskAttempt {
     }
     this.#steps.set(name, stored);
     return structuredClone(stored) as T;
+  }
+
+  /**
+   * Answers the handler from the responses stored with the task, or parks the task for the
+   * missing ones: the requests are written, the attempt ends (TaskParkedError) and the worker slot
+   * frees; tasks/update queues the next run once every key is answered.
+   */
+  async #input(requests: Readonly<Record<string, InputRequest>>): Promise<Record<string, unknown>> {
+    const answers = this.task.inputResponses;
+    const missing = Object.keys(requests).filter((key) => !Object.hasOwn(answers, key));
+    if (missing.length === 0) return Object.fromEntries(Object.keys(requests).map((key) => [key, answers[key]]));
+    await this.#checkpoint();
+    await this.#flushProgress();
+    const outstanding = Object.fromEntries(missing.map((key) => [key, requests[key]]));
+    const parked = await parkForInput(
+      this.#settings.db,
+      this.task.id,
+      this.task.attempt,
+      outstanding,
+      `waiting for input: ${missing.join(', ')}`,
+    );
+    if (parked) {
+      this.#parked = true;
+      throw new TaskParkedError(missing);
+    }
+    // Not parked: a cancel was requested first (or the attempt was superseded).
+    const [state] = await readCancelStates(this.#settings.db, [this.task.id]);
+    if (state?.cancelRequested) this.cancel('input found the flag');
+    throw this.#controller.signal.aborted ? this.#controller.signal.reason : new Error('the task moved on');
   }
 
   async #checkpoint(): Promise<void> {
@@ -251,6 +285,8 @@ export class TaskAttempt {
   }
 
   async #onDeadline(): Promise<void> {
+    // A parked task waits for its client, not for this attempt's clocks.
+    if (this.#parked) return;
     const expiry = this.#deadline.expired(this.#settings.now());
     if (!expiry) return this.#armDeadline();
     const timeout = new TaskTimeoutError(expiry.clock, expiry.limitMs);
@@ -367,6 +403,7 @@ export class TaskAttempt {
     const error = this.#controller.signal.aborted ? this.#controller.signal.reason : thrown;
     if (error instanceof TaskTimeoutError) return; // failed at the deadline already
     if (this.#committed) return; // superseded at the final commit
+    if (this.#parked) return; // input_required: the answer queues the next run
     if (error instanceof TaskReleasedError) {
       await releaseAttempt(this.#settings.db, this.task.id, this.task.attempt, error.message);
       throw error;

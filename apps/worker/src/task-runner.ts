@@ -84,7 +84,10 @@ export class TaskRunner {
       await fail(-32601, `tool ${task.tool} is not available on this worker`, 'unknown tool');
       return;
     }
-    if (task.attempt > 1 && !mayRetryAutomatically(tool.retry, task.idempotencyKey !== null)) {
+    // A run after the client answered a parked task's input is a resumption, not a retry: the
+    // previous attempt ended cleanly (no lost worker) at its ctx.input().
+    const resumed = claim.lostWorker === null && Object.keys(task.inputResponses).length > 0;
+    if (task.attempt > 1 && !resumed && !mayRetryAutomatically(tool.retry, task.idempotencyKey !== null)) {
       // An unsafe call (or a conditional one without a key) may have half-done its effect, and
       // nothing would recognise a second run as the same intent: record it for reconciliation
       // instead of running it again.

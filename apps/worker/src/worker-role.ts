@@ -144,7 +144,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     logger,
   });
   listener?.onNotification((notification) => {
-    if (notification.event === 'created') pump.wake();
+    // A new task, or a parked one whose input was answered (its next run was just enqueued).
+    if (notification.event === 'created' || notification.event === 'resumed') pump.wake();
   });
 
   try {

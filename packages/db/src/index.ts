@@ -79,6 +79,7 @@ export {
   lockForCompletion,
   type Outcome,
   type ProgressUpdate,
+  parkForInput,
   readCancelStates,
   recordCancelObserved,
   recordProgress,
@@ -94,6 +95,8 @@ export {
 } from './tasks/task-record.ts';
 export { readSteps, recordStep } from './tasks/task-steps.ts';
 export {
+  type AnsweredInput,
+  answerInput,
   type CancelOutcome,
   deleteExpiredTasks,
   findTask,

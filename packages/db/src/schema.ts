@@ -51,6 +51,10 @@ export interface TasksTable {
   finished_at: Timestamp | null;
   expires_at: Timestamp | null;
   idempotency_key: string | null;
+  /** Outstanding input requests while input_required (migration 0004). */
+  input_requests: Json | null;
+  /** Answers received so far, by request key. */
+  input_responses: ColumnType<Record<string, unknown>, string | undefined, string>;
 }
 
 export interface TaskEventsTable {

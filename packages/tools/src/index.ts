@@ -1,15 +1,20 @@
 export {
   builtinTools,
   chargeAccount,
+  confirmDelete,
+  conformanceTools,
   failingJob,
   greet,
+  multiInput,
   protocolErrorJob,
   reserveInventory,
   slowCompute,
+  testToolWithTask,
 } from './builtin/index.ts';
 export {
   type ContentBlock,
   defineTool,
+  type InputRequest,
   type RetryClass,
   type TaskSupport,
   type ToolAnnotations,
@@ -21,6 +26,7 @@ export {
 } from './tool-definition.ts';
 export {
   TaskCancelledError,
+  TaskParkedError,
   TaskReleasedError,
   TaskTimeoutError,
   ToolProtocolError,

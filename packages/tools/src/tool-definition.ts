@@ -37,6 +37,15 @@ export interface ToolTimeouts {
   readonly maxMs?: number;
 }
 
+/**
+ * A request the server makes of the client on a task's behalf (an MCP input request), e.g.
+ * `{ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema } }`.
+ */
+export interface InputRequest {
+  readonly method: string;
+  readonly params: Readonly<Record<string, unknown>>;
+}
+
 export interface ToolContext {
   /** Aborted when the task is cancelled, a clock runs out, or the worker releases the task. */
   readonly signal: AbortSignal;
@@ -72,6 +81,16 @@ export interface ToolContext {
   step<T>(name: string, fn: () => Promise<T>): Promise<T>;
   /** A delay that ends early, rejecting with the stop reason, when the signal aborts. */
   sleep(ms: number): Promise<void>;
+  /**
+   * Asks the client for input and resolves with its responses by key (every key answered). Until
+   * then nothing waits in memory: the task moves to `input_required` with these requests, this
+   * attempt ends (input() throws TaskParkedError, which must propagate), and the worker is free.
+   * When the client has answered every key (tasks/update, through any API instance), the task is
+   * queued again and the handler runs from the start; this time input() returns the stored answers
+   * at once. Code before input() therefore runs again: keep it repeatable, or put it in step().
+   * Keys must be unique over the task's life (the Tasks extension never reuses one).
+   */
+  input(requests: Readonly<Record<string, InputRequest>>): Promise<Record<string, unknown>>;
 }
 
 export interface ToolDefinition<Input = Record<string, unknown>> {
@@ -110,6 +129,12 @@ export interface ToolDefinition<Input = Record<string, unknown>> {
    * a client without the extension gets -32021). Inline tools are always `forbidden`.
    */
   readonly taskSupport?: TaskSupport;
+  /**
+   * Input asked in the call itself, before a task exists (MCP multi round-trip: the call is answered
+   * with `resultType: "input_required"` until the client sends `inputResponses` for every key). The
+   * answers are stored with the task, so the handler's ctx.input() of the same keys returns them.
+   */
+  readonly askFirst?: Readonly<Record<string, InputRequest>>;
   handler(input: Input, ctx: ToolContext): Promise<ToolResult>;
 }
 

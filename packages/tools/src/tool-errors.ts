@@ -38,6 +38,20 @@ export class TaskReleasedError extends Error {
 }
 
 /**
+ * ctx.input() parked the task until its client answers: this attempt ends here, the task stays
+ * `input_required`, and the answer queues the next run. A handler must let it propagate.
+ */
+export class TaskParkedError extends Error {
+  readonly keys: readonly string[];
+
+  constructor(keys: readonly string[]) {
+    super(`task waits for input: ${keys.join(', ')}`);
+    this.name = 'TaskParkedError';
+    this.keys = keys;
+  }
+}
+
+/**
  * Thrown by a handler to end the task `failed` with a JSON-RPC error (a protocol error), as
  * opposed to a tool error, which is a normal result with `isError: true`.
  */

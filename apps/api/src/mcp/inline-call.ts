@@ -74,6 +74,9 @@ export async function runInline(
       throw new Error(`${tool.name} runs inline and has no transaction to commit effects in`);
     },
     step: (_name, fn) => fn(),
+    input: async () => {
+      throw new Error(`${tool.name} runs inline and has no task to wait for input in`);
+    },
     sleep: async (ms) => {
       try {
         await delay(ms, undefined, { signal: controller.signal });

@@ -153,6 +153,23 @@ export class McpCore {
       };
     }
     if (tool?.inline) return this.#inline(tool, call.arguments, context);
+    // Input asked in the call, before any task (multi round-trip): until every key is answered in
+    // params.inputResponses, the call is answered with the outstanding requests and creates nothing.
+    let inputResponses: Record<string, unknown> | undefined;
+    if (tool?.askFirst) {
+      const given = params?.inputResponses;
+      const answers = typeof given === 'object' && given !== null && !Array.isArray(given) ? given : {};
+      const outstanding = Object.entries(tool.askFirst).filter(([key]) => !Object.hasOwn(answers, key));
+      if (outstanding.length > 0) {
+        return {
+          kind: 'result',
+          result: { resultType: 'input_required', inputRequests: Object.fromEntries(outstanding) },
+        };
+      }
+      inputResponses = Object.fromEntries(
+        Object.keys(tool.askFirst).map((key) => [key, (answers as Record<string, unknown>)[key]]),
+      );
+    }
     let task: TaskRecord;
     try {
       ({ task } = await this.#options.service.submit(context.tenantId, {
@@ -160,6 +177,7 @@ export class McpCore {
         arguments: call.arguments,
         // A task the client may be handed outlives its connection; a request's task does not.
         mode: asTask ? 'task' : 'request',
+        ...(inputResponses ? { inputResponses } : {}),
       }));
     } catch (error) {
       const outcome = refusal(error);
@@ -263,9 +281,9 @@ export class McpCore {
         await service.cancel(context.tenantId, taskId, 'cancelled with tasks/cancel');
         return { kind: 'result', result: TASK_ACK };
       }
-      // tasks/update: no tool asks for input yet, so every key is unknown and ignored (the
-      // extension says to ignore keys that are not outstanding); the task must still exist.
-      await service.get(context.tenantId, taskId);
+      // tasks/update: answers to outstanding keys are stored (and the task resumes once none is
+      // left) before the ack, so the next tasks/get already shows them; other keys are ignored.
+      await service.answerInput(context.tenantId, taskId, inputResponses as Record<string, unknown>);
       return { kind: 'result', result: TASK_ACK };
     } catch (error) {
       if (isTaskgateError(error, 'TG_TASK_NOT_FOUND'))

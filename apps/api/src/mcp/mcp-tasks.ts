@@ -32,7 +32,7 @@ export function detailedTask(task: TaskRecord, server: ServerIdentity): Record<s
   } else if (task.status === 'failed') {
     detail.error = taskError(task);
   } else if (task.status === 'input_required') {
-    detail.inputRequests = {};
+    detail.inputRequests = task.inputRequests ?? {};
   }
   return detail;
 }

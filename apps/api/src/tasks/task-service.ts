@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  answerInput,
   claimKey,
   type Database,
   findTask,
@@ -48,6 +49,8 @@ export interface CreateTaskInput {
   readonly arguments: unknown;
   readonly ttlMs?: number | undefined;
   readonly mode?: TaskMode;
+  /** Answers gathered in the call before the task existed (a tool's askFirst), by request key. */
+  readonly inputResponses?: Readonly<Record<string, unknown>>;
 }
 
 export interface SubmitOptions {
@@ -185,6 +188,7 @@ export class TaskService {
       arguments: input.arguments ?? {},
       mode: input.mode ?? 'task',
       ttlMs: input.ttlMs ?? this.#options.defaultTtlMs,
+      ...(input.inputResponses ? { inputResponses: input.inputResponses } : {}),
       pollIntervalMs: this.#options.pollIntervalMs,
       ...cappedClocks(tool, this.#options.clockCaps),
     };
@@ -251,6 +255,8 @@ export class TaskService {
       finishedAt: at,
       expiresAt: key.expiresAt,
       idempotencyKey: key.key,
+      inputRequests: null,
+      inputResponses: {},
     };
   }
 
@@ -287,6 +293,28 @@ export class TaskService {
    * Records the cancel request and returns the task as it is now: still working (with
    * cancelRequestedAt) until a worker observes the flag, or unchanged if it had already ended.
    */
+  /**
+   * Answers a parked task's input requests (MCP tasks/update). Keys not outstanding are ignored.
+   * When the last one is answered the task is working again and its next run is enqueued, in the
+   * same transaction: a worker picks it up whichever API instance took the answer.
+   */
+  async answerInput(
+    tenantId: string,
+    id: string,
+    responses: Readonly<Record<string, unknown>>,
+  ): Promise<{ task: TaskRecord; accepted: readonly string[]; resumed: boolean }> {
+    const answered = await this.#options.db.transaction().execute(async (trx) => {
+      const outcome = await answerInput(trx, tenantId, id, responses);
+      if (outcome.resumed && outcome.task) {
+        const data = { taskId: outcome.task.id, tenantId: outcome.task.tenantId } satisfies TaskJobData;
+        await this.#options.boss.insert(TASK_QUEUE, [{ id: randomUUID(), data }], { db: fromKysely(trx) });
+      }
+      return outcome;
+    });
+    if (!answered.task) throw notFound(id);
+    return { task: answered.task, accepted: answered.accepted, resumed: answered.resumed };
+  }
+
   async cancel(tenantId: string, id: string, reason: string | null): Promise<TaskRecord> {
     const outcome = await requestCancel(this.#options.db, tenantId, id, reason);
     if (!outcome.task) throw notFound(id);

@@ -1,8 +1,7 @@
 import { McpCore, openTaskServices, StdioServer } from '@taskgate/api';
 import { loadMigrations, MigrationRunner } from '@taskgate/db';
-import { builtinTools, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole } from '@taskgate/worker';
-import { type Config, clockCaps, DEFAULT_TENANT } from '../config.ts';
+import { type Config, clockCaps, DEFAULT_TENANT, toolsOf } from '../config.ts';
 import { openDatabase } from '../database.ts';
 import { Lifecycle } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
@@ -29,7 +28,7 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
       migrations: await loadMigrations(),
       logger: logger.child({ component: 'migrate' }),
     }).up();
-    const tools = new ToolRegistry(builtinTools);
+    const tools = toolsOf(config);
     const listenNotify = database.kind === 'external';
     if (args.worker) {
       const worker = await startWorkerRole(workerOptions(config, database, tools, logger));

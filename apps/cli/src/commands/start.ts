@@ -2,9 +2,8 @@ import { startApiRole } from '@taskgate/api';
 import { assertMigratable, loadMigrations, MigrationRunner } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import { startRelayRole } from '@taskgate/relay';
-import { builtinTools, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole } from '@taskgate/worker';
-import { type Config, clockCaps, DEFAULT_TENANT, isLoopbackHost } from '../config.ts';
+import { type Config, clockCaps, DEFAULT_TENANT, isLoopbackHost, toolsOf } from '../config.ts';
 import { openDatabase } from '../database.ts';
 import { Lifecycle } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
@@ -46,7 +45,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
     }
     if (lifecycle.stopping) return await finish(lifecycle, logger);
 
-    const tools = new ToolRegistry(builtinTools);
+    const tools = toolsOf(config);
     // NOTIFY crosses connections on a real Postgres only; embedded, everything polls (faster).
     const listenNotify = database.kind === 'external';
 

@@ -97,7 +97,8 @@ export async function finishAttempt(db: Db, id: string, attempt: number, outcome
         error = ${error}::jsonb,
         finished_at = now(),
         expires_at = now() + t.ttl_ms * interval '1 millisecond',
-        worker_id = NULL
+        worker_id = NULL,
+        input_requests = NULL
       FROM current WHERE t.id = current.id
       RETURNING t.*, current.from_status
     ), event AS (
@@ -105,6 +106,39 @@ export async function finishAttempt(db: Db, id: string, attempt: number, outcome
       SELECT tenant_id, id, 'status_changed', from_status, status, attempt, ${outcome.reason} FROM finished
     )
     SELECT finished.*, ${notify('status', 'finished')} FROM finished`.execute(db);
+  return rows[0] ? toTaskRecord(rows[0]) : null;
+}
+
+/**
+ * Parks a running task until its client answers: input_required with the outstanding requests, and
+ * no worker (the attempt ends; the answer queues the next run). Fenced by the attempt, and refused
+ * when a cancel was requested first (the attempt then ends cancelled instead). Null when refused.
+ */
+export async function parkForInput(
+  db: Db,
+  id: string,
+  attempt: number,
+  requests: Readonly<Record<string, unknown>>,
+  message: string,
+): Promise<TaskRecord | null> {
+  const { rows } = await sql<TaskRow>`
+    WITH current AS (
+      SELECT id, status AS from_status FROM tasks
+      WHERE id = ${id}::uuid AND attempt = ${attempt} AND status = 'working' AND cancel_requested_at IS NULL
+      FOR NO KEY UPDATE
+    ), parked AS (
+      UPDATE tasks t SET
+        status = 'input_required',
+        status_message = ${message},
+        input_requests = ${JSON.stringify(requests)}::jsonb,
+        worker_id = NULL
+      FROM current WHERE t.id = current.id
+      RETURNING t.*, current.from_status
+    ), event AS (
+      INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
+      SELECT tenant_id, id, 'status_changed', from_status, status, attempt, ${message} FROM parked
+    )
+    SELECT parked.*, ${notify('status', 'parked')} FROM parked`.execute(db);
   return rows[0] ? toTaskRecord(rows[0]) : null;
 }
 

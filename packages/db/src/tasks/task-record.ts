@@ -27,6 +27,10 @@ export interface TaskRecord {
   readonly expiresAt: Date | null;
   /** The idempotency key the task holds in the ledger, if it was created with one. */
   readonly idempotencyKey: string | null;
+  /** What the task waits for while input_required (MCP input requests by key); null otherwise. */
+  readonly inputRequests: Readonly<Record<string, unknown>> | null;
+  /** Every answer the task has received, by request key. */
+  readonly inputResponses: Readonly<Record<string, unknown>>;
 }
 
 export interface TaskProgress {
@@ -63,6 +67,8 @@ export interface TaskRow {
   finished_at: Date | null;
   expires_at: Date | null;
   idempotency_key: string | null;
+  input_requests: Record<string, unknown> | null;
+  input_responses: Record<string, unknown> | null;
 }
 
 export function toTaskRecord(row: TaskRow): TaskRecord {
@@ -94,6 +100,8 @@ export function toTaskRecord(row: TaskRow): TaskRecord {
     finishedAt: row.finished_at,
     expiresAt: row.expires_at,
     idempotencyKey: row.idempotency_key ?? null,
+    inputRequests: row.input_requests ?? null,
+    inputResponses: row.input_responses ?? {},
   };
 }
 
@@ -103,7 +111,8 @@ export const TASK_CHANNEL = 'taskgate_task';
 export interface TaskNotification {
   readonly id: string;
   readonly tenant: string;
-  readonly event: 'created' | 'status' | 'progress' | 'cancel';
+  /** `resumed`: a parked task's input was answered and its next run enqueued (status working). */
+  readonly event: 'created' | 'status' | 'progress' | 'cancel' | 'resumed';
   readonly status: TaskStatus;
 }
 

@@ -22,6 +22,8 @@ export interface NewTask {
   /** Chosen by the caller when the id must be known before the insert (an idempotency claim). */
   readonly id?: string;
   readonly idempotencyKey?: string | null;
+  /** Answers gathered before the task existed (MCP input asked in the call), by request key. */
+  readonly inputResponses?: Readonly<Record<string, unknown>>;
 }
 
 /**
@@ -43,20 +45,21 @@ export async function insertTasks(db: Db, tasks: readonly NewTask[]): Promise<Ta
       poll_interval_ms: task.pollIntervalMs,
       idle_timeout_ms: task.idleTimeoutMs,
       max_timeout_ms: task.maxTimeoutMs,
+      input_responses: task.inputResponses ?? {},
     })),
   );
   const { rows: created } = await sql<TaskRow & { ordinal: number }>`
     WITH input AS (
       SELECT * FROM jsonb_to_recordset(${rows}::jsonb) AS x(
         ordinal int, id uuid, idempotency_key text, tenant_id text, tool text, arguments jsonb, mode text,
-        ttl_ms bigint, poll_interval_ms int, idle_timeout_ms int, max_timeout_ms int)
+        ttl_ms bigint, poll_interval_ms int, idle_timeout_ms int, max_timeout_ms int, input_responses jsonb)
     ), ids AS (
       SELECT coalesce(input.id, gen_random_uuid()) AS task_id, input.* FROM input
     ), created AS (
       INSERT INTO tasks (id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms,
-                         idempotency_key)
+                         idempotency_key, input_responses)
       SELECT task_id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms,
-             idempotency_key
+             idempotency_key, input_responses
       FROM ids ORDER BY ordinal
       RETURNING *
     ), event AS (
@@ -157,16 +160,38 @@ export async function requestCancel(
   reason: string | null,
 ): Promise<CancelOutcome> {
   if (!isUuid(id)) return { task: null, recorded: false };
+  // A task parked in input_required has no worker to observe the flag: it ends cancelled here, in
+  // the same statement, with the request and the transition in its history in that order.
   const { rows } = await sql<TaskRow>`
-    WITH requested AS (
-      UPDATE tasks SET cancel_requested_at = now(), cancel_reason = ${reason}
+    WITH current AS (
+      SELECT id, status AS from_status FROM tasks
       WHERE tenant_id = ${tenantId} AND id = ${id}::uuid
         AND status IN ('working', 'input_required') AND cancel_requested_at IS NULL
         AND (expires_at IS NULL OR expires_at > now())
-      RETURNING *
+      FOR NO KEY UPDATE
+    ), requested AS (
+      UPDATE tasks t SET
+        cancel_requested_at = now(),
+        cancel_reason = ${reason},
+        status = CASE WHEN t.status = 'input_required' THEN 'cancelled' ELSE t.status END,
+        status_message = CASE WHEN t.status = 'input_required' THEN 'cancelled while waiting for input'
+                              ELSE t.status_message END,
+        input_requests = CASE WHEN t.status = 'input_required' THEN NULL ELSE t.input_requests END,
+        finished_at = CASE WHEN t.status = 'input_required' THEN now() ELSE t.finished_at END,
+        expires_at = CASE WHEN t.status = 'input_required' THEN now() + t.ttl_ms * interval '1 millisecond'
+                          ELSE t.expires_at END
+      FROM current WHERE t.id = current.id
+      RETURNING t.*, current.from_status
     ), event AS (
-      INSERT INTO task_events (tenant_id, task_id, type, reason)
-      SELECT tenant_id, id, 'cancel_requested', cancel_reason FROM requested
+      INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
+      SELECT tenant_id, id, type, from_status, to_status, attempt, reason FROM (
+        SELECT 1 AS ord, tenant_id, id, 'cancel_requested' AS type, NULL::text AS from_status,
+               NULL::text AS to_status, NULL::int AS attempt, cancel_reason AS reason
+        FROM requested
+        UNION ALL
+        SELECT 2, tenant_id, id, 'status_changed', from_status, status, attempt, 'cancelled while waiting for input'
+        FROM requested WHERE status = 'cancelled'
+      ) ordered ORDER BY ord
     )
     SELECT requested.*, ${notify('cancel', 'requested')} FROM requested`.execute(db);
   if (rows[0]) return { task: toTaskRecord(rows[0]), recorded: true };
@@ -174,6 +199,58 @@ export async function requestCancel(
   // new snapshot sees the completed task (the UPDATE above re-checked its WHERE on the new version,
   // but a SELECT in the same statement would still see the old one).
   return { task: await findTask(db, tenantId, id), recorded: false };
+}
+
+export interface AnsweredInput {
+  /** null when the task does not exist for this tenant (or has expired). */
+  readonly task: TaskRecord | null;
+  /** Keys that were outstanding and are answered now; others were ignored. */
+  readonly accepted: readonly string[];
+  /** True when the last outstanding request was answered: the task is working again. */
+  readonly resumed: boolean;
+}
+
+/**
+ * Records answers to a parked task's input requests (tasks/update). Only keys still outstanding
+ * count; the rest are ignored, as the Tasks extension asks. When nothing is outstanding any more the
+ * task moves back to working, and the caller enqueues its next run in the same transaction. Runs in
+ * the caller's transaction; the row lock orders it with a concurrent cancel or a second update.
+ */
+export async function answerInput(
+  db: Db,
+  tenantId: string,
+  id: string,
+  responses: Readonly<Record<string, unknown>>,
+): Promise<AnsweredInput> {
+  if (!isUuid(id)) return { task: null, accepted: [], resumed: false };
+  const { rows: locked } = await sql<TaskRow>`
+    SELECT * FROM tasks WHERE tenant_id = ${tenantId} AND id = ${id}::uuid
+      AND (expires_at IS NULL OR expires_at > now())
+    FOR NO KEY UPDATE`.execute(db);
+  const row = locked[0];
+  if (!row) return { task: null, accepted: [], resumed: false };
+  const outstanding = row.status === 'input_required' ? (row.input_requests ?? {}) : {};
+  const accepted = Object.keys(responses).filter((key) => Object.hasOwn(outstanding, key));
+  if (accepted.length === 0) return { task: toTaskRecord(row), accepted, resumed: false };
+  const answers = Object.fromEntries(accepted.map((key) => [key, responses[key]]));
+  const remaining = Object.fromEntries(Object.entries(outstanding).filter(([key]) => !accepted.includes(key)));
+  const resumed = Object.keys(remaining).length === 0;
+  const { rows } = await sql<TaskRow>`
+    WITH updated AS (
+      UPDATE tasks SET
+        input_responses = input_responses || ${JSON.stringify(answers)}::jsonb,
+        input_requests = ${resumed ? null : JSON.stringify(remaining)}::jsonb,
+        status = ${resumed ? 'working' : 'input_required'},
+        status_message = ${resumed ? 'input received; resuming' : row.status_message}
+      WHERE id = ${id}::uuid
+      RETURNING *
+    ), event AS (
+      INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
+      SELECT tenant_id, id, 'status_changed', 'input_required', 'working', attempt, 'input received'
+      FROM updated WHERE status = 'working'
+    )
+    SELECT updated.*, ${notify(resumed ? 'resumed' : 'status', 'updated')} FROM updated`.execute(db);
+  return { task: toTaskRecord(rows[0] as TaskRow), accepted, resumed };
 }
 
 export interface TaskEvent {
@@ -232,7 +309,7 @@ export function isUuid(value: string): boolean {
  * pg_notify for the row in scope (the caller's FROM item named `table`), as a select-list
  * expression. NOTIFY is transactional: listeners hear it only when the change commits.
  */
-export function notify(event: 'created' | 'status' | 'progress' | 'cancel', table = 'created') {
+export function notify(event: 'created' | 'status' | 'progress' | 'cancel' | 'resumed', table = 'created') {
   return sql`pg_notify(${TASK_CHANNEL}, json_build_object('id', ${sql.ref(`${table}.id`)}, 'tenant', ${sql.ref(
     `${table}.tenant_id`,
   )}, 'event', ${event}::text, 'status', ${sql.ref(`${table}.status`)})::text)::text AS notified`;
