@@ -5,6 +5,7 @@ import {
   declaresTasks,
   ErrorCode,
   missingCapabilities,
+  type ProtocolEra,
   TASK_METHODS,
   TASKS_EXTENSION,
 } from '@taskgate/protocol';
@@ -12,6 +13,7 @@ import { type ToolDefinition, type ToolRegistry, taskSupportOf } from '@taskgate
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import { type ClockCaps, cappedClocks, type TaskService } from '../tasks/task-service.ts';
 import { runInline } from './inline-call.ts';
+import { LegacyTaskMethods, legacyTask, legacyTaskRefusal, requestedTask } from './legacy-tasks.ts';
 import {
   callOutcome,
   discoverResult,
@@ -58,6 +60,8 @@ export interface RequestContext {
    * Absent means nothing was declared.
    */
   readonly clientCapabilities?: Capabilities;
+  /** The revision the request speaks: 2025-11-25 (`legacy`) has its own tasks methods. */
+  readonly era?: ProtocolEra;
 }
 
 /**
@@ -67,9 +71,11 @@ export interface RequestContext {
  */
 export class McpCore {
   readonly #options: McpCoreOptions;
+  readonly #legacyTasks: LegacyTaskMethods;
 
   constructor(options: McpCoreOptions) {
     this.#options = options;
+    this.#legacyTasks = new LegacyTaskMethods(options);
   }
 
   async request(
@@ -81,20 +87,29 @@ export class McpCore {
       case 'server/discover':
         return { kind: 'result', result: discoverResult(this.#options.server) };
       case 'tools/list':
-        return { kind: 'result', result: toolsListResult(this.#options.tools, this.#options.server) };
+        return {
+          kind: 'result',
+          result: toolsListResult(this.#options.tools, this.#options.server, context.era === 'legacy'),
+        };
       case 'tools/call':
         return this.#call(params, context);
       case 'tasks/get':
-      case 'tasks/update':
       case 'tasks/cancel':
-        return this.#taskMethod(method, params, context);
-      default:
-        return {
-          kind: 'error',
-          httpStatus: 404,
-          error: { code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` },
-        };
+      case 'tasks/update':
+        if (context.era === 'legacy' && method !== 'tasks/update')
+          return this.#legacyTasks.request(method, params, context);
+        if (context.era !== 'legacy') return this.#taskMethod(method, params, context);
+        break;
+      case 'tasks/result':
+      case 'tasks/list':
+        if (context.era === 'legacy') return this.#legacyTasks.request(method, params, context);
+        break;
     }
+    return {
+      kind: 'error',
+      httpStatus: 404,
+      error: { code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` },
+    };
   }
 
   async #inline(
@@ -133,6 +148,7 @@ export class McpCore {
     const call = readCallParams(params);
     if ('code' in call) return { kind: 'error', httpStatus: 200, error: call };
     const tool = this.#options.tools.get(call.name);
+    if (context.era === 'legacy') return this.#legacyCall(tool, call, params, context);
     const support = tool ? taskSupportOf(tool) : 'forbidden';
     const asTask = support !== 'forbidden' && declaresTasks(context.clientCapabilities);
     const required = {
@@ -187,6 +203,51 @@ export class McpCore {
     // The row is committed: a required-task tool is answered with its task at once.
     if (asTask && support === 'required') return { kind: 'result', result: createTaskResult(task) };
     return this.#await(task, context, asTask ? (this.#options.taskAfterMs ?? DEFAULT_TASK_AFTER_MS) : null);
+  }
+
+  /**
+   * A 2025-11-25 tools/call: with a `task` param (and a tool that allows it) the answer is
+   * `{task}` as soon as the row is committed; without one, the call waits for its task as usual.
+   */
+  async #legacyCall(
+    tool: ToolDefinition | undefined,
+    call: { name: string; arguments: Record<string, unknown> },
+    params: Readonly<Record<string, unknown>> | undefined,
+    context: RequestContext,
+  ): Promise<MethodOutcome | null> {
+    const asked = requestedTask(params);
+    const refused = legacyTaskRefusal(tool, asked !== null);
+    if (refused) return { kind: 'error', httpStatus: 200, error: refused };
+    const missing = tool?.requiredClientCapabilities
+      ? missingCapabilities(tool.requiredClientCapabilities, context.clientCapabilities)
+      : null;
+    if (missing) {
+      return {
+        kind: 'error',
+        httpStatus: 400,
+        error: {
+          code: ErrorCode.MissingRequiredClientCapability,
+          message: `tool ${call.name} needs client capabilities this session did not declare`,
+          data: { requiredCapabilities: missing },
+        },
+      };
+    }
+    if (tool?.inline) return this.#inline(tool, call.arguments, context);
+    let task: TaskRecord;
+    try {
+      ({ task } = await this.#options.service.submit(context.tenantId, {
+        tool: call.name,
+        arguments: call.arguments,
+        mode: asked ? 'task' : 'request',
+        ...(asked?.ttl ? { ttlMs: asked.ttl } : {}),
+      }));
+    } catch (error) {
+      const outcome = refusal(error);
+      if (outcome.kind === 'error' && outcome.error.code === ErrorCode.InternalError) throw error;
+      return outcome;
+    }
+    if (asked) return { kind: 'result', result: { task: legacyTask(task) } };
+    return this.#await(task, context, null);
   }
 
   /**

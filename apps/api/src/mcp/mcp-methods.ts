@@ -8,7 +8,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
   TASKS_EXTENSION,
 } from '@taskgate/protocol';
-import type { ToolRegistry } from '@taskgate/tools';
+import { type ToolRegistry, taskSupportOf } from '@taskgate/tools';
 
 /** What a method handler produces: a result, or a JSON-RPC error (with the HTTP status to use). */
 export type MethodOutcome =
@@ -39,7 +39,11 @@ export function discoverResult(server: ServerIdentity): Record<string, unknown> 
   };
 }
 
-export function toolsListResult(tools: ToolRegistry, server: ServerIdentity): Record<string, unknown> {
+/**
+ * tools/list. For a 2025-11-25 client each tool also says whether it runs as a task
+ * (`execution.taskSupport`, that revision's tool-level negotiation).
+ */
+export function toolsListResult(tools: ToolRegistry, server: ServerIdentity, legacy = false): Record<string, unknown> {
   return {
     resultType: 'complete',
     tools: tools.list().map((tool) => ({
@@ -49,6 +53,7 @@ export function toolsListResult(tools: ToolRegistry, server: ServerIdentity): Re
       inputSchema: tool.inputSchema,
       ...(tool.outputSchema ? { outputSchema: tool.outputSchema } : {}),
       ...(tool.annotations ? { annotations: tool.annotations } : {}),
+      ...(legacy ? { execution: { taskSupport: taskSupportOf(tool) } } : {}),
     })),
     ttlMs: LIST_TTL_MS,
     cacheScope: 'public',
@@ -128,7 +133,13 @@ export function legacyResult(result: Readonly<Record<string, unknown>>): Record<
 
 /** The initialize result of the 2025-11-25 era (basic/lifecycle). */
 export function initializeResult(server: ServerIdentity, protocolVersion: string): Record<string, unknown> {
-  return { protocolVersion, capabilities: { tools: {} }, serverInfo: server, instructions: discoverInstructions };
+  return {
+    protocolVersion,
+    // That revision's tasks: task-augmented tools/call, tasks/list and tasks/cancel.
+    capabilities: { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+    serverInfo: server,
+    instructions: discoverInstructions,
+  };
 }
 
 /** A capabilities object as a 2025-11-25 initialize declared it, or undefined for anything else. */

@@ -10,6 +10,7 @@ import {
   type JsonRpcError,
   type JsonRpcId,
   LEGACY_PROTOCOL_VERSIONS,
+  type ProtocolEra,
   parseCancelledParams,
   resultResponse,
   SUPPORTED_PROTOCOL_VERSIONS,
@@ -22,7 +23,7 @@ import { type CallScope, LegacySessions } from './legacy-sessions.ts';
 import type { McpCore } from './mcp-core.ts';
 import {
   capabilitiesOf,
-  discoverInstructions,
+  initializeResult,
   legacyResult,
   type MethodOutcome,
   type ServerIdentity,
@@ -194,15 +195,10 @@ async function handleLegacy(
   const { id, method, params } = call;
   if (method === 'initialize') {
     const session = sessions.open(context.tenantId, capabilitiesOf(params?.capabilities));
-    return reply.header('mcp-session-id', session).send(
-      resultResponse(id, {
-        // The one version of that era served here; a client that cannot speak it disconnects.
-        protocolVersion: LEGACY_PROTOCOL_VERSIONS[0],
-        capabilities: { tools: {} },
-        serverInfo: options.server,
-        instructions: discoverInstructions,
-      }),
-    );
+    // The one version of that era served here; a client that cannot speak it disconnects.
+    return reply
+      .header('mcp-session-id', session)
+      .send(resultResponse(id, initializeResult(options.server, LEGACY_PROTOCOL_VERSIONS[0] as string)));
   }
   if (context.versionHeader === undefined || !LEGACY_PROTOCOL_VERSIONS.includes(context.versionHeader)) {
     return reply.code(400).send(
@@ -230,16 +226,25 @@ async function handleLegacy(
       params,
       {
         tenantId: context.tenantId,
+        era: 'legacy',
         ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
       },
       options,
       scope,
       legacyResult,
     );
-  const outcome = (await options.core.request(method, params, {
+  // tasks/result may wait for hours: a closed response cancels the wait (never the task).
+  const stop = new AbortController();
+  reply.raw.on('close', () => {
+    if (!reply.raw.writableEnded) stop.abort(new Error('the client closed the response stream'));
+  });
+  const outcome = await options.core.request(method, params, {
     tenantId: context.tenantId,
-    signal: new AbortController().signal,
-  })) as MethodOutcome;
+    signal: stop.signal,
+    era: 'legacy',
+    ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
+  });
+  if (outcome === null) return;
   if (outcome.kind === 'result') return reply.send(resultResponse(id, legacyResult(outcome.result)));
   return reply.code(200).send(errorResponse(id, outcome.error));
 }
@@ -258,7 +263,7 @@ async function callTool(
   reply: FastifyReply,
   id: JsonRpcId,
   params: Readonly<Record<string, unknown>> | undefined,
-  caller: { readonly tenantId: string; readonly clientCapabilities?: Capabilities },
+  caller: { readonly tenantId: string; readonly clientCapabilities?: Capabilities; readonly era?: ProtocolEra },
   options: McpRouteOptions,
   scope?: CallScope,
   shape: (result: Readonly<Record<string, unknown>>) => Readonly<Record<string, unknown>> = (result) => result,

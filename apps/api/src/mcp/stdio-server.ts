@@ -164,6 +164,7 @@ export class StdioServer {
         signal: controller.signal,
         ...(progress ? { onProgress: progress } : {}),
         ...(clientCapabilities ? { clientCapabilities } : {}),
+        era: modern ? 'modern' : 'legacy',
         log: this.#options.logger.warn,
       })
       .then(

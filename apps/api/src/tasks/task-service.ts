@@ -315,6 +315,17 @@ export class TaskService {
     return { task: answered.task, accepted: answered.accepted, resumed: answered.resumed };
   }
 
+  /**
+   * Ends the task cancelled now, whatever its worker is doing (the 2025-11-25 tasks/cancel): the
+   * worker still sees the flag and stops at its next checkpoint. `cancelled` false: it had
+   * already ended, and the task is returned as it ended.
+   */
+  async cancelNow(tenantId: string, id: string, reason: string): Promise<{ task: TaskRecord; cancelled: boolean }> {
+    const outcome = await requestCancel(this.#options.db, tenantId, id, reason, { immediately: true });
+    if (!outcome.task) throw notFound(id);
+    return { task: outcome.task, cancelled: outcome.recorded };
+  }
+
   async cancel(tenantId: string, id: string, reason: string | null): Promise<TaskRecord> {
     const outcome = await requestCancel(this.#options.db, tenantId, id, reason);
     if (!outcome.task) throw notFound(id);

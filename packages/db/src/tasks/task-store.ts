@@ -158,38 +158,42 @@ export async function requestCancel(
   tenantId: string,
   id: string,
   reason: string | null,
+  options: { readonly immediately?: boolean } = {},
 ): Promise<CancelOutcome> {
   if (!isUuid(id)) return { task: null, recorded: false };
-  // A task parked in input_required has no worker to observe the flag: it ends cancelled here, in
-  // the same statement, with the request and the transition in its history in that order.
+  const now = options.immediately === true;
+  // A task parked in input_required has no worker to observe the flag, and `immediately` (the
+  // 2025-11-25 tasks/cancel) wants the task cancelled before the answer: then the task ends
+  // cancelled here, in the same statement, with the request and the transition in its history in
+  // that order. A worker still running it stops at its next checkpoint and finds the task ended.
   const { rows } = await sql<TaskRow>`
     WITH current AS (
-      SELECT id, status AS from_status FROM tasks
+      SELECT id, status AS from_status, cancel_requested_at AS requested_before FROM tasks
       WHERE tenant_id = ${tenantId} AND id = ${id}::uuid
-        AND status IN ('working', 'input_required') AND cancel_requested_at IS NULL
+        AND status IN ('working', 'input_required') AND (cancel_requested_at IS NULL OR ${now})
         AND (expires_at IS NULL OR expires_at > now())
       FOR NO KEY UPDATE
     ), requested AS (
       UPDATE tasks t SET
-        cancel_requested_at = now(),
-        cancel_reason = ${reason},
-        status = CASE WHEN t.status = 'input_required' THEN 'cancelled' ELSE t.status END,
+        cancel_requested_at = coalesce(t.cancel_requested_at, now()),
+        cancel_reason = coalesce(t.cancel_reason, ${reason}),
+        status = CASE WHEN t.status = 'input_required' OR ${now} THEN 'cancelled' ELSE t.status END,
         status_message = CASE WHEN t.status = 'input_required' THEN 'cancelled while waiting for input'
-                              ELSE t.status_message END,
-        input_requests = CASE WHEN t.status = 'input_required' THEN NULL ELSE t.input_requests END,
-        finished_at = CASE WHEN t.status = 'input_required' THEN now() ELSE t.finished_at END,
-        expires_at = CASE WHEN t.status = 'input_required' THEN now() + t.ttl_ms * interval '1 millisecond'
-                          ELSE t.expires_at END
+                              WHEN ${now} THEN 'cancelled' ELSE t.status_message END,
+        input_requests = CASE WHEN t.status = 'input_required' OR ${now} THEN NULL ELSE t.input_requests END,
+        finished_at = CASE WHEN t.status = 'input_required' OR ${now} THEN now() ELSE t.finished_at END,
+        expires_at = CASE WHEN t.status = 'input_required' OR ${now}
+                          THEN now() + t.ttl_ms * interval '1 millisecond' ELSE t.expires_at END
       FROM current WHERE t.id = current.id
-      RETURNING t.*, current.from_status
+      RETURNING t.*, current.from_status, current.requested_before
     ), event AS (
       INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
       SELECT tenant_id, id, type, from_status, to_status, attempt, reason FROM (
         SELECT 1 AS ord, tenant_id, id, 'cancel_requested' AS type, NULL::text AS from_status,
                NULL::text AS to_status, NULL::int AS attempt, cancel_reason AS reason
-        FROM requested
+        FROM requested WHERE requested_before IS NULL
         UNION ALL
-        SELECT 2, tenant_id, id, 'status_changed', from_status, status, attempt, 'cancelled while waiting for input'
+        SELECT 2, tenant_id, id, 'status_changed', from_status, status, attempt, status_message
         FROM requested WHERE status = 'cancelled'
       ) ordered ORDER BY ord
     )

@@ -1,0 +1,175 @@
+import type { TaskRecord } from '@taskgate/db';
+import { isTaskgateError } from '@taskgate/errors';
+import { ErrorCode, type JsonRpcError } from '@taskgate/protocol';
+import { type ToolDefinition, taskSupportOf } from '@taskgate/tools';
+import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
+import type { TaskService } from '../tasks/task-service.ts';
+import { callOutcome, type MethodOutcome, type ServerIdentity } from './mcp-methods.ts';
+import { unknownTask } from './mcp-tasks.ts';
+import { waitForTerminal } from './task-outcome.ts';
+
+/** `_meta` key tying a message to its task (2025-11-25 tasks "Related Task Metadata"). */
+export const RELATED_TASK = 'io.modelcontextprotocol/related-task';
+
+const PAGE_SIZE = 50;
+
+/**
+ * The status a 2025-11-25 client sees. That revision files a tool error (a CallToolResult with
+ * `isError: true`) under `failed`; 2026-07-28's extension calls it `completed`. The row is the same.
+ */
+export function legacyStatus(task: TaskRecord): string {
+  const isError = task.status === 'completed' && (task.result as { isError?: unknown } | null)?.isError === true;
+  return isError ? 'failed' : task.status;
+}
+
+/** The Task object of 2025-11-25 (tasks.mdx "Task"): `ttl` and `pollInterval`, not ttlMs. */
+export function legacyTask(task: TaskRecord): Record<string, unknown> {
+  return {
+    taskId: task.id,
+    status: legacyStatus(task),
+    ...(task.statusMessage ? { statusMessage: task.statusMessage } : {}),
+    createdAt: task.createdAt.toISOString(),
+    lastUpdatedAt: task.lastUpdatedAt.toISOString(),
+    ttl: task.ttlMs,
+    ...(task.pollIntervalMs ? { pollInterval: task.pollIntervalMs } : {}),
+  };
+}
+
+/** tools/call's `task` param (TaskMetadata): present means the client asks for a task. */
+export function requestedTask(params: Readonly<Record<string, unknown>> | undefined): { ttl?: number } | null {
+  const task = params?.task;
+  if (typeof task !== 'object' || task === null || Array.isArray(task)) return null;
+  const ttl = (task as { ttl?: unknown }).ttl;
+  return typeof ttl === 'number' && Number.isInteger(ttl) && ttl > 0 ? { ttl } : {};
+}
+
+/**
+ * Whether a 2025-11-25 tools/call may go ahead as asked: a task for a tool that forbids tasks, or
+ * no task for one that requires one, is -32601 (tasks.mdx "Tool-Level Negotiation").
+ */
+export function legacyTaskRefusal(tool: ToolDefinition | undefined, asTask: boolean): JsonRpcError | null {
+  if (!tool) return null;
+  const support = taskSupportOf(tool);
+  if (asTask && support === 'forbidden') {
+    return { code: ErrorCode.MethodNotFound, message: `${tool.name} does not run as a task; call it without task` };
+  }
+  if (!asTask && support === 'required') {
+    return { code: ErrorCode.MethodNotFound, message: `${tool.name} runs only as a task; call it with task: {}` };
+  }
+  return null;
+}
+
+/**
+ * tasks/get, tasks/result, tasks/list and tasks/cancel as 2025-11-25 defines them, for the clients
+ * deployed today (the SDK v1 client's experimental tasks API). Unlike the 2026-07-28 extension,
+ * tasks/cancel moves the task to cancelled before it answers (the worker still stops at its next
+ * checkpoint), refuses an ended task with -32602, and tasks/result blocks until the task ends.
+ */
+export class LegacyTaskMethods {
+  readonly #service: TaskService;
+  readonly #hub: TaskEventsHub;
+  readonly #server: ServerIdentity;
+  readonly #pollMs: number;
+
+  constructor(options: { service: TaskService; hub: TaskEventsHub; server: ServerIdentity; pollMs: number }) {
+    this.#service = options.service;
+    this.#hub = options.hub;
+    this.#server = options.server;
+    this.#pollMs = options.pollMs;
+  }
+
+  async request(
+    method: string,
+    params: Readonly<Record<string, unknown>> | undefined,
+    context: { readonly tenantId: string; readonly signal: AbortSignal },
+  ): Promise<MethodOutcome | null> {
+    if (method === 'tasks/list') return this.#list(params, context.tenantId);
+    // The taskId param names the task; a `task` param on these requests (the SDK sends its call's
+    // options along) means nothing here and is ignored.
+    const taskId = params?.taskId;
+    if (typeof taskId !== 'string' || taskId === '') {
+      return invalid(`${method} needs params.taskId, the id of a task`);
+    }
+    try {
+      switch (method) {
+        case 'tasks/get':
+          return result(legacyTask(await this.#service.get(context.tenantId, taskId)));
+        case 'tasks/cancel':
+          return await this.#cancel(context.tenantId, taskId);
+        case 'tasks/result':
+          return await this.#result(context.tenantId, taskId, context.signal);
+        default:
+          return {
+            kind: 'error',
+            httpStatus: 200,
+            error: { code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` },
+          };
+      }
+    } catch (error) {
+      if (isTaskgateError(error, 'TG_TASK_NOT_FOUND'))
+        return { kind: 'error', httpStatus: 200, error: unknownTask(taskId) };
+      throw error;
+    }
+  }
+
+  /** Ends a working or waiting task now; an ended one is -32602 (tasks.mdx "Cancelling Tasks"). */
+  async #cancel(tenantId: string, taskId: string): Promise<MethodOutcome> {
+    const { task, cancelled } = await this.#service.cancelNow(tenantId, taskId, 'cancelled with tasks/cancel');
+    if (!cancelled) {
+      return invalid(`task ${taskId} has already ended (${legacyStatus(task)}) and cannot be cancelled`);
+    }
+    return result(legacyTask(task));
+  }
+
+  /**
+   * The underlying call's answer once the task has ended, with the related-task `_meta`. If the
+   * request is cancelled first (its stream closed, notifications/cancelled), nothing is answered and
+   * the task is left alone.
+   */
+  async #result(tenantId: string, taskId: string, signal: AbortSignal): Promise<MethodOutcome | null> {
+    await this.#service.get(tenantId, taskId); // an unknown task is -32602 now, not a wait
+    let task: TaskRecord;
+    try {
+      task = await waitForTerminal(this.#service, this.#hub, tenantId, taskId, { pollMs: this.#pollMs, signal });
+    } catch (error) {
+      if (signal.aborted) return null;
+      throw error;
+    }
+    const outcome = callOutcome(task, this.#server);
+    const related = { [RELATED_TASK]: { taskId } };
+    if (outcome.kind === 'result') {
+      return result({ ...outcome.result, _meta: { ...(outcome.result._meta as object), ...related } });
+    }
+    return { ...outcome, error: { ...outcome.error, data: { ...(outcome.error.data as object), _meta: related } } };
+  }
+
+  async #list(params: Readonly<Record<string, unknown>> | undefined, tenantId: string): Promise<MethodOutcome> {
+    const cursor = params?.cursor;
+    if (cursor !== undefined && typeof cursor !== 'string') return invalid('params.cursor must be a string');
+    try {
+      const page = await this.#service.list(tenantId, {
+        limit: PAGE_SIZE,
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      return result({
+        tasks: page.tasks.map(legacyTask),
+        ...(page.nextCursor === null ? {} : { nextCursor: page.nextCursor }),
+      });
+    } catch (error) {
+      if (isTaskgateError(error, 'TG_CURSOR_INVALID')) return invalid(error.message);
+      throw error;
+    }
+  }
+}
+
+function result(value: Record<string, unknown>): MethodOutcome {
+  return { kind: 'result', result: value };
+}
+
+function invalid(message: string): MethodOutcome {
+  return {
+    kind: 'error',
+    httpStatus: 200,
+    error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${message}` },
+  };
+}
