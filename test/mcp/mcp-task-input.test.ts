@@ -88,7 +88,13 @@ describe('input_required', () => {
     // Nothing holds the task while it waits: no worker, and its job is done.
     const row = await platform.service.get('default', taskId);
     expect(row.workerId).toBeNull();
-    expect(await jobsOf(taskId)).toEqual(['completed']);
+    // (The job is retired right after the attempt returns, in the worker's next completion batch.)
+    expect(
+      await waitForTask(
+        () => jobsOf(taskId),
+        (states) => states[0] === 'completed',
+      ),
+    ).toEqual(['completed']);
 
     const ack = await call('tasks/update', {
       taskId,

@@ -96,7 +96,7 @@ describe('the final commit is the last checkpoint', () => {
       async () => {
         const { rows } = await sql<{ waiting: number }>`
           SELECT count(*)::int AS waiting FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%cancel_requested_at = now()%'`.execute(
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%cancel_requested_at AS requested_before%'`.execute(
           platform.db,
         );
         return rows[0]?.waiting ?? 0;

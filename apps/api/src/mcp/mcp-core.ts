@@ -4,6 +4,7 @@ import {
   type Capabilities,
   declaresTasks,
   ErrorCode,
+  type JsonRpcId,
   missingCapabilities,
   type ProtocolEra,
   TASK_METHODS,
@@ -26,6 +27,7 @@ import {
 } from './mcp-methods.ts';
 import { createTaskResult, detailedTask, TASK_ACK, unknownTask } from './mcp-tasks.ts';
 import { waitForTerminal } from './task-outcome.ts';
+import { type ListenSink, readListenFilter, TaskSubscription } from './task-subscriptions.ts';
 
 export interface McpCoreOptions {
   readonly service: TaskService;
@@ -110,6 +112,21 @@ export class McpCore {
       httpStatus: 404,
       error: { code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` },
     };
+  }
+
+  /**
+   * subscriptions/listen: the subscription to start on the transport's stream, or the error that
+   * refuses it (an unknown filter field, taskIds without the Tasks extension).
+   */
+  listen(
+    params: Readonly<Record<string, unknown>> | undefined,
+    context: RequestContext,
+    listenId: JsonRpcId,
+    sink: ListenSink,
+  ): TaskSubscription | MethodOutcome {
+    const filter = readListenFilter(params, context.clientCapabilities);
+    if ('kind' in filter) return filter;
+    return new TaskSubscription(this.#options, { tenantId: context.tenantId, listenId, filter }, sink);
   }
 
   async #inline(

@@ -18,6 +18,7 @@ import {
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantResolver } from '../http/auth.ts';
+import { SseStream } from '../sse/sse-stream.ts';
 import { checkHttpRequest, type HttpGuardOptions } from './http-guards.ts';
 import { type CallScope, LegacySessions } from './legacy-sessions.ts';
 import type { McpCore } from './mcp-core.ts';
@@ -29,6 +30,7 @@ import {
   type ServerIdentity,
 } from './mcp-methods.ts';
 import { ProgressStream } from './progress-stream.ts';
+import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
 
 export interface McpRouteOptions extends HttpGuardOptions {
   readonly core: McpCore;
@@ -56,6 +58,12 @@ const tenants = new WeakMap<FastifyRequest, string>();
  */
 export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions): void {
   const sessions = new LegacySessions();
+  // Open subscriptions/listen streams: ended gracefully (their result, then the stream closes)
+  // before the server closes, or close() would wait for them forever.
+  const listens = new Set<TaskSubscription>();
+  app.addHook('preClose', async () => {
+    for (const listen of listens) listen.endGracefully();
+  });
   void app.register(async (scope) => {
     // Errors on this endpoint are JSON-RPC errors, not problem+json (malformed JSON is -32700).
     scope.setErrorHandler((error: FastifyError, request, reply) => {
@@ -103,7 +111,9 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
           .send(errorResponse(null, { code: ErrorCode.InvalidRequest, message: 'the MCP endpoint accepts POST only' }));
       },
     });
-    scope.post('/mcp', { schema: { hide: true } }, async (request, reply) => handle(request, reply, options, sessions));
+    scope.post('/mcp', { schema: { hide: true } }, async (request, reply) =>
+      handle(request, reply, options, sessions, listens),
+    );
   });
 }
 
@@ -112,6 +122,7 @@ async function handle(
   reply: FastifyReply,
   options: McpRouteOptions,
   sessions: LegacySessions,
+  listens: Set<TaskSubscription>,
 ) {
   const message = classifyMessage(request.body);
   if (message.kind === 'invalid') return reply.code(400).send(errorResponse(message.id, message.error));
@@ -160,6 +171,9 @@ async function handle(
   const metadata = checkRequestMetadata(request.headers, method, params);
   if (!metadata.ok) return reply.code(metadata.httpStatus).send(errorResponse(id, metadata.error));
 
+  if (method === 'subscriptions/listen') {
+    return listen(reply, id, params, tenantId, metadata.metadata.clientCapabilities, options, listens);
+  }
   if (method !== 'tools/call') {
     const outcome = await options.core.request(method, params, {
       tenantId,
@@ -247,6 +261,46 @@ async function handleLegacy(
   if (outcome === null) return;
   if (outcome.kind === 'result') return reply.send(resultResponse(id, legacyResult(outcome.result)));
   return reply.code(200).send(errorResponse(id, outcome.error));
+}
+
+/**
+ * subscriptions/listen on HTTP: an SSE stream carrying the acknowledgement, then the notifications
+ * the filter asked for, with keepalives; per task only the latest undelivered status is kept. The
+ * client ends it by closing the stream (which never changes a task); the server by its result.
+ */
+async function listen(
+  reply: FastifyReply,
+  id: JsonRpcId,
+  params: Readonly<Record<string, unknown>> | undefined,
+  tenantId: string,
+  clientCapabilities: Capabilities,
+  options: McpRouteOptions,
+  listens: Set<TaskSubscription>,
+) {
+  let stream: SseStream | null = null;
+  const sink: ListenSink = {
+    push: (message, key) => stream?.push({ kind: 'replaceable', key, value: { data: message } }),
+    finish: (message) => stream?.push({ kind: 'final', value: { data: message } }),
+  };
+  const opened = options.core.listen(
+    params,
+    { tenantId, clientCapabilities, signal: new AbortController().signal },
+    id,
+    sink,
+  );
+  if (!(opened instanceof TaskSubscription)) {
+    const refused = opened as Extract<MethodOutcome, { kind: 'error' }>;
+    return reply.code(refused.httpStatus).send(errorResponse(id, refused.error));
+  }
+  reply.hijack();
+  stream = new SseStream(reply.raw, { capacity: 64, coalesce: 'by-key', keepaliveMs: options.keepaliveMs ?? 15_000 });
+  stream.open();
+  listens.add(opened);
+  stream.onClose(() => {
+    opened.stop();
+    listens.delete(opened);
+  });
+  await opened.start();
 }
 
 function single(value: string | string[] | undefined): string | undefined {

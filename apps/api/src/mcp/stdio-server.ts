@@ -23,6 +23,7 @@ import {
   type MethodOutcome,
   type ServerIdentity,
 } from './mcp-methods.ts';
+import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -48,6 +49,7 @@ export class StdioServer {
   readonly #requests = new RequestCoordinator();
   readonly #inFlight = new Map<string, { controller: AbortController; done: Promise<void> }>();
   readonly #closed: Promise<void>;
+  readonly #listens = new Map<TaskSubscription, () => void>();
   #legacy = false;
   /** What a 2025-11-25 client declared at initialize (that era declares once per connection). */
   #legacyCapabilities: Capabilities | undefined;
@@ -156,6 +158,11 @@ export class StdioServer {
       clientCapabilities = fields.metadata.clientCapabilities;
     }
 
+    if (modern && method === 'subscriptions/listen') {
+      this.#listen(id, params, clientCapabilities);
+      return;
+    }
+
     const controller = new AbortController();
     const progress = progressForwarder(params, (notification) => this.#writeProgress(notification));
     const done = this.#options.core
@@ -187,6 +194,91 @@ export class StdioServer {
       )
       .finally(() => this.#inFlight.delete(requestIdKey(id)));
     this.#inFlight.set(requestIdKey(id), { controller, done });
+  }
+
+  /**
+   * subscriptions/listen on stdio: the subscription's messages share stdout with everything else,
+   * each carrying its subscriptionId. `notifications/cancelled` for the listen id, or the end of
+   * stdin, stops it without a reply; shutdown() ends it with its result and a
+   * notifications/cancelled for the listen id.
+   */
+  #listen(
+    id: JsonRpcId,
+    params: Readonly<Record<string, unknown>> | undefined,
+    clientCapabilities?: Capabilities,
+  ): void {
+    // While stdout is full, only the newest undelivered message per key is kept.
+    const held = new Map<string, Record<string, unknown>>();
+    const output = this.#options.output;
+    const flush = () => {
+      for (const [key, message] of held) {
+        if (output.writableNeedDrain) return;
+        held.delete(key);
+        this.#write(message);
+      }
+    };
+    output.on('drain', flush);
+    const sink: ListenSink = {
+      push: (message, key) => {
+        if (output.writableNeedDrain || held.size > 0) {
+          held.delete(key);
+          held.set(key, message);
+          return;
+        }
+        this.#write(message);
+      },
+      finish: (message) => {
+        flush();
+        held.clear();
+        if (this.#requests.complete(id) !== 'drop') this.#write(message);
+        this.#write({
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId: id, reason: 'the server ended the subscription' },
+        });
+      },
+    };
+    const opened = this.#options.core.listen(
+      params,
+      {
+        tenantId: this.#options.tenantId,
+        signal: new AbortController().signal,
+        ...(clientCapabilities ? { clientCapabilities } : {}),
+      },
+      id,
+      sink,
+    );
+    if (!(opened instanceof TaskSubscription)) {
+      this.#answer(id, opened as MethodOutcome);
+      return;
+    }
+    const controller = new AbortController();
+    let ended!: () => void;
+    const done = new Promise<void>((resolve) => {
+      ended = resolve;
+    });
+    const stop = () => {
+      opened.stop();
+      output.off('drain', flush);
+      this.#inFlight.delete(requestIdKey(id));
+      this.#listens.delete(opened);
+      ended();
+    };
+    controller.signal.addEventListener('abort', stop, { once: true });
+    this.#inFlight.set(requestIdKey(id), { controller, done });
+    this.#listens.set(opened, stop);
+    opened.start().catch((error: Error) => {
+      this.#options.logger.warn({ requestId: id, error: error.message }, 'subscriptions/listen failed to start');
+      stop();
+    });
+  }
+
+  /** Ends every subscription gracefully (its result, then notifications/cancelled), e.g. on SIGTERM. */
+  shutdown(): void {
+    for (const [subscription, stop] of this.#listens) {
+      subscription.endGracefully();
+      stop();
+    }
   }
 
   /** Writes the answer unless a cancel won the race (then the request gets nothing). */

@@ -63,6 +63,8 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
     });
     logger.info({ tenant: DEFAULT_TENANT, worker: args.worker, database: database.description }, 'mcp-stdio ready');
     await Promise.race([server.closed, lifecycle.stopRequested]);
+    // Stopping on a signal: open subscriptions get their graceful end before the pipe goes.
+    server.shutdown();
   } catch (error) {
     await lifecycle.stopAll();
     throw error;

@@ -1,0 +1,219 @@
+import type { TaskRecord } from '@taskgate/db';
+import { type Capabilities, declaresTasks, ErrorCode, type JsonRpcId, TASKS_REQUIRED } from '@taskgate/protocol';
+import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
+import type { TaskService } from '../tasks/task-service.ts';
+import type { MethodOutcome, ServerIdentity } from './mcp-methods.ts';
+import { detailedTask } from './mcp-tasks.ts';
+
+/** `_meta` key naming the subscriptions/listen request a message belongs to (basic/patterns/subscriptions). */
+export const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
+
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
+const MAX_TASK_IDS = 1_000;
+
+/** The notification filter of subscriptions/listen, with the Tasks extension's `taskIds`. */
+export interface ListenFilter {
+  readonly toolsListChanged?: boolean;
+  readonly promptsListChanged?: boolean;
+  readonly resourcesListChanged?: boolean;
+  readonly resourceSubscriptions?: readonly string[];
+  readonly taskIds?: readonly string[];
+}
+
+const BOOLEAN_FIELDS = ['toolsListChanged', 'promptsListChanged', 'resourcesListChanged'] as const;
+const LIST_FIELDS = ['resourceSubscriptions', 'taskIds'] as const;
+
+/**
+ * params.notifications, checked: an unknown field or a wrong type is -32602 (a filter the server
+ * cannot read must not silently subscribe to less), and `taskIds` needs the Tasks extension on the
+ * request (-32021, tasks-extension "Task Status Notifications").
+ */
+export function readListenFilter(
+  params: Readonly<Record<string, unknown>> | undefined,
+  capabilities: Capabilities | undefined,
+): ListenFilter | MethodOutcome {
+  const filter = params?.notifications ?? {};
+  if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
+    return invalid('params.notifications must be an object');
+  }
+  for (const [field, value] of Object.entries(filter)) {
+    if ((BOOLEAN_FIELDS as readonly string[]).includes(field)) {
+      if (typeof value !== 'boolean') return invalid(`params.notifications.${field} must be a boolean`);
+    } else if ((LIST_FIELDS as readonly string[]).includes(field)) {
+      if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) {
+        return invalid(`params.notifications.${field} must be an array of strings`);
+      }
+      if (value.length > MAX_TASK_IDS)
+        return invalid(`params.notifications.${field} has more than ${MAX_TASK_IDS} entries`);
+    } else {
+      return invalid(`params.notifications.${field} is not a notification type this server knows`);
+    }
+  }
+  const read = filter as ListenFilter;
+  if (read.taskIds !== undefined && !declaresTasks(capabilities)) {
+    return {
+      kind: 'error',
+      httpStatus: 400,
+      error: {
+        code: ErrorCode.MissingRequiredClientCapability,
+        message: 'task notifications are part of the Tasks extension; declare it in the request',
+        data: { requiredCapabilities: TASKS_REQUIRED },
+      },
+    };
+  }
+  return read;
+}
+
+/** Where a subscription's messages go: an SSE response, or the stdio pipe. */
+export interface ListenSink {
+  /** A notification; one still undelivered with the same `key` is replaced by it. */
+  push(message: Record<string, unknown>, key: string): void;
+  /** The graceful end: the listen request's result; nothing follows it. */
+  finish(message: Record<string, unknown>): void;
+}
+
+export interface TaskSubscriptionOptions {
+  readonly service: TaskService;
+  readonly hub: TaskEventsHub;
+  readonly server: ServerIdentity;
+  /** The floor under NOTIFY: subscribed tasks are re-read this often. */
+  readonly pollMs: number;
+}
+
+/**
+ * One subscriptions/listen: the acknowledgement first, then `notifications/tasks` with the full
+ * task (what tasks/get would answer) whenever a subscribed task's status changes — woken by the
+ * task's notifications across API instances, with a poll under them. Per task only the latest
+ * status matters, so undelivered ones are replaced (the sink's key). Closing it never touches a task.
+ */
+export class TaskSubscription {
+  readonly #options: TaskSubscriptionOptions;
+  readonly #tenantId: string;
+  readonly #listenId: JsonRpcId;
+  readonly #filter: ListenFilter;
+  readonly #sink: ListenSink;
+  readonly #seen = new Map<string, string>();
+  readonly #unsubscribe = new Map<string, () => void>();
+  #poll: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(
+    options: TaskSubscriptionOptions,
+    listen: { tenantId: string; listenId: JsonRpcId; filter: ListenFilter },
+    sink: ListenSink,
+  ) {
+    this.#options = options;
+    this.#tenantId = listen.tenantId;
+    this.#listenId = listen.listenId;
+    this.#filter = listen.filter;
+    this.#sink = sink;
+  }
+
+  /**
+   * Subscribes, reads each task once (so a change during the read is not lost), and sends the
+   * acknowledgement naming what it honours: the tool list (which changes only with a deploy) and the
+   * task ids this tenant has; other tenants' and unknown ids are left out, as are resources and
+   * prompts, which this server does not have.
+   */
+  async start(): Promise<void> {
+    const wanted = [...new Set(this.#filter.taskIds ?? [])];
+    for (const id of wanted)
+      this.#unsubscribe.set(
+        id,
+        this.#options.hub.subscribe(id, () => void this.#refresh(id)),
+      );
+    const tasks = await Promise.all(wanted.map((id) => this.#read(id)));
+    const known: string[] = [];
+    for (const [index, task] of tasks.entries()) {
+      const id = wanted[index] as string;
+      if (!task) {
+        this.#unsubscribe.get(id)?.();
+        this.#unsubscribe.delete(id);
+        continue;
+      }
+      known.push(id);
+      this.#seen.set(id, signature(task));
+      if (TERMINAL.has(task.status)) this.#drop(id);
+    }
+    if (this.#stopped) return;
+    this.#sink.push(
+      {
+        jsonrpc: '2.0',
+        method: 'notifications/subscriptions/acknowledged',
+        params: {
+          _meta: { [SUBSCRIPTION_ID]: this.#listenId },
+          notifications: {
+            ...(this.#filter.toolsListChanged ? { toolsListChanged: true } : {}),
+            ...(this.#filter.taskIds ? { taskIds: known } : {}),
+          },
+        },
+      },
+      'acknowledged',
+    );
+    if (this.#unsubscribe.size > 0) {
+      this.#poll = setInterval(() => {
+        for (const id of this.#unsubscribe.keys()) void this.#refresh(id);
+      }, this.#options.pollMs);
+      this.#poll.unref();
+    }
+  }
+
+  /** The client went away (stream closed, notifications/cancelled, EOF): forget everything. */
+  stop(): void {
+    this.#stopped = true;
+    clearInterval(this.#poll);
+    for (const unsubscribe of this.#unsubscribe.values()) unsubscribe();
+    this.#unsubscribe.clear();
+  }
+
+  /** The server ends the subscription (shutdown): the listen request's result, then nothing. */
+  endGracefully(): void {
+    if (this.#stopped) return;
+    this.stop();
+    this.#sink.finish({
+      jsonrpc: '2.0',
+      id: this.#listenId,
+      result: { resultType: 'complete', _meta: { [SUBSCRIPTION_ID]: this.#listenId } },
+    });
+  }
+
+  async #refresh(id: string): Promise<void> {
+    const task = await this.#read(id);
+    if (!task || this.#stopped || !this.#unsubscribe.has(id)) return;
+    const now = signature(task);
+    if (this.#seen.get(id) === now) return;
+    this.#seen.set(id, now);
+    const { resultType: _resultType, ...detail } = detailedTask(task, this.#options.server);
+    this.#sink.push(
+      {
+        jsonrpc: '2.0',
+        method: 'notifications/tasks',
+        params: { ...detail, _meta: { [SUBSCRIPTION_ID]: this.#listenId } },
+      },
+      `task:${id}`,
+    );
+    if (TERMINAL.has(task.status)) this.#drop(id);
+  }
+
+  #drop(id: string): void {
+    this.#unsubscribe.get(id)?.();
+    this.#unsubscribe.delete(id);
+  }
+
+  async #read(id: string): Promise<TaskRecord | null> {
+    return this.#options.service.get(this.#tenantId, id).catch(() => null);
+  }
+}
+
+/** A status change is what subscribers hear of: the status, and what it waits for. */
+function signature(task: TaskRecord): string {
+  return `${task.status}|${Object.keys(task.inputRequests ?? {}).join(',')}`;
+}
+
+function invalid(message: string): MethodOutcome {
+  return {
+    kind: 'error',
+    httpStatus: 400,
+    error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${message}` },
+  };
+}
