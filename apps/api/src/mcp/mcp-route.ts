@@ -293,7 +293,16 @@ async function listen(
     return reply.code(refused.httpStatus).send(errorResponse(id, refused.error));
   }
   reply.hijack();
-  stream = new SseStream(reply.raw, { capacity: 64, coalesce: 'by-key', keepaliveMs: options.keepaliveMs ?? 15_000 });
+  // One slot per watched task (a task's statuses coalesce in it), plus the acknowledgement and the
+  // result: a stalled reader holds at most the latest status of each task, and nothing is dropped.
+  const watched = Array.isArray((params?.notifications as { taskIds?: unknown } | undefined)?.taskIds)
+    ? ((params?.notifications as { taskIds: unknown[] }).taskIds.length ?? 0)
+    : 0;
+  stream = new SseStream(reply.raw, {
+    capacity: watched + 2,
+    coalesce: 'by-key',
+    keepaliveMs: options.keepaliveMs ?? 15_000,
+  });
   stream.open();
   listens.add(opened);
   stream.onClose(() => {

@@ -1,0 +1,166 @@
+// subscriptions/listen at scale: 1,000 working tasks watched by 100 listen streams.
+// (1) Delivery lag, from the commit of each task's status change to the notifications/tasks that
+//     carries it arriving at its listener (a separate process), p50/p99; goal p99 < 50 ms. The
+//     changes are 2025-11-25 cancels (a committed `cancelled` at once) written through a pool of
+//     their own, as a worker's writes would be.
+//     Anchor, same run: the same number of bare Postgres NOTIFYs at the same rate, from commit to a
+//     LISTENing pg client in this process — the floor for anything fed by NOTIFY.
+// (2) API memory while 100 streams stall, each watching all 1,000 tasks, as every task changes
+//     status: heap+buffers and RSS growth of this (the API) process; then the readers resume and
+//     must receive the latest status of every task.
+//   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- mcp-task-notifications
+import { type ChildProcess, fork } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { createKysely, createPool, requestCancel } from '@taskgate/db';
+import pg from 'pg';
+import { startApi, startPlatform } from '../test/support/task-platform.ts';
+import { benchDatabase } from './support/bench-database.ts';
+import { printTable, summary } from './support/report.ts';
+
+const TASKS = Number(process.env.TASKS ?? 1_000);
+const STREAMS = Number(process.env.STREAMS ?? 100);
+const RATE = Number(process.env.RATE ?? 500); // status changes per second
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+const now = () => performance.timeOrigin + performance.now();
+
+const rows: Record<string, string | number>[] = [];
+const database = await benchDatabase();
+try {
+  // No worker: the tasks stay working until the bench changes their status (tasks/cancel of
+  // 2025-11-25, which commits `cancelled` at once).
+  const platform = await startPlatform(database.url);
+  const api = await startApi(platform, database.url, { events: { keepaliveMs: 15_000, pollMs: 5_000 } });
+  await api.app.listen({ host: '127.0.0.1', port: 0 });
+  const url = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}/mcp`;
+  const create = async () =>
+    Promise.all(
+      Array.from({ length: TASKS }, (_, n) =>
+        platform.service.create('default', { tool: 'slow_compute', arguments: { seconds: 600, label: `t${n}` } }),
+      ),
+    ).then((tasks) => tasks.map((task) => task.id));
+
+  // Status changes come from their own pool, as a worker's would: the API's pool serves its reads.
+  const writerPool = createPool(database.url, { applicationName: 'bench-writer', max: 16 });
+  const writer = createKysely(writerPool);
+  const change = (id: string) => requestCancel(writer, 'default', id, 'bench', { immediately: true });
+
+  // (1) Lag: each stream watches its own tenth of the tasks.
+  const ids = await create();
+  const groups = Array.from({ length: STREAMS }, (_, s) => ids.filter((_, n) => n % STREAMS === s));
+  const lagClients = await openClients(url, groups, false);
+  const committed = await changeAll(ids, change);
+  const lag = await report(lagClients, TASKS);
+  const lags = lag.received.map(([id, at]) => at - (committed.get(id) as number));
+  rows.push(
+    row(`taskgate notifications/tasks (${STREAMS} streams × ${TASKS / STREAMS} tasks)`, lags, lag.received.length),
+  );
+
+  // Anchor: bare NOTIFY → LISTEN, same count and rate.
+  rows.push(row('anchor: Postgres NOTIFY → LISTEN (pg client)', await notifyAnchor(database.url), TASKS));
+
+  // (2) Stalled readers, each watching every task.
+  const stalledIds = await create();
+  const stalled = await openClients(
+    url,
+    Array.from({ length: STREAMS }, () => stalledIds),
+    true,
+  );
+  const before = memory();
+  await changeAll(stalledIds, change);
+  // Let every subscription read and queue what it heard before measuring.
+  await new Promise((resolve) => setTimeout(resolve, 3_000));
+  const after = memory();
+  stalled.send({ resume: true });
+  const delivered = await report(stalled, TASKS * STREAMS);
+  const perStream = new Map<string, number>();
+  for (const [id] of delivered.received) perStream.set(id, (perStream.get(id) ?? 0) + 1);
+  printTable(`${STREAMS} stalled streams × ${TASKS} tasks each, every task changing status once (goal: bounded)`, [
+    {
+      'heap+buffers growth MB': (after.held - before.held) / 2 ** 20,
+      'rss growth MB': (after.rss - before.rss) / 2 ** 20,
+      'notifications delivered after resume': delivered.received.length,
+      'tasks whose final status reached every stream': [...perStream.values()].filter((n) => n === STREAMS).length,
+    },
+  ]);
+  await api.close();
+  await writer.destroy();
+  await platform.stop();
+} finally {
+  await database.drop();
+}
+printTable(`status commit → notification received, ${TASKS} tasks at ${RATE}/s (goal: p99 < 50 ms)`, rows);
+process.exit(0);
+
+function memory(): { held: number; rss: number } {
+  gc();
+  const usage = process.memoryUsage();
+  return { held: usage.heapUsed + usage.external + usage.arrayBuffers, rss: usage.rss };
+}
+
+function row(what: string, lags: number[], count: number) {
+  const s = summary(lags);
+  return { path: what, notifications: count, 'p50 ms': s.p50, 'p99 ms': s.p99, 'max ms': s.max };
+}
+
+/** Changes every task's status at RATE per second; resolves with each commit's time. */
+async function changeAll(
+  ids: readonly string[],
+  change: (id: string) => Promise<unknown>,
+): Promise<Map<string, number>> {
+  const committed = new Map<string, number>();
+  const started = performance.now();
+  await Promise.all(
+    ids.map(async (id, n) => {
+      const due = started + (n * 1000) / RATE - performance.now();
+      if (due > 0) await new Promise((resolve) => setTimeout(resolve, due));
+      await change(id);
+      committed.set(id, now());
+    }),
+  );
+  return committed;
+}
+
+async function openClients(url: string, groups: string[][], stall: boolean): Promise<ChildProcess> {
+  const child = fork(path.join(import.meta.dirname, 'support/listen-clients.ts'), { stdio: 'inherit' });
+  await new Promise<void>((resolve) => {
+    child.once('message', () => resolve());
+    child.send({ open: { url, groups, stall } });
+  });
+  return child;
+}
+
+/** The child's notifications once `expected` have arrived (or after 30 s); the child then exits. */
+function report(child: ChildProcess, expected: number): Promise<{ received: [string, number][] }> {
+  return new Promise((resolve) => {
+    child.once('message', (message) => resolve(message as { received: [string, number][] }));
+    child.send({ report: { expected, timeoutMs: 30_000 } });
+  });
+}
+
+async function notifyAnchor(url: string): Promise<number[]> {
+  const listener = new pg.Client({ connectionString: url });
+  const sender = new pg.Client({ connectionString: url });
+  await Promise.all([listener.connect(), sender.connect()]);
+  const arrived = new Map<string, number>();
+  let done!: () => void;
+  const all = new Promise<void>((resolve) => {
+    done = resolve;
+  });
+  listener.on('notification', (message) => {
+    arrived.set(message.payload as string, now());
+    if (arrived.size === TASKS) done();
+  });
+  await listener.query('LISTEN bench_anchor');
+  // The commit time is taken when the statement returns, as for the tasks above.
+  const sent = await changeAll(
+    Array.from({ length: TASKS }, (_, n) => `n${n}`),
+    (id) => sender.query('SELECT pg_notify($1, $2)', ['bench_anchor', id]),
+  );
+  await all;
+  await Promise.all([listener.end(), sender.end()]);
+  return [...arrived].map(([id, at]) => at - (sent.get(id) as number));
+}
