@@ -77,12 +77,12 @@ process.on('message', (command: { open?: Open; resume?: true; report?: { expecte
   if (command.open) {
     const { url, groups, stall } = command.open;
     let waiting = groups.length;
-    groups.forEach((taskIds, index) =>
+    for (const [index, taskIds] of groups.entries()) {
       openStream(new URL(url), index + 1, taskIds, stall, () => {
         waiting -= 1;
         if (waiting === 0) process.send?.({ ready: true });
-      }),
-    );
+      });
+    }
   }
   if (command.resume) for (const response of responses) response.resume();
   if (command.report) {

@@ -295,9 +295,8 @@ async function listen(
   reply.hijack();
   // One slot per watched task (a task's statuses coalesce in it), plus the acknowledgement and the
   // result: a stalled reader holds at most the latest status of each task, and nothing is dropped.
-  const watched = Array.isArray((params?.notifications as { taskIds?: unknown } | undefined)?.taskIds)
-    ? ((params?.notifications as { taskIds: unknown[] }).taskIds.length ?? 0)
-    : 0;
+  const taskIds = (params?.notifications as { taskIds?: unknown } | undefined)?.taskIds;
+  const watched = Array.isArray(taskIds) ? taskIds.length : 0;
   stream = new SseStream(reply.raw, {
     capacity: watched + 2,
     coalesce: 'by-key',
