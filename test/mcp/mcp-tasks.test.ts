@@ -3,6 +3,7 @@ import { McpCore, StdioServer, TaskEventsHub } from '@taskgate/api';
 import { listTaskEvents, type TaskRecord } from '@taskgate/db';
 import { defineTool } from '@taskgate/tools';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import {
@@ -225,6 +226,31 @@ describe('the Tasks extension over HTTP (2026-07-28)', () => {
     const task = (await platform.service.get('acme', taskId)) as TaskRecord;
     expect(task).toMatchObject({ status: 'working', cancelRequestedAt: null });
     await result(call('tasks/cancel', { taskId }));
+  });
+});
+
+describe('task state outlives the API process that created it', () => {
+  it('an API restart leaves the task and its history as they were; only TTL expiry removes it', async () => {
+    const created = await result(call('tools/call', { name: 'slow_compute', arguments: { seconds: 30 } }));
+    const taskId = created.taskId as string;
+    const before = await result(call('tasks/get', { taskId }));
+    const history = await listTaskEvents(platform.db, 'acme', taskId);
+    // The API that created it goes away; a new one (same database) answers for the task.
+    await api.close();
+    api = await startApi(platform, database.url, {
+      tokens: new Map([
+        [ACME, 'acme'],
+        [GLOBEX, 'globex'],
+      ]),
+    });
+    const after = await result(call('tasks/get', { taskId }));
+    expect({ ...after, lastUpdatedAt: null }).toEqual({ ...before, lastUpdatedAt: null });
+    expect((await listTaskEvents(platform.db, 'acme', taskId)).slice(0, history.length)).toEqual(history);
+    // Expiry: once its ttl has run out the task reads as unknown (the sweeper deletes it later).
+    await sql`UPDATE tasks SET expires_at = now() - interval '1 second' WHERE id = ${taskId}::uuid`.execute(
+      platform.db,
+    );
+    expect(await error(call('tasks/get', { taskId }))).toMatchObject({ code: -32602 });
   });
 });
 

@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, McpError, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { listTaskEvents } from '@taskgate/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, cleanEnv, REPO_ROOT } from '../support/cli.ts';
@@ -119,8 +119,12 @@ describe('the SDK v1 client’s experimental tasks API', () => {
     }
   });
 
-  it('works end to end over stdio', async () => {
+  it('works end to end over stdio, with notifications/tasks/status on the pipe', async () => {
     const client = new Client({ name: 'taskgate-tasks-stdio', version: '1.0.0' }, { defaultTaskPollInterval: 100 });
+    const statuses: { taskId: string; status: string }[] = [];
+    client.setNotificationHandler(TaskStatusNotificationSchema, (notification) => {
+      statuses.push({ taskId: notification.params.taskId, status: notification.params.status });
+    });
     await client.connect(
       new StdioClientTransport({
         command: process.execPath,
@@ -132,6 +136,13 @@ describe('the SDK v1 client’s experimental tasks API', () => {
     );
     try {
       await exercise(client, 'over-stdio');
+      // Every task this connection created reported its end, as that revision's status names it.
+      const ended = await waitForTask(
+        async () => statuses,
+        (seen) => new Set(seen.map((entry) => entry.status)).size >= 3,
+      );
+      expect(new Set(ended.map((entry) => entry.status))).toEqual(new Set(['completed', 'failed', 'cancelled']));
+      expect(ended.every((entry) => entry.status !== 'working')).toBe(true);
     } finally {
       await client.close();
     }

@@ -115,6 +115,31 @@ export class McpCore {
   }
 
   /**
+   * Calls `onStatus` with the task each time its status changes, until it ends (for 2025-11-25's
+   * notifications/tasks/status). Woken by the task's notifications; returns the stop function.
+   */
+  watchStatus(tenantId: string, taskId: string, onStatus: (task: TaskRecord) => void): () => void {
+    let last = 'working'; // tasks start working: only changes are reported
+    let stopped = false;
+    const stop = () => {
+      stopped = true;
+      unsubscribe();
+    };
+    const unsubscribe = this.#options.hub.subscribe(taskId, () => {
+      void this.#options.service.get(tenantId, taskId).then(
+        (task) => {
+          if (stopped || task.status === last) return;
+          last = task.status;
+          onStatus(task);
+          if (['completed', 'failed', 'cancelled'].includes(task.status)) stop();
+        },
+        () => {},
+      );
+    });
+    return stop;
+  }
+
+  /**
    * subscriptions/listen: the subscription to start on the transport's stream, or the error that
    * refuses it (an unknown filter field, taskIds without the Tasks extension).
    */

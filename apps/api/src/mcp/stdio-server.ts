@@ -15,6 +15,7 @@ import {
   resultResponse,
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
+import { legacyTask } from './legacy-tasks.ts';
 import type { McpCore } from './mcp-core.ts';
 import {
   capabilitiesOf,
@@ -50,6 +51,7 @@ export class StdioServer {
   readonly #inFlight = new Map<string, { controller: AbortController; done: Promise<void> }>();
   readonly #closed: Promise<void>;
   readonly #listens = new Map<TaskSubscription, () => void>();
+  readonly #watches = new Set<() => void>();
   #legacy = false;
   /** What a 2025-11-25 client declared at initialize (that era declares once per connection). */
   #legacyCapabilities: Capabilities | undefined;
@@ -177,6 +179,12 @@ export class StdioServer {
       .then(
         (outcome) => {
           if (outcome === null) return;
+          // A 2025-11-25 task created here: its status changes follow as notifications/tasks/status.
+          const created =
+            !modern && method === 'tools/call' && outcome.kind === 'result' ? outcome.result.task : undefined;
+          if (created && typeof (created as { taskId?: unknown }).taskId === 'string') {
+            this.#watchLegacyTask((created as { taskId: string }).taskId);
+          }
           // Unknown methods are -32601 either way; only the result's shape differs by era.
           this.#answer(
             id,
@@ -270,6 +278,22 @@ export class StdioServer {
     opened.start().catch((error: Error) => {
       this.#options.logger.warn({ requestId: id, error: error.message }, 'subscriptions/listen failed to start');
       stop();
+    });
+  }
+
+  /**
+   * notifications/tasks/status for a task this connection created with 2025-11-25's `task` param:
+   * the full Task on every status change until it ends (tasks.mdx "Task Status Notification"; a
+   * client must not rely on them, and polls or waits on tasks/result as well). Stops with the pipe.
+   */
+  #watchLegacyTask(taskId: string): void {
+    const stop = this.#options.core.watchStatus(this.#options.tenantId, taskId, (task) => {
+      this.#write({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) });
+    });
+    this.#watches.add(stop);
+    void this.#closed.then(() => {
+      stop();
+      this.#watches.delete(stop);
     });
   }
 
