@@ -151,9 +151,17 @@ export class TaskSubscription {
       'acknowledged',
     );
     if (this.#unsubscribe.size > 0) {
-      this.#poll = setInterval(() => {
-        for (const id of this.#unsubscribe.keys()) void this.#refresh(id);
-      }, this.#options.pollMs);
+      // The poll only backs up NOTIFY. Its phase is random, so subscriptions opened together do
+      // not all re-read their tasks in the same instant.
+      const pollMs = this.#options.pollMs;
+      this.#poll = setTimeout(
+        () => {
+          this.#poll = setInterval(() => this.#pollAll(), pollMs);
+          this.#poll.unref();
+          this.#pollAll();
+        },
+        Math.round(pollMs * (0.5 + Math.random())),
+      );
       this.#poll.unref();
     }
   }
@@ -161,6 +169,7 @@ export class TaskSubscription {
   /** The client went away (stream closed, notifications/cancelled, EOF): forget everything. */
   stop(): void {
     this.#stopped = true;
+    clearTimeout(this.#poll);
     clearInterval(this.#poll);
     for (const unsubscribe of this.#unsubscribe.values()) unsubscribe();
     this.#unsubscribe.clear();
@@ -175,6 +184,11 @@ export class TaskSubscription {
       id: this.#listenId,
       result: { resultType: 'complete', _meta: { [SUBSCRIPTION_ID]: this.#listenId } },
     });
+  }
+
+  #pollAll(): void {
+    if (this.#stopped) return;
+    for (const id of this.#unsubscribe.keys()) void this.#refresh(id);
   }
 
   async #refresh(id: string): Promise<void> {
