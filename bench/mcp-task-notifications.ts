@@ -6,15 +6,15 @@
 //     Anchor, same run: the same number of bare Postgres NOTIFYs at the same rate, from commit to a
 //     LISTENing pg client in this process — the floor for anything fed by NOTIFY.
 // (2) API memory while 100 streams stall, each watching all 1,000 tasks, as every task changes
-//     status: heap+buffers and RSS growth of this (the API) process; then the readers resume and
-//     must receive the latest status of every task.
+//     status seven times: heap+buffers and RSS of this (the API) process after the first round of
+//     changes and at the end; then the readers resume and must receive every task's final status.
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- mcp-task-notifications
 import { type ChildProcess, fork } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createKysely, createPool, requestCancel } from '@taskgate/db';
+import { answerInput, createKysely, createPool, parkForInput, requestCancel } from '@taskgate/db';
 import pg from 'pg';
 import { startApi, startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
@@ -23,6 +23,7 @@ import { printTable, summary } from './support/report.ts';
 const TASKS = Number(process.env.TASKS ?? 1_000);
 const STREAMS = Number(process.env.STREAMS ?? 100);
 const RATE = Number(process.env.RATE ?? 500); // status changes per second
+const ROUNDS = Number(process.env.ROUNDS ?? 3);
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 const now = () => performance.timeOrigin + performance.now();
@@ -62,7 +63,9 @@ try {
   // Anchor: bare NOTIFY → LISTEN, same count and rate.
   rows.push(row('anchor: Postgres NOTIFY → LISTEN (pg client)', await notifyAnchor(database.url), TASKS));
 
-  // (2) Stalled readers, each watching every task.
+  // (2) Stalled readers, each watching every task, while every task changes status again and again
+  // (working ⇄ input_required, ROUNDS times, then cancelled). Memory is read after the first round
+  // and at the end: with one slot per task and stream, more changes must not mean more memory.
   const stalledIds = await create();
   const stalled = await openClients(
     url,
@@ -70,22 +73,38 @@ try {
     true,
   );
   const before = memory();
+  const memoryAfterRound: { held: number; rss: number }[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    const key = `question-${round}`;
+    await changeAll(stalledIds, (id) =>
+      parkForInput(writer, id, 0, { [key]: { method: 'elicitation/create', params: {} } }, 'bench question'),
+    );
+    await changeAll(stalledIds, (id) => answerInput(writer, 'default', id, { [key]: { action: 'accept' } }));
+    // Let every subscription read and queue what it heard (a bench pause, not a race).
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    memoryAfterRound.push(memory());
+  }
   await changeAll(stalledIds, change);
-  // Let every subscription read and queue what it heard before measuring.
-  await new Promise((resolve) => setTimeout(resolve, 3_000));
-  const after = memory();
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  const end = memory();
   stalled.send({ resume: true });
   const delivered = await report(stalled, TASKS * STREAMS);
-  const perStream = new Map<string, number>();
-  for (const [id] of delivered.received) perStream.set(id, (perStream.get(id) ?? 0) + 1);
-  printTable(`${STREAMS} stalled streams × ${TASKS} tasks each, every task changing status once (goal: bounded)`, [
-    {
-      'heap+buffers growth MB': (after.held - before.held) / 2 ** 20,
-      'rss growth MB': (after.rss - before.rss) / 2 ** 20,
-      'notifications delivered after resume': delivered.received.length,
-      'tasks whose final status reached every stream': [...perStream.values()].filter((n) => n === STREAMS).length,
-    },
-  ]);
+  // Per stream, the last status each task reported must be its final one.
+  const last = new Map<string, string>();
+  for (const [id, , status, stream] of delivered.received) last.set(`${stream}/${id}`, status);
+  const first = memoryAfterRound[0] as { held: number; rss: number };
+  printTable(
+    `${STREAMS} stalled streams × ${TASKS} tasks each; every task changes status ${2 * ROUNDS + 1} times (goal: bounded)`,
+    [
+      {
+        'heap+buffers MB: after round 1 → end': `${mb(first.held - before.held)} → ${mb(end.held - before.held)}`,
+        'rss MB: after round 1 → end': `${mb(first.rss - before.rss)} → ${mb(end.rss - before.rss)}`,
+        'status changes offered to streams': TASKS * (2 * ROUNDS + 1) * STREAMS,
+        'notifications delivered after resume': delivered.received.length,
+        'stream × task pairs ending cancelled': [...last.values()].filter((status) => status === 'cancelled').length,
+      },
+    ],
+  );
   await api.close();
   await writer.destroy();
   await platform.stop();
@@ -99,6 +118,10 @@ function memory(): { held: number; rss: number } {
   gc();
   const usage = process.memoryUsage();
   return { held: usage.heapUsed + usage.external + usage.arrayBuffers, rss: usage.rss };
+}
+
+function mb(bytes: number): string {
+  return (bytes / 2 ** 20).toFixed(1);
 }
 
 function row(what: string, lags: number[], count: number) {
@@ -134,9 +157,9 @@ async function openClients(url: string, groups: string[][], stall: boolean): Pro
 }
 
 /** The child's notifications once `expected` have arrived (or after 30 s); the child then exits. */
-function report(child: ChildProcess, expected: number): Promise<{ received: [string, number][] }> {
+function report(child: ChildProcess, expected: number): Promise<{ received: [string, number, string, number][] }> {
   return new Promise((resolve) => {
-    child.once('message', (message) => resolve(message as { received: [string, number][] }));
+    child.once('message', (message) => resolve(message as { received: [string, number, string, number][] }));
     child.send({ report: { expected, timeoutMs: 30_000 } });
   });
 }

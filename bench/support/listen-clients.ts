@@ -3,8 +3,9 @@
 //   → { open: { url, groups: string[][], stall: boolean } }   one subscriptions/listen per group
 //   ← { ready: true }                                          every stream acknowledged
 //   → { resume: true }                                         stalled streams read again
-//   → { report: { expected, timeoutMs } }  ← { received: [[taskId, atMs], ...], messages: number }
-//                                          (once `expected` notifications arrived, or at the timeout)
+//   → { report: { expected, timeoutMs } }
+//   ← { received: [[taskId, atMs, status, stream], ...], messages: number }
+//     once `expected` notifications of a terminal status arrived, or at the timeout
 // Times are performance.timeOrigin + performance.now(), comparable across processes on one host.
 import http from 'node:http';
 
@@ -14,7 +15,8 @@ interface Open {
   readonly stall: boolean;
 }
 
-const received: [string, number][] = [];
+const received: [string, number, string, number][] = [];
+let terminal = 0;
 const responses: http.IncomingMessage[] = [];
 let messages = 0;
 
@@ -57,10 +59,16 @@ function openStream(url: URL, id: number, taskIds: readonly string[], stall: boo
       text = frames.pop() ?? '';
       for (const frame of frames) {
         if (!frame.startsWith('data: ')) continue;
-        const message = JSON.parse(frame.slice(6)) as { method?: string; params?: { taskId?: string } };
+        const message = JSON.parse(frame.slice(6)) as {
+          method?: string;
+          params?: { taskId?: string; status?: string };
+        };
         messages += 1;
-        if (message.method === 'notifications/tasks' && message.params?.taskId)
-          received.push([message.params.taskId, at]);
+        if (message.method === 'notifications/tasks' && message.params?.taskId) {
+          const status = message.params.status ?? '';
+          received.push([message.params.taskId, at, status, id]);
+          if (['completed', 'failed', 'cancelled'].includes(status)) terminal += 1;
+        }
         if (!ready && message.method === 'notifications/subscriptions/acknowledged') {
           ready = true;
           // A stalled reader: from here on nothing is read until resume.
@@ -89,8 +97,7 @@ process.on('message', (command: { open?: Open; resume?: true; report?: { expecte
     const { expected, timeoutMs } = command.report;
     const deadline = Date.now() + timeoutMs;
     const check = () => {
-      if (received.length >= expected || Date.now() > deadline)
-        process.send?.({ received, messages }, () => process.exit(0));
+      if (terminal >= expected || Date.now() > deadline) process.send?.({ received, messages }, () => process.exit(0));
       else setTimeout(check, 20);
     };
     check();

@@ -27,7 +27,7 @@ import {
 } from './mcp-methods.ts';
 import { createTaskResult, detailedTask, TASK_ACK, unknownTask } from './mcp-tasks.ts';
 import { waitForTerminal } from './task-outcome.ts';
-import { type ListenSink, readListenFilter, TaskSubscription } from './task-subscriptions.ts';
+import { type ListenSink, readListenFilter, SharedTaskReads, TaskSubscription } from './task-subscriptions.ts';
 
 export interface McpCoreOptions {
   readonly service: TaskService;
@@ -74,10 +74,12 @@ export interface RequestContext {
 export class McpCore {
   readonly #options: McpCoreOptions;
   readonly #legacyTasks: LegacyTaskMethods;
+  readonly #reads: SharedTaskReads;
 
   constructor(options: McpCoreOptions) {
     this.#options = options;
     this.#legacyTasks = new LegacyTaskMethods(options);
+    this.#reads = new SharedTaskReads(options.service);
   }
 
   async request(
@@ -151,7 +153,11 @@ export class McpCore {
   ): TaskSubscription | MethodOutcome {
     const filter = readListenFilter(params, context.clientCapabilities);
     if ('kind' in filter) return filter;
-    return new TaskSubscription(this.#options, { tenantId: context.tenantId, listenId, filter }, sink);
+    return new TaskSubscription(
+      { ...this.#options, reads: this.#reads },
+      { tenantId: context.tenantId, listenId, filter },
+      sink,
+    );
   }
 
   async #inline(

@@ -64,6 +64,61 @@ export function readListenFilter(
   return read;
 }
 
+interface Flight {
+  readonly promise: Promise<TaskRecord | null>;
+  /** Callers that came while this read was under way: they get the read after it. */
+  next: { promise: Promise<TaskRecord | null>; resolve: (task: TaskRecord | null) => void } | null;
+}
+
+/**
+ * Reads of watched tasks, shared by every subscription in the process: one read per task in
+ * flight, and at most one more queued behind it. A caller that arrives while a read is under way
+ * may have been woken by a change that read does not see, so it gets the next one; however many
+ * subscriptions and notifications pile up, a task costs at most two reads at a time.
+ */
+export class SharedTaskReads {
+  readonly #service: TaskService;
+  readonly #flights = new Map<string, Flight>();
+
+  constructor(service: TaskService) {
+    this.#service = service;
+  }
+
+  read(tenantId: string, id: string): Promise<TaskRecord | null> {
+    const key = `${tenantId}/${id}`;
+    const flight = this.#flights.get(key);
+    if (!flight) return this.#start(key, tenantId, id).promise;
+    if (!flight.next) {
+      let resolve!: (task: TaskRecord | null) => void;
+      const promise = new Promise<TaskRecord | null>((done) => {
+        resolve = done;
+      });
+      flight.next = { promise, resolve };
+    }
+    return flight.next.promise;
+  }
+
+  #start(key: string, tenantId: string, id: string): Flight {
+    const flight: Flight = {
+      promise: this.#service.get(tenantId, id).then(
+        (task) => task,
+        () => null,
+      ),
+      next: null,
+    };
+    this.#flights.set(key, flight);
+    void flight.promise.then(() => {
+      const waiting = flight.next;
+      if (!waiting) {
+        this.#flights.delete(key);
+        return;
+      }
+      void this.#start(key, tenantId, id).promise.then(waiting.resolve);
+    });
+    return flight;
+  }
+}
+
 /** Where a subscription's messages go: an SSE response, or the stdio pipe. */
 export interface ListenSink {
   /** A notification; one still undelivered with the same `key` is replaced by it. */
@@ -74,6 +129,8 @@ export interface ListenSink {
 
 export interface TaskSubscriptionOptions {
   readonly service: TaskService;
+  /** Shared by the process's subscriptions (McpCore holds one). */
+  readonly reads: SharedTaskReads;
   readonly hub: TaskEventsHub;
   readonly server: ServerIdentity;
   /** The floor under NOTIFY: subscribed tasks are re-read this often. */
@@ -94,6 +151,9 @@ export class TaskSubscription {
   readonly #sink: ListenSink;
   readonly #seen = new Map<string, string>();
   readonly #unsubscribe = new Map<string, () => void>();
+  /** Tasks with a read under way, and those woken again meanwhile (one more read after it). */
+  readonly #reading = new Set<string>();
+  readonly #again = new Set<string>();
   #poll: NodeJS.Timeout | undefined;
   #stopped = false;
 
@@ -192,6 +252,21 @@ export class TaskSubscription {
   }
 
   async #refresh(id: string): Promise<void> {
+    // One read per task at a time for this subscription; wake-ups meanwhile fold into one more.
+    if (this.#reading.has(id)) {
+      this.#again.add(id);
+      return;
+    }
+    this.#reading.add(id);
+    try {
+      await this.#refreshOnce(id);
+    } finally {
+      this.#reading.delete(id);
+    }
+    if (this.#again.delete(id)) await this.#refresh(id);
+  }
+
+  async #refreshOnce(id: string): Promise<void> {
     const task = await this.#read(id);
     if (!task || this.#stopped || !this.#unsubscribe.has(id)) return;
     const now = signature(task);
@@ -215,7 +290,7 @@ export class TaskSubscription {
   }
 
   async #read(id: string): Promise<TaskRecord | null> {
-    return this.#options.service.get(this.#tenantId, id).catch(() => null);
+    return this.#options.reads.read(this.#tenantId, id);
   }
 }
 
