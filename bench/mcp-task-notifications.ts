@@ -24,6 +24,9 @@ const TASKS = Number(process.env.TASKS ?? 1_000);
 const STREAMS = Number(process.env.STREAMS ?? 100);
 const RATE = Number(process.env.RATE ?? 500); // status changes per second
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
+// A 2 KB status message makes each notification large enough that 100 stalled readers outgrow the
+// kernel's socket buffers (about 4 MB each on loopback here) and the server's own buffers fill.
+const QUESTION = `bench question ${'·'.repeat(1_000)}`;
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 const now = () => performance.timeOrigin + performance.now();
@@ -73,11 +76,11 @@ try {
     true,
   );
   const before = memory();
-  const memoryAfterRound: { held: number; rss: number }[] = [];
+  const memoryAfterRound: { held: number; rss: number; heapTotal: number }[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     const key = `question-${round}`;
     await changeAll(stalledIds, (id) =>
-      parkForInput(writer, id, 0, { [key]: { method: 'elicitation/create', params: {} } }, 'bench question'),
+      parkForInput(writer, id, 0, { [key]: { method: 'elicitation/create', params: {} } }, QUESTION),
     );
     await changeAll(stalledIds, (id) => answerInput(writer, 'default', id, { [key]: { action: 'accept' } }));
     // Let every subscription read and queue what it heard (a bench pause, not a race).
@@ -92,13 +95,14 @@ try {
   // Per stream, the last status each task reported must be its final one.
   const last = new Map<string, string>();
   for (const [id, , status, stream] of delivered.received) last.set(`${stream}/${id}`, status);
-  const first = memoryAfterRound[0] as { held: number; rss: number };
+  const first = memoryAfterRound[0] as { held: number; rss: number; heapTotal: number };
   printTable(
     `${STREAMS} stalled streams × ${TASKS} tasks each; every task changes status ${2 * ROUNDS + 1} times (goal: bounded)`,
     [
       {
         'heap+buffers MB: after round 1 → end': `${mb(first.held - before.held)} → ${mb(end.held - before.held)}`,
         'rss MB: after round 1 → end': `${mb(first.rss - before.rss)} → ${mb(end.rss - before.rss)}`,
+        'V8 heap reserved MB: after round 1 → end': `${mb(first.heapTotal - before.heapTotal)} → ${mb(end.heapTotal - before.heapTotal)}`,
         'status changes offered to streams': TASKS * (2 * ROUNDS + 1) * STREAMS,
         'notifications delivered after resume': delivered.received.length,
         'stream × task pairs ending cancelled': [...last.values()].filter((status) => status === 'cancelled').length,
@@ -114,10 +118,10 @@ try {
 printTable(`status commit → notification received, ${TASKS} tasks at ${RATE}/s (goal: p99 < 50 ms)`, rows);
 process.exit(0);
 
-function memory(): { held: number; rss: number } {
+function memory(): { held: number; rss: number; heapTotal: number } {
   gc();
   const usage = process.memoryUsage();
-  return { held: usage.heapUsed + usage.external + usage.arrayBuffers, rss: usage.rss };
+  return { held: usage.heapUsed + usage.external + usage.arrayBuffers, rss: usage.rss, heapTotal: usage.heapTotal };
 }
 
 function mb(bytes: number): string {
