@@ -1,20 +1,20 @@
 // subscriptions/listen at scale: 1,000 working tasks watched by 100 listen streams.
 // (1) Delivery lag, from the commit of each task's status change to the notifications/tasks that
 //     carries it arriving at its listener (a separate process), p50/p99; goal p99 < 50 ms. The
-//     changes are 2025-11-25 cancels (a committed `cancelled` at once) written through a pool of
-//     their own, as a worker's writes would be.
+//     changes are 2025-11-25 cancels (a committed `cancelled` at once) written by a third process
+//     (bench/support/status-writer.ts), as a worker's writes would be.
 //     Anchor, same run: the same number of bare Postgres NOTIFYs at the same rate, from commit to a
 //     LISTENing pg client in this process — the floor for anything fed by NOTIFY.
 // (2) API memory while 100 streams stall, each watching all 1,000 tasks, as every task changes
-//     status seven times: heap+buffers and RSS of this (the API) process after the first round of
-//     changes and at the end; then the readers resume and must receive every task's final status.
+//     status 13 times (ROUNDS of working ⇄ input_required, then cancelled): heap+buffers and RSS of
+//     this (the API) process after each round — it must level off once the listen buffers (one slot
+//     per watched task) are full — then the readers resume and must get every task's final status.
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- mcp-task-notifications
 import { type ChildProcess, fork } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { answerInput, createKysely, createPool, parkForInput, requestCancel } from '@taskgate/db';
 import pg from 'pg';
 import { startApi, startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
@@ -23,7 +23,7 @@ import { printTable, summary } from './support/report.ts';
 const TASKS = Number(process.env.TASKS ?? 1_000);
 const STREAMS = Number(process.env.STREAMS ?? 100);
 const RATE = Number(process.env.RATE ?? 500); // status changes per second
-const ROUNDS = Number(process.env.ROUNDS ?? 3);
+const ROUNDS = Number(process.env.ROUNDS ?? 6);
 // A 2 KB status message makes each notification large enough that 100 stalled readers outgrow the
 // kernel's socket buffers (about 4 MB each on loopback here) and the server's own buffers fill.
 const QUESTION = `bench question ${'·'.repeat(1_000)}`;
@@ -47,16 +47,19 @@ try {
       ),
     ).then((tasks) => tasks.map((task) => task.id));
 
-  // Status changes come from their own pool, as a worker's would: the API's pool serves its reads.
-  const writerPool = createPool(database.url, { applicationName: 'bench-writer', max: 16 });
-  const writer = createKysely(writerPool);
-  const change = (id: string) => requestCancel(writer, 'default', id, 'bench', { immediately: true });
+  // Status changes come from a process of their own, as a worker's would.
+  const writer = fork(path.join(import.meta.dirname, 'support/status-writer.ts'), { stdio: 'inherit' });
+  const write = (ids: readonly string[], change: 'cancel' | 'park' | 'answer', key?: string, message?: string) =>
+    new Promise<Map<string, number>>((resolve) => {
+      writer.once('message', (reply) => resolve(new Map((reply as { committed: [string, number][] }).committed)));
+      writer.send({ url: database.url, ids, rate: RATE, change, key, message });
+    });
 
   // (1) Lag: each stream watches its own tenth of the tasks.
   const ids = await create();
   const groups = Array.from({ length: STREAMS }, (_, s) => ids.filter((_, n) => n % STREAMS === s));
   const lagClients = await openClients(url, groups, false);
-  const committed = await changeAll(ids, change);
+  const committed = await write(ids, 'cancel');
   const lag = await report(lagClients, TASKS);
   const lags = lag.received.map(([id, at]) => at - (committed.get(id) as number));
   rows.push(
@@ -79,15 +82,17 @@ try {
   const memoryAfterRound: { held: number; rss: number; heapTotal: number }[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     const key = `question-${round}`;
-    await changeAll(stalledIds, (id) =>
-      parkForInput(writer, id, 0, { [key]: { method: 'elicitation/create', params: {} } }, QUESTION),
-    );
-    await changeAll(stalledIds, (id) => answerInput(writer, 'default', id, { [key]: { action: 'accept' } }));
+    await write(stalledIds, 'park', key, QUESTION);
+    await write(stalledIds, 'answer', key);
     // Let every subscription read and queue what it heard (a bench pause, not a race).
     await new Promise((resolve) => setTimeout(resolve, 2_000));
     memoryAfterRound.push(memory());
+    const reading = memoryAfterRound.at(-1) as { held: number; rss: number; heapTotal: number };
+    console.error(
+      `round ${round}: heap+buffers ${mb(reading.held - before.held)} MB, rss ${mb(reading.rss - before.rss)} MB`,
+    );
   }
-  await changeAll(stalledIds, change);
+  await write(stalledIds, 'cancel');
   await new Promise((resolve) => setTimeout(resolve, 2_000));
   const end = memory();
   stalled.send({ resume: true });
@@ -95,14 +100,16 @@ try {
   // Per stream, the last status each task reported must be its final one.
   const last = new Map<string, string>();
   for (const [id, , status, stream] of delivered.received) last.set(`${stream}/${id}`, status);
-  const first = memoryAfterRound[0] as { held: number; rss: number; heapTotal: number };
   printTable(
     `${STREAMS} stalled streams × ${TASKS} tasks each; every task changes status ${2 * ROUNDS + 1} times (goal: bounded)`,
     [
       {
-        'heap+buffers MB: after round 1 → end': `${mb(first.held - before.held)} → ${mb(end.held - before.held)}`,
-        'rss MB: after round 1 → end': `${mb(first.rss - before.rss)} → ${mb(end.rss - before.rss)}`,
-        'V8 heap reserved MB: after round 1 → end': `${mb(first.heapTotal - before.heapTotal)} → ${mb(end.heapTotal - before.heapTotal)}`,
+        'heap+buffers MB after each round, then at the end': [...memoryAfterRound, end]
+          .map((reading) => mb(reading.held - before.held))
+          .join(' '),
+        'rss MB after each round, then at the end': [...memoryAfterRound, end]
+          .map((reading) => mb(reading.rss - before.rss))
+          .join(' '),
         'status changes offered to streams': TASKS * (2 * ROUNDS + 1) * STREAMS,
         'notifications delivered after resume': delivered.received.length,
         'stream × task pairs ending cancelled': [...last.values()].filter((status) => status === 'cancelled').length,
@@ -110,7 +117,7 @@ try {
     ],
   );
   await api.close();
-  await writer.destroy();
+  writer.send({ stop: true });
   await platform.stop();
 } finally {
   await database.drop();
