@@ -74,6 +74,36 @@ describe('2025-11-25 tasks over HTTP', () => {
     );
   });
 
+  it("a tasks/result that waits streams the task's status changes as SSE, then the result", async () => {
+    const created = await rpc('tools/call', {
+      name: 'slow_compute',
+      arguments: { seconds: 1, label: 'wait' },
+      task: {},
+    });
+    const taskId = created.body.result.task.taskId as string;
+    const response = await fetch(api.mcpUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...session },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 'waiting', method: 'tasks/result', params: { taskId } }),
+    });
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    const messages = (await response.text())
+      .split('\n\n')
+      .filter((frame) => frame.startsWith('data: '))
+      .map((frame) => JSON.parse(frame.slice(6)));
+    expect(messages.at(0)).toMatchObject({
+      method: 'notifications/tasks/status',
+      params: { taskId, status: 'completed', ttl: expect.anything() },
+    });
+    expect(messages.at(-1)).toMatchObject({
+      id: 'waiting',
+      result: { content: [{ type: 'text' }], _meta: { 'io.modelcontextprotocol/related-task': { taskId } } },
+    });
+    // Asked again once the task has ended, the answer is plain JSON.
+    const again = await rpc('tasks/result', { taskId });
+    expect(again.body.result).toMatchObject({ content: [{ type: 'text' }] });
+  });
+
   it('a tasks/result whose stream closes stops waiting and leaves the task alone', async () => {
     const created = await rpc('tools/call', {
       name: 'slow_compute',

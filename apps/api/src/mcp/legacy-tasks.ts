@@ -81,7 +81,11 @@ export class LegacyTaskMethods {
   async request(
     method: string,
     params: Readonly<Record<string, unknown>> | undefined,
-    context: { readonly tenantId: string; readonly signal: AbortSignal },
+    context: {
+      readonly tenantId: string;
+      readonly signal: AbortSignal;
+      readonly onTaskStatus?: ((task: TaskRecord) => void) | undefined;
+    },
   ): Promise<MethodOutcome | null> {
     if (method === 'tasks/list') return this.#list(params, context.tenantId);
     // The taskId param names the task; a `task` param on these requests (the SDK sends its call's
@@ -97,7 +101,7 @@ export class LegacyTaskMethods {
         case 'tasks/cancel':
           return await this.#cancel(context.tenantId, taskId);
         case 'tasks/result':
-          return await this.#result(context.tenantId, taskId, context.signal);
+          return await this.#result(context.tenantId, taskId, context.signal, context.onTaskStatus);
         default:
           return {
             kind: 'error',
@@ -126,15 +130,34 @@ export class LegacyTaskMethods {
    * request is cancelled first (its stream closed, notifications/cancelled), nothing is answered and
    * the task is left alone.
    */
-  async #result(tenantId: string, taskId: string, signal: AbortSignal): Promise<MethodOutcome | null> {
-    await this.#service.get(tenantId, taskId); // an unknown task is -32602 now, not a wait
+  async #result(
+    tenantId: string,
+    taskId: string,
+    signal: AbortSignal,
+    onStatus?: (task: TaskRecord) => void,
+  ): Promise<MethodOutcome | null> {
+    const current = await this.#service.get(tenantId, taskId); // an unknown task is -32602 now, not a wait
+    let last = legacyStatus(current);
     let task: TaskRecord;
     try {
-      task = await waitForTerminal(this.#service, this.#hub, tenantId, taskId, { pollMs: this.#pollMs, signal });
+      task = await waitForTerminal(this.#service, this.#hub, tenantId, taskId, {
+        pollMs: this.#pollMs,
+        signal,
+        ...(onStatus
+          ? {
+              onChange: (reading: TaskRecord) => {
+                if (legacyStatus(reading) === last) return;
+                last = legacyStatus(reading);
+                onStatus(reading);
+              },
+            }
+          : {}),
+      });
     } catch (error) {
       if (signal.aborted) return null;
       throw error;
     }
+    if (onStatus && legacyStatus(task) !== last) onStatus(task);
     const outcome = callOutcome(task, this.#server);
     const related = { [RELATED_TASK]: { taskId } };
     if (outcome.kind === 'result') {

@@ -64,6 +64,8 @@ export interface RequestContext {
   readonly clientCapabilities?: Capabilities;
   /** The revision the request speaks: 2025-11-25 (`legacy`) has its own tasks methods. */
   readonly era?: ProtocolEra;
+  /** Sees each status change of the task a 2025-11-25 tasks/result waits for. */
+  readonly onTaskStatus?: (task: TaskRecord) => void;
 }
 
 /**

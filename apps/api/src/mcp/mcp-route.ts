@@ -1,4 +1,4 @@
-import type { TaskProgress } from '@taskgate/db';
+import type { TaskProgress, TaskRecord } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
 import {
   type Capabilities,
@@ -21,6 +21,7 @@ import type { TenantResolver } from '../http/auth.ts';
 import { SseStream } from '../sse/sse-stream.ts';
 import { checkHttpRequest, type HttpGuardOptions } from './http-guards.ts';
 import { type CallScope, LegacySessions } from './legacy-sessions.ts';
+import { legacyTask } from './legacy-tasks.ts';
 import type { McpCore } from './mcp-core.ts';
 import {
   capabilitiesOf,
@@ -247,20 +248,45 @@ async function handleLegacy(
       scope,
       legacyResult,
     );
-  // tasks/result may wait for hours: a closed response cancels the wait (never the task).
+  // tasks/result may wait for hours: a closed response cancels the wait (never the task). While it
+  // waits, the task's status changes go out on the same response as SSE (notifications/tasks/status,
+  // that revision's only stream for them over HTTP), and the result ends the stream.
   const stop = new AbortController();
   reply.raw.on('close', () => {
     if (!reply.raw.writableEnded) stop.abort(new Error('the client closed the response stream'));
   });
+  let stream: SseStream | null = null;
+  const onTaskStatus = (task: TaskRecord) => {
+    if (!stream) {
+      reply.hijack();
+      stream = new SseStream(reply.raw, {
+        capacity: 4,
+        coalesce: 'by-key',
+        keepaliveMs: options.keepaliveMs ?? 15_000,
+      });
+      stream.open();
+    }
+    stream.push({
+      kind: 'replaceable',
+      key: 'status',
+      value: { data: { jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) } },
+    });
+  };
   const outcome = await options.core.request(method, params, {
     tenantId: context.tenantId,
     signal: stop.signal,
     era: 'legacy',
+    ...(method === 'tasks/result' ? { onTaskStatus } : {}),
     ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
   });
-  if (outcome === null) return;
-  if (outcome.kind === 'result') return reply.send(resultResponse(id, legacyResult(outcome.result)));
-  return reply.code(200).send(errorResponse(id, outcome.error));
+  if (outcome === null) {
+    (stream as SseStream | null)?.close();
+    return;
+  }
+  const message =
+    outcome.kind === 'result' ? resultResponse(id, legacyResult(outcome.result)) : errorResponse(id, outcome.error);
+  if (stream) return (stream as SseStream).push({ kind: 'final', value: { data: message } });
+  return reply.code(200).send(message);
 }
 
 /**
