@@ -4,7 +4,7 @@ import { ErrorCode, type JsonRpcError } from '@taskgate/protocol';
 import { type ToolDefinition, taskSupportOf } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { callOutcome, type MethodOutcome, type ServerIdentity } from './mcp-methods.ts';
+import { callOutcome, invalidParams, type MethodOutcome, type ServerIdentity } from './mcp-methods.ts';
 import { unknownTask } from './mcp-tasks.ts';
 import { waitForTerminal } from './task-outcome.ts';
 
@@ -92,7 +92,7 @@ export class LegacyTaskMethods {
     // options along) means nothing here and is ignored.
     const taskId = params?.taskId;
     if (typeof taskId !== 'string' || taskId === '') {
-      return invalid(`${method} needs params.taskId, the id of a task`);
+      return invalidParams(`${method} needs params.taskId, the id of a task`, 200);
     }
     try {
       switch (method) {
@@ -120,7 +120,7 @@ export class LegacyTaskMethods {
   async #cancel(tenantId: string, taskId: string): Promise<MethodOutcome> {
     const { task, cancelled } = await this.#service.cancelNow(tenantId, taskId, 'cancelled with tasks/cancel');
     if (!cancelled) {
-      return invalid(`task ${taskId} has already ended (${legacyStatus(task)}) and cannot be cancelled`);
+      return invalidParams(`task ${taskId} has already ended (${legacyStatus(task)}) and cannot be cancelled`, 200);
     }
     return result(legacyTask(task));
   }
@@ -168,7 +168,7 @@ export class LegacyTaskMethods {
 
   async #list(params: Readonly<Record<string, unknown>> | undefined, tenantId: string): Promise<MethodOutcome> {
     const cursor = params?.cursor;
-    if (cursor !== undefined && typeof cursor !== 'string') return invalid('params.cursor must be a string');
+    if (cursor !== undefined && typeof cursor !== 'string') return invalidParams('params.cursor must be a string', 200);
     try {
       const page = await this.#service.list(tenantId, {
         limit: PAGE_SIZE,
@@ -179,7 +179,7 @@ export class LegacyTaskMethods {
         ...(page.nextCursor === null ? {} : { nextCursor: page.nextCursor }),
       });
     } catch (error) {
-      if (isTaskgateError(error, 'TG_CURSOR_INVALID')) return invalid(error.message);
+      if (isTaskgateError(error, 'TG_CURSOR_INVALID')) return invalidParams(error.message, 200);
       throw error;
     }
   }
@@ -187,12 +187,4 @@ export class LegacyTaskMethods {
 
 function result(value: Record<string, unknown>): MethodOutcome {
   return { kind: 'result', result: value };
-}
-
-function invalid(message: string): MethodOutcome {
-  return {
-    kind: 'error',
-    httpStatus: 200,
-    error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${message}` },
-  };
 }

@@ -9,16 +9,20 @@ import {
   type ProtocolEra,
   TASK_METHODS,
   TASKS_EXTENSION,
+  TASKS_REQUIRED,
 } from '@taskgate/protocol';
+import { isTerminalStatus } from '@taskgate/reliability';
 import { type ToolDefinition, type ToolRegistry, taskSupportOf } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
-import { type ClockCaps, cappedClocks, type TaskService } from '../tasks/task-service.ts';
+import { type ClockCaps, type CreateTaskInput, cappedClocks, type TaskService } from '../tasks/task-service.ts';
 import { runInline } from './inline-call.ts';
 import { LegacyTaskMethods, legacyTask, legacyTaskRefusal, requestedTask } from './legacy-tasks.ts';
 import {
   callOutcome,
   discoverResult,
+  invalidParams,
   type MethodOutcome,
+  missingCapability,
   readCallParams,
   refusal,
   type ServerIdentity,
@@ -135,7 +139,7 @@ export class McpCore {
           if (stopped || task.status === last) return;
           last = task.status;
           onStatus(task);
-          if (['completed', 'failed', 'cancelled'].includes(task.status)) stop();
+          if (isTerminalStatus(task.status)) stop();
         },
         () => {},
       );
@@ -201,23 +205,10 @@ export class McpCore {
     if (context.era === 'legacy') return this.#legacyCall(tool, call, params, context);
     const support = tool ? taskSupportOf(tool) : 'forbidden';
     const asTask = support !== 'forbidden' && declaresTasks(context.clientCapabilities);
-    const required = {
-      ...tool?.requiredClientCapabilities,
-      ...(support === 'required' ? { extensions: { [TASKS_EXTENSION]: {} } } : {}),
-    };
+    const required = { ...tool?.requiredClientCapabilities, ...(support === 'required' ? TASKS_REQUIRED : {}) };
     const missing = missingCapabilities(required, context.clientCapabilities);
-    if (missing) {
-      // Refused before a task exists (basic/index: -32021 with the missing capabilities, HTTP 400).
-      return {
-        kind: 'error',
-        httpStatus: 400,
-        error: {
-          code: ErrorCode.MissingRequiredClientCapability,
-          message: `tool ${call.name} needs client capabilities this request did not declare`,
-          data: { requiredCapabilities: missing },
-        },
-      };
-    }
+    if (missing)
+      return missingCapability(missing, `tool ${call.name} needs client capabilities this request did not declare`);
     if (tool?.inline) return this.#inline(tool, call.arguments, context);
     // Input asked in the call, before any task (multi round-trip): until every key is answered in
     // params.inputResponses, the call is answered with the outstanding requests and creates nothing.
@@ -236,20 +227,14 @@ export class McpCore {
         Object.keys(tool.askFirst).map((key) => [key, (answers as Record<string, unknown>)[key]]),
       );
     }
-    let task: TaskRecord;
-    try {
-      ({ task } = await this.#options.service.submit(context.tenantId, {
-        tool: call.name,
-        arguments: call.arguments,
-        // A task the client may be handed outlives its connection; a request's task does not.
-        mode: asTask ? 'task' : 'request',
-        ...(inputResponses ? { inputResponses } : {}),
-      }));
-    } catch (error) {
-      const outcome = refusal(error);
-      if (outcome.kind === 'error' && outcome.error.code === ErrorCode.InternalError) throw error;
-      return outcome;
-    }
+    const task = await this.#submit(context, {
+      tool: call.name,
+      arguments: call.arguments,
+      // A task the client may be handed outlives its connection; a request's task does not.
+      mode: asTask ? 'task' : 'request',
+      ...(inputResponses ? { inputResponses } : {}),
+    });
+    if ('kind' in task) return task;
     // The row is committed: a required-task tool is answered with its task at once.
     if (asTask && support === 'required') return { kind: 'result', result: createTaskResult(task) };
     return this.#await(task, context, asTask ? (this.#options.taskAfterMs ?? DEFAULT_TASK_AFTER_MS) : null);
@@ -271,33 +256,29 @@ export class McpCore {
     const missing = tool?.requiredClientCapabilities
       ? missingCapabilities(tool.requiredClientCapabilities, context.clientCapabilities)
       : null;
-    if (missing) {
-      return {
-        kind: 'error',
-        httpStatus: 400,
-        error: {
-          code: ErrorCode.MissingRequiredClientCapability,
-          message: `tool ${call.name} needs client capabilities this session did not declare`,
-          data: { requiredCapabilities: missing },
-        },
-      };
-    }
+    if (missing)
+      return missingCapability(missing, `tool ${call.name} needs client capabilities this session did not declare`);
     if (tool?.inline) return this.#inline(tool, call.arguments, context);
-    let task: TaskRecord;
+    const task = await this.#submit(context, {
+      tool: call.name,
+      arguments: call.arguments,
+      mode: asked ? 'task' : 'request',
+      ...(asked?.ttl ? { ttlMs: asked.ttl } : {}),
+    });
+    if ('kind' in task) return task;
+    if (asked) return { kind: 'result', result: { task: legacyTask(task) } };
+    return this.#await(task, context, null);
+  }
+
+  /** The call's task, or the refusal a caller can act on (an unexpected failure propagates). */
+  async #submit(context: RequestContext, input: CreateTaskInput): Promise<TaskRecord | MethodOutcome> {
     try {
-      ({ task } = await this.#options.service.submit(context.tenantId, {
-        tool: call.name,
-        arguments: call.arguments,
-        mode: asked ? 'task' : 'request',
-        ...(asked?.ttl ? { ttlMs: asked.ttl } : {}),
-      }));
+      return (await this.#options.service.submit(context.tenantId, input)).task;
     } catch (error) {
       const outcome = refusal(error);
       if (outcome.kind === 'error' && outcome.error.code === ErrorCode.InternalError) throw error;
       return outcome;
     }
-    if (asked) return { kind: 'result', result: { task: legacyTask(task) } };
-    return this.#await(task, context, null);
   }
 
   /**
@@ -359,26 +340,21 @@ export class McpCore {
     context: RequestContext,
   ): Promise<MethodOutcome> {
     if (!TASK_METHODS.includes(method) || !declaresTasks(context.clientCapabilities)) {
-      return {
-        kind: 'error',
-        httpStatus: 400,
-        error: {
-          code: ErrorCode.MissingRequiredClientCapability,
-          message: `${method} is part of the Tasks extension; declare ${TASKS_EXTENSION} in the request's client capabilities`,
-          data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
-        },
-      };
+      return missingCapability(
+        TASKS_REQUIRED,
+        `${method} is part of the Tasks extension; declare ${TASKS_EXTENSION} in the request's client capabilities`,
+      );
     }
     const taskId = params?.taskId;
     if (typeof taskId !== 'string' || taskId === '') {
-      return invalid(`${method} needs params.taskId, the id of a task`);
+      return invalidParams(`${method} needs params.taskId, the id of a task`);
     }
     const inputResponses = params?.inputResponses;
     if (
       method === 'tasks/update' &&
       (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses))
     ) {
-      return invalid('tasks/update needs params.inputResponses, an object of responses by request key');
+      return invalidParams('tasks/update needs params.inputResponses, an object of responses by request key');
     }
     const { service } = this.#options;
     try {
@@ -402,14 +378,6 @@ export class McpCore {
       throw error;
     }
   }
-}
-
-function invalid(message: string): MethodOutcome {
-  return {
-    kind: 'error',
-    httpStatus: 400,
-    error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${message}` },
-  };
 }
 
 /** Task readings to strictly increasing progress values. */

@@ -1,9 +1,8 @@
 import type { TaskRecord } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
+import { isTerminalStatus } from '@taskgate/reliability';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-
-const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 
 /**
  * Resolves with the task once it is terminal: woken by the task's notifications, with a poll
@@ -41,7 +40,7 @@ export function waitForTerminal(
         do {
           again = false;
           const task = await service.get(tenantId, taskId);
-          if (TERMINAL.has(task.status)) return finish(() => resolve(task));
+          if (isTerminalStatus(task.status)) return finish(() => resolve(task));
           options.onChange?.(task);
         } while (again && !settled);
       } catch (error) {
@@ -54,7 +53,7 @@ export function waitForTerminal(
     // A notification says what changed: without a progress listener only a terminal status is
     // worth a read (the poll still catches a notification that never came).
     const unsubscribe = hub.subscribe(taskId, (notification) => {
-      if (options.onChange || !notification || TERMINAL.has(notification.status)) void check();
+      if (options.onChange || !notification || isTerminalStatus(notification.status)) void check();
     });
     const poll = setInterval(() => void check(), options.pollMs);
     poll.unref();

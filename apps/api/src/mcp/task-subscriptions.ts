@@ -1,14 +1,14 @@
 import type { TaskRecord } from '@taskgate/db';
-import { type Capabilities, declaresTasks, ErrorCode, type JsonRpcId, TASKS_REQUIRED } from '@taskgate/protocol';
+import { type Capabilities, declaresTasks, type JsonRpcId, TASKS_REQUIRED } from '@taskgate/protocol';
+import { isTerminalStatus } from '@taskgate/reliability';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import type { MethodOutcome, ServerIdentity } from './mcp-methods.ts';
+import { invalidParams, type MethodOutcome, missingCapability, type ServerIdentity } from './mcp-methods.ts';
 import { detailedTask } from './mcp-tasks.ts';
 
 /** `_meta` key naming the subscriptions/listen request a message belongs to (basic/patterns/subscriptions). */
 export const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 
-const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 const MAX_TASK_IDS = 1_000;
 
 /** The notification filter of subscriptions/listen, with the Tasks extension's `taskIds`. */
@@ -34,32 +34,27 @@ export function readListenFilter(
 ): ListenFilter | MethodOutcome {
   const filter = params?.notifications ?? {};
   if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
-    return invalid('params.notifications must be an object');
+    return invalidParams('params.notifications must be an object');
   }
   for (const [field, value] of Object.entries(filter)) {
     if ((BOOLEAN_FIELDS as readonly string[]).includes(field)) {
-      if (typeof value !== 'boolean') return invalid(`params.notifications.${field} must be a boolean`);
+      if (typeof value !== 'boolean') return invalidParams(`params.notifications.${field} must be a boolean`);
     } else if ((LIST_FIELDS as readonly string[]).includes(field)) {
       if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) {
-        return invalid(`params.notifications.${field} must be an array of strings`);
+        return invalidParams(`params.notifications.${field} must be an array of strings`);
       }
       if (value.length > MAX_TASK_IDS)
-        return invalid(`params.notifications.${field} has more than ${MAX_TASK_IDS} entries`);
+        return invalidParams(`params.notifications.${field} has more than ${MAX_TASK_IDS} entries`);
     } else {
-      return invalid(`params.notifications.${field} is not a notification type this server knows`);
+      return invalidParams(`params.notifications.${field} is not a notification type this server knows`);
     }
   }
   const read = filter as ListenFilter;
   if (read.taskIds !== undefined && !declaresTasks(capabilities)) {
-    return {
-      kind: 'error',
-      httpStatus: 400,
-      error: {
-        code: ErrorCode.MissingRequiredClientCapability,
-        message: 'task notifications are part of the Tasks extension; declare it in the request',
-        data: { requiredCapabilities: TASKS_REQUIRED },
-      },
-    };
+    return missingCapability(
+      TASKS_REQUIRED,
+      'task notifications are part of the Tasks extension; declare it in the request',
+    );
   }
   return read;
 }
@@ -193,7 +188,7 @@ export class TaskSubscription {
       }
       known.push(id);
       this.#seen.set(id, signature(task));
-      if (TERMINAL.has(task.status)) this.#drop(id);
+      if (isTerminalStatus(task.status)) this.#drop(id);
     }
     if (this.#stopped) return;
     this.#sink.push(
@@ -229,8 +224,7 @@ export class TaskSubscription {
   /** The client went away (stream closed, notifications/cancelled, EOF): forget everything. */
   stop(): void {
     this.#stopped = true;
-    clearTimeout(this.#poll);
-    clearInterval(this.#poll);
+    clearTimeout(this.#poll); // clears the first timeout and the interval after it alike
     for (const unsubscribe of this.#unsubscribe.values()) unsubscribe();
     this.#unsubscribe.clear();
   }
@@ -281,7 +275,7 @@ export class TaskSubscription {
       },
       `task:${id}`,
     );
-    if (TERMINAL.has(task.status)) this.#drop(id);
+    if (isTerminalStatus(task.status)) this.#drop(id);
   }
 
   #drop(id: string): void {
@@ -297,12 +291,4 @@ export class TaskSubscription {
 /** A status change is what subscribers hear of: the status, and what it waits for. */
 function signature(task: TaskRecord): string {
   return `${task.status}|${Object.keys(task.inputRequests ?? {}).join(',')}`;
-}
-
-function invalid(message: string): MethodOutcome {
-  return {
-    kind: 'error',
-    httpStatus: 400,
-    error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${message}` },
-  };
 }

@@ -1,8 +1,8 @@
 import { TaskListener, type TaskNotification } from '@taskgate/db';
+import { isTerminalStatus } from '@taskgate/reliability';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
-const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 /** How many recent terminal notifications are remembered for late subscribers. */
 const RECENT_TERMINAL = 4_096;
 
@@ -30,7 +30,7 @@ export class TaskEventsHub {
         })
       : null;
     this.#listener?.onNotification((notification) => {
-      if (TERMINAL.has(notification.status)) this.#remember(notification);
+      if (isTerminalStatus(notification.status)) this.#remember(notification);
       for (const handler of this.#subscribers.get(notification.id) ?? []) handler(notification);
     });
   }
