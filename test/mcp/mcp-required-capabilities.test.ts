@@ -1,11 +1,11 @@
-import { PassThrough } from 'node:stream';
-import { McpCore, StdioServer, TaskEventsHub } from '@taskgate/api';
+import { type McpCore, TaskEventsHub } from '@taskgate/api';
 import { defineTool } from '@taskgate/tools';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { type Platform, silentLogger, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
+import { connectStdio, stdioCore } from '../support/stdio-client.ts';
+import { type Platform, silentLogger, startApi, startPlatform } from '../support/task-platform.ts';
 
 // A tool that needs a client capability is refused with -32021 (data.requiredCapabilities naming
 // what is missing) when the client did not declare it: per request in 2026-07-28, at initialize in
@@ -33,13 +33,7 @@ beforeAll(async () => {
   api = await startApi(platform, database.url);
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
   await hub.start();
-  core = new McpCore({
-    service: platform.service,
-    hub,
-    tools: platform.tools,
-    server: { name: 'taskgate', version: 'test' },
-    pollMs: 100,
-  });
+  core = stdioCore(platform, hub);
 });
 afterAll(async () => {
   await hub.stop();
@@ -104,30 +98,7 @@ async function legacySession(capabilities: Record<string, unknown>): Promise<Rec
 }
 
 function stdioClient() {
-  const input = new PassThrough();
-  const output = new PassThrough();
-  new StdioServer({
-    core,
-    input,
-    output,
-    tenantId: 'default',
-    server: { name: 'taskgate', version: 'test' },
-    logger: silentLogger,
-  });
-  const received: Record<string, unknown>[] = [];
-  let partial = '';
-  output.on('data', (chunk: Buffer) => {
-    const lines = (partial + chunk.toString()).split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) received.push(JSON.parse(line));
-  });
-  const send = (message: unknown) => input.write(`${JSON.stringify(message)}\n`);
-  const answerTo = (id: number) =>
-    waitForTask(
-      async () => received.find((message) => message.id === id),
-      (message) => message !== undefined,
-    ) as Promise<Record<string, unknown>>;
-  return { send, answerTo };
+  return connectStdio(core);
 }
 
 describe('-32021 for a tool that needs an undeclared client capability', () => {

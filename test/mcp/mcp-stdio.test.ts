@@ -1,9 +1,9 @@
-import { PassThrough } from 'node:stream';
-import { McpCore, StdioServer, TaskEventsHub } from '@taskgate/api';
+import { type McpCore, TaskEventsHub } from '@taskgate/api';
 import type { TaskRecord } from '@taskgate/db';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { connectStdio, stdioCore } from '../support/stdio-client.ts';
 import { type Platform, silentLogger, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // MCP over stdio (revision 2026-07-28): a StdioServer on in-memory pipes, against real tasks.
@@ -16,13 +16,7 @@ beforeAll(async () => {
   await platform.startWorker();
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
   await hub.start();
-  core = new McpCore({
-    service: platform.service,
-    hub,
-    tools: platform.tools,
-    server: { name: 'taskgate', version: 'test' },
-    pollMs: 100,
-  });
+  core = stdioCore(platform, hub);
 });
 afterAll(async () => {
   await hub.stop();
@@ -34,35 +28,12 @@ const META = {
   'io.modelcontextprotocol/clientCapabilities': {},
 };
 
-/** A client on the other end of the pipes: writes lines, collects what comes back. */
+/** A stdio client that also sends requests with the per-request _meta. */
 function connect() {
-  const input = new PassThrough();
-  const output = new PassThrough();
-  const server = new StdioServer({
-    core,
-    input,
-    output,
-    tenantId: 'default',
-    server: { name: 'taskgate', version: 'test' },
-    logger: silentLogger,
-  });
-  const received: Record<string, unknown>[] = [];
-  let partial = '';
-  output.on('data', (chunk: Buffer) => {
-    const lines = (partial + chunk.toString()).split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) received.push(JSON.parse(line));
-  });
-  const send = (message: unknown) =>
-    input.write(`${typeof message === 'string' ? message : JSON.stringify(message)}\n`);
+  const client = connectStdio(core);
   const request = (id: string | number, method: string, params: Record<string, unknown> = {}) =>
-    send({ jsonrpc: '2.0', id, method, params: { ...params, _meta: { ...META, ...(params._meta as object) } } });
-  const answerTo = (id: string | number) =>
-    waitForTask(
-      async () => received.find((message) => message.id === id),
-      (message) => message !== undefined,
-    );
-  return { server, input, received, send, request, answerTo };
+    client.send({ jsonrpc: '2.0', id, method, params: { ...params, _meta: { ...META, ...(params._meta as object) } } });
+  return { ...client, request };
 }
 
 async function workingTask(tool: string): Promise<string> {

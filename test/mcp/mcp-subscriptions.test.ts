@@ -1,10 +1,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { PassThrough } from 'node:stream';
-import { McpCore, StdioServer, TaskEventsHub } from '@taskgate/api';
+import { TaskEventsHub } from '@taskgate/api';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { connectStdio, stdioCore } from '../support/stdio-client.ts';
 import { type Platform, silentLogger, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // subscriptions/listen (2026-07-28) with the Tasks extension's taskIds: the acknowledgement first,
@@ -224,32 +224,7 @@ describe('subscriptions/listen over stdio', () => {
   it('acknowledges, notifies by subscription id, stops on notifications/cancelled, and ends gracefully on shutdown', async () => {
     const hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
     await hub.start();
-    const input = new PassThrough();
-    const output = new PassThrough();
-    const server = new StdioServer({
-      core: new McpCore({
-        service: platform.service,
-        hub,
-        tools: platform.tools,
-        server: { name: 'taskgate', version: 'test' },
-        pollMs: 5_000,
-      }),
-      input,
-      output,
-      tenantId: 'default',
-      server: { name: 'taskgate', version: 'test' },
-      logger: silentLogger,
-    });
-    const received: Record<string, unknown>[] = [];
-    let partial = '';
-    output.on('data', (chunk: Buffer) => {
-      const lines = (partial + chunk.toString()).split('\n');
-      partial = lines.pop() ?? '';
-      for (const line of lines) received.push(JSON.parse(line));
-    });
-    const send = (message: unknown) => input.write(`${JSON.stringify(message)}\n`);
-    const until = (predicate: (all: Record<string, unknown>[]) => boolean) =>
-      waitForTask(async () => received, predicate);
+    const { server, input, send, until } = connectStdio(stdioCore(platform, hub, 5_000));
     try {
       const a = await workingTask(first);
       const b = await workingTask(first);

@@ -1,9 +1,10 @@
 import { listTaskEvents } from '@taskgate/db';
 import { conformanceTools } from '@taskgate/tools';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { injectMcp } from '../support/mcp-http.ts';
 import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // input_required through the Tasks extension: a handler's ctx.input() parks its task (no worker
@@ -24,32 +25,8 @@ afterAll(async () => {
   await platform.stop();
 });
 
-let nextId = 1;
 async function call(method: string, params: Record<string, unknown>, capabilities: object = CAPABILITIES) {
-  const name = method === 'tools/call' ? params.name : params.taskId;
-  const response: LightMyRequestResponse = await api.app.inject({
-    method: 'POST',
-    url: '/mcp',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-    },
-    payload: JSON.stringify({
-      jsonrpc: '2.0',
-      id: nextId++,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientCapabilities': capabilities,
-        },
-      },
-    }),
-  });
+  const response = await injectMcp(api.app, method, params, { capabilities });
   return response.json() as { result?: Record<string, unknown>; error?: { code: number; data?: unknown } };
 }
 

@@ -1,11 +1,12 @@
-import { PassThrough } from 'node:stream';
-import { McpCore, StdioServer, TaskEventsHub } from '@taskgate/api';
+import { TaskEventsHub } from '@taskgate/api';
 import { listTaskEvents, type TaskRecord } from '@taskgate/db';
 import { defineTool } from '@taskgate/tools';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { injectMcp } from '../support/mcp-http.ts';
+import { connectStdio, stdioCore } from '../support/stdio-client.ts';
 import {
   barrier,
   type Platform,
@@ -62,31 +63,9 @@ function call(
   params: Record<string, unknown>,
   options: { capabilities?: Record<string, unknown>; token?: string; headers?: Record<string, string> } = {},
 ): Promise<LightMyRequestResponse> {
-  const name = method === 'tools/call' ? params.name : params.taskId;
-  return api.app.inject({
-    method: 'POST',
-    url: '/mcp',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      authorization: `Bearer ${options.token ?? ACME}`,
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-      ...options.headers,
-    },
-    payload: JSON.stringify({
-      jsonrpc: '2.0',
-      id: nextId++,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientCapabilities': options.capabilities ?? TASKS,
-        },
-      },
-    }),
+  return injectMcp(api.app, method, params, {
+    capabilities: options.capabilities ?? TASKS,
+    headers: { authorization: `Bearer ${options.token ?? ACME}`, ...options.headers },
   });
 }
 
@@ -258,48 +237,21 @@ describe('the Tasks extension over stdio (2026-07-28)', () => {
   it('hands out a task and answers tasks/get and tasks/cancel on the pipe', async () => {
     const hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
     await hub.start();
-    const input = new PassThrough();
-    const output = new PassThrough();
-    new StdioServer({
-      core: new McpCore({
-        service: platform.service,
-        hub,
-        tools: platform.tools,
-        server: { name: 'taskgate', version: 'test' },
-        pollMs: 100,
-      }),
-      input,
-      output,
-      tenantId: 'acme',
-      server: { name: 'taskgate', version: 'test' },
-      logger: silentLogger,
-    });
-    const received: Record<string, unknown>[] = [];
-    let partial = '';
-    output.on('data', (chunk: Buffer) => {
-      const lines = (partial + chunk.toString()).split('\n');
-      partial = lines.pop() ?? '';
-      for (const line of lines) received.push(JSON.parse(line));
-    });
+    const client = connectStdio(stdioCore(platform, hub), 'acme');
     const ask = async (id: number, method: string, params: Record<string, unknown>, capabilities: object = TASKS) => {
-      input.write(
-        `${JSON.stringify({
-          jsonrpc: '2.0',
-          id,
-          method,
-          params: {
-            ...params,
-            _meta: {
-              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-              'io.modelcontextprotocol/clientCapabilities': capabilities,
-            },
+      client.send({
+        jsonrpc: '2.0',
+        id,
+        method,
+        params: {
+          ...params,
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientCapabilities': capabilities,
           },
-        })}\n`,
-      );
-      return (await waitForTask(
-        async () => received.find((message) => message.id === id),
-        (message) => message !== undefined,
-      )) as { result?: Record<string, unknown>; error?: { code: number } };
+        },
+      });
+      return (await client.answerTo(id)) as { result?: Record<string, unknown>; error?: { code: number } };
     };
     try {
       const created = await ask(1, 'tools/call', { name: 'slow_compute', arguments: { seconds: 30 } });
@@ -316,7 +268,7 @@ describe('the Tasks extension over stdio (2026-07-28)', () => {
       );
       expect(ended).toMatchObject({ status: 'cancelled' });
     } finally {
-      input.end();
+      client.input.end();
       await hub.stop();
     }
   });

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv, type RunningProcess, startCli } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
+import { injectMcp } from '../support/mcp-http.ts';
 import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // input_required survives the worker that asked: a real worker process parks confirm_delete, is
@@ -32,34 +33,9 @@ async function startWorker(): Promise<{ process: RunningProcess; id: string }> {
   return { process, id: started.workerId as string };
 }
 
-let nextId = 1;
 async function call(method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const name = method === 'tools/call' ? params.name : params.taskId;
-  const response = await api.app.inject({
-    method: 'POST',
-    url: '/mcp',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      'mcp-name': name as string,
-    },
-    payload: JSON.stringify({
-      jsonrpc: '2.0',
-      id: nextId++,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientCapabilities': {
-            elicitation: {},
-            extensions: { 'io.modelcontextprotocol/tasks': {} },
-          },
-        },
-      },
-    }),
+  const response = await injectMcp(api.app, method, params, {
+    capabilities: { elicitation: {}, extensions: { 'io.modelcontextprotocol/tasks': {} } },
   });
   const body = response.json();
   expect(body.error, response.body).toBeUndefined();

@@ -1,0 +1,62 @@
+import { PassThrough } from 'node:stream';
+import { McpCore, StdioServer, type TaskEventsHub } from '@taskgate/api';
+import { type Platform, silentLogger, waitForTask } from './task-platform.ts';
+
+/** The MCP core over a test platform's services, as `taskgate mcp-stdio` builds it. */
+export function stdioCore(platform: Platform, hub: TaskEventsHub, pollMs = 100): McpCore {
+  return new McpCore({
+    service: platform.service,
+    hub,
+    tools: platform.tools,
+    server: { name: 'taskgate', version: 'test' },
+    pollMs,
+  });
+}
+
+export interface StdioClient {
+  readonly server: StdioServer;
+  readonly input: PassThrough;
+  /** Every message the server wrote, in order. */
+  readonly received: Record<string, unknown>[];
+  /** Writes one line: a message as JSON, or a string as it is (for malformed input). */
+  send(message: unknown): void;
+  /** The response with this id, once it has arrived. */
+  answerTo(id: string | number): Promise<Record<string, unknown>>;
+  /** Everything received, once `predicate` holds for it. */
+  until(predicate: (received: Record<string, unknown>[]) => boolean): Promise<Record<string, unknown>[]>;
+}
+
+/** A client on the other end of a StdioServer's in-memory pipes: writes lines, collects what comes back. */
+export function connectStdio(core: McpCore, tenantId = 'default'): StdioClient {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const server = new StdioServer({
+    core,
+    input,
+    output,
+    tenantId,
+    server: { name: 'taskgate', version: 'test' },
+    logger: silentLogger,
+  });
+  const received: Record<string, unknown>[] = [];
+  let partial = '';
+  output.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString()).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) received.push(JSON.parse(line));
+  });
+  return {
+    server,
+    input,
+    received,
+    send: (message) => {
+      input.write(`${typeof message === 'string' ? message : JSON.stringify(message)}\n`);
+    },
+    answerTo: (id) =>
+      waitForTask(
+        async () => received.find((message) => message.id === id),
+        (message) => message !== undefined,
+      ) as Promise<Record<string, unknown>>,
+    until: (predicate) => waitForTask(async () => received, predicate),
+  };
+}
