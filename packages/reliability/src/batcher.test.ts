@@ -13,17 +13,20 @@ function heldRunner() {
     return items.map((item) => item * 10);
   };
   const releaseNext = async () => {
-    while (releases.length === 0) await Promise.resolve();
+    // Macrotask turns, not microtasks: the batcher takes each batch on a setImmediate turn.
+    while (releases.length === 0) await new Promise((resolve) => setImmediate(resolve));
     releases.shift()?.();
   };
   return { batches, run, releaseNext };
 }
 
 describe('Batcher', () => {
-  it('sends an item at once when idle and gathers the items that arrive while a batch is in flight', async () => {
+  it('sends an item on the next turn when idle and gathers the items that arrive while a batch is in flight', async () => {
     const runner = heldRunner();
     const batcher = new Batcher(runner.run);
     const first = batcher.submit(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(runner.batches).toEqual([[1]]);
     const rest = [2, 3, 4].map((item) => batcher.submit(item));
     await runner.releaseNext();
     expect(await first).toBe(10);
@@ -32,10 +35,35 @@ describe('Batcher', () => {
     expect(runner.batches).toEqual([[1], [2, 3, 4]]);
   });
 
+  it('lets the callers a batch answered join the next batch together when they submit again at once', async () => {
+    const runner = heldRunner();
+    const batcher = new Batcher(runner.run);
+    // Four callers in a loop: each submits again as soon as its previous item is answered.
+    const rounds: number[][] = [];
+    const caller = async (id: number) => {
+      for (let round = 0; round < 3; round++) {
+        await batcher.submit(id * 100 + round);
+        // A few awaits between the answer and the next submit, as real callers have.
+        await Promise.resolve();
+        await Promise.resolve();
+      }
+    };
+    const callers = [1, 2, 3, 4].map(caller);
+    for (let release = 0; release < 3; release++) await runner.releaseNext();
+    await Promise.all(callers);
+    for (const batch of runner.batches) rounds.push(batch.map((item) => item % 100));
+    expect(rounds).toEqual([
+      [0, 0, 0, 0],
+      [1, 1, 1, 1],
+      [2, 2, 2, 2],
+    ]);
+  });
+
   it('retries a failed batch item by item, so only the bad item fails', async () => {
     const runner = heldRunner();
     const batcher = new Batcher(runner.run);
     const head = batcher.submit(1);
+    await new Promise((resolve) => setImmediate(resolve));
     const outcomes = [12, 13, 14].map((item) => batcher.submit(item).then(String, (error: Error) => error.message));
     for (let release = 0; release < 5; release++) await runner.releaseNext();
     await head;
@@ -49,7 +77,7 @@ describe('Batcher', () => {
     const all = [5, 1, 9, 3, 7].map((item) => batcher.submit(item));
     for (let release = 0; release < 3; release++) await runner.releaseNext();
     await Promise.all(all);
-    expect(runner.batches).toEqual([[5], [9, 1], [7, 3]]);
+    expect(runner.batches).toEqual([[5, 1], [9, 3], [7]]);
   });
 
   it('refuses a maxBatch below one', () => {

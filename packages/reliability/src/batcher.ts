@@ -1,7 +1,13 @@
 /**
  * Flush-while-busy batching. Items submitted while a batch is in flight gather and go together in
- * the next one: idle, an item goes at once; under load, one call carries many. A failed batch is
- * retried item by item, so one bad item fails alone.
+ * the next one: idle, an item goes on the next turn of the event loop; under load, one call carries
+ * many. A failed batch is retried item by item, so one bad item fails alone.
+ *
+ * Each batch is taken one event-loop turn (setImmediate) after the previous one ended, not at once:
+ * the callers a batch just answered usually submit again in the microtasks that follow, and
+ * waiting that one turn lets them join the next batch instead of the first of them going alone and
+ * the rest forming a second (measured on the charge ledger with 8 callers: batches alternated 1
+ * and 7; with the turn they are 8). At idle the turn costs microseconds.
  */
 export type RunBatch<I, O> = (items: readonly I[]) => Promise<O[]>;
 
@@ -16,6 +22,10 @@ interface Pending<I, O> {
   readonly item: I;
   readonly resolve: (output: O) => void;
   readonly reject: (error: unknown) => void;
+}
+
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 export class Batcher<I, O> {
@@ -46,6 +56,7 @@ export class Batcher<I, O> {
     this.#flushing = true;
     try {
       while (this.#pending.length > 0) {
+        await nextTurn();
         const batch = this.#pending.splice(0, this.#maxBatch);
         const order = this.#order;
         if (order) batch.sort((a, b) => order(a.item, b.item));
