@@ -1,5 +1,6 @@
 import { TaskgateError } from '@taskgate/errors';
 import pg from 'pg';
+import { isSharedSession, PreparingClient } from './preparing-client.ts';
 
 export interface PoolOptions {
   /** Shown in pg_stat_activity, so an operator can tell the roles' connections apart. */
@@ -10,6 +11,7 @@ export interface PoolOptions {
 
 export function createPool(connectionString: string, options: PoolOptions): pg.Pool {
   const pool = new pg.Pool({
+    Client: isSharedSession(connectionString) ? pg.Client : PreparingClient,
     connectionString,
     application_name: options.applicationName,
     max: options.max ?? 10,

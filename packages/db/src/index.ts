@@ -1,4 +1,5 @@
 export { createPool, describeTarget, type PoolOptions, probeDatabase, redactConnectionString } from './connection.ts';
+export { MAX_PREPARED_PER_CONNECTION } from './preparing-client.ts';
 export {
   type EmbeddedPostgres,
   type EmbeddedPostgresOptions,

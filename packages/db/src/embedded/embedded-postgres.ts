@@ -4,6 +4,7 @@ import path from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketHandler, type PGLiteSocketHandlerOptions } from '@electric-sql/pglite-socket';
 import { TaskgateError } from '@taskgate/errors';
+import { markSharedSession } from '../preparing-client.ts';
 import { type DataDirLock, lockDataDir } from './data-dir-lock.ts';
 import { SessionQueue, type SessionQueueStats } from './session-queue.ts';
 
@@ -110,6 +111,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     );
   }
   const port = (server.address() as net.AddressInfo).port;
+  const unmark = markSharedSession(host, port);
 
   let stopping: Promise<void> | undefined;
   return {
@@ -125,6 +127,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
         await Promise.all([...handlers].map((handler) => handler.detach(true)));
         handlers.clear();
         await closed;
+        unmark();
         await db.close();
         await lock?.release();
       })();
