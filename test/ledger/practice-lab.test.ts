@@ -8,6 +8,7 @@ import {
   keyFingerprint,
   reserveStock,
   setStock,
+  TaskAnnouncer,
   type TaskRecord,
 } from '@taskgate/db';
 import { builtinTools, ToolRegistry } from '@taskgate/tools';
@@ -531,6 +532,7 @@ function runner(): TaskRunner {
   const watcher = new CancelWatcher({ db: platform.db, listener: null, pollIntervalMs: 60_000, logger: silentLogger });
   return new TaskRunner({
     db: platform.db,
+    announcer: new TaskAnnouncer(platform.db),
     tools: new ToolRegistry(builtinTools),
     watcher,
     logger: silentLogger,

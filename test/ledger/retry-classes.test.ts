@@ -1,4 +1,10 @@
-import { claimAttempt, listOpenReconciliationItems, listTaskEvents, type TaskRecord } from '@taskgate/db';
+import {
+  claimAttempt,
+  listOpenReconciliationItems,
+  listTaskEvents,
+  TaskAnnouncer,
+  type TaskRecord,
+} from '@taskgate/db';
 import { defineTool, type RetryClass, ToolRegistry } from '@taskgate/tools';
 import { CancelWatcher, TaskRunner } from '@taskgate/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -64,6 +70,7 @@ async function afterLostAttempt(tool: string, key?: string): Promise<TaskRecord>
   const watcher = new CancelWatcher({ db: platform.db, listener: null, pollIntervalMs: 60_000, logger: silentLogger });
   const runner = new TaskRunner({
     db: platform.db,
+    announcer: new TaskAnnouncer(platform.db),
     tools: new ToolRegistry(tools as never),
     watcher,
     logger: silentLogger,

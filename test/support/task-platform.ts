@@ -1,6 +1,14 @@
 import type { AddressInfo } from 'node:net';
 import { bearerTenants, createApiServer, LedgerService, TaskEventsHub, TaskService } from '@taskgate/api';
-import { createKysely, createPool, type Database, ensureTaskQueue, PGBOSS_SCHEMA, type TaskRecord } from '@taskgate/db';
+import {
+  createKysely,
+  createPool,
+  type Database,
+  ensureTaskQueue,
+  PGBOSS_SCHEMA,
+  TaskAnnouncer,
+  type TaskRecord,
+} from '@taskgate/db';
 import { builtinTools, type ToolDefinition, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from '@taskgate/worker';
 import type { FastifyInstance } from 'fastify';
@@ -46,9 +54,11 @@ export async function startPlatform(
   boss.on('error', () => {});
   await boss.start();
   await ensureTaskQueue(boss);
+  const announcer = new TaskAnnouncer(db);
   const service = new TaskService({
     db,
     boss,
+    announcer,
     tools,
     defaultTtlMs: 3_600_000,
     pollIntervalMs: 500,
@@ -75,6 +85,7 @@ export async function startPlatform(
     async stop() {
       await platform.worker?.stop();
       await boss.stop({ graceful: false, close: true });
+      await announcer.settled();
       await db.destroy();
     },
   };

@@ -1,4 +1,4 @@
-import { createKysely, createPool, type Database, ensureTaskQueue, PGBOSS_SCHEMA } from '@taskgate/db';
+import { createKysely, createPool, type Database, ensureTaskQueue, PGBOSS_SCHEMA, TaskAnnouncer } from '@taskgate/db';
 import type { ToolRegistry } from '@taskgate/tools';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
@@ -54,8 +54,10 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     listen: options.listenNotify,
     logger: options.logger,
   });
+  const announcer = new TaskAnnouncer(db, { logger: options.logger });
   const stop = async () => {
     await Promise.allSettled([hub.stop(), boss.stop({ graceful: false, close: true })]);
+    await announcer.settled();
     await db.destroy();
   };
   try {
@@ -71,6 +73,7 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
   const service = new TaskService({
     db,
     boss,
+    announcer,
     tools: options.tools,
     defaultTtlMs: options.defaultTtlMs ?? DEFAULT_TTL_MS,
     pollIntervalMs: options.listenNotify ? 1_000 : 500,

@@ -12,6 +12,7 @@ import {
   recordProgress,
   recordStep,
   releaseAttempt,
+  type TaskAnnouncer,
   type TaskRecord,
 } from '@taskgate/db';
 import { isTerminalStatus, ProgressGate, type ProgressUpdate, TwoClockDeadline } from '@taskgate/reliability';
@@ -32,6 +33,8 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 export interface AttemptSettings {
   readonly db: Kysely<Database>;
+  /** Announces each change after it commits. */
+  readonly announcer: TaskAnnouncer;
   /** Whether another worker may run the task again if this attempt is handed back or lost. */
   readonly retryable: boolean;
   /** Completions without local effects go through here (group commit). */
@@ -209,6 +212,7 @@ export class TaskAttempt {
       `waiting for input: ${missing.join(', ')}`,
     );
     if (parked) {
+      this.#settings.announcer.announce('status', [parked]);
       this.#parked = true;
       throw new TaskParkedError(missing);
     }
@@ -271,7 +275,9 @@ export class TaskAttempt {
         }),
       )
       .then(
-        () => undefined,
+        (recorded) => {
+          if (recorded) this.#settings.announcer.announce('progress', [{ ...this.task, status: 'working' }]);
+        },
         (error: Error) =>
           this.#settings.logger.warn({ taskId: this.task.id, error: error.message }, 'progress write failed'),
       );
@@ -317,7 +323,9 @@ export class TaskAttempt {
     this.#guardCommit();
     await this.#flushProgress();
     const completion = { id: this.task.id, attempt: this.task.attempt, result, reason: 'handler returned' };
-    if (await this.#settings.completions.run(completion)) {
+    const completed = await this.#settings.completions.run(completion);
+    if (completed) {
+      this.#settings.announcer.announce('status', [completed]);
       this.#committed = true;
       return;
     }
@@ -358,10 +366,15 @@ export class TaskAttempt {
         // Only a task that already ended can lose its key, and then the lock above said so.
         if (!stored) throw new Error(`idempotency key ${key} is no longer held by task ${this.task.id}`);
       }
-      await finishAttempt(trx, this.task.id, this.task.attempt, { status: 'completed', result, reason });
-      return { kind: 'completed' as const, result };
+      const finished = await finishAttempt(trx, this.task.id, this.task.attempt, {
+        status: 'completed',
+        result,
+        reason,
+      });
+      return { kind: 'completed' as const, result, finished };
     });
     if (outcome.kind === 'completed') {
+      this.#settings.announcer.announce('status', [outcome.finished]);
       this.#committed = true;
       return outcome.result;
     }
@@ -433,7 +446,9 @@ export class TaskAttempt {
     });
   }
 
-  #finish(outcome: Outcome): Promise<TaskRecord | null> {
-    return finishAttempt(this.#settings.db, this.task.id, this.task.attempt, outcome);
+  async #finish(outcome: Outcome): Promise<TaskRecord | null> {
+    const finished = await finishAttempt(this.#settings.db, this.task.id, this.task.attempt, outcome);
+    this.#settings.announcer.announce('status', [finished]);
+    return finished;
   }
 }

@@ -7,6 +7,7 @@ import {
   openReconciliationItem,
   recordCancelObserved,
   releaseAttempt,
+  type TaskAnnouncer,
   type TaskRecord,
 } from '@taskgate/db';
 import { mayRetryAutomatically } from '@taskgate/reliability';
@@ -20,6 +21,8 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 export interface TaskRunnerOptions {
   readonly db: Kysely<Database>;
+  /** Announces each change after it commits (the API's waiting calls listen for it). */
+  readonly announcer: TaskAnnouncer;
   readonly tools: ToolRegistry;
   readonly watcher: CancelWatcher;
   readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogFn };
@@ -62,7 +65,7 @@ export class TaskRunner {
    */
   async run(claim: ClaimedAttempt | null): Promise<void> {
     if (!claim) return;
-    const { db, tools, logger } = this.#options;
+    const { db, tools, logger, announcer } = this.#options;
     const { task } = claim;
     const taskId = task.id;
     if (claim.lostWorker) {
@@ -71,13 +74,15 @@ export class TaskRunner {
         'previous attempt was lost; running again',
       );
     }
-    const fail = (code: number, message: string, reason: string) =>
-      finishAttempt(db, task.id, task.attempt, {
-        status: 'failed',
-        error: { code, message },
-        statusMessage: message,
-        reason,
-      });
+    const fail = async (code: number, message: string, reason: string) =>
+      announcer.announce('status', [
+        await finishAttempt(db, task.id, task.attempt, {
+          status: 'failed',
+          error: { code, message },
+          statusMessage: message,
+          reason,
+        }),
+      ]);
 
     const tool = tools.get(task.tool);
     if (!tool) {
@@ -106,17 +111,19 @@ export class TaskRunner {
     }
     if (task.cancelRequestedAt) {
       await recordCancelObserved(db, task.id, task.attempt, 'before start');
-      await finishAttempt(db, task.id, task.attempt, {
+      const cancelled = await finishAttempt(db, task.id, task.attempt, {
         status: 'cancelled',
         statusMessage: 'cancelled before it started',
         reason: 'cancel observed: before start',
       });
+      announcer.announce('status', [cancelled]);
       return;
     }
 
     const attempt = new TaskAttempt(task, claim.elapsedMs, tool, {
       retryable: mayRetryAutomatically(tool.retry, task.idempotencyKey !== null),
       db,
+      announcer,
       completions: this.#completions,
       logger,
       checkpointReadIntervalMs: this.#options.checkpointReadIntervalMs,

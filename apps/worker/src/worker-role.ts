@@ -6,6 +6,7 @@ import {
   ensureTaskQueue,
   PGBOSS_SCHEMA,
   TASK_QUEUE,
+  TaskAnnouncer,
   type TaskJobData,
   TaskListener,
 } from '@taskgate/db';
@@ -106,8 +107,10 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     pollIntervalMs: options.cancelPollIntervalMs ?? (options.listenNotify ? 1_000 : 250),
     logger,
   });
+  const announcer = new TaskAnnouncer(db, { logger });
   const runner = new TaskRunner({
     db,
+    announcer,
     tools: options.tools,
     watcher,
     logger,
@@ -184,6 +187,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       watcher.stop();
       await listener?.stop();
       await boss.stop({ graceful: true, close: true, timeout: 1_000 });
+      await announcer.settled();
       await db.destroy();
       logger.info({ workerId }, 'worker stopped');
     },

@@ -1,5 +1,4 @@
 export { createPool, describeTarget, type PoolOptions, probeDatabase, redactConnectionString } from './connection.ts';
-export { MAX_PREPARED_PER_CONNECTION } from './preparing-client.ts';
 export {
   type EmbeddedPostgres,
   type EmbeddedPostgresOptions,
@@ -61,6 +60,7 @@ export {
 } from './outbox/outbox-claims.ts';
 export { OUTBOX_CHANNEL, OutboxListener, type OutboxListenerOptions } from './outbox/outbox-listener.ts';
 export { addOutboxEvents, type OutboxEvent } from './outbox/outbox-store.ts';
+export { MAX_PREPARED_PER_CONNECTION } from './preparing-client.ts';
 export type { Database, TaskEventType, TaskMode, TaskStatus } from './schema.ts';
 export { ensureTaskQueue, TASK_QUEUE, TASK_QUEUE_OPTIONS, type TaskJobData } from './task-queue.ts';
 export {
@@ -68,6 +68,7 @@ export {
   openReconciliationItem,
   type ReconciliationItem,
 } from './tasks/reconciliation-items.ts';
+export { type AnnouncedTask, TaskAnnouncer } from './tasks/task-announcer.ts';
 export {
   type CancelState,
   type ClaimedAttempt,

@@ -14,9 +14,9 @@ export interface TaskJobData {
 
 /**
  * Queue settings that matter:
- * - notify off: workers are woken by the task's own `created` notification (sent in the same
- *   transaction as the job) and fetch with their own pump, so pg-boss's NOTIFY would be a second
- *   notification for nothing.
+ * - notify off: workers are woken by the task's own `created` notification (TaskAnnouncer, sent
+ *   once the task and its job committed) and fetch with their own pump, so pg-boss's NOTIFY would be
+ *   a second notification for nothing.
  * - heartbeatSeconds: a worker that dies (SIGKILL, OOM, lost host) stops heartbeating, and the
  *   supervising instance fails the job over to another worker. 10 s is pg-boss's minimum.
  * - expireInSeconds: the outer bound on one attempt; the task's own two clocks fire far earlier.

@@ -13,6 +13,7 @@ import {
   type NewTask,
   requestCancel,
   TASK_QUEUE,
+  type TaskAnnouncer,
   type TaskJobData,
   type TaskMode,
   type TaskRecord,
@@ -30,6 +31,8 @@ export interface TaskServiceOptions {
   readonly db: Kysely<Database>;
   /** A pg-boss instance used only to send (it runs no workers). */
   readonly boss: PgBoss;
+  /** Announces each change after it commits (workers and waiting calls listen for it). */
+  readonly announcer: TaskAnnouncer;
   readonly tools: ToolRegistry;
   readonly defaultTtlMs: number;
   readonly pollIntervalMs: number;
@@ -125,7 +128,11 @@ export class TaskService {
     const tool = this.#checkCall(input);
     const key = this.#idempotencyKey(tool, input.arguments, options.idempotencyKey);
     const task = this.#newTask(tenantId, input, tool);
-    if (key === null) return { task: await this.#creates.run(task), replayed: false };
+    if (key === null) {
+      const created = await this.#creates.run(task);
+      this.#options.announcer.announce('created', [created]);
+      return { task: created, replayed: false };
+    }
     return this.#submitWithKey({ ...task, id: randomUUID(), idempotencyKey: key });
   }
 
@@ -213,7 +220,10 @@ export class TaskService {
       const [created] = await this.#insertAndEnqueue(trx, [task]);
       return { kind: 'created' as const, task: created as TaskRecord };
     });
-    if (outcome.kind === 'created') return { task: outcome.task, replayed: false };
+    if (outcome.kind === 'created') {
+      this.#options.announcer.announce('created', [outcome.task]);
+      return { task: outcome.task, replayed: false };
+    }
     if (outcome.kind === 'mismatch') {
       throw keyMismatch(task.idempotencyKey, outcome.existing.operation);
     }
@@ -312,6 +322,9 @@ export class TaskService {
       return outcome;
     });
     if (!answered.task) throw notFound(id);
+    if (answered.accepted.length > 0) {
+      this.#options.announcer.announce(answered.resumed ? 'resumed' : 'status', [answered.task]);
+    }
     return { task: answered.task, accepted: answered.accepted, resumed: answered.resumed };
   }
 
@@ -323,12 +336,14 @@ export class TaskService {
   async cancelNow(tenantId: string, id: string, reason: string): Promise<{ task: TaskRecord; cancelled: boolean }> {
     const outcome = await requestCancel(this.#options.db, tenantId, id, reason, { immediately: true });
     if (!outcome.task) throw notFound(id);
+    if (outcome.recorded) this.#options.announcer.announce('cancel', [outcome.task]);
     return { task: outcome.task, cancelled: outcome.recorded };
   }
 
   async cancel(tenantId: string, id: string, reason: string | null): Promise<TaskRecord> {
     const outcome = await requestCancel(this.#options.db, tenantId, id, reason);
     if (!outcome.task) throw notFound(id);
+    if (outcome.recorded) this.#options.announcer.announce('cancel', [outcome.task]);
     return outcome.task;
   }
 }

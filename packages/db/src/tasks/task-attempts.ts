@@ -1,7 +1,6 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database, TaskStatus } from '../schema.ts';
 import { type TaskRecord, type TaskRow, toTaskRecord } from './task-record.ts';
-import { notify } from './task-store.ts';
 
 /**
  * The worker's side of the tasks table. Every write after the claim is fenced by the attempt
@@ -105,7 +104,7 @@ export async function finishAttempt(db: Db, id: string, attempt: number, outcome
       INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
       SELECT tenant_id, id, 'status_changed', from_status, status, attempt, ${outcome.reason} FROM finished
     )
-    SELECT finished.*, ${notify('status', 'finished')} FROM finished`.execute(db);
+    SELECT finished.* FROM finished`.execute(db);
   return rows[0] ? toTaskRecord(rows[0]) : null;
 }
 
@@ -138,7 +137,7 @@ export async function parkForInput(
       INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
       SELECT tenant_id, id, 'status_changed', from_status, status, attempt, ${message} FROM parked
     )
-    SELECT parked.*, ${notify('status', 'parked')} FROM parked`.execute(db);
+    SELECT parked.* FROM parked`.execute(db);
   return rows[0] ? toTaskRecord(rows[0]) : null;
 }
 
@@ -189,7 +188,7 @@ export async function completeAttempts(
       INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
       SELECT tenant_id, id, 'status_changed', from_status, status, attempt, reason FROM finished ORDER BY id
     )
-    SELECT finished.*, ${notify('status', 'finished')} FROM finished`.execute(db);
+    SELECT finished.* FROM finished`.execute(db);
   const byId = new Map(rows.map((row) => [row.id, toTaskRecord(row)]));
   return completions.map((completion) => byId.get(completion.id) ?? null);
 }
@@ -275,7 +274,7 @@ export async function recordProgress(db: Db, id: string, attempt: number, progre
       WHERE id = ${id}::uuid AND attempt = ${attempt} AND status = 'working'
       RETURNING *
     )
-    SELECT updated.id, ${notify('progress', 'updated')} FROM updated`.execute(db);
+    SELECT updated.id FROM updated`.execute(db);
   return rows.length > 0;
 }
 

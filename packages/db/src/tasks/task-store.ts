@@ -1,11 +1,11 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database, TaskMode, TaskStatus } from '../schema.ts';
-import { TASK_CHANNEL, type TaskRecord, type TaskRow, toTaskRecord } from './task-record.ts';
+import { type TaskRecord, type TaskRow, toTaskRecord } from './task-record.ts';
 
 /**
  * The API's side of the tasks table and its history: create, read, list, request cancellation,
- * retention. Every state change appends to task_events and announces itself on TASK_CHANNEL in the
- * same statement, so history and notifications can never disagree with the row.
+ * retention. Every state change appends to task_events in the same statement, so history can never
+ * disagree with the row; the caller announces the change (TaskAnnouncer) once it has committed.
  */
 
 type Db = Kysely<Database>;
@@ -67,7 +67,7 @@ export async function insertTasks(db: Db, tasks: readonly NewTask[]): Promise<Ta
       SELECT created.tenant_id, created.id, 'created', created.status
       FROM created JOIN ids ON ids.task_id = created.id ORDER BY ids.ordinal
     )
-    SELECT created.*, ids.ordinal, ${notify('created')}
+    SELECT created.*, ids.ordinal
     FROM created JOIN ids ON ids.task_id = created.id ORDER BY ids.ordinal`.execute(db);
   return created.map(toTaskRecord);
 }
@@ -197,7 +197,7 @@ export async function requestCancel(
         FROM requested WHERE status = 'cancelled'
       ) ordered ORDER BY ord
     )
-    SELECT requested.*, ${notify('cancel', 'requested')} FROM requested`.execute(db);
+    SELECT requested.* FROM requested`.execute(db);
   if (rows[0]) return { task: toTaskRecord(rows[0]), recorded: true };
   // Read in a statement of its own: if this request waited on the row lock of a completion, only a
   // new snapshot sees the completed task (the UPDATE above re-checked its WHERE on the new version,
@@ -253,7 +253,7 @@ export async function answerInput(
       SELECT tenant_id, id, 'status_changed', 'input_required', 'working', attempt, 'input received'
       FROM updated WHERE status = 'working'
     )
-    SELECT updated.*, ${notify(resumed ? 'resumed' : 'status', 'updated')} FROM updated`.execute(db);
+    SELECT updated.* FROM updated`.execute(db);
   return { task: toTaskRecord(rows[0] as TaskRow), accepted, resumed };
 }
 
@@ -307,14 +307,4 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** A malformed id can name no task; checking here keeps Postgres from raising on the cast. */
 export function isUuid(value: string): boolean {
   return UUID.test(value);
-}
-
-/**
- * pg_notify for the row in scope (the caller's FROM item named `table`), as a select-list
- * expression. NOTIFY is transactional: listeners hear it only when the change commits.
- */
-export function notify(event: 'created' | 'status' | 'progress' | 'cancel' | 'resumed', table = 'created') {
-  return sql`pg_notify(${TASK_CHANNEL}, json_build_object('id', ${sql.ref(`${table}.id`)}, 'tenant', ${sql.ref(
-    `${table}.tenant_id`,
-  )}, 'event', ${event}::text, 'status', ${sql.ref(`${table}.status`)})::text)::text AS notified`;
 }

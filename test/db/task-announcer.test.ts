@@ -1,0 +1,63 @@
+import { createKysely, createPool, TASK_CHANNEL, TaskAnnouncer, type TaskNotification } from '@taskgate/db';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/databases.ts';
+
+const database = useTestDatabase();
+let listener: pg.Client;
+const heard: TaskNotification[] = [];
+
+beforeAll(async () => {
+  listener = new pg.Client({ connectionString: database.url });
+  await listener.connect();
+  listener.on('notification', (message) => {
+    if (message.channel === TASK_CHANNEL && message.payload) heard.push(JSON.parse(message.payload));
+  });
+  await listener.query(`LISTEN ${TASK_CHANNEL}`);
+});
+
+afterAll(async () => {
+  await listener.end();
+});
+
+async function until(condition: () => boolean): Promise<void> {
+  for (let turn = 0; turn < 500 && !condition(); turn++) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(condition()).toBe(true);
+}
+
+describe('TaskAnnouncer', () => {
+  it('sends each announced change as a task notification, in order, skipping absent tasks', async () => {
+    heard.length = 0;
+    const db = createKysely(createPool(database.url, { applicationName: 'announcer-test', max: 2 }));
+    const announcer = new TaskAnnouncer(db);
+    const task = (id: string, status: 'working' | 'completed') => ({ id, tenantId: 'acme', status });
+    announcer.announce('created', [task('00000000-0000-0000-0000-000000000001', 'working'), null]);
+    announcer.announce('status', [task('00000000-0000-0000-0000-000000000001', 'completed')]);
+    await announcer.settled();
+    await until(() => heard.length === 2);
+    expect(heard).toEqual([
+      { id: '00000000-0000-0000-0000-000000000001', tenant: 'acme', event: 'created', status: 'working' },
+      { id: '00000000-0000-0000-0000-000000000001', tenant: 'acme', event: 'status', status: 'completed' },
+    ]);
+    await db.destroy();
+  });
+
+  it('logs and drops what it cannot send, and keeps announcing afterwards', async () => {
+    heard.length = 0;
+    const warnings: string[] = [];
+    const pool = createPool(database.url, { applicationName: 'announcer-test', max: 1 });
+    const db = createKysely(pool);
+    const announcer = new TaskAnnouncer(db, { logger: { warn: (_fields, message) => warnings.push(message) } });
+    // A payload over Postgres's 8000-byte limit makes pg_notify raise: the statement fails.
+    announcer.announce('status', [{ id: 'x'.repeat(9_000), tenantId: 'acme', status: 'working' }]);
+    await announcer.settled();
+    expect(warnings).toEqual(['task notifications not sent; listeners will see the changes at their next poll']);
+    announcer.announce('progress', [
+      { id: '00000000-0000-0000-0000-000000000002', tenantId: 'acme', status: 'working' },
+    ]);
+    await announcer.settled();
+    await until(() => heard.length === 1);
+    expect(heard[0]?.event).toBe('progress');
+    await db.destroy();
+  });
+});
