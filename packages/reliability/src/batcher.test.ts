@@ -80,7 +80,28 @@ describe('Batcher', () => {
     expect(runner.batches).toEqual([[5, 1], [9, 3], [7]]);
   });
 
-  it('refuses a maxBatch below one', () => {
+  it('with two lanes, shares what waits between two batches in flight at once', async () => {
+    const runner = heldRunner();
+    const batcher = new Batcher(runner.run, { lanes: 2 });
+    const first = [1, 2, 3, 4, 5, 6, 7, 8].map((item) => batcher.submit(item));
+    // Both batches start before either is released.
+    while (runner.batches.length < 2) await new Promise((resolve) => setImmediate(resolve));
+    expect(runner.batches).toEqual([
+      [1, 2, 3, 4],
+      [5, 6, 7, 8],
+    ]);
+    // While both lanes are busy, newcomers wait; when one lane frees, they all go in it.
+    const later = [9, 10, 11].map((item) => batcher.submit(item));
+    await runner.releaseNext();
+    while (runner.batches.length < 3) await new Promise((resolve) => setImmediate(resolve));
+    expect(runner.batches[2]).toEqual([9, 10, 11]);
+    await runner.releaseNext();
+    await runner.releaseNext();
+    expect(await Promise.all([...first, ...later])).toEqual([10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110]);
+  });
+
+  it('refuses a maxBatch or lanes below one', () => {
+    expect(() => new Batcher(async () => [], { lanes: 0 })).toThrow(RangeError);
     expect(() => new Batcher(async () => [], { maxBatch: 0 })).toThrow(RangeError);
   });
 });

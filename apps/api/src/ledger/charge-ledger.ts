@@ -16,8 +16,12 @@ export class ChargeLedger {
     this.#db = db;
     this.#batcher = new Batcher((requests) => this.#run(requests), {
       maxBatch: 64,
-      // Keys are claimed in one order by every batch, so two API processes' batches cannot deadlock
-      // on each other's uncommitted keys.
+      // Two statements at once: with 8 callers, 2.4k → 3.8k charges/s here, as Postgres and Node
+      // work on both cores instead of one batch at a time. (Task creates and completions measured
+      // slower with two lanes, so they keep one.)
+      lanes: 2,
+      // Keys are claimed in one order by every batch, so two batches in flight (the two lanes, or
+      // two API processes) cannot deadlock on each other's uncommitted keys.
       order: (a, b) => compare(a.claim.tenantId, b.claim.tenantId) || compare(a.claim.key, b.claim.key),
     });
   }
