@@ -21,10 +21,12 @@ function heldRunner() {
 }
 
 describe('Batcher', () => {
-  it('sends an item at once when idle and gathers the items that arrive while a batch is in flight', async () => {
+  it('sends an item on the next turn when idle and gathers the items that arrive while a batch is in flight', async () => {
     const runner = heldRunner();
     const batcher = new Batcher(runner.run);
     const first = batcher.submit(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(runner.batches).toEqual([[1]]);
     const rest = [2, 3, 4].map((item) => batcher.submit(item));
     await runner.releaseNext();
     expect(await first).toBe(10);
@@ -33,19 +35,9 @@ describe('Batcher', () => {
     expect(runner.batches).toEqual([[1], [2, 3, 4]]);
   });
 
-  it('with waitTurn, sends an idle item on the next turn together with what arrived in the same turn', async () => {
+  it('lets the callers a batch answered join the next batch together when they submit again at once', async () => {
     const runner = heldRunner();
-    const batcher = new Batcher(runner.run, { waitTurn: true });
-    const all = [1, 2, 3].map((item) => batcher.submit(item));
-    expect(runner.batches).toEqual([]);
-    await runner.releaseNext();
-    expect(await Promise.all(all)).toEqual([10, 20, 30]);
-    expect(runner.batches).toEqual([[1, 2, 3]]);
-  });
-
-  it('with waitTurn, lets the callers a batch answered join the next batch together', async () => {
-    const runner = heldRunner();
-    const batcher = new Batcher(runner.run, { waitTurn: true });
+    const batcher = new Batcher(runner.run);
     // Four callers in a loop: each submits again as soon as its previous item is answered.
     const rounds: number[][] = [];
     const caller = async (id: number) => {
@@ -71,6 +63,7 @@ describe('Batcher', () => {
     const runner = heldRunner();
     const batcher = new Batcher(runner.run);
     const head = batcher.submit(1);
+    await new Promise((resolve) => setImmediate(resolve));
     const outcomes = [12, 13, 14].map((item) => batcher.submit(item).then(String, (error: Error) => error.message));
     for (let release = 0; release < 5; release++) await runner.releaseNext();
     await head;
@@ -84,12 +77,12 @@ describe('Batcher', () => {
     const all = [5, 1, 9, 3, 7].map((item) => batcher.submit(item));
     for (let release = 0; release < 3; release++) await runner.releaseNext();
     await Promise.all(all);
-    expect(runner.batches).toEqual([[5], [9, 1], [7, 3]]);
+    expect(runner.batches).toEqual([[5, 1], [9, 3], [7]]);
   });
 
   it('with two lanes, shares what waits between two batches in flight at once', async () => {
     const runner = heldRunner();
-    const batcher = new Batcher(runner.run, { lanes: 2, waitTurn: true });
+    const batcher = new Batcher(runner.run, { lanes: 2 });
     const first = [1, 2, 3, 4, 5, 6, 7, 8].map((item) => batcher.submit(item));
     // Both batches start before either is released.
     while (runner.batches.length < 2) await new Promise((resolve) => setImmediate(resolve));
