@@ -84,6 +84,8 @@ export class TaskAttempt {
   #deadlineTimer: NodeJS.Timeout | undefined;
   #progressTimer: NodeJS.Timeout | undefined;
   #progressWrites: Promise<void> = Promise.resolve();
+  /** The timeout's terminal write: run() waits for it, so the job is not settled before the task. */
+  #timeoutWrite: Promise<unknown> = Promise.resolve();
   #lastFlagReadAt: number;
   #committed = false;
   #cancelSeenHow: string | null = null;
@@ -124,6 +126,7 @@ export class TaskAttempt {
       clearTimeout(this.#progressTimer);
       this.#progressGate.close();
       await this.#progressWrites;
+      await this.#timeoutWrite;
     }
   }
 
@@ -299,7 +302,7 @@ export class TaskAttempt {
     if (this.#controller.signal.aborted) return;
     this.#controller.abort(timeout);
     // The task fails at the deadline, not when the handler gets round to noticing.
-    await this.#finish({
+    this.#timeoutWrite = this.#finish({
       status: 'failed',
       error: {
         code: REQUEST_TIMEOUT,
@@ -311,6 +314,7 @@ export class TaskAttempt {
     }).catch((error: Error) =>
       this.#settings.logger.warn({ taskId: this.task.id, error: error.message }, 'timeout write failed'),
     );
+    await this.#timeoutWrite;
   }
 
   /** Completion without local effects: one statement does the lock, the cancel check and the transition. */

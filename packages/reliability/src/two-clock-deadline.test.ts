@@ -39,7 +39,17 @@ describe('two-clock deadline', () => {
     deadline.recordProgress(1600);
     expect(deadline.next()).toEqual({ clock: 'max', at: 2000 });
     expect(deadline.expired(2000)?.clock).toBe('max');
-    expect(deadline.next()).toBeNull();
+    expect(deadline.next()).toEqual({ clock: 'max', at: 2000 });
+  });
+
+  it('still names the deadline that ran out when progress is what found the expiry', () => {
+    // The worker records progress and then re-arms its timer from next(): progress arriving as
+    // the max clock runs out must leave a deadline to fire on, not none.
+    const deadline = new TwoClockDeadline(LESSON, 0);
+    for (const at of [400, 800, 1200, 1600]) deadline.recordProgress(at);
+    deadline.recordProgress(2000);
+    expect(deadline.next()).toEqual({ clock: 'max', at: 2000 });
+    expect(deadline.expired(2001)).toEqual({ clock: 'max', deadlineAt: 2000, limitMs: 2000 });
   });
 
   it('reports max when both clocks run out at the same instant', () => {
@@ -72,7 +82,7 @@ describe('two-clock deadline', () => {
     deadline.recordProgress(499);
     deadline.recordProgress(600);
     expect(deadline.expired(700)).toEqual({ clock: 'idle', deadlineAt: 500, limitMs: 500 });
-    expect(deadline.next()).toBeNull();
+    expect(deadline.next()).toEqual({ clock: 'idle', at: 500 });
   });
 
   it('does not let late progress revive a call whose idle gap was already exceeded', () => {

@@ -90,11 +90,15 @@ export class TwoClockDeadline {
 
   /**
    * The earliest deadline, so the caller can arm a single timer and call `expired()` when it fires.
-   * Null when there is no limit or the call has already been seen to expire. An idle deadline at or
+   * Null when there is no limit; the deadline that ran out once the call has been seen to expire. An idle deadline at or
    * beyond the max deadline can never fire first, so the max deadline is reported instead.
    */
   next(): NextDeadline | null {
-    if (this.#expiry !== null) return null;
+    // Once a clock has run out, the answer stays that deadline (now in the past), so a caller that
+    // re-arms its timer (say on progress that arrived exactly as the clock ran out, which is what
+    // recorded the expiry) fires at once and acts on it, instead of arming nothing and never
+    // ending the call.
+    if (this.#expiry !== null) return { clock: this.#expiry.clock, at: this.#expiry.deadlineAt };
     const maxAt = this.#maxDeadline();
     const idleAt = this.#idleDeadline();
     if (idleAt !== undefined && (maxAt === undefined || idleAt < maxAt)) return { clock: 'idle', at: idleAt };
