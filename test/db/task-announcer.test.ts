@@ -2,6 +2,7 @@ import { createKysely, createPool, TASK_CHANNEL, TaskAnnouncer, type TaskNotific
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { waitForTask } from '../support/task-platform.ts';
 
 const database = useTestDatabase();
 let listener: pg.Client;
@@ -20,10 +21,13 @@ afterAll(async () => {
   await listener.end();
 });
 
-async function until(condition: () => boolean): Promise<void> {
-  for (let turn = 0; turn < 500 && !condition(); turn++) await new Promise((resolve) => setTimeout(resolve, 10));
-  expect(condition()).toBe(true);
-}
+/** Waits until `count` notifications have arrived. */
+const heardCount = (count: number) =>
+  waitForTask(
+    async () => heard.length,
+    (length) => length >= count,
+    5_000,
+  );
 
 describe('TaskAnnouncer', () => {
   it('sends each announced change as a task notification, in order, skipping absent tasks', async () => {
@@ -34,7 +38,7 @@ describe('TaskAnnouncer', () => {
     announcer.announce('created', [task('00000000-0000-0000-0000-000000000001', 'working'), null]);
     announcer.announce('status', [task('00000000-0000-0000-0000-000000000001', 'completed')]);
     await announcer.settled();
-    await until(() => heard.length === 2);
+    await heardCount(2);
     expect(heard).toEqual([
       { id: '00000000-0000-0000-0000-000000000001', tenant: 'acme', event: 'created', status: 'working' },
       { id: '00000000-0000-0000-0000-000000000001', tenant: 'acme', event: 'status', status: 'completed' },
@@ -56,7 +60,7 @@ describe('TaskAnnouncer', () => {
       { id: '00000000-0000-0000-0000-000000000002', tenantId: 'acme', status: 'working' },
     ]);
     await announcer.settled();
-    await until(() => heard.length === 1);
+    await heardCount(1);
     expect(heard[0]?.event).toBe('progress');
     await db.destroy();
   });

@@ -4,6 +4,7 @@ import {
   type Database,
   finishAttempt,
   GroupCommit,
+  type Outcome,
   openReconciliationItem,
   recordCancelObserved,
   releaseAttempt,
@@ -74,15 +75,10 @@ export class TaskRunner {
         'previous attempt was lost; running again',
       );
     }
-    const fail = async (code: number, message: string, reason: string) =>
-      announcer.announce('status', [
-        await finishAttempt(db, task.id, task.attempt, {
-          status: 'failed',
-          error: { code, message },
-          statusMessage: message,
-          reason,
-        }),
-      ]);
+    const finish = async (outcome: Outcome) =>
+      announcer.announce('status', [await finishAttempt(db, task.id, task.attempt, outcome)]);
+    const fail = (code: number, message: string, reason: string) =>
+      finish({ status: 'failed', error: { code, message }, statusMessage: message, reason });
 
     const tool = tools.get(task.tool);
     if (!tool) {
@@ -111,12 +107,11 @@ export class TaskRunner {
     }
     if (task.cancelRequestedAt) {
       await recordCancelObserved(db, task.id, task.attempt, 'before start');
-      const cancelled = await finishAttempt(db, task.id, task.attempt, {
+      await finish({
         status: 'cancelled',
         statusMessage: 'cancelled before it started',
         reason: 'cancel observed: before start',
       });
-      announcer.announce('status', [cancelled]);
       return;
     }
 

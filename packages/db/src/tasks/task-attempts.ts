@@ -264,17 +264,14 @@ export interface ProgressUpdate {
 /** Stores the latest progress and moves the idle deadline; false when the attempt no longer holds the task. */
 export async function recordProgress(db: Db, id: string, attempt: number, progress: ProgressUpdate): Promise<boolean> {
   const { rows } = await sql<{ id: string }>`
-    WITH updated AS (
-      UPDATE tasks SET
-        progress_value = ${progress.value},
-        progress_total = ${progress.total ?? null},
-        progress_message = ${progress.message ?? null},
-        heartbeat_at = now(),
-        idle_deadline_at = now() + idle_timeout_ms * interval '1 millisecond'
-      WHERE id = ${id}::uuid AND attempt = ${attempt} AND status = 'working'
-      RETURNING *
-    )
-    SELECT updated.id FROM updated`.execute(db);
+    UPDATE tasks SET
+      progress_value = ${progress.value},
+      progress_total = ${progress.total ?? null},
+      progress_message = ${progress.message ?? null},
+      heartbeat_at = now(),
+      idle_deadline_at = now() + idle_timeout_ms * interval '1 millisecond'
+    WHERE id = ${id}::uuid AND attempt = ${attempt} AND status = 'working'
+    RETURNING id`.execute(db);
   return rows.length > 0;
 }
 
