@@ -41,6 +41,8 @@ export interface JobPumpOptions {
 export class JobPump {
   readonly #options: JobPumpOptions;
   readonly #running = new Map<string, Job<TaskJobData>>();
+  /** Jobs whose attempt is over and whose retirement (complete, or fail back) is still on its way. */
+  readonly #settling = new Set<Promise<void>>();
   #onSlot: (() => void) | null = null;
   #onWake: (() => void) | null = null;
   #wakeRequested = false;
@@ -87,8 +89,9 @@ export class JobPump {
     await this.#loop;
   }
 
-  /** After the running jobs have settled, stops the heartbeats. */
-  close(): void {
+  /** After the running jobs have settled: waits for their retirements, then stops the heartbeats. */
+  async close(): Promise<void> {
+    await Promise.all([...this.#settling]);
     clearInterval(this.#heartbeat);
   }
 
@@ -148,12 +151,23 @@ export class JobPump {
   #start({ job, claim }: FetchedJob): void {
     this.#running.set(job.id, job);
     const attempt = { id: job.id, retryCount: job.retryCount };
-    this.#options
-      .run(claim)
+    const ran = this.#options.run(claim);
+    // A slot is for a running handler: it frees as soon as the attempt is over (its task row is
+    // terminal, or released). The job's retirement below is bookkeeping that may wait for a batch;
+    // close() waits for it, so a stopping worker does not leave finished jobs active.
+    const freeSlot = () => {
+      this.#running.delete(job.id);
+      this.#onSlot?.();
+    };
+    const settled = ran
       .then(
-        // The task row is already terminal; this only retires the delivery, many jobs per statement.
-        () => this.#completions.submit(attempt),
+        () => {
+          freeSlot();
+          // The task row is already terminal; this only retires the delivery, many jobs per statement.
+          return this.#completions.submit(attempt);
+        },
         (error: unknown) => {
+          freeSlot();
           if (!(error instanceof TaskReleasedError)) {
             this.#options.logger.warn(
               { jobId: job.id, error: (error as Error).message },
@@ -163,13 +177,12 @@ export class JobPump {
           return this.#options.boss.fail(this.#options.queue, attempt, { reason: (error as Error).message });
         },
       )
+      .then(() => undefined)
       .catch((error: Error) =>
         this.#options.logger.warn({ jobId: job.id, error: error.message }, 'settling the job failed'),
       )
-      .finally(() => {
-        this.#running.delete(job.id);
-        this.#onSlot?.();
-      });
+      .finally(() => this.#settling.delete(settled));
+    this.#settling.add(settled);
   }
 
   async #touch(): Promise<void> {

@@ -38,7 +38,7 @@ export interface AttemptSettings {
   /** Whether another worker may run the task again if this attempt is handed back or lost. */
   readonly retryable: boolean;
   /** Completions without local effects go through here (group commit). */
-  readonly completions: { run(completion: Completion): Promise<TaskRecord | null> };
+  readonly completions: { submit(completion: Completion): Promise<TaskRecord | null> };
   readonly logger: { readonly warn: LogFn; readonly debug: LogFn };
   /** The longest a checkpoint trusts its last reading of the cancel flag. */
   readonly checkpointReadIntervalMs: number;
@@ -327,7 +327,7 @@ export class TaskAttempt {
     this.#guardCommit();
     await this.#flushProgress();
     const completion = { id: this.task.id, attempt: this.task.attempt, result, reason: 'handler returned' };
-    const completed = await this.#settings.completions.run(completion);
+    const completed = await this.#settings.completions.submit(completion);
     if (completed) {
       this.#settings.announcer.announce('status', [completed]);
       this.#committed = true;

@@ -3,7 +3,6 @@ import {
   completeAttempts,
   type Database,
   finishAttempt,
-  GroupCommit,
   type Outcome,
   openReconciliationItem,
   recordCancelObserved,
@@ -11,7 +10,7 @@ import {
   type TaskAnnouncer,
   type TaskRecord,
 } from '@taskgate/db';
-import { mayRetryAutomatically } from '@taskgate/reliability';
+import { Batcher, mayRetryAutomatically } from '@taskgate/reliability';
 import { TaskReleasedError, type ToolRegistry } from '@taskgate/tools';
 import type { Kysely } from 'kysely';
 import type { CancelWatcher } from './cancel-watcher.ts';
@@ -40,19 +39,18 @@ export interface TaskRunnerOptions {
  */
 export class TaskRunner {
   readonly #options: TaskRunnerOptions;
-  readonly #completions: GroupCommit<Completion, TaskRecord | null>;
+  readonly #completions: Batcher<Completion, TaskRecord | null>;
   readonly #inFlight = new Map<string, TaskAttempt>();
   readonly #idleWaiters = new Set<() => void>();
   #draining = false;
 
   constructor(options: TaskRunnerOptions) {
     this.#options = options;
-    // Completions without effects share a transaction and a statement; each row keeps its own
-    // conditions (attempt, status, no cancel), so batching changes the number of commits, not who
-    // wins a race. The statement locks rows in id order.
-    this.#completions = new GroupCommit(options.db, (trx, completions: readonly Completion[]) =>
-      completeAttempts(trx, completions),
-    );
+    // Completions without effects share one statement, which commits on its own (a statement is
+    // atomic; an explicit transaction would only add BEGIN and COMMIT round trips to every task's
+    // critical path). Each row keeps its own conditions (attempt, status, no cancel), so batching
+    // changes the number of commits, not who wins a race. The statement locks rows in id order.
+    this.#completions = new Batcher((completions: readonly Completion[]) => completeAttempts(options.db, completions));
   }
 
   get inFlight(): number {

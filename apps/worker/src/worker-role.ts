@@ -182,7 +182,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         runner.releaseAll('shutdown grace period ended');
         await runner.settled(1_000);
       }
-      pump.close();
+      await pump.close();
       await sweeper.stop();
       watcher.stop();
       await listener?.stop();
