@@ -4,6 +4,15 @@ import pg from 'pg';
 
 export interface BenchDatabase {
   readonly url: string;
+  /**
+   * ANALYZE every table, as autovacuum does within its first minute on a running system. Call it
+   * after a warm-up, before measuring: a brand-new database has no statistics, and the generic plans
+   * our prepared statements settle on after five runs are made from the sizes of that moment (tables
+   * of a few rows) and kept until the next ANALYZE. In a 10 s run that never comes (autovacuum
+   * wakes once a minute), and those plans scan whole indexes as the tables grow: the durable MCP
+   * path measured 925 calls/s without this and 1,650 with it, in back-to-back runs.
+   */
+  analyze(): Promise<void>;
   drop(): Promise<void>;
 }
 
@@ -26,6 +35,15 @@ export async function benchDatabase(): Promise<BenchDatabase> {
   await new MigrationRunner({ connectionString: url.toString(), migrations: await loadMigrations() }).up();
   return {
     url: url.toString(),
+    analyze: async () => {
+      const c = new pg.Client({ connectionString: url.toString() });
+      await c.connect();
+      try {
+        await c.query('ANALYZE');
+      } finally {
+        await c.end();
+      }
+    },
     drop: async () => {
       const c = new pg.Client({ connectionString: admin });
       await c.connect();
