@@ -8,7 +8,7 @@ import {
   type OutboxFailure,
   releaseOutboxClaims,
 } from '@taskgate/db';
-import { type BackoffOptions, Batcher } from '@taskgate/reliability';
+import { type BackoffOptions, Batcher, LoopSignals } from '@taskgate/reliability';
 import type { Kysely } from 'kysely';
 import { retryDelay } from './delivery-schedule.ts';
 import type { SendResult } from './webhook-sink.ts';
@@ -52,12 +52,10 @@ export class OutboxRelay {
   readonly #ready: ClaimedOutboxEvent[] = [];
   readonly #work = new Set<Promise<void>>();
   readonly #abort = new AbortController();
-  #onSlot: (() => void) | null = null;
-  #onWake: (() => void) | null = null;
+  readonly #signals = new LoopSignals();
   #wakeRequested = false;
   #retryTimer: NodeJS.Timeout | undefined;
   #retryAt = Number.POSITIVE_INFINITY;
-  #stopped = false;
   #loop: Promise<void> | null = null;
 
   constructor(options: OutboxRelayOptions) {
@@ -79,7 +77,7 @@ export class OutboxRelay {
   /** Rows may be due (a NOTIFY, a settlement that unblocked an aggregate): claim now, not at the next poll. */
   wake(): void {
     this.#wakeRequested = true;
-    this.#onWake?.();
+    this.#signals.wake();
   }
 
   /**
@@ -88,9 +86,8 @@ export class OutboxRelay {
    * to whichever relay claims them after the lease.
    */
   async stop(graceMs: number): Promise<void> {
-    this.#stopped = true;
+    this.#signals.close();
     clearTimeout(this.#retryTimer);
-    this.#onSlot?.();
     await this.#loop;
     const unsent = this.#ready.splice(0);
     await releaseOutboxClaims(this.#options.db, this.#options.relayId, unsent).catch((error: Error) => {
@@ -116,17 +113,17 @@ export class OutboxRelay {
   async #pump(): Promise<void> {
     const { concurrency } = this.#options;
     const refillAt = Math.max(1, Math.floor(concurrency / 4));
-    while (!this.#stopped) {
+    while (!this.#signals.closed) {
       let room = 2 * concurrency - this.#inFlight.size - this.#ready.length;
       if (room < refillAt) {
-        await this.#waitFor('slot');
+        await this.#signals.waitFor('slot');
         continue;
       }
       if (this.#inFlight.size > 0 && room < concurrency) {
-        await this.#waitFor('slot', REFILL_LINGER_MS);
+        await this.#signals.waitFor('slot', REFILL_LINGER_MS);
         room = 2 * concurrency - this.#inFlight.size - this.#ready.length;
       }
-      if (this.#stopped) break;
+      if (this.#signals.closed) break;
       const want = Math.min(room, concurrency);
       this.#wakeRequested = false;
       let claimed = 0;
@@ -141,13 +138,13 @@ export class OutboxRelay {
       // A full claim means there is probably more; a wake-up during the claim may be a row its
       // snapshot did not see. Either way, go round again at once.
       if (claimed === want || this.#wakeRequested) continue;
-      await this.#waitFor('wake', this.#options.pollIntervalMs);
+      await this.#signals.waitFor('wake', this.#options.pollIntervalMs);
     }
   }
 
   #fillSlots(): void {
     // Once stopping, what is still in #ready is handed back rather than sent.
-    while (this.#inFlight.size < this.#options.concurrency && !this.#stopped) {
+    while (this.#inFlight.size < this.#options.concurrency && !this.#signals.closed) {
       const event = this.#ready.shift();
       if (!event) return;
       this.#dispatch(event);
@@ -165,7 +162,7 @@ export class OutboxRelay {
       }
       this.#inFlight.delete(event.id);
       this.#fillSlots();
-      this.#onSlot?.();
+      this.#signals.slotFreed();
       if (this.#abort.signal.aborted) return;
       await this.#settlements.submit({ event, ...result }).catch((error: Error) => {
         // The lease runs out and another claim delivers the row again: at least once, still.
@@ -200,7 +197,7 @@ export class OutboxRelay {
   /** A retry due sooner than the next poll gets a timer of its own (only the earliest is kept). */
   #wakeAfter(ms: number): void {
     const at = Date.now() + ms;
-    if (this.#stopped || ms >= this.#options.pollIntervalMs || at >= this.#retryAt) return;
+    if (this.#signals.closed || ms >= this.#options.pollIntervalMs || at >= this.#retryAt) return;
     clearTimeout(this.#retryTimer);
     this.#retryAt = at;
     this.#retryTimer = setTimeout(() => {
@@ -208,22 +205,6 @@ export class OutboxRelay {
       this.wake();
     }, ms);
     this.#retryTimer.unref();
-  }
-
-  /** Sleeps until a slot frees ('slot'), or until a wake-up or `ms` ('wake'); always a real wait. */
-  #waitFor(kind: 'slot' | 'wake', ms?: number): Promise<void> {
-    if (this.#stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = ms === undefined ? undefined : setTimeout(() => done(), ms);
-      const done = () => {
-        clearTimeout(timer);
-        this.#onSlot = null;
-        this.#onWake = null;
-        resolve();
-      };
-      this.#onSlot = done;
-      if (kind === 'wake') this.#onWake = done;
-    });
   }
 }
 

@@ -1,5 +1,5 @@
 import type { ClaimedAttempt, TaskJobData } from '@taskgate/db';
-import { Batcher } from '@taskgate/reliability';
+import { Batcher, LoopSignals } from '@taskgate/reliability';
 import { TaskReleasedError } from '@taskgate/tools';
 import type { Job, JobAttempt, PgBoss } from 'pg-boss';
 
@@ -43,10 +43,8 @@ export class JobPump {
   readonly #running = new Map<string, Job<TaskJobData>>();
   /** Jobs whose attempt is over and whose retirement (complete, or fail back) is still on its way. */
   readonly #settling = new Set<Promise<void>>();
-  #onSlot: (() => void) | null = null;
-  #onWake: (() => void) | null = null;
+  readonly #signals = new LoopSignals();
   #wakeRequested = false;
-  #stopped = false;
   #loop: Promise<void> | null = null;
   #heartbeat: NodeJS.Timeout | undefined;
 
@@ -79,13 +77,12 @@ export class JobPump {
   /** New work may be waiting (a task was created): fetch now instead of at the next poll. */
   wake(): void {
     this.#wakeRequested = true;
-    this.#onWake?.();
+    this.#signals.wake();
   }
 
   /** Stops fetching; jobs already running go on (the runner drains them). */
   async stopFetching(): Promise<void> {
-    this.#stopped = true;
-    this.#onSlot?.();
+    this.#signals.close();
     await this.#loop;
   }
 
@@ -97,16 +94,16 @@ export class JobPump {
 
   async #pump(): Promise<void> {
     const { concurrency } = this.#options;
-    while (!this.#stopped) {
+    while (!this.#signals.closed) {
       let free = concurrency - this.#running.size;
       if (free === 0) {
-        await this.#waitFor('slot');
+        await this.#signals.waitFor('slot');
         continue;
       }
       // A fetch is a transaction of its own: when only a slot or two are free, linger a moment for
       // more to free up and fetch them together (never long: a free slot must not sit idle).
       if (this.#running.size > 0 && free < this.#refillAt) {
-        await this.#waitFor('slot', REFILL_LINGER_MS);
+        await this.#signals.waitFor('slot', REFILL_LINGER_MS);
         free = concurrency - this.#running.size;
       }
       this.#wakeRequested = false;
@@ -124,28 +121,8 @@ export class JobPump {
       // A full batch means there is probably more; a wake-up during the fetch may be a task the
       // fetch's snapshot did not see. Either way, go round again at once.
       if (fetched === free || this.#wakeRequested) continue;
-      await this.#waitFor('wake', this.#options.pollIntervalMs);
+      await this.#signals.waitFor('wake', this.#options.pollIntervalMs);
     }
-  }
-
-  /**
-   * Sleeps until a slot frees ('slot'), or until a wake-up or the poll interval ('wake'). Always
-   * a real wait on a timer or an event, never an already-settled promise: a loop of those would
-   * starve the event loop.
-   */
-  #waitFor(kind: 'slot' | 'wake', ms?: number): Promise<void> {
-    if (this.#stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = ms === undefined ? undefined : setTimeout(() => done(), ms);
-      const done = () => {
-        clearTimeout(timer);
-        this.#onSlot = null;
-        this.#onWake = null;
-        resolve();
-      };
-      this.#onSlot = done;
-      if (kind === 'wake') this.#onWake = done;
-    });
   }
 
   #start({ job, claim }: FetchedJob): void {
@@ -157,7 +134,7 @@ export class JobPump {
     // close() waits for it, so a stopping worker does not leave finished jobs active.
     const freeSlot = () => {
       this.#running.delete(job.id);
-      this.#onSlot?.();
+      this.#signals.slotFreed();
     };
     const settled = ran
       .then(

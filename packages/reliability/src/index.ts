@@ -13,6 +13,7 @@ export {
   type CoalesceMode,
   type PushResult,
 } from './bounded-buffer.ts';
+export { LoopSignals } from './loop-signals.ts';
 export { ProgressGate, type ProgressGateOptions, type ProgressUpdate } from './progress-gate.ts';
 export {
   type BeginResult,
