@@ -88,4 +88,15 @@ describe('JobPump', () => {
     await closing;
     expect(completed).toEqual(['a', 'b']);
   }, 5_000);
+
+  it('close() does not wait for an attempt that is still running', async () => {
+    const { pump, completing, secondFetch } = onePump([Promise.resolve()]);
+    pump.start();
+    // Job a ended at once; job b's attempt never ends (a handler that ignores its signal).
+    await secondFetch.promise;
+    await pump.stopFetching();
+    completing.resolve();
+    await pump.close();
+    expect(pump.running).toBe(1);
+  }, 5_000);
 });

@@ -128,38 +128,34 @@ export class JobPump {
   #start({ job, claim }: FetchedJob): void {
     this.#running.set(job.id, job);
     const attempt = { id: job.id, retryCount: job.retryCount };
-    const ran = this.#options.run(claim);
     // A slot is for a running handler: it frees as soon as the attempt is over (its task row is
-    // terminal, or released). The job's retirement below is bookkeeping that may wait for a batch;
-    // close() waits for it, so a stopping worker does not leave finished jobs active.
-    const freeSlot = () => {
+    // terminal, or released). The job's retirement is bookkeeping that may wait for a batch;
+    // close() waits for the retirements under way (never for an attempt still running), so a
+    // stopping worker does not leave finished jobs active.
+    const retire = (work: () => Promise<unknown>) => {
       this.#running.delete(job.id);
       this.#signals.slotFreed();
+      const retiring: Promise<void> = work()
+        .then(() => undefined)
+        .catch((error: Error) =>
+          this.#options.logger.warn({ jobId: job.id, error: error.message }, 'settling the job failed'),
+        )
+        .finally(() => this.#settling.delete(retiring));
+      this.#settling.add(retiring);
     };
-    const settled = ran
-      .then(
-        () => {
-          freeSlot();
-          // The task row is already terminal; this only retires the delivery, many jobs per statement.
-          return this.#completions.submit(attempt);
-        },
-        (error: unknown) => {
-          freeSlot();
-          if (!(error instanceof TaskReleasedError)) {
-            this.#options.logger.warn(
-              { jobId: job.id, error: (error as Error).message },
-              'task attempt failed; the job goes back to the queue',
-            );
-          }
-          return this.#options.boss.fail(this.#options.queue, attempt, { reason: (error as Error).message });
-        },
-      )
-      .then(() => undefined)
-      .catch((error: Error) =>
-        this.#options.logger.warn({ jobId: job.id, error: error.message }, 'settling the job failed'),
-      )
-      .finally(() => this.#settling.delete(settled));
-    this.#settling.add(settled);
+    this.#options.run(claim).then(
+      // The task row is already terminal; this only retires the delivery, many jobs per statement.
+      () => retire(() => this.#completions.submit(attempt)),
+      (error: unknown) => {
+        if (!(error instanceof TaskReleasedError)) {
+          this.#options.logger.warn(
+            { jobId: job.id, error: (error as Error).message },
+            'task attempt failed; the job goes back to the queue',
+          );
+        }
+        retire(() => this.#options.boss.fail(this.#options.queue, attempt, { reason: (error as Error).message }));
+      },
+    );
   }
 
   async #touch(): Promise<void> {
