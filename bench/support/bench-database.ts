@@ -6,11 +6,10 @@ export interface BenchDatabase {
   readonly url: string;
   /**
    * ANALYZE every table, as autovacuum does within its first minute on a running system. Call it
-   * after a warm-up, before measuring: a brand-new database has no statistics, and the generic plans
-   * our prepared statements settle on after five runs are made from the sizes of that moment (tables
-   * of a few rows) and kept until the next ANALYZE. In a 10 s run that never comes (autovacuum
-   * wakes once a minute), and those plans scan whole indexes as the tables grow: the durable MCP
-   * path measured 925 calls/s without this and 1,650 with it, in back-to-back runs.
+   * after a warm-up, before measuring: a brand-new database has no statistics, and a 10 s run never
+   * sees autovacuum (it wakes once a minute). Plans made from a few rows' statistics scan whole
+   * indexes as the tables grow; connections re-plan early (REPLAN_AFTER_EXECUTIONS), which recovers
+   * most of it, but the figure that matters is the running system's.
    */
   analyze(): Promise<void>;
   drop(): Promise<void>;

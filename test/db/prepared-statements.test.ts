@@ -1,4 +1,4 @@
-import { createPool, MAX_PREPARED_PER_CONNECTION } from '@taskgate/db';
+import { createPool, MAX_PREPARED_PER_CONNECTION, REPLAN_AFTER_EXECUTIONS } from '@taskgate/db';
 import type pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
@@ -66,6 +66,35 @@ describe('pools prepare parameterized statements', () => {
       // A text named before the cap is still used by name.
       await client.query('SELECT $1::int AS v, 0 AS n', [7]);
       expect((await preparedOn(client)).length).toBe(MAX_PREPARED_PER_CONNECTION);
+    } finally {
+      client.release();
+    }
+  });
+
+  it(`drops a connection's cached plans after ${REPLAN_AFTER_EXECUTIONS[0]} executions: a plan made while a table was tiny does not outlive its growth`, async () => {
+    pool = createPool(database.url, { applicationName: 'prepared-test', max: 1 });
+    const client = await pool.connect();
+    try {
+      await client.query('CREATE TABLE replan_probe (id int PRIMARY KEY, status text NOT NULL, v int)');
+      await client.query("CREATE INDEX replan_probe_working ON replan_probe (v) WHERE status = 'working'");
+      const text = "SELECT v FROM replan_probe WHERE id = ANY($1::int[]) AND status = 'working'";
+      for (let n = 0; n < 10; n++) await client.query(text, [[1, 2]]);
+      const [{ name }] = (
+        await client.query<{ name: string }>('SELECT name FROM pg_prepared_statements WHERE statement = $1', [text])
+      ).rows as [{ name: string }];
+      const plan = async () =>
+        JSON.stringify((await client.query(`EXPLAIN (FORMAT JSON) EXECUTE ${name}('{1,2}')`)).rows);
+      // The table grows by 50,000 rows and nothing analyzes it (as in a new database's first minute).
+      await client.query(
+        "INSERT INTO replan_probe SELECT g, CASE WHEN g % 100 = 0 THEN 'working' ELSE 'done' END, g FROM generate_series(1, 50000) g",
+      );
+      // The generic plan made on the empty table: the partial index, then a filter on id over it.
+      expect(await plan()).toContain('replan_probe_working');
+      for (let n = 0; n < (REPLAN_AFTER_EXECUTIONS[0] ?? 0); n++) await client.query(text, [[1, 2]]);
+      // Past the count the plan is made again, from the table as it is now: the primary key.
+      const replanned = await plan();
+      expect(replanned).toContain('replan_probe_pkey');
+      expect(replanned).not.toContain('replan_probe_working');
     } finally {
       client.release();
     }

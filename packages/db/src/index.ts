@@ -60,7 +60,7 @@ export {
 } from './outbox/outbox-claims.ts';
 export { OUTBOX_CHANNEL, OutboxListener, type OutboxListenerOptions } from './outbox/outbox-listener.ts';
 export { addOutboxEvents, type OutboxEvent } from './outbox/outbox-store.ts';
-export { MAX_PREPARED_PER_CONNECTION } from './preparing-client.ts';
+export { MAX_PREPARED_PER_CONNECTION, REPLAN_AFTER_EXECUTIONS } from './preparing-client.ts';
 export type { Database, TaskEventType, TaskMode, TaskStatus } from './schema.ts';
 export { ensureTaskQueue, TASK_QUEUE, TASK_QUEUE_OPTIONS, type TaskJobData } from './task-queue.ts';
 export {
