@@ -135,7 +135,9 @@ export class JobPump {
     const retire = (work: () => Promise<unknown>) => {
       this.#running.delete(job.id);
       this.#signals.slotFreed();
-      const retiring: Promise<void> = work()
+      // Through a resolved promise, so that even a synchronous throw becomes a logged rejection.
+      const retiring: Promise<void> = Promise.resolve()
+        .then(work)
         .then(() => undefined)
         .catch((error: Error) =>
           this.#options.logger.warn({ jobId: job.id, error: error.message }, 'settling the job failed'),
