@@ -25,29 +25,24 @@ export async function benchDatabase(): Promise<BenchDatabase> {
     throw new Error('set BENCH_DATABASE_URL (or TEST_DATABASE_URL), e.g. postgres://postgres@127.0.0.1:5432/postgres');
   }
   const name = `tgbench_${Date.now()}_${randomBytes(3).toString('hex')}`;
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
-  await client.query(`CREATE DATABASE ${name}`);
-  await client.end();
+  await runOn(admin, `CREATE DATABASE ${name}`);
   const url = new URL(admin);
   url.pathname = `/${name}`;
   await new MigrationRunner({ connectionString: url.toString(), migrations: await loadMigrations() }).up();
   return {
     url: url.toString(),
-    analyze: async () => {
-      const c = new pg.Client({ connectionString: url.toString() });
-      await c.connect();
-      try {
-        await c.query('ANALYZE');
-      } finally {
-        await c.end();
-      }
-    },
-    drop: async () => {
-      const c = new pg.Client({ connectionString: admin });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
+    analyze: () => runOn(url.toString(), 'ANALYZE'),
+    drop: () => runOn(admin, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
   };
+}
+
+/** One statement on a connection of its own. */
+async function runOn(connectionString: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
 }

@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { injectMcp, modernMeta } from '../support/mcp-http.ts';
 import { connectStdio, stdioCore } from '../support/stdio-client.ts';
 import { type Platform, silentLogger, startApi, startPlatform } from '../support/task-platform.ts';
 
@@ -48,31 +49,8 @@ async function tasksOfTool(): Promise<number> {
   return Number(rows[0]?.n);
 }
 
-function meta(capabilities: Record<string, unknown>) {
-  return {
-    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-    'io.modelcontextprotocol/clientCapabilities': capabilities,
-  };
-}
-
 function modernCall(id: number, capabilities: Record<string, unknown>) {
-  return api.app.inject({
-    method: 'POST',
-    url: '/mcp',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': 'asks_user',
-    },
-    payload: JSON.stringify({
-      jsonrpc: '2.0',
-      id,
-      method: 'tools/call',
-      params: { name: 'asks_user', arguments: {}, _meta: meta(capabilities) },
-    }),
-  });
+  return injectMcp(api.app, 'tools/call', { name: 'asks_user', arguments: {} }, { capabilities, id });
 }
 
 function legacy(body: unknown, headers: Record<string, string> = {}) {
@@ -138,7 +116,7 @@ describe('-32021 for a tool that needs an undeclared client capability', () => {
       jsonrpc: '2.0',
       id: 1,
       method: 'tools/call',
-      params: { name: 'asks_user', arguments: {}, _meta: meta({}) },
+      params: { name: 'asks_user', arguments: {}, _meta: modernMeta({}) },
     });
     expect(await modern.answerTo(1)).toMatchObject({
       error: { code: -32021, data: { requiredCapabilities: MISSING } },
@@ -147,7 +125,7 @@ describe('-32021 for a tool that needs an undeclared client capability', () => {
       jsonrpc: '2.0',
       id: 2,
       method: 'tools/call',
-      params: { name: 'asks_user', arguments: {}, _meta: meta({ elicitation: { form: {} } }) },
+      params: { name: 'asks_user', arguments: {}, _meta: modernMeta({ elicitation: { form: {} } }) },
     });
     expect(await modern.answerTo(2)).toMatchObject({ result: { content: [{ text: 'asked' }] } });
 

@@ -4,6 +4,7 @@ import { TaskEventsHub } from '@taskgate/api';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { modernMeta, modernRequest } from '../support/mcp-http.ts';
 import { connectStdio, stdioCore } from '../support/stdio-client.ts';
 import { type Platform, silentLogger, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
@@ -32,25 +33,11 @@ afterAll(async () => {
 });
 
 const port = (api: Api) => (api.app.server.address() as AddressInfo).port;
-const meta = (capabilities: object = TASKS) => ({
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientCapabilities': capabilities,
-});
+const meta = (capabilities: object = TASKS) => modernMeta(capabilities);
 
-let nextId = 1;
 async function rpc(api: Api, method: string, params: Record<string, unknown>, capabilities: object = TASKS) {
-  const name = method === 'tools/call' ? params.name : params.taskId;
-  const response = await fetch(`http://127.0.0.1:${port(api)}/mcp`, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params: { ...params, _meta: meta(capabilities) } }),
-  });
+  const { headers, body } = modernRequest(method, params, { capabilities });
+  const response = await fetch(`http://127.0.0.1:${port(api)}/mcp`, { method: 'POST', headers, body });
   return {
     status: response.status,
     body: (await response.json()) as { result?: Record<string, unknown>; error?: { code: number } },

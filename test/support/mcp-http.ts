@@ -2,21 +2,34 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 
 let nextId = 1;
 
+/** The per-request `_meta` of 2026-07-28, declaring `capabilities`. */
+export function modernMeta(capabilities: object = {}) {
+  return {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientCapabilities': capabilities,
+  };
+}
+
+export interface ModernRequestOptions {
+  readonly capabilities?: object;
+  /** Added last, so a test can override one. */
+  readonly headers?: Record<string, string>;
+  /** The JSON-RPC id (default: the next of a counter). */
+  readonly id?: number | string;
+}
+
 /**
- * One 2026-07-28 request to POST /mcp through Fastify's inject: the mirrored MCP-Protocol-Version,
+ * The headers and body of one 2026-07-28 request to POST /mcp: the mirrored MCP-Protocol-Version,
  * Mcp-Method and Mcp-Name headers (the tool's name, or the taskId of tasks/*) and the per-request
- * `_meta`, declaring `capabilities`. `headers` are added last, so a test can override one.
+ * `_meta`, declaring `capabilities`.
  */
-export function injectMcp(
-  app: FastifyInstance,
+export function modernRequest(
   method: string,
   params: Record<string, unknown>,
-  options: { capabilities?: object; headers?: Record<string, string> } = {},
-): Promise<LightMyRequestResponse> {
+  options: ModernRequestOptions = {},
+): { headers: Record<string, string>; body: string } {
   const name = method === 'tools/call' ? params.name : params.taskId;
-  return app.inject({
-    method: 'POST',
-    url: '/mcp',
+  return {
     headers: {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
@@ -25,17 +38,22 @@ export function injectMcp(
       ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
       ...options.headers,
     },
-    payload: JSON.stringify({
+    body: JSON.stringify({
       jsonrpc: '2.0',
-      id: nextId++,
+      id: options.id ?? nextId++,
       method,
-      params: {
-        ...params,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientCapabilities': options.capabilities ?? {},
-        },
-      },
+      params: { ...params, _meta: modernMeta(options.capabilities) },
     }),
-  });
+  };
+}
+
+/** modernRequest through Fastify's inject. */
+export function injectMcp(
+  app: FastifyInstance,
+  method: string,
+  params: Record<string, unknown>,
+  options: ModernRequestOptions = {},
+): Promise<LightMyRequestResponse> {
+  const { headers, body } = modernRequest(method, params, options);
+  return app.inject({ method: 'POST', url: '/mcp', headers, payload: body });
 }

@@ -90,8 +90,9 @@ export class TwoClockDeadline {
 
   /**
    * The earliest deadline, so the caller can arm a single timer and call `expired()` when it fires.
-   * Null when there is no limit; the deadline that ran out once the call has been seen to expire. An idle deadline at or
-   * beyond the max deadline can never fire first, so the max deadline is reported instead.
+   * Null when there is no limit; the deadline that ran out once the call has been seen to expire.
+   * An idle deadline at or beyond the max deadline can never fire first, so the max deadline is
+   * reported instead.
    */
   next(): NextDeadline | null {
     // Once a clock has run out, the answer stays that deadline (now in the past), so a caller that
