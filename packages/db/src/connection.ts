@@ -22,6 +22,15 @@ export function createPool(connectionString: string, options: PoolOptions): pg.P
   // pool; unhandled, that would crash the process. The pool drops the client and the next query
   // gets a fresh connection, so there is nothing else to do here.
   pool.on('error', () => {});
+  // A checked-out client has no listener of the pool's: pg-pool takes its idle listener off while
+  // the client is lent out. A connection that breaks between two statements of a transaction (a
+  // Postgres restart while a worker's final commit runs its effects) then emits 'error' on the
+  // client itself, and an 'error' nobody listens to ends the process. The broken client's next
+  // statement rejects (the transaction fails and is handled there), and on release the pool sees it
+  // is no longer queryable and discards it, so the listener has nothing to do but exist.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   return pool;
 }
 

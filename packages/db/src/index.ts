@@ -1,4 +1,5 @@
 export { createPool, describeTarget, type PoolOptions, probeDatabase, redactConnectionString } from './connection.ts';
+export { isDatabaseUnavailable } from './connection-errors.ts';
 export {
   type EmbeddedPostgres,
   type EmbeddedPostgresOptions,
