@@ -1,9 +1,11 @@
 // Status changes for bench/mcp-task-notifications.ts, written from a process of their own (as a
-// worker's are), through the same @taskgate/db functions Taskgate uses. Driven over IPC:
+// worker's are), through the same @taskgate/db functions Taskgate uses, which announce each change
+// once it has committed (TaskAnnouncer). Driven over IPC:
 //   → { url, ids, rate, change: 'cancel' | 'park' | 'answer', key? }
 //   ← { committed: [[taskId, atMs], ...] }   atMs: when the statement returned (after its commit)
 // Times are performance.timeOrigin + performance.now(), comparable across processes on one host.
-import { answerInput, createKysely, createPool, parkForInput, requestCancel } from '@taskgate/db';
+import { randomUUID } from 'node:crypto';
+import { answerInput, createKysely, createPool, parkForInput, requestCancel, TaskAnnouncer } from '@taskgate/db';
 
 interface Command {
   readonly url: string;
@@ -16,14 +18,17 @@ interface Command {
 
 const now = () => performance.timeOrigin + performance.now();
 let db: ReturnType<typeof createKysely> | null = null;
+let announcer: TaskAnnouncer | null = null;
 
 process.on('message', async (command: Command | { stop: true }) => {
   if ('stop' in command) {
+    await announcer?.settled();
     await db?.destroy();
     process.exit(0);
   }
   db ??= createKysely(createPool(command.url, { applicationName: 'bench-writer', max: 16 }));
-  const writer = db;
+  announcer ??= new TaskAnnouncer(db);
+  const writer = announcer.writer(db);
   const key = command.key ?? 'question';
   const change = (id: string) => {
     switch (command.change) {
@@ -38,7 +43,8 @@ process.on('message', async (command: Command | { stop: true }) => {
           command.message ?? '',
         );
       case 'answer':
-        return answerInput(writer, 'default', id, { [key]: { action: 'accept' } });
+        // The bench's tasks have no worker: the job id the resumed run would carry is never enqueued.
+        return answerInput(writer, 'default', id, { [key]: { action: 'accept' } }, randomUUID());
     }
   };
   const committed: [string, number][] = [];

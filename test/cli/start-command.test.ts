@@ -37,7 +37,10 @@ describe('taskgate start with DATABASE_URL', () => {
       expect(await getJson(`${url}/healthz`)).toEqual({ status: 200, body: { status: 'ok' } });
       expect(await getJson(`${url}/readyz`)).toEqual({
         status: 200,
-        body: { status: 'ready', checks: { api: 'ok', worker: 'ok', relay: 'ok', database: 'ok' } },
+        body: {
+          status: 'ready',
+          checks: { api: 'ok', worker: 'ok', relay: 'ok', database: 'ok', notifications: 'ok' },
+        },
       });
       // The same command used the database it was given.
       const client = new pg.Client({ connectionString: database.url });
@@ -63,7 +66,7 @@ describe('taskgate start with DATABASE_URL', () => {
     try {
       const taskgate = track(startCli(['start', '--role', 'api'], cleanEnv({ DATABASE_URL: database.url, PORT: '0' })));
       const url = await started(taskgate);
-      expect((await getJson(`${url}/readyz`)).body.checks).toEqual({ api: 'ok', database: 'ok' });
+      expect((await getJson(`${url}/readyz`)).body.checks).toEqual({ api: 'ok', database: 'ok', notifications: 'ok' });
       expect(taskgate.logs.some((line) => line.msg === 'worker started')).toBe(false);
       expect((await taskgate.stop('SIGINT')).code).toBe(0);
     } finally {

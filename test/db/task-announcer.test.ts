@@ -35,8 +35,8 @@ describe('TaskAnnouncer', () => {
     const db = createKysely(createPool(database.url, { applicationName: 'announcer-test', max: 2 }));
     const announcer = new TaskAnnouncer(db);
     const task = (id: string, status: 'working' | 'completed') => ({ id, tenantId: 'acme', status });
-    announcer.announce('created', [task('00000000-0000-0000-0000-000000000001', 'working'), null]);
-    announcer.announce('status', [task('00000000-0000-0000-0000-000000000001', 'completed')]);
+    announcer.changed('created', [task('00000000-0000-0000-0000-000000000001', 'working'), null]);
+    announcer.changed('status', [task('00000000-0000-0000-0000-000000000001', 'completed')]);
     await announcer.settled();
     await heardCount(2);
     expect(heard).toEqual([
@@ -53,10 +53,10 @@ describe('TaskAnnouncer', () => {
     const db = createKysely(pool);
     const announcer = new TaskAnnouncer(db, { logger: { warn: (_fields, message) => warnings.push(message) } });
     // A payload over Postgres's 8000-byte limit makes pg_notify raise: the statement fails.
-    announcer.announce('status', [{ id: 'x'.repeat(9_000), tenantId: 'acme', status: 'working' }]);
+    announcer.changed('status', [{ id: 'x'.repeat(9_000), tenantId: 'acme', status: 'working' }]);
     await announcer.settled();
     expect(warnings).toEqual(['task notifications not sent; listeners will see the changes at their next poll']);
-    announcer.announce('progress', [
+    announcer.changed('progress', [
       { id: '00000000-0000-0000-0000-000000000002', tenantId: 'acme', status: 'working' },
     ]);
     await announcer.settled();

@@ -232,8 +232,8 @@ describe('practice lab: reserve_inventory on the idempotency ledger', () => {
       const tasks = [await createTask('sku-6', 1), await createTask('sku-6', 1, 'key-6')];
       for (const task of tasks) {
         // Attempt 1 went to a worker that died; the re-delivery is attempt 2.
-        expect(await claimAttempt(platform.db, task.id, 'worker-that-died')).not.toBeNull();
-        const second = await claimAttempt(platform.db, task.id, 'worker-after');
+        expect(await claimAttempt(platform.writer, task.id, 'worker-that-died')).not.toBeNull();
+        const second = await claimAttempt(platform.writer, task.id, 'worker-after');
         expect(second).toMatchObject({ lostWorker: 'worker-that-died' });
         await runner().run(second);
       }

@@ -65,8 +65,8 @@ async function afterLostAttempt(tool: string, key?: string): Promise<TaskRecord>
     { tool, arguments: {} },
     key === undefined ? {} : { idempotencyKey: key },
   );
-  await claimAttempt(platform.db, task.id, 'worker-that-died');
-  const redelivered = await claimAttempt(platform.db, task.id, 'next-worker');
+  await claimAttempt(platform.writer, task.id, 'worker-that-died');
+  const redelivered = await claimAttempt(platform.writer, task.id, 'next-worker');
   const watcher = new CancelWatcher({ db: platform.db, listener: null, pollIntervalMs: 60_000, logger: silentLogger });
   const runner = new TaskRunner({
     db: platform.db,

@@ -49,6 +49,8 @@ const TASK_COLUMNS = {
   idempotency_key: true,
   input_requests: true,
   input_responses: true,
+  job_id: true,
+  api_instance_id: true,
 } satisfies Record<keyof Database['tasks'], true>;
 const EVENT_COLUMNS = {
   id: true,

@@ -8,6 +8,7 @@ import {
   PGBOSS_SCHEMA,
   TaskAnnouncer,
   type TaskRecord,
+  type TaskWriter,
 } from '@taskgate/db';
 import { builtinTools, type ToolDefinition, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from '@taskgate/worker';
@@ -21,6 +22,9 @@ export const silentLogger = pino({ level: 'silent' });
 
 export interface Platform {
   readonly db: Kysely<Database>;
+  /** Task writes as the roles make them (announced once they commit). */
+  readonly writer: TaskWriter;
+  readonly announcer: TaskAnnouncer;
   readonly service: TaskService;
   readonly tools: ToolRegistry;
   readonly boss: PgBoss;
@@ -66,6 +70,8 @@ export async function startPlatform(
   });
   const platform: Platform = {
     db,
+    writer: announcer.writer(db),
+    announcer,
     service,
     tools,
     boss,

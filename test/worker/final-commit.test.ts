@@ -116,7 +116,7 @@ describe('the final commit is the last checkpoint', () => {
     const task = await create(key);
     get(handlerRelease, key).resolve();
     await get(lockHeld, key).promise;
-    const claim = claimAttempt(platform.db, task.id, 'newer-worker');
+    const claim = claimAttempt(platform.writer, task.id, 'newer-worker');
     get(lockRelease, key).resolve();
     expect(await claim).toBeNull();
     expect(await findTask(platform.db, TENANT, task.id)).toMatchObject({ status: 'completed', attempt: 1 });
@@ -128,7 +128,9 @@ describe('the final commit is the last checkpoint', () => {
     const task = await create(key);
     await get(handlerStarted, key).promise;
     // Attempt 1 is presumed lost while its handler still runs; attempt 2 takes the task.
-    expect(await claimAttempt(platform.db, task.id, 'newer-worker')).toMatchObject({ lostWorker: expect.any(String) });
+    expect(await claimAttempt(platform.writer, task.id, 'newer-worker')).toMatchObject({
+      lostWorker: expect.any(String),
+    });
     get(handlerRelease, key).resolve();
     await waitForTask(
       () => listTaskEvents(platform.db, TENANT, task.id),

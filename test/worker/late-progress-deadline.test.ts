@@ -38,7 +38,7 @@ afterAll(async () => {
 describe('a clock that runs out as progress arrives', () => {
   it('ends the task failed by the max clock at once, although the progress call found the expiry first', async () => {
     const task = await platform.service.create('acme', { tool: 'late_reporter', arguments: {} });
-    const claim = await claimAttempt(platform.db, task.id, 'clock-test-worker');
+    const claim = await claimAttempt(platform.writer, task.id, 'clock-test-worker');
     const watcher = new CancelWatcher({
       db: platform.db,
       listener: null,

@@ -143,7 +143,7 @@ describe('a task from creation to its one terminal state', () => {
     platform.worker = null;
     const task = await platform.service.create(TENANT, { tool: 'greet', arguments: { name: 'Lin' } });
     // A worker that claimed the task and vanished without a trace.
-    expect(await claimAttempt(platform.db, task.id, 'worker-that-died')).not.toBeNull();
+    expect(await claimAttempt(platform.writer, task.id, 'worker-that-died')).not.toBeNull();
     await platform.startWorker();
     const done = await waitForTask(read(task.id), terminal);
     expect(done).toMatchObject({ status: 'completed', attempt: 2 });

@@ -5,7 +5,7 @@ import type pg from 'pg';
 import type { ReadinessReport } from './health-routes.ts';
 import { bearerTenants } from './http/auth.ts';
 import { createApiServer } from './server.ts';
-import { openTaskServices } from './task-services.ts';
+import { openTaskServices, type TaskServices } from './task-services.ts';
 import type { ClockCaps } from './tasks/task-service.ts';
 
 export type CheckState = ReadinessReport['checks'][string];
@@ -34,6 +34,10 @@ export interface ApiRoleOptions {
   /** Other roles' states and the process's shutdown flag, for /readyz. */
   readonly checks: () => Record<string, CheckState>;
   readonly stopping: () => boolean;
+  /** Run the task sweeper in this role (default true; off when a worker in this process sweeps). */
+  readonly sweep?: boolean;
+  /** TASKGATE_MAX_QUEUE_MS. */
+  readonly maxQueueMs?: number;
 }
 
 export interface ApiRole {
@@ -55,6 +59,8 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
     ...(options.defaultTtlMs === undefined ? {} : { defaultTtlMs: options.defaultTtlMs }),
     ...(options.idempotencyRetentionMs === undefined ? {} : { idempotencyRetentionMs: options.idempotencyRetentionMs }),
     ...(options.clockCaps ? { clockCaps: options.clockCaps } : {}),
+    ...(options.sweep === undefined ? {} : { sweep: options.sweep }),
+    ...(options.maxQueueMs === undefined ? {} : { sweeper: { maxQueueMs: options.maxQueueMs } }),
   });
   const cleanup = () => services.stop();
   let app: FastifyInstance;
@@ -62,7 +68,7 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
   try {
     app = await createApiServer({
       logger: options.logger,
-      readiness: () => readiness(services.pool, options),
+      readiness: () => readiness(services, options),
       tasks: {
         service: services.service,
         ledger: services.ledger,
@@ -102,11 +108,15 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
   };
 }
 
-async function readiness(pool: pg.Pool, options: ApiRoleOptions): Promise<ReadinessReport> {
+async function readiness(services: TaskServices, options: ApiRoleOptions): Promise<ReadinessReport> {
   const stopping = options.stopping();
   const checks: Record<string, CheckState> = {};
   for (const [name, state] of Object.entries(options.checks())) checks[name] = stopping ? 'stopping' : state;
-  checks.database = (await databaseAnswers(pool)) ? 'ok' : 'failing';
+  checks.database = (await databaseAnswers(services.pool)) ? 'ok' : 'failing';
+  // Without its LISTEN connection the API still answers (every wait polls), but slower: a load
+  // balancer should prefer an instance that hears notifications, until this one has reconnected.
+  const listening = services.hub.connected;
+  if (listening !== null) checks.notifications = listening ? 'ok' : 'failing';
   if (stopping) return { ready: false, reason: 'shutting down', checks };
   const notReady = Object.entries(checks).filter(([, state]) => state !== 'ok');
   if (notReady.length > 0) {

@@ -1,4 +1,18 @@
-import { createKysely, createPool, type Database, ensureTaskQueue, PGBOSS_SCHEMA, TaskAnnouncer } from '@taskgate/db';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import {
+  createKysely,
+  createPool,
+  type Database,
+  DEFAULT_MAX_QUEUE_MS,
+  ensureTaskQueue,
+  InstanceHeartbeat,
+  PGBOSS_SCHEMA,
+  TASK_QUEUE,
+  TaskAnnouncer,
+  TaskSweeper,
+  type TaskSweeperOptions,
+} from '@taskgate/db';
 import type { ToolRegistry } from '@taskgate/tools';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
@@ -12,13 +26,23 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 export interface TaskServicesOptions {
   readonly connectionString: string;
   readonly applicationName: string;
-  readonly logger: { readonly warn: LogFn; readonly error: LogFn };
+  readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly error: LogFn };
   readonly tools: ToolRegistry;
   /** Whether NOTIFY reaches this process (false on the embedded Postgres: watchers poll faster). */
   readonly listenNotify: boolean;
   readonly defaultTtlMs?: number;
   readonly idempotencyRetentionMs?: number;
   readonly clockCaps?: ClockCaps;
+  /** This instance's id in `instances` and in its request-mode tasks (default api-<random>). */
+  readonly instanceId?: string;
+  readonly heartbeatIntervalMs?: number;
+  /**
+   * Run the task sweeper here (default true). A process that also runs a worker sweeps there, and
+   * an API process with no worker must sweep itself: with no worker anywhere, only it can end a
+   * call's task at the queue bound.
+   */
+  readonly sweep?: boolean;
+  readonly sweeper?: Partial<Pick<TaskSweeperOptions, 'maxQueueMs' | 'lostAfterMs' | 'intervalMs' | 'deadlineGraceMs'>>;
 }
 
 export interface TaskServices {
@@ -27,6 +51,8 @@ export interface TaskServices {
   readonly service: TaskService;
   readonly ledger: LedgerService;
   readonly hub: TaskEventsHub;
+  readonly heartbeat: InstanceHeartbeat;
+  readonly sweeper: TaskSweeper | null;
   stop(): Promise<void>;
 }
 
@@ -55,8 +81,36 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     logger: options.logger,
   });
   const announcer = new TaskAnnouncer(db, { logger: options.logger });
+  const instanceId = options.instanceId ?? `api-${randomUUID().slice(0, 8)}`;
+  // Request-mode tasks name this instance: if it is lost, a sweeper cancels them (nobody is left
+  // to answer their callers).
+  const heartbeat = new InstanceHeartbeat({
+    db,
+    identity: { id: instanceId, kind: 'api', host: hostname(), pid: process.pid },
+    logger: options.logger,
+    ...(options.heartbeatIntervalMs === undefined ? {} : { intervalMs: options.heartbeatIntervalMs }),
+  });
+  const sweeper =
+    options.sweep === false
+      ? null
+      : new TaskSweeper({
+          db,
+          announcer,
+          queue: TASK_QUEUE,
+          maxQueueMs: DEFAULT_MAX_QUEUE_MS,
+          ...options.sweeper,
+          reachableForMs: () => heartbeat.reachableForMs(),
+          onUnavailable: () => heartbeat.noteUnavailable(),
+          logger: options.logger,
+        });
+  let heartbeatStarted = false;
   const stop = async () => {
-    await Promise.allSettled([hub.stop(), boss.stop({ graceful: false, close: true })]);
+    await sweeper?.stop();
+    await Promise.allSettled([
+      hub.stop(),
+      boss.stop({ graceful: false, close: true }),
+      heartbeatStarted ? heartbeat.stop() : undefined,
+    ]);
     await announcer.settled();
     await db.destroy();
   };
@@ -66,6 +120,9 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     // connection (on the embedded Postgres that would wait for the transaction itself).
     await ensureTaskQueue(boss);
     await hub.start();
+    await heartbeat.start();
+    heartbeatStarted = true;
+    sweeper?.start();
   } catch (error) {
     await stop();
     throw error;
@@ -77,6 +134,7 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     tools: options.tools,
     defaultTtlMs: options.defaultTtlMs ?? DEFAULT_TTL_MS,
     pollIntervalMs: options.listenNotify ? 1_000 : 500,
+    instanceId,
     ...(options.idempotencyRetentionMs === undefined ? {} : { idempotencyRetentionMs: options.idempotencyRetentionMs }),
     ...(options.clockCaps ? { clockCaps: options.clockCaps } : {}),
   });
@@ -84,5 +142,5 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     db,
     options.idempotencyRetentionMs === undefined ? {} : { idempotencyRetentionMs: options.idempotencyRetentionMs },
   );
-  return { pool, db, service, ledger, hub, stop };
+  return { pool, db, service, ledger, hub, heartbeat, sweeper, stop };
 }

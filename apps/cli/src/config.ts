@@ -31,6 +31,8 @@ export interface Config {
   readonly mcpSseAfterMs: number;
   /** For a client with the Tasks extension, a call still running after this long becomes a task. */
   readonly mcpTaskAfterMs: number;
+  /** A task no worker has started within this long of its creation fails (the queue bound). */
+  readonly maxQueueMs: number;
   /** Also offer the tools that ask for input (the MCP conformance suite's fixtures). */
   readonly conformanceTools: boolean;
   readonly relay: RelayConfig;
@@ -75,6 +77,8 @@ export const SETTINGS = {
   TASKGATE_MAX_CALL_MS:
     "ceiling on every tool's max clock; a tool without one gets this, so every call ends (default 86400000, 24 h)",
   TASKGATE_MAX_IDLE_MS: "ceiling on every tool's idle clock (default: unset, tools' own idle clocks only)",
+  TASKGATE_MAX_QUEUE_MS:
+    'a task no worker has started within this long of its creation fails, naming its tool (default 600000, 10 min)',
   TASKGATE_MCP_SSE_AFTER_MS:
     'an MCP tools/call still running after this long is answered as an SSE stream with keepalives (default 1000)',
   TASKGATE_CONFORMANCE:
@@ -167,6 +171,15 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       ? null
       : parseInteger(maxIdleRaw, 0, 100, 30 * 86_400_000, 'TASKGATE_MAX_IDLE_MS', problem);
 
+  const maxQueueMs = parseInteger(
+    value('TASKGATE_MAX_QUEUE_MS'),
+    600_000,
+    1_000,
+    30 * 86_400_000,
+    'TASKGATE_MAX_QUEUE_MS',
+    problem,
+  );
+
   const mcpSseAfterMs = parseInteger(
     value('TASKGATE_MCP_SSE_AFTER_MS'),
     1_000,
@@ -239,6 +252,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       maxIdleMs,
       mcpSseAfterMs,
       mcpTaskAfterMs,
+      maxQueueMs,
       conformanceTools,
       relay,
     },

@@ -20,5 +20,6 @@ export function workerOptions(
     listenNotify: database.kind === 'external',
     concurrency: config.workerConcurrency,
     outboxRetentionMs: config.outboxRetentionMs,
+    sweeper: { maxQueueMs: config.maxQueueMs },
   };
 }

@@ -58,6 +58,11 @@ export class CancelWatcher {
     clearTimeout(this.#pollTimer);
   }
 
+  /** Reads the watched tasks' flags now (after a lost LISTEN connection came back). */
+  pollNow(): void {
+    this.#poll().catch((error: Error) => this.#options.logger.warn({ error: error.message }, 'cancel poll failed'));
+  }
+
   #schedulePoll(): void {
     if (this.#stopped) return;
     this.#pollTimer = setTimeout(() => {

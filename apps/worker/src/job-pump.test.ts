@@ -15,7 +15,7 @@ function job(id: string): FetchedJob {
   return { job: { id, retryCount: 0, data: { taskId: id, tenantId: 't' } } as Job<TaskJobData>, claim: null };
 }
 
-const quiet = { warn: () => {}, debug: () => {} };
+const quiet = { info: () => {}, warn: () => {}, debug: () => {} };
 
 /**
  * A pump of one slot over a fake queue: `complete` is held until the test lets it go, so the order

@@ -1,11 +1,15 @@
-import type { ClaimedAttempt, TaskJobData } from '@taskgate/db';
-import { Batcher, LoopSignals } from '@taskgate/reliability';
+import { type ClaimedAttempt, retryWhileUnavailable, type TaskJobData } from '@taskgate/db';
+import { Batcher, backoffDelay, LoopSignals } from '@taskgate/reliability';
 import { TaskReleasedError } from '@taskgate/tools';
 import type { Job, JobAttempt, PgBoss } from 'pg-boss';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 const REFILL_LINGER_MS = 5;
+/** Pauses between failed fetches while the database is unreachable: 250 ms doubling to 5 s, jittered. */
+const FETCH_BACKOFF = { baseMs: 250, capMs: 5_000 };
+/** A settle (complete, fail back) is retried through an outage for this long, then left to pg-boss's expiry. */
+const SETTLE_RETRY_MS = 60_000;
 
 export interface FetchedJob {
   readonly job: Job<TaskJobData>;
@@ -25,7 +29,7 @@ export interface JobPumpOptions {
   /** Fetches up to `count` jobs and claims their tasks, in one transaction. */
   readonly fetch: (count: number) => Promise<FetchedJob[]>;
   readonly run: (claim: ClaimedAttempt | null) => Promise<void>;
-  readonly logger: { readonly warn: LogFn; readonly debug: LogFn };
+  readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogFn };
 }
 
 /**
@@ -45,6 +49,9 @@ export class JobPump {
   readonly #settling = new Set<Promise<void>>();
   readonly #signals = new LoopSignals();
   #wakeRequested = false;
+  #fetchFailures = 0;
+  /** Aborted by close(): a settle still waiting out an outage gives up (pg-boss's expiry covers it). */
+  readonly #closing = new AbortController();
   #loop: Promise<void> | null = null;
   #heartbeat: NodeJS.Timeout | undefined;
 
@@ -88,6 +95,7 @@ export class JobPump {
 
   /** After the running jobs have settled: waits for their retirements, then stops the heartbeats. */
   async close(): Promise<void> {
+    this.#closing.abort();
     await Promise.all([...this.#settling]);
     clearInterval(this.#heartbeat);
   }
@@ -111,12 +119,20 @@ export class JobPump {
       try {
         const jobs = await this.#options.fetch(free);
         fetched = jobs.length;
+        if (this.#fetchFailures > 0) {
+          this.#options.logger.info({ failures: this.#fetchFailures }, 'fetching jobs works again');
+          this.#fetchFailures = 0;
+        }
         for (const entry of jobs) this.#start(entry);
       } catch (error) {
-        this.#options.logger.warn(
-          { error: (error as Error).message },
-          'fetching jobs failed; retrying after the poll interval',
-        );
+        // While the database is down every fetch fails: back off (capped, jittered, so workers
+        // that lost it together do not return in step) and say so once, not once per attempt.
+        const delay = backoffDelay(Math.min(this.#fetchFailures, 30), FETCH_BACKOFF, Math.random);
+        const log = this.#fetchFailures === 0 ? this.#options.logger.warn : this.#options.logger.debug;
+        log({ error: (error as Error).message, retryInMs: delay }, 'fetching jobs failed; retrying with backoff');
+        this.#fetchFailures += 1;
+        await this.#signals.waitFor('wake', delay);
+        continue;
       }
       // A full batch means there is probably more; a wake-up during the fetch may be a task the
       // fetch's snapshot did not see. Either way, go round again at once.
@@ -136,8 +152,9 @@ export class JobPump {
       this.#running.delete(job.id);
       this.#signals.slotFreed();
       // Through a resolved promise, so that even a synchronous throw becomes a logged rejection.
+      // Through an outage, retried: a job left active would wait out its heartbeat expiry first.
       const retiring: Promise<void> = Promise.resolve()
-        .then(work)
+        .then(() => retryWhileUnavailable(work, { giveUpAfterMs: SETTLE_RETRY_MS, signal: this.#closing.signal }))
         .then(() => undefined)
         .catch((error: Error) =>
           this.#options.logger.warn({ jobId: job.id, error: error.message }, 'settling the job failed'),

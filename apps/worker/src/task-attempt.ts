@@ -3,6 +3,7 @@ import {
   completeKey,
   type Database,
   finishAttempt,
+  isDatabaseUnavailable,
   lockForCompletion,
   type Outcome,
   parkForInput,
@@ -12,8 +13,10 @@ import {
   recordProgress,
   recordStep,
   releaseAttempt,
+  retryWhileUnavailable,
   type TaskAnnouncer,
   type TaskRecord,
+  type TaskWriter,
 } from '@taskgate/db';
 import { isTerminalStatus, ProgressGate, type ProgressUpdate, TwoClockDeadline } from '@taskgate/reliability';
 import {
@@ -32,9 +35,16 @@ import type { Kysely, Transaction } from 'kysely';
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 export interface AttemptSettings {
+  /** Reads, and the final commit's transaction. */
   readonly db: Kysely<Database>;
-  /** Announces each change after it commits. */
+  /** Every task write goes through it, and it announces each change after it commits. */
   readonly announcer: TaskAnnouncer;
+  /**
+   * A write whose outcome is decided (a terminal status, a step's result, a hand-back) is retried
+   * while the database is unreachable, for up to `giveUpAfterMs` or until `signal` aborts (the
+   * worker is stopping): a Postgres restart delays it instead of losing it.
+   */
+  readonly outage: { readonly giveUpAfterMs: number; readonly signal: AbortSignal };
   /** Whether another worker may run the task again if this attempt is handed back or lost. */
   readonly retryable: boolean;
   /** Completions without local effects go through here (group commit). */
@@ -92,11 +102,13 @@ export class TaskAttempt {
   #releaseRequested: string | null = null;
   #steps: Map<string, unknown> | null = null;
   #parked = false;
+  readonly #writer: TaskWriter;
 
   constructor(task: TaskRecord, elapsedMs: number, tool: ToolDefinition, settings: AttemptSettings) {
     this.task = task;
     this.#tool = tool;
     this.#settings = settings;
+    this.#writer = settings.announcer.writer(settings.db);
     const now = settings.now();
     this.#lastFlagReadAt = now;
     // The max clock runs from the task's first start, across attempts; the idle clock from now.
@@ -174,19 +186,21 @@ export class TaskAttempt {
   }
 
   async #step<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    this.#steps ??= await readSteps(this.#settings.db, this.task.id);
+    this.#steps ??= await this.#persist(() => readSteps(this.#settings.db, this.task.id));
     // Recorded by an earlier attempt (or earlier in this one): its result, never a second run.
     if (this.#steps.has(name)) return structuredClone(this.#steps.get(name)) as T;
     const signal = this.#controller.signal;
     if (signal.aborted) throw signal.reason;
     const produced = await fn();
     const stored: unknown = produced === undefined ? null : JSON.parse(JSON.stringify(produced));
-    const recorded = await recordStep(this.#settings.db, {
-      taskId: this.task.id,
-      attempt: this.task.attempt,
-      name,
-      result: stored,
-    });
+    const recorded = await this.#persist(() =>
+      recordStep(this.#settings.db, {
+        taskId: this.task.id,
+        attempt: this.task.attempt,
+        name,
+        result: stored,
+      }),
+    );
     if (!recorded) {
       // The task moved on (another attempt holds it, or it ended): this attempt must stop here.
       throw signal.aborted ? signal.reason : new Error(`step ${name}: this attempt no longer holds the task`);
@@ -207,20 +221,21 @@ export class TaskAttempt {
     await this.#checkpoint();
     await this.#flushProgress();
     const outstanding = Object.fromEntries(missing.map((key) => [key, requests[key]]));
-    const parked = await parkForInput(
-      this.#settings.db,
-      this.task.id,
-      this.task.attempt,
-      outstanding,
-      `waiting for input: ${missing.join(', ')}`,
+    const parked = await this.#persist(() =>
+      parkForInput(
+        this.#writer,
+        this.task.id,
+        this.task.attempt,
+        outstanding,
+        `waiting for input: ${missing.join(', ')}`,
+      ),
     );
     if (parked) {
-      this.#settings.announcer.announce('status', [parked]);
       this.#parked = true;
       throw new TaskParkedError(missing);
     }
     // Not parked: a cancel was requested first (or the attempt was superseded).
-    const [state] = await readCancelStates(this.#settings.db, [this.task.id]);
+    const [state] = await this.#persist(() => readCancelStates(this.#settings.db, [this.task.id]));
     if (state?.cancelRequested) this.cancel('input found the flag');
     throw this.#controller.signal.aborted ? this.#controller.signal.reason : new Error('the task moved on');
   }
@@ -233,8 +248,14 @@ export class TaskAttempt {
     const now = this.#settings.now();
     if (now - this.#lastFlagReadAt >= this.#settings.checkpointReadIntervalMs) {
       this.#lastFlagReadAt = now;
-      const [state] = await readCancelStates(this.#settings.db, [this.task.id]);
-      if (state?.cancelRequested) this.cancel('checkpoint read the flag');
+      try {
+        const [state] = await readCancelStates(this.#settings.db, [this.task.id]);
+        if (state?.cancelRequested) this.cancel('checkpoint read the flag');
+      } catch (error) {
+        // An outage is not the handler's failure: the flag is read again at a later checkpoint
+        // (the final commit always reads it under the row lock).
+        if (!isDatabaseUnavailable(error)) throw error;
+      }
     }
     if (signal.aborted) throw signal.reason;
   }
@@ -271,16 +292,15 @@ export class TaskAttempt {
     // Chained, so writes land in the order they were made and the last one wins.
     this.#progressWrites = this.#progressWrites
       .then(() =>
-        recordProgress(this.#settings.db, this.task.id, this.task.attempt, {
+        recordProgress(this.#writer, this.task.id, this.task.attempt, {
           value: update.progress,
           total: update.total,
           message: update.message,
         }),
       )
       .then(
-        (recorded) => {
-          if (recorded) this.#settings.announcer.announce('progress', [{ ...this.task, status: 'working' }]);
-        },
+        () => {},
+        // Progress is replaceable: a write lost to an outage is superseded by the next one.
         (error: Error) =>
           this.#settings.logger.warn({ taskId: this.task.id, error: error.message }, 'progress write failed'),
       );
@@ -327,14 +347,14 @@ export class TaskAttempt {
     this.#guardCommit();
     await this.#flushProgress();
     const completion = { id: this.task.id, attempt: this.task.attempt, result, reason: 'handler returned' };
-    const completed = await this.#settings.completions.submit(completion);
+    const completed = await this.#persist(() => this.#settings.completions.submit(completion));
     if (completed) {
-      this.#settings.announcer.announce('status', [completed]);
       this.#committed = true;
       return;
     }
-    // Not completed: a cancel came first, or something else ended the attempt. Which one?
-    const [state] = await readCancelStates(this.#settings.db, [this.task.id]);
+    // Not completed: a cancel came first, or something else ended the attempt (or an earlier try
+    // of this very completion committed and lost its answer). Which one?
+    const [state] = await this.#persist(() => readCancelStates(this.#settings.db, [this.task.id]));
     if (state && state.attempt === this.task.attempt && !isTerminalStatus(state.status) && state.cancelRequested) {
       this.#cancelled(state.cancelReason, 'final commit found the flag');
       throw this.#controller.signal.reason;
@@ -359,26 +379,26 @@ export class TaskAttempt {
     if (this.#controller.signal.aborted && !(this.#controller.signal.reason instanceof TaskCancelledError)) {
       throw this.#controller.signal.reason;
     }
-    const outcome = await this.#settings.db.transaction().execute(async (trx) => {
-      const check = await lockForCompletion(trx, this.task.id, this.task.attempt);
-      if (check.kind !== 'proceed') return check;
-      await this.#settings.hooks?.afterCompletionLock?.(this.task.id);
-      const result = await effects(trx);
-      const key = this.task.idempotencyKey;
-      if (key !== null) {
-        const stored = await completeKey(trx, { tenantId: this.task.tenantId, key, taskId: this.task.id, result });
-        // Only a task that already ended can lose its key, and then the lock above said so.
-        if (!stored) throw new Error(`idempotency key ${key} is no longer held by task ${this.task.id}`);
-      }
-      const finished = await finishAttempt(trx, this.task.id, this.task.attempt, {
-        status: 'completed',
-        result,
-        reason,
-      });
-      return { kind: 'completed' as const, result, finished };
-    });
+    // Retried whole while the database is unreachable: a transaction that failed committed
+    // nothing, and one whose COMMIT answer was lost is found ended by the next try's lock.
+    const outcome = await this.#persist(() =>
+      this.#settings.announcer.transaction(this.#settings.db, async (writer) => {
+        const trx = writer.db as Transaction<Database>;
+        const check = await lockForCompletion(trx, this.task.id, this.task.attempt);
+        if (check.kind !== 'proceed') return check;
+        await this.#settings.hooks?.afterCompletionLock?.(this.task.id);
+        const result = await effects(trx);
+        const key = this.task.idempotencyKey;
+        if (key !== null) {
+          const stored = await completeKey(trx, { tenantId: this.task.tenantId, key, taskId: this.task.id, result });
+          // Only a task that already ended can lose its key, and then the lock above said so.
+          if (!stored) throw new Error(`idempotency key ${key} is no longer held by task ${this.task.id}`);
+        }
+        await finishAttempt(writer, this.task.id, this.task.attempt, { status: 'completed', result, reason });
+        return { kind: 'completed' as const, result };
+      }),
+    );
     if (outcome.kind === 'completed') {
-      this.#settings.announcer.announce('status', [outcome.finished]);
       this.#committed = true;
       return outcome.result;
     }
@@ -422,12 +442,12 @@ export class TaskAttempt {
     if (this.#committed) return; // superseded at the final commit
     if (this.#parked) return; // input_required: the answer queues the next run
     if (error instanceof TaskReleasedError) {
-      await releaseAttempt(this.#settings.db, this.task.id, this.task.attempt, error.message);
+      await this.#persist(() => releaseAttempt(this.#writer, this.task.id, this.task.attempt, error.message));
       throw error;
     }
     if (error instanceof TaskCancelledError) {
       const how = this.#cancelSeenHow ?? 'handler stopped';
-      await recordCancelObserved(this.#settings.db, this.task.id, this.task.attempt, how);
+      await this.#persist(() => recordCancelObserved(this.#settings.db, this.task.id, this.task.attempt, how));
       await this.#finish({ status: 'cancelled', statusMessage: error.message, reason: `cancel observed: ${how}` });
       return;
     }
@@ -450,9 +470,21 @@ export class TaskAttempt {
     });
   }
 
-  async #finish(outcome: Outcome): Promise<TaskRecord | null> {
-    const finished = await finishAttempt(this.#settings.db, this.task.id, this.task.attempt, outcome);
-    this.#settings.announcer.announce('status', [finished]);
-    return finished;
+  #finish(outcome: Outcome): Promise<TaskRecord | null> {
+    return this.#persist(() => finishAttempt(this.#writer, this.task.id, this.task.attempt, outcome));
+  }
+
+  #persist<T>(write: () => Promise<T>): Promise<T> {
+    return retryWhileUnavailable(write, {
+      ...this.#settings.outage,
+      onRetry: (error, attempt, delayMs) => {
+        if (attempt === 0) {
+          this.#settings.logger.warn(
+            { taskId: this.task.id, error: (error as Error).message, retryInMs: delayMs },
+            'the database is unreachable; the task write is retried until it lands',
+          );
+        }
+      },
+    });
   }
 }

@@ -7,6 +7,7 @@ import {
   openReconciliationItem,
   recordCancelObserved,
   releaseAttempt,
+  retryWhileUnavailable,
   type TaskAnnouncer,
   type TaskRecord,
 } from '@taskgate/db';
@@ -28,9 +29,14 @@ export interface TaskRunnerOptions {
   readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogFn };
   readonly checkpointReadIntervalMs: number;
   readonly progressWriteIntervalMs: number;
+  /** How long a decided write is retried through a database outage (default 5 min). */
+  readonly outageRetryMs?: number;
   readonly now?: () => number;
   readonly hooks?: AttemptHooks;
 }
+
+/** A Postgres restart takes seconds; a failover a minute or two. Past this, the attempt is given up. */
+const DEFAULT_OUTAGE_RETRY_MS = 5 * 60_000;
 
 /**
  * Runs the tasks pg-boss hands to this worker, one TaskAttempt each, and drains them on shutdown:
@@ -42,6 +48,8 @@ export class TaskRunner {
   readonly #completions: Batcher<Completion, TaskRecord | null>;
   readonly #inFlight = new Map<string, TaskAttempt>();
   readonly #idleWaiters = new Set<() => void>();
+  /** Aborted when the grace period is over: writes still retrying through an outage give up. */
+  readonly #stopping = new AbortController();
   #draining = false;
 
   constructor(options: TaskRunnerOptions) {
@@ -50,7 +58,8 @@ export class TaskRunner {
     // atomic; an explicit transaction would only add BEGIN and COMMIT round trips to every task's
     // critical path). Each row keeps its own conditions (attempt, status, no cancel), so batching
     // changes the number of commits, not who wins a race. The statement locks rows in id order.
-    this.#completions = new Batcher((completions: readonly Completion[]) => completeAttempts(options.db, completions));
+    const writer = options.announcer.writer(options.db);
+    this.#completions = new Batcher((completions: readonly Completion[]) => completeAttempts(writer, completions));
   }
 
   get inFlight(): number {
@@ -65,6 +74,7 @@ export class TaskRunner {
   async run(claim: ClaimedAttempt | null): Promise<void> {
     if (!claim) return;
     const { db, tools, logger, announcer } = this.#options;
+    const writer = announcer.writer(db);
     const { task } = claim;
     const taskId = task.id;
     if (claim.lostWorker) {
@@ -73,8 +83,8 @@ export class TaskRunner {
         'previous attempt was lost; running again',
       );
     }
-    const finish = async (outcome: Outcome) =>
-      announcer.announce('status', [await finishAttempt(db, task.id, task.attempt, outcome)]);
+    const persist = <T>(write: () => Promise<T>) => retryWhileUnavailable(write, this.#outage());
+    const finish = (outcome: Outcome) => persist(() => finishAttempt(writer, task.id, task.attempt, outcome));
     const fail = (code: number, message: string, reason: string) =>
       finish({ status: 'failed', error: { code, message }, statusMessage: message, reason });
 
@@ -94,17 +104,17 @@ export class TaskRunner {
         tool.retry === 'unsafe'
           ? 'an unsafe tool is never retried automatically'
           : 'a conditional tool called without an idempotency key is never retried automatically';
-      await openReconciliationItem(db, task.id, `attempt ${task.attempt - 1} was lost; ${why}`);
+      await persist(() => openReconciliationItem(db, task.id, `attempt ${task.attempt - 1} was lost; ${why}`));
       await fail(-32603, `the outcome of the previous attempt is unknown: ${why}; see reconciliation`, 'retry refused');
       logger.warn({ taskId, tool: task.tool }, 'retry refused; reconciliation item opened');
       return;
     }
     if (this.#draining) {
-      await releaseAttempt(db, task.id, task.attempt, 'worker is shutting down');
+      await persist(() => releaseAttempt(writer, task.id, task.attempt, 'worker is shutting down'));
       throw new TaskReleasedError('worker is shutting down');
     }
     if (task.cancelRequestedAt) {
-      await recordCancelObserved(db, task.id, task.attempt, 'before start');
+      await persist(() => recordCancelObserved(db, task.id, task.attempt, 'before start'));
       await finish({
         status: 'cancelled',
         statusMessage: 'cancelled before it started',
@@ -121,6 +131,7 @@ export class TaskRunner {
       logger,
       checkpointReadIntervalMs: this.#options.checkpointReadIntervalMs,
       progressWriteIntervalMs: this.#options.progressWriteIntervalMs,
+      outage: this.#outage(),
       now: this.#options.now ?? Date.now,
       ...(this.#options.hooks ? { hooks: this.#options.hooks } : {}),
     });
@@ -147,7 +158,17 @@ export class TaskRunner {
 
   /** The grace period is over: every handler still running is stopped and its task handed back. */
   releaseAll(why: string): void {
+    // A write still waiting out an outage gives up now; the task is redelivered after this worker's
+    // job heartbeats stop, as after a crash.
+    this.#stopping.abort();
     for (const attempt of this.#inFlight.values()) attempt.release(why);
+  }
+
+  #outage(): { giveUpAfterMs: number; signal: AbortSignal } {
+    return {
+      giveUpAfterMs: this.#options.outageRetryMs ?? DEFAULT_OUTAGE_RETRY_MS,
+      signal: this.#stopping.signal,
+    };
   }
 
   /** Resolves true when nothing runs any more, or false when `timeoutMs` passes first. */

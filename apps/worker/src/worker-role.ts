@@ -1,14 +1,19 @@
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import {
   claimAttempts,
   createKysely,
   createPool,
+  DEFAULT_MAX_QUEUE_MS,
   ensureTaskQueue,
+  InstanceHeartbeat,
   PGBOSS_SCHEMA,
   TASK_QUEUE,
   TaskAnnouncer,
   type TaskJobData,
   TaskListener,
+  TaskSweeper,
+  type TaskSweeperOptions,
 } from '@taskgate/db';
 import type { ToolRegistry } from '@taskgate/tools';
 import { fromKysely, PgBoss } from 'pg-boss';
@@ -51,6 +56,14 @@ export interface WorkerRoleOptions {
   readonly outboxRetentionMs?: number;
   readonly workerId?: string;
   readonly hooks?: AttemptHooks;
+  /** Run the task sweeper in this process (default true); several processes may. */
+  readonly sweep?: boolean;
+  /** TASKGATE_MAX_QUEUE_MS, and the sweeper's other knobs (tests shorten them). */
+  readonly sweeper?: Partial<Pick<TaskSweeperOptions, 'maxQueueMs' | 'lostAfterMs' | 'intervalMs' | 'deadlineGraceMs'>>;
+  /** How often this worker's instance row is heartbeated (default 2 s). */
+  readonly heartbeatIntervalMs?: number;
+  /** How long a decided task write is retried through a database outage (default 5 min). */
+  readonly outageRetryMs?: number;
 }
 
 export interface WorkerRole {
@@ -58,6 +71,9 @@ export interface WorkerRole {
   readonly runner: TaskRunner;
   readonly pump: JobPump;
   readonly sweeper: RetentionSweeper;
+  /** Null with `sweep: false`. */
+  readonly tasks: TaskSweeper | null;
+  readonly heartbeat: InstanceHeartbeat;
   stop(): Promise<void>;
 }
 
@@ -108,6 +124,27 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     logger,
   });
   const announcer = new TaskAnnouncer(db, { logger });
+  // The worker id in tasks.worker_id is this instance's row: a sweeper elsewhere tells from its
+  // heartbeat whether a task's worker is still there.
+  const heartbeat = new InstanceHeartbeat({
+    db,
+    identity: { id: workerId, kind: 'worker', host: hostname(), pid: process.pid },
+    logger,
+    ...(options.heartbeatIntervalMs === undefined ? {} : { intervalMs: options.heartbeatIntervalMs }),
+  });
+  const tasks =
+    options.sweep === false
+      ? null
+      : new TaskSweeper({
+          db,
+          announcer,
+          queue: TASK_QUEUE,
+          maxQueueMs: DEFAULT_MAX_QUEUE_MS,
+          ...options.sweeper,
+          reachableForMs: () => heartbeat.reachableForMs(),
+          onUnavailable: () => heartbeat.noteUnavailable(),
+          logger,
+        });
   const runner = new TaskRunner({
     db,
     announcer,
@@ -116,6 +153,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     logger,
     checkpointReadIntervalMs: options.checkpointReadIntervalMs ?? 250,
     progressWriteIntervalMs: options.progressWriteIntervalMs ?? 100,
+    ...(options.outageRetryMs === undefined ? {} : { outageRetryMs: options.outageRetryMs }),
     ...(options.hooks ? { hooks: options.hooks } : {}),
   });
   const sweeper = new RetentionSweeper(
@@ -133,10 +171,10 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     // The fetch and the claim of its tasks commit together: one commit per batch, and no job is
     // ever active without its task knowing which attempt and worker hold it.
     fetch: (count) =>
-      db.transaction().execute(async (trx) => {
-        const jobs = await boss.fetch<TaskJobData>(TASK_QUEUE, { batchSize: count, db: fromKysely(trx) });
+      announcer.transaction(db, async (writer) => {
+        const jobs = await boss.fetch<TaskJobData>(TASK_QUEUE, { batchSize: count, db: fromKysely(writer.db) });
         const claims = await claimAttempts(
-          trx,
+          writer,
           jobs.map((job) => job.data.taskId),
           workerId,
         );
@@ -150,17 +188,26 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     // A new task, or a parked one whose input was answered (its next run was just enqueued).
     if (notification.event === 'created' || notification.event === 'resumed') pump.wake();
   });
+  // LISTEN was down for a while: tasks created and cancels requested meanwhile went unheard.
+  listener?.onReconnect(() => {
+    pump.wake();
+    watcher.pollNow();
+  });
 
   try {
     await boss.start();
     await ensureTaskQueue(boss);
+    // Registered before the first claim: a task never names a worker the sweeper cannot find.
+    await heartbeat.start();
     await listener?.start();
     watcher.start();
     pump.start();
     sweeper.start();
+    tasks?.start();
   } catch (error) {
     watcher.stop();
-    await Promise.allSettled([listener?.stop(), boss.stop({ graceful: false, close: true }), db.destroy()]);
+    await Promise.allSettled([listener?.stop(), heartbeat.stop(), boss.stop({ graceful: false, close: true })]);
+    await db.destroy();
     throw error;
   }
   logger.info({ workerId, concurrency, tools: options.tools.list().map((tool) => tool.name) }, 'worker started');
@@ -170,6 +217,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     runner,
     pump,
     sweeper,
+    tasks,
+    heartbeat,
     stop: async () => {
       // 1. Take no new jobs; running handlers hand their task back at their next checkpoint.
       runner.beginDrain();
@@ -184,9 +233,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       }
       await pump.close();
       await sweeper.stop();
+      await tasks?.stop();
       watcher.stop();
       await listener?.stop();
       await boss.stop({ graceful: true, close: true, timeout: 1_000 });
+      // Marked stopped only now: until its tasks are handed back, they are this worker's.
+      await heartbeat.stop();
       await announcer.settled();
       await db.destroy();
       logger.info({ workerId }, 'worker stopped');

@@ -1,9 +1,10 @@
 import { Batcher, type BatcherOptions } from '@taskgate/reliability';
-import type { Kysely, Transaction } from 'kysely';
-import type { Database } from './schema.ts';
+
+/** Runs `work` in one transaction (for tasks: TaskAnnouncer.transaction, which announces after the commit). */
+export type TransactionRunner<S> = <T>(work: (scope: S) => Promise<T>) => Promise<T>;
 
 /** Does the work for a batch inside its transaction; returns one output per item, in order. */
-export type BatchWork<I, O> = (trx: Transaction<Database>, items: readonly I[]) => Promise<O[]>;
+export type BatchWork<S, I, O> = (scope: S, items: readonly I[]) => Promise<O[]>;
 
 export type GroupCommitOptions<I> = BatcherOptions<I>;
 
@@ -14,11 +15,11 @@ export type GroupCommitOptions<I> = BatcherOptions<I>;
  * item alone, so batching changes the number of commits, not the outcome: a failed batch committed
  * nothing, and its items are retried one transaction each.
  */
-export class GroupCommit<I, O> {
+export class GroupCommit<S, I, O> {
   readonly #batcher: Batcher<I, O>;
 
-  constructor(db: Kysely<Database>, work: BatchWork<I, O>, options: GroupCommitOptions<I> = {}) {
-    this.#batcher = new Batcher((items) => db.transaction().execute((trx) => work(trx, items)), options);
+  constructor(transaction: TransactionRunner<S>, work: BatchWork<S, I, O>, options: GroupCommitOptions<I> = {}) {
+    this.#batcher = new Batcher((items) => transaction((scope) => work(scope, items)), options);
   }
 
   run(item: I): Promise<O> {

@@ -5,7 +5,19 @@ export {
   type EmbeddedPostgresOptions,
   startEmbeddedPostgres,
 } from './embedded/embedded-postgres.ts';
-export { type BatchWork, GroupCommit, type GroupCommitOptions } from './group-commit.ts';
+export { type BatchWork, GroupCommit, type GroupCommitOptions, type TransactionRunner } from './group-commit.ts';
+export {
+  DEFAULT_HEARTBEAT_INTERVAL_MS,
+  InstanceHeartbeat,
+  type InstanceHeartbeatOptions,
+} from './instances/instance-heartbeat.ts';
+export {
+  deleteStaleInstances,
+  heartbeatInstance,
+  type InstanceIdentity,
+  markInstanceStopped,
+  registerInstance,
+} from './instances/instance-registry.ts';
 export { createKysely } from './kysely.ts';
 export {
   type ClaimOutcome,
@@ -48,6 +60,7 @@ export {
   reserveStock,
   setStock,
 } from './mutations/inventory.ts';
+export { type OutageRetryOptions, retryWhileUnavailable } from './outage-retry.ts';
 export {
   type ClaimedOutboxEvent,
   claimDueOutbox,
@@ -62,14 +75,14 @@ export {
 export { OUTBOX_CHANNEL, OutboxListener, type OutboxListenerOptions } from './outbox/outbox-listener.ts';
 export { addOutboxEvents, type OutboxEvent } from './outbox/outbox-store.ts';
 export { MAX_PREPARED_PER_CONNECTION, REPLAN_AFTER_EXECUTIONS } from './preparing-client.ts';
-export type { Database, TaskEventType, TaskMode, TaskStatus } from './schema.ts';
+export type { Database, InstanceKind, TaskEventType, TaskMode, TaskStatus } from './schema.ts';
 export { ensureTaskQueue, TASK_QUEUE, TASK_QUEUE_OPTIONS, type TaskJobData } from './task-queue.ts';
 export {
   listOpenReconciliationItems,
   openReconciliationItem,
   type ReconciliationItem,
 } from './tasks/reconciliation-items.ts';
-export { type AnnouncedTask, TaskAnnouncer } from './tasks/task-announcer.ts';
+export { TaskAnnouncer } from './tasks/task-announcer.ts';
 export {
   type CancelState,
   type ClaimedAttempt,
@@ -115,3 +128,25 @@ export {
   type TaskEvent,
   type TaskPage,
 } from './tasks/task-store.ts';
+export {
+  DEFAULT_LOST_AFTER_MS,
+  DEFAULT_MAX_QUEUE_MS,
+  type SweepReport,
+  TaskSweeper,
+  type TaskSweeperOptions,
+} from './tasks/task-sweeper.ts';
+export {
+  cancelOrphanedRequests,
+  cancelUnheld,
+  failOrphanedByEndedJobs,
+  failPastMaxDeadline,
+  failQueuedTooLong,
+  failWithoutLiveJob,
+} from './tasks/task-sweeps.ts';
+export {
+  type AnnouncedTask,
+  HeldChanges,
+  type TaskChange,
+  type TaskChanges,
+  type TaskWriter,
+} from './tasks/task-writer.ts';

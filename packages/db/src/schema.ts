@@ -55,6 +55,10 @@ export interface TasksTable {
   input_requests: Json | null;
   /** Answers received so far, by request key. */
   input_responses: ColumnType<Record<string, unknown>, string | undefined, string>;
+  /** The pg-boss job of the current run when it is not the first (whose id is the task's); migration 0005. */
+  job_id: string | null;
+  /** The API instance whose request a request-mode task serves. */
+  api_instance_id: string | null;
 }
 
 export interface TaskEventsTable {
@@ -157,7 +161,20 @@ export interface InventoryReservationsTable {
   created_at: GeneratedTimestamp;
 }
 
+export type InstanceKind = 'api' | 'worker';
+
+export interface InstancesTable {
+  id: string;
+  kind: InstanceKind;
+  host: string;
+  pid: number;
+  started_at: GeneratedTimestamp;
+  heartbeat_at: GeneratedTimestamp;
+  stopped_at: Timestamp | null;
+}
+
 export interface Database {
+  instances: InstancesTable;
   tasks: TasksTable;
   task_events: TaskEventsTable;
   taskgate_migrations: TaskgateMigrationsTable;

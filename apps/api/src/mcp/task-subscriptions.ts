@@ -11,6 +11,9 @@ export const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 
 const MAX_TASK_IDS = 1_000;
 
+/** Notifications that may come with a status change (the others never do). */
+const STATUS_EVENTS: ReadonlySet<string> = new Set(['created', 'status', 'cancel', 'resumed']);
+
 /** The notification filter of subscriptions/listen, with the Tasks extension's `taskIds`. */
 export interface ListenFilter {
   readonly toolsListChanged?: boolean;
@@ -175,7 +178,11 @@ export class TaskSubscription {
     for (const id of wanted)
       this.#unsubscribe.set(
         id,
-        this.#options.hub.subscribe(id, () => void this.#refresh(id)),
+        this.#options.hub.subscribe(id, (notification) => {
+          // Progress, a claim or a hand-back leaves the status as it was: nothing to tell.
+          if (notification && !STATUS_EVENTS.has(notification.event)) return;
+          void this.#refresh(id);
+        }),
       );
     const tasks = await Promise.all(wanted.map((id) => this.#read(id)));
     const known: string[] = [];

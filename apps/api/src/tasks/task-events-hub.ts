@@ -33,11 +33,21 @@ export class TaskEventsHub {
       if (isTerminalStatus(notification.status)) this.#remember(notification);
       for (const handler of this.#subscribers.get(notification.id) ?? []) handler(notification);
     });
+    // The LISTEN connection was lost and is back: whatever changed meanwhile went unheard, so every
+    // watcher re-reads now instead of at its next poll (null: "something may have changed").
+    this.#listener?.onReconnect(() => {
+      for (const handlers of this.#subscribers.values()) for (const handler of handlers) handler(null);
+    });
   }
 
   /** Whether notifications arrive at all (without them, watchers rely on their polls). */
   get listening(): boolean {
     return this.#listener !== null;
+  }
+
+  /** Null without a listener (embedded); otherwise whether its connection is up now. */
+  get connected(): boolean | null {
+    return this.#listener === null ? null : this.#listener.connected;
   }
 
   async start(): Promise<void> {

@@ -18,6 +18,7 @@ import {
   type TaskMode,
   type TaskRecord,
   type TaskStatus,
+  type TaskWriter,
 } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import { Batcher } from '@taskgate/reliability';
@@ -43,6 +44,11 @@ export interface TaskServiceOptions {
   readonly clockCaps?: ClockCaps;
   /** How long an idempotency key is remembered after its call committed (default 24 h). */
   readonly idempotencyRetentionMs?: number;
+  /**
+   * The API instance this service answers for (its heartbeat row): request-mode tasks carry it, so
+   * that the sweeper cancels them if this instance is lost.
+   */
+  readonly instanceId?: string;
   /** Test seam: runs inside the creating transaction after the row and the job are written. */
   readonly afterEnqueue?: (task: TaskRecord, trx: Transaction<Database>) => Promise<void>;
 }
@@ -101,13 +107,16 @@ export class TaskService {
   readonly #options: TaskServiceOptions;
   // Concurrent creates share a transaction (one commit for many tasks); each task still gets its
   // row, event and job together or not at all.
-  readonly #creates: GroupCommit<NewTask, TaskRecord>;
+  readonly #creates: GroupCommit<TaskWriter, NewTask, TaskRecord>;
   // Concurrent reads (every waiting MCP call reads its task when it ends) share one statement.
   readonly #reads: Batcher<{ tenantId: string; id: string }, TaskRecord | null>;
 
   constructor(options: TaskServiceOptions) {
     this.#options = options;
-    this.#creates = new GroupCommit(options.db, (trx, tasks) => this.#insertAndEnqueue(trx, tasks));
+    this.#creates = new GroupCommit(
+      (work) => options.announcer.transaction(options.db, work),
+      (writer, tasks) => this.#insertAndEnqueue(writer, tasks),
+    );
     this.#reads = new Batcher((refs) => findTasks(options.db, refs), { maxBatch: 200 });
   }
 
@@ -128,11 +137,7 @@ export class TaskService {
     const tool = this.#checkCall(input);
     const key = this.#idempotencyKey(tool, input.arguments, options.idempotencyKey);
     const task = this.#newTask(tenantId, input, tool);
-    if (key === null) {
-      const created = await this.#creates.run(task);
-      this.#options.announcer.announce('created', [created]);
-      return { task: created, replayed: false };
-    }
+    if (key === null) return { task: await this.#creates.run(task), replayed: false };
     return this.#submitWithKey({ ...task, id: randomUUID(), idempotencyKey: key });
   }
 
@@ -189,11 +194,13 @@ export class TaskService {
   }
 
   #newTask(tenantId: string, input: CreateTaskInput, tool: ToolDefinition): NewTask {
+    const mode = input.mode ?? 'task';
     return {
       tenantId,
       tool: input.tool,
       arguments: input.arguments ?? {},
-      mode: input.mode ?? 'task',
+      mode,
+      apiInstanceId: mode === 'request' ? (this.#options.instanceId ?? null) : null,
       ttlMs: input.ttlMs ?? this.#options.defaultTtlMs,
       ...(input.inputResponses ? { inputResponses: input.inputResponses } : {}),
       pollIntervalMs: this.#options.pollIntervalMs,
@@ -206,9 +213,9 @@ export class TaskService {
    * queue on the key's unique index, and exactly one of them creates a task.
    */
   async #submitWithKey(task: NewTask & { id: string; idempotencyKey: string }): Promise<Submission> {
-    const { db } = this.#options;
-    const outcome = await db.transaction().execute(async (trx) => {
-      const claim = await claimKey(trx, {
+    const { db, announcer } = this.#options;
+    const outcome = await announcer.transaction(db, async (writer) => {
+      const claim = await claimKey(writer.db, {
         tenantId: task.tenantId,
         key: task.idempotencyKey,
         operation: task.tool,
@@ -217,13 +224,10 @@ export class TaskService {
         retentionMs: this.#options.idempotencyRetentionMs ?? DEFAULT_IDEMPOTENCY_RETENTION_MS,
       });
       if (claim.kind !== 'claimed') return claim;
-      const [created] = await this.#insertAndEnqueue(trx, [task]);
+      const [created] = await this.#insertAndEnqueue(writer, [task]);
       return { kind: 'created' as const, task: created as TaskRecord };
     });
-    if (outcome.kind === 'created') {
-      this.#options.announcer.announce('created', [outcome.task]);
-      return { task: outcome.task, replayed: false };
-    }
+    if (outcome.kind === 'created') return { task: outcome.task, replayed: false };
     if (outcome.kind === 'mismatch') {
       throw keyMismatch(task.idempotencyKey, outcome.existing.operation);
     }
@@ -267,12 +271,14 @@ export class TaskService {
       idempotencyKey: key.key,
       inputRequests: null,
       inputResponses: {},
+      apiInstanceId: null,
     };
   }
 
   /** Tasks' rows, their events and their jobs, all in the transaction GroupCommit gives them. */
-  async #insertAndEnqueue(trx: Transaction<Database>, tasks: readonly NewTask[]): Promise<TaskRecord[]> {
-    const created = await insertTasks(trx, tasks);
+  async #insertAndEnqueue(writer: TaskWriter, tasks: readonly NewTask[]): Promise<TaskRecord[]> {
+    const trx = writer.db as Transaction<Database>;
+    const created = await insertTasks(writer, tasks);
     const jobs = created.map((task) => ({
       id: task.id,
       data: { taskId: task.id, tenantId: task.tenantId } satisfies TaskJobData,
@@ -313,18 +319,17 @@ export class TaskService {
     id: string,
     responses: Readonly<Record<string, unknown>>,
   ): Promise<{ task: TaskRecord; accepted: readonly string[]; resumed: boolean }> {
-    const answered = await this.#options.db.transaction().execute(async (trx) => {
-      const outcome = await answerInput(trx, tenantId, id, responses);
+    const { db, announcer, boss } = this.#options;
+    const answered = await announcer.transaction(db, async (writer) => {
+      const jobId = randomUUID();
+      const outcome = await answerInput(writer, tenantId, id, responses, jobId);
       if (outcome.resumed && outcome.task) {
         const data = { taskId: outcome.task.id, tenantId: outcome.task.tenantId } satisfies TaskJobData;
-        await this.#options.boss.insert(TASK_QUEUE, [{ id: randomUUID(), data }], { db: fromKysely(trx) });
+        await boss.insert(TASK_QUEUE, [{ id: jobId, data }], { db: fromKysely(writer.db) });
       }
       return outcome;
     });
     if (!answered.task) throw notFound(id);
-    if (answered.accepted.length > 0) {
-      this.#options.announcer.announce(answered.resumed ? 'resumed' : 'status', [answered.task]);
-    }
     return { task: answered.task, accepted: answered.accepted, resumed: answered.resumed };
   }
 
@@ -334,17 +339,19 @@ export class TaskService {
    * already ended, and the task is returned as it ended.
    */
   async cancelNow(tenantId: string, id: string, reason: string): Promise<{ task: TaskRecord; cancelled: boolean }> {
-    const outcome = await requestCancel(this.#options.db, tenantId, id, reason, { immediately: true });
+    const outcome = await requestCancel(this.#writer(), tenantId, id, reason, { immediately: true });
     if (!outcome.task) throw notFound(id);
-    if (outcome.recorded) this.#options.announcer.announce('cancel', [outcome.task]);
     return { task: outcome.task, cancelled: outcome.recorded };
   }
 
   async cancel(tenantId: string, id: string, reason: string | null): Promise<TaskRecord> {
-    const outcome = await requestCancel(this.#options.db, tenantId, id, reason);
+    const outcome = await requestCancel(this.#writer(), tenantId, id, reason);
     if (!outcome.task) throw notFound(id);
-    if (outcome.recorded) this.#options.announcer.announce('cancel', [outcome.task]);
     return outcome.task;
+  }
+
+  #writer(): TaskWriter {
+    return this.#options.announcer.writer(this.#options.db);
   }
 }
 

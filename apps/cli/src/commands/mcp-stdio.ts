@@ -42,6 +42,9 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
       listenNotify,
       idempotencyRetentionMs: config.idempotencyRetentionMs,
       clockCaps: clockCaps(config),
+      // The in-process worker sweeps; without one, this process must (nothing else may run).
+      sweep: !args.worker,
+      sweeper: { maxQueueMs: config.maxQueueMs },
     });
     lifecycle.onStop('services', () => services.stop());
     const server = new StdioServer({

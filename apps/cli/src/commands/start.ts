@@ -87,6 +87,9 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
         unauthenticatedTenant: DEFAULT_TENANT,
         tools,
         listenNotify,
+        // One sweeper per process is plenty: the worker's, when this process runs one.
+        sweep: !args.roles.includes('worker'),
+        maxQueueMs: config.maxQueueMs,
         checks: () => Object.fromEntries(roleState),
         stopping: () => lifecycle.stopping,
       });

@@ -1,3 +1,4 @@
+import type { BackoffOptions } from '@taskgate/reliability';
 import { ChannelListener } from '../channel-listener.ts';
 
 /** The channel migrations/0003's statement trigger notifies on every INSERT into outbox. */
@@ -8,10 +9,10 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 export interface OutboxListenerOptions {
   readonly connectionString: string;
   readonly applicationName: string;
-  readonly logger: { readonly warn: LogFn };
+  readonly logger: { readonly info?: LogFn; readonly warn: LogFn };
   /** Called for every notification, and after each (re)connect: rows may have arrived unheard. */
   readonly onWake: () => void;
-  readonly reconnectDelayMs?: number;
+  readonly reconnectBackoff?: BackoffOptions;
 }
 
 /**
@@ -30,8 +31,13 @@ export class OutboxListener {
       logger: options.logger,
       onNotification: () => options.onWake(),
       onConnected: () => options.onWake(),
-      ...(options.reconnectDelayMs === undefined ? {} : { reconnectDelayMs: options.reconnectDelayMs }),
+      ...(options.reconnectBackoff === undefined ? {} : { reconnectBackoff: options.reconnectBackoff }),
     });
+  }
+
+  /** Whether the LISTEN connection is up now. */
+  get connected(): boolean {
+    return this.#listener.connected;
   }
 
   start(): Promise<void> {

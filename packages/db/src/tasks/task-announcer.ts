@@ -1,15 +1,9 @@
 import { type Kysely, sql } from 'kysely';
-import type { Database, TaskStatus } from '../schema.ts';
+import type { Database } from '../schema.ts';
 import { TASK_CHANNEL, type TaskNotification } from './task-record.ts';
+import { type AnnouncedTask, HeldChanges, type TaskChange, type TaskChanges, type TaskWriter } from './task-writer.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
-
-/** What a notification names: the task, its tenant, and its status after the change. */
-export interface AnnouncedTask {
-  readonly id: string;
-  readonly tenantId: string;
-  readonly status: TaskStatus;
-}
 
 /** Most notifications in one statement. */
 const MAX_PER_STATEMENT = 1_000;
@@ -33,7 +27,7 @@ const MAX_PER_STATEMENT = 1_000;
  * Announcements made in the same event-loop turn go in one statement; a failed statement is
  * logged and dropped (the polls cover it), never retried into a database that is struggling.
  */
-export class TaskAnnouncer {
+export class TaskAnnouncer implements TaskChanges {
   readonly #db: Kysely<Database>;
   readonly #logger: { readonly warn: LogFn } | undefined;
   #pending: string[] = [];
@@ -44,11 +38,37 @@ export class TaskAnnouncer {
     this.#logger = options.logger;
   }
 
-  /** Call after the change committed (never inside its transaction). Does not wait for the send. */
-  announce(event: TaskNotification['event'], tasks: Iterable<AnnouncedTask | null | undefined>): void {
+  /**
+   * A writer for statements that commit on their own: each change is announced as its statement
+   * returns. A transaction's writes go through transaction() instead, so nothing is announced
+   * before it commits.
+   */
+  writer(db: Kysely<Database> = this.#db): TaskWriter {
+    if (db.isTransaction) {
+      throw new TypeError("a transaction's task writes are announced after its commit: use TaskAnnouncer.transaction");
+    }
+    return { db, changes: this };
+  }
+
+  /**
+   * Runs `work` in a transaction whose task changes are announced once it has committed (and
+   * dropped if it rolls back).
+   */
+  async transaction<T>(db: Kysely<Database>, work: (writer: TaskWriter) => Promise<T>): Promise<T> {
+    const held = new HeldChanges();
+    const result = await db.transaction().execute((trx) => work({ db: trx, changes: held }));
+    held.release(this);
+    return result;
+  }
+
+  /**
+   * Announces changes that have committed (the writers call it; nothing else needs to). Does not
+   * wait for the send.
+   */
+  changed(change: TaskChange, tasks: Iterable<AnnouncedTask | null | undefined>): void {
     for (const task of tasks) {
       if (!task) continue;
-      const notification: TaskNotification = { id: task.id, tenant: task.tenantId, event, status: task.status };
+      const notification: TaskNotification = { id: task.id, tenant: task.tenantId, event: change, status: task.status };
       this.#pending.push(JSON.stringify(notification));
     }
     if (this.#pending.length > 0 && !this.#flushing) this.#flushing = this.#flush();

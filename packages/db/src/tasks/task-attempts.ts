@@ -1,11 +1,12 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database, TaskStatus } from '../schema.ts';
 import { type TaskRecord, type TaskRow, toTaskRecord } from './task-record.ts';
+import type { TaskWriter } from './task-writer.ts';
 
 /**
  * The worker's side of the tasks table. Every write after the claim is fenced by the attempt
  * number: a worker that was presumed dead (its job was handed to another worker) can no longer
- * change the task, even if it is still running.
+ * change the task, even if it is still running. Each write reports what it changed to its writer.
  */
 
 type Db = Kysely<Database> | Transaction<Database>;
@@ -24,7 +25,11 @@ export interface ClaimedAttempt {
  * gone or no longer working are left out: there is nothing to run for them. One statement for any
  * number of tasks, so a worker can claim a whole fetched batch in the fetch's transaction.
  */
-export async function claimAttempts(db: Db, ids: readonly string[], workerId: string): Promise<ClaimedAttempt[]> {
+export async function claimAttempts(
+  writer: TaskWriter,
+  ids: readonly string[],
+  workerId: string,
+): Promise<ClaimedAttempt[]> {
   if (ids.length === 0) return [];
   const { rows } = await sql<TaskRow & { lost_worker: string | null; previous_attempt: number; elapsed_ms: number }>`
     WITH current AS (
@@ -53,17 +58,22 @@ export async function claimAttempts(db: Db, ids: readonly string[], workerId: st
         SELECT id, 2, tenant_id, id, 'attempt_started', attempt, json_build_object('worker', worker_id)::jsonb FROM claimed
       ) ordered ORDER BY task, ord
     )
-    SELECT * FROM claimed`.execute(db);
-  return rows.map((row) => ({
+    SELECT * FROM claimed`.execute(writer.db);
+  const claims = rows.map((row) => ({
     task: toTaskRecord(row),
     elapsedMs: Math.max(0, row.elapsed_ms),
     lostWorker: row.lost_worker,
   }));
+  writer.changes.changed(
+    'started',
+    claims.map((claim) => claim.task),
+  );
+  return claims;
 }
 
 /** claimAttempts for one task; null when there is nothing to run. */
-export async function claimAttempt(db: Db, id: string, workerId: string): Promise<ClaimedAttempt | null> {
-  const [claim] = await claimAttempts(db, [id], workerId);
+export async function claimAttempt(writer: TaskWriter, id: string, workerId: string): Promise<ClaimedAttempt | null> {
+  const [claim] = await claimAttempts(writer, [id], workerId);
   return claim ?? null;
 }
 
@@ -80,7 +90,12 @@ export interface Outcome {
  * The single terminal transition: only if the task is still non-terminal and still on this
  * attempt. Null when something else got there first (a cancel, a timeout, a newer attempt).
  */
-export async function finishAttempt(db: Db, id: string, attempt: number, outcome: Outcome): Promise<TaskRecord | null> {
+export async function finishAttempt(
+  writer: TaskWriter,
+  id: string,
+  attempt: number,
+  outcome: Outcome,
+): Promise<TaskRecord | null> {
   const result = outcome.result === undefined ? null : JSON.stringify(outcome.result);
   const error = outcome.error === undefined ? null : JSON.stringify(outcome.error);
   const { rows } = await sql<TaskRow>`
@@ -104,8 +119,10 @@ export async function finishAttempt(db: Db, id: string, attempt: number, outcome
       INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
       SELECT tenant_id, id, 'status_changed', from_status, status, attempt, ${outcome.reason} FROM finished
     )
-    SELECT finished.* FROM finished`.execute(db);
-  return rows[0] ? toTaskRecord(rows[0]) : null;
+    SELECT finished.* FROM finished`.execute(writer.db);
+  const finished = rows[0] ? toTaskRecord(rows[0]) : null;
+  writer.changes.changed('status', [finished]);
+  return finished;
 }
 
 /**
@@ -114,7 +131,7 @@ export async function finishAttempt(db: Db, id: string, attempt: number, outcome
  * when a cancel was requested first (the attempt then ends cancelled instead). Null when refused.
  */
 export async function parkForInput(
-  db: Db,
+  writer: TaskWriter,
   id: string,
   attempt: number,
   requests: Readonly<Record<string, unknown>>,
@@ -137,8 +154,10 @@ export async function parkForInput(
       INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
       SELECT tenant_id, id, 'status_changed', from_status, status, attempt, ${message} FROM parked
     )
-    SELECT parked.* FROM parked`.execute(db);
-  return rows[0] ? toTaskRecord(rows[0]) : null;
+    SELECT parked.* FROM parked`.execute(writer.db);
+  const parked = rows[0] ? toTaskRecord(rows[0]) : null;
+  writer.changes.changed('status', [parked]);
+  return parked;
 }
 
 export interface CompletionInput {
@@ -155,7 +174,7 @@ export interface CompletionInput {
  * first or another attempt or a clock ended the task; the caller reads which.
  */
 export async function completeAttempts(
-  db: Db,
+  writer: TaskWriter,
   completions: readonly CompletionInput[],
 ): Promise<(TaskRecord | null)[]> {
   if (completions.length === 0) return [];
@@ -188,8 +207,9 @@ export async function completeAttempts(
       INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
       SELECT tenant_id, id, 'status_changed', from_status, status, attempt, reason FROM finished ORDER BY id
     )
-    SELECT finished.* FROM finished`.execute(db);
+    SELECT finished.* FROM finished`.execute(writer.db);
   const byId = new Map(rows.map((row) => [row.id, toTaskRecord(row)]));
+  writer.changes.changed('status', byId.values());
   return completions.map((completion) => byId.get(completion.id) ?? null);
 }
 
@@ -262,8 +282,13 @@ export interface ProgressUpdate {
 }
 
 /** Stores the latest progress and moves the idle deadline; false when the attempt no longer holds the task. */
-export async function recordProgress(db: Db, id: string, attempt: number, progress: ProgressUpdate): Promise<boolean> {
-  const { rows } = await sql<{ id: string }>`
+export async function recordProgress(
+  writer: TaskWriter,
+  id: string,
+  attempt: number,
+  progress: ProgressUpdate,
+): Promise<boolean> {
+  const { rows } = await sql<{ id: string; tenant_id: string }>`
     UPDATE tasks SET
       progress_value = ${progress.value},
       progress_total = ${progress.total ?? null},
@@ -271,7 +296,11 @@ export async function recordProgress(db: Db, id: string, attempt: number, progre
       heartbeat_at = now(),
       idle_deadline_at = now() + idle_timeout_ms * interval '1 millisecond'
     WHERE id = ${id}::uuid AND attempt = ${attempt} AND status = 'working'
-    RETURNING id`.execute(db);
+    RETURNING id, tenant_id`.execute(writer.db);
+  writer.changes.changed(
+    'progress',
+    rows.map((row) => ({ id: row.id, tenantId: row.tenant_id, status: 'working' as const })),
+  );
   return rows.length > 0;
 }
 
@@ -287,16 +316,25 @@ export async function recordCancelObserved(db: Db, id: string, attempt: number, 
 }
 
 /** A worker shutting down hands the task back: it stays working, for the next attempt to pick up. */
-export async function releaseAttempt(db: Db, id: string, attempt: number, reason: string): Promise<boolean> {
-  const { rows } = await sql<{ id: string }>`
+export async function releaseAttempt(
+  writer: TaskWriter,
+  id: string,
+  attempt: number,
+  reason: string,
+): Promise<boolean> {
+  const { rows } = await sql<{ id: string; tenant_id: string; status: TaskStatus }>`
     WITH released AS (
       UPDATE tasks SET worker_id = NULL
       WHERE id = ${id}::uuid AND attempt = ${attempt} AND status IN ('working', 'input_required')
-      RETURNING tenant_id, id, attempt
+      RETURNING tenant_id, id, attempt, status
     ), event AS (
       INSERT INTO task_events (tenant_id, task_id, type, attempt, reason)
       SELECT tenant_id, id, 'attempt_released', attempt, ${reason} FROM released
     )
-    SELECT id FROM released`.execute(db);
+    SELECT id, tenant_id, status FROM released`.execute(writer.db);
+  writer.changes.changed(
+    'released',
+    rows.map((row) => ({ id: row.id, tenantId: row.tenant_id, status: row.status })),
+  );
   return rows.length > 0;
 }

@@ -31,6 +31,8 @@ export interface TaskRecord {
   readonly inputRequests: Readonly<Record<string, unknown>> | null;
   /** Every answer the task has received, by request key. */
   readonly inputResponses: Readonly<Record<string, unknown>>;
+  /** For a request-mode task, the API instance whose caller waits for it. */
+  readonly apiInstanceId: string | null;
 }
 
 export interface TaskProgress {
@@ -69,6 +71,8 @@ export interface TaskRow {
   idempotency_key: string | null;
   input_requests: Record<string, unknown> | null;
   input_responses: Record<string, unknown> | null;
+  job_id: string | null;
+  api_instance_id: string | null;
 }
 
 export function toTaskRecord(row: TaskRow): TaskRecord {
@@ -102,6 +106,7 @@ export function toTaskRecord(row: TaskRow): TaskRecord {
     idempotencyKey: row.idempotency_key ?? null,
     inputRequests: row.input_requests ?? null,
     inputResponses: row.input_responses ?? {},
+    apiInstanceId: row.api_instance_id ?? null,
   };
 }
 
@@ -111,8 +116,12 @@ export const TASK_CHANNEL = 'taskgate_task';
 export interface TaskNotification {
   readonly id: string;
   readonly tenant: string;
-  /** `resumed`: a parked task's input was answered and its next run enqueued (status working). */
-  readonly event: 'created' | 'status' | 'progress' | 'cancel' | 'resumed';
+  /**
+   * `resumed`: a parked task's input was answered and its next run enqueued (status working).
+   * `started`: a worker claimed an attempt; `released`: a worker handed the task back. Neither
+   * changes the status, nor does `progress`.
+   */
+  readonly event: 'created' | 'started' | 'status' | 'progress' | 'cancel' | 'resumed' | 'released';
   readonly status: TaskStatus;
 }
 

@@ -1,11 +1,13 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database, TaskMode, TaskStatus } from '../schema.ts';
 import { type TaskRecord, type TaskRow, toTaskRecord } from './task-record.ts';
+import type { TaskWriter } from './task-writer.ts';
 
 /**
  * The API's side of the tasks table and its history: create, read, list, request cancellation,
  * retention. Every state change appends to task_events in the same statement, so history can never
- * disagree with the row; the caller announces the change (TaskAnnouncer) once it has committed.
+ * disagree with the row, and is reported to the writer's changes, which announce it once it has
+ * committed.
  */
 
 type Db = Kysely<Database>;
@@ -24,13 +26,15 @@ export interface NewTask {
   readonly idempotencyKey?: string | null;
   /** Answers gathered before the task existed (MCP input asked in the call), by request key. */
   readonly inputResponses?: Readonly<Record<string, unknown>>;
+  /** A request-mode task: the API instance whose caller waits for it. */
+  readonly apiInstanceId?: string | null;
 }
 
 /**
  * Inserts tasks and their `created` events, one statement for any number of them, in the given
  * order. Run it inside the transaction that enqueues their jobs.
  */
-export async function insertTasks(db: Db, tasks: readonly NewTask[]): Promise<TaskRecord[]> {
+export async function insertTasks(writer: TaskWriter, tasks: readonly NewTask[]): Promise<TaskRecord[]> {
   if (tasks.length === 0) return [];
   const rows = JSON.stringify(
     tasks.map((task, ordinal) => ({
@@ -46,20 +50,22 @@ export async function insertTasks(db: Db, tasks: readonly NewTask[]): Promise<Ta
       idle_timeout_ms: task.idleTimeoutMs,
       max_timeout_ms: task.maxTimeoutMs,
       input_responses: task.inputResponses ?? {},
+      api_instance_id: task.apiInstanceId ?? null,
     })),
   );
   const { rows: created } = await sql<TaskRow & { ordinal: number }>`
     WITH input AS (
       SELECT * FROM jsonb_to_recordset(${rows}::jsonb) AS x(
         ordinal int, id uuid, idempotency_key text, tenant_id text, tool text, arguments jsonb, mode text,
-        ttl_ms bigint, poll_interval_ms int, idle_timeout_ms int, max_timeout_ms int, input_responses jsonb)
+        ttl_ms bigint, poll_interval_ms int, idle_timeout_ms int, max_timeout_ms int, input_responses jsonb,
+        api_instance_id text)
     ), ids AS (
       SELECT coalesce(input.id, gen_random_uuid()) AS task_id, input.* FROM input
     ), created AS (
       INSERT INTO tasks (id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms,
-                         idempotency_key, input_responses)
+                         idempotency_key, input_responses, api_instance_id)
       SELECT task_id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms,
-             idempotency_key, input_responses
+             idempotency_key, input_responses, api_instance_id
       FROM ids ORDER BY ordinal
       RETURNING *
     ), event AS (
@@ -68,8 +74,10 @@ export async function insertTasks(db: Db, tasks: readonly NewTask[]): Promise<Ta
       FROM created JOIN ids ON ids.task_id = created.id ORDER BY ids.ordinal
     )
     SELECT created.*, ids.ordinal
-    FROM created JOIN ids ON ids.task_id = created.id ORDER BY ids.ordinal`.execute(db);
-  return created.map(toTaskRecord);
+    FROM created JOIN ids ON ids.task_id = created.id ORDER BY ids.ordinal`.execute(writer.db);
+  const records = created.map(toTaskRecord);
+  writer.changes.changed('created', records);
+  return records;
 }
 
 /** The task if it exists for this tenant and has not expired; another tenant's task is null. */
@@ -148,13 +156,13 @@ export interface CancelOutcome {
 }
 
 /**
- * Records the intent to cancel: cancel_requested_at and the reason, a cancel_requested event and a
- * `cancel` notification that wakes the worker holding the task, in one statement. Not a terminal
+ * Records the intent to cancel: cancel_requested_at and the reason, and a cancel_requested event,
+ * in one statement; the `cancel` announcement wakes the worker holding the task. Not a terminal
  * transition: the task stays working until its worker observes the flag. A terminal task, or one
  * already asked, is returned unchanged (idempotent acknowledgement).
  */
 export async function requestCancel(
-  db: Db,
+  writer: TaskWriter,
   tenantId: string,
   id: string,
   reason: string | null,
@@ -197,12 +205,16 @@ export async function requestCancel(
         FROM requested WHERE status = 'cancelled'
       ) ordered ORDER BY ord
     )
-    SELECT requested.* FROM requested`.execute(db);
-  if (rows[0]) return { task: toTaskRecord(rows[0]), recorded: true };
+    SELECT requested.* FROM requested`.execute(writer.db);
+  if (rows[0]) {
+    const task = toTaskRecord(rows[0]);
+    writer.changes.changed('cancel', [task]);
+    return { task, recorded: true };
+  }
   // Read in a statement of its own: if this request waited on the row lock of a completion, only a
   // new snapshot sees the completed task (the UPDATE above re-checked its WHERE on the new version,
   // but a SELECT in the same statement would still see the old one).
-  return { task: await findTask(db, tenantId, id), recorded: false };
+  return { task: await findTask(writer.db, tenantId, id), recorded: false };
 }
 
 export interface AnsweredInput {
@@ -217,15 +229,18 @@ export interface AnsweredInput {
 /**
  * Records answers to a parked task's input requests (tasks/update). Only keys still outstanding
  * count; the rest are ignored, as the Tasks extension asks. When nothing is outstanding any more the
- * task moves back to working, and the caller enqueues its next run in the same transaction. Runs in
- * the caller's transaction; the row lock orders it with a concurrent cancel or a second update.
+ * task moves back to working, and the caller enqueues its next run, with the job id `nextJobId`,
+ * in the same transaction. Runs in the caller's transaction; the row lock orders it with a
+ * concurrent cancel or a second update.
  */
 export async function answerInput(
-  db: Db,
+  writer: TaskWriter,
   tenantId: string,
   id: string,
   responses: Readonly<Record<string, unknown>>,
+  nextJobId: string,
 ): Promise<AnsweredInput> {
+  const db = writer.db;
   if (!isUuid(id)) return { task: null, accepted: [], resumed: false };
   const { rows: locked } = await sql<TaskRow>`
     SELECT * FROM tasks WHERE tenant_id = ${tenantId} AND id = ${id}::uuid
@@ -245,7 +260,8 @@ export async function answerInput(
         input_responses = input_responses || ${JSON.stringify(answers)}::jsonb,
         input_requests = ${resumed ? null : JSON.stringify(remaining)}::jsonb,
         status = ${resumed ? 'working' : 'input_required'},
-        status_message = ${resumed ? 'input received; resuming' : row.status_message}
+        status_message = ${resumed ? 'input received; resuming' : row.status_message},
+        job_id = ${resumed ? nextJobId : row.job_id}::uuid
       WHERE id = ${id}::uuid
       RETURNING *
     ), event AS (
@@ -254,7 +270,9 @@ export async function answerInput(
       FROM updated WHERE status = 'working'
     )
     SELECT updated.* FROM updated`.execute(db);
-  return { task: toTaskRecord(rows[0] as TaskRow), accepted, resumed };
+  const task = toTaskRecord(rows[0] as TaskRow);
+  writer.changes.changed(resumed ? 'resumed' : 'status', [task]);
+  return { task, accepted, resumed };
 }
 
 export interface TaskEvent {
@@ -292,7 +310,8 @@ export async function listTaskEvents(db: Db, tenantId: string, taskId: string): 
 
 /**
  * Retention: deletes up to `limit` tasks whose expiry has passed (their history goes with them).
- * SKIP LOCKED lets several workers sweep at once without waiting on each other.
+ * SKIP LOCKED lets several workers sweep at once without waiting on each other. Not announced: an
+ * expired task already reads as not found, so a watcher's next read tells it as much.
  */
 export async function deleteExpiredTasks(db: Db, limit: number): Promise<number> {
   const result = await sql`
