@@ -7,7 +7,7 @@ import { defineTool } from '@taskgate/tools';
 import { PgBoss } from 'pg-boss';
 import { startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
-import { printTable, summary } from './support/report.ts';
+import { below, figure, printTable, reportGoals, summary } from './support/report.ts';
 
 const AT_ONCE = 8;
 const TOTAL = Math.ceil(Number(process.env.TOTAL ?? 296) / AT_ONCE) * AT_ONCE;
@@ -134,4 +134,13 @@ try {
   await database.drop();
 }
 printTable('Cancel latency for running handlers', rows);
+reportGoals({ TOTAL }, [
+  {
+    metric: 'cancel → ctx.signal aborted p99',
+    unit: 'ms',
+    rule: below(50),
+    ours: figure(rows, 'taskgate', 'p99 ms'),
+    anchor: { label: 'pg-boss 12 cancel() → job.signal', value: figure(rows, 'pg-boss', 'p99 ms') },
+  },
+]);
 process.exit(0);

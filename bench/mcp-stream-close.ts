@@ -13,7 +13,7 @@ import { defineTool } from '@taskgate/tools';
 import { z } from 'zod';
 import { startApi, startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
-import { printTable, summary } from './support/report.ts';
+import { below, figure, printTable, reportGoals, summary } from './support/report.ts';
 
 const TOTAL = Number(process.env.TOTAL ?? 200);
 const AT_ONCE = 8;
@@ -135,7 +135,16 @@ try {
 } finally {
   await database.drop();
 }
-printTable('Stream close → handler cancelled (goal: p99 < 50 ms)', rows);
+printTable('Stream close → handler cancelled', rows);
+reportGoals({ TOTAL }, [
+  {
+    metric: 'MCP stream close → ctx.signal aborted p99',
+    unit: 'ms',
+    rule: below(50),
+    ours: figure(rows, 'taskgate', 'p99 ms'),
+    anchor: { label: 'SDK v1 stateless server', value: figure(rows, 'SDK v1', 'p99 ms') },
+  },
+]);
 process.exit(0);
 
 function modernHeaders(tool: string): Record<string, string> {

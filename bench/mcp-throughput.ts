@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { startApi, startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
 import { type LoadRequest, type LoadResult, loadFromChild } from './support/http-load.ts';
-import { printTable } from './support/report.ts';
+import { aheadOfAnchor, atLeast, figure, printTable, reportGoals } from './support/report.ts';
 
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
 const SECONDS = Number(process.env.SECONDS ?? 10);
@@ -105,10 +105,26 @@ try {
 } finally {
   await database.drop();
 }
-printTable(
-  `tools/call greet over HTTP, ${CONNECTIONS} connections, ${SECONDS} s (goal: durable ≥ 1,000 calls/s)`,
-  rows,
-);
+printTable(`tools/call greet over HTTP, ${CONNECTIONS} connections, ${SECONDS} s`, rows);
+{
+  const sdk = { label: 'SDK v1 stateless server', value: figure(rows, 'SDK v1', 'calls/s') };
+  reportGoals({ CONNECTIONS, SECONDS }, [
+    {
+      metric: 'MCP tools/call inline',
+      unit: 'calls/s',
+      rule: aheadOfAnchor(),
+      ours: figure(rows, 'taskgate /mcp, inline', 'calls/s'),
+      anchor: sdk,
+    },
+    {
+      metric: 'MCP tools/call durable (after ANALYZE)',
+      unit: 'calls/s',
+      rule: atLeast(1_000),
+      ours: figure(rows, 'taskgate /mcp, durable (', 'calls/s'),
+      anchor: sdk,
+    },
+  ]);
+}
 process.exit(0);
 
 /** Drives `origin` from a separate process, CONNECTIONS connections for `seconds`. */

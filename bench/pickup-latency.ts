@@ -6,7 +6,7 @@ import { defineTool } from '@taskgate/tools';
 import { PgBoss } from 'pg-boss';
 import { startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
-import { atRate, printTable, summary } from './support/report.ts';
+import { atRate, below, figure, printTable, reportGoals, summary } from './support/report.ts';
 
 const RATE = Number(process.env.RATE ?? 200);
 const TOTAL = Number(process.env.TOTAL ?? 2_000);
@@ -99,6 +99,15 @@ try {
 }
 
 printTable(`Pickup latency at ${RATE} tasks/s, ${TOTAL} tasks each (ms)`, rows);
+reportGoals({ RATE, TOTAL }, [
+  {
+    metric: 'pickup p99 (create → handler start)',
+    unit: 'ms',
+    rule: below(20),
+    ours: figure(rows, 'taskgate', 'p99 ms'),
+    anchor: { label: 'pg-boss 12, useListenNotify + queue notify', value: figure(rows, 'pg-boss 12 with', 'p99 ms') },
+  },
+]);
 process.exit(0);
 
 function row(label: string, latencies: number[]) {

@@ -9,7 +9,7 @@ import { startRelayRole, WebhookSink } from '@taskgate/relay';
 import { sql } from 'kysely';
 import { benchDatabase } from './support/bench-database.ts';
 import { type SinkReport, startBenchSink } from './support/bench-sink.ts';
-import { atRate, printTable, summary } from './support/report.ts';
+import { atLeast, atRate, below, figure, printTable, reportGoals, summary } from './support/report.ts';
 
 const TOTAL = Number(process.env.TOTAL ?? 20_000);
 const RATE = Number(process.env.RATE ?? 2_000);
@@ -133,7 +133,29 @@ try {
   await database.drop();
 }
 
-printTable('Outbox relay delivery to a local webhook sink (goals: ≥ 5,000 events/s, lag p99 < 100 ms)', rows);
+printTable('Outbox relay delivery to a local webhook sink', rows);
+reportGoals({ TOTAL, RATE, SECONDS: STEADY_SECONDS, CONCURRENCY }, [
+  {
+    metric: 'relay: backlog drained',
+    unit: 'events/s',
+    rule: atLeast(5_000),
+    ours: figure(rows, 'taskgate relay: backlog', 'events/s'),
+    anchor: {
+      label: 'same sink, WebhookSink direct',
+      value: figure(rows, 'anchor: same sink, WebhookSink direct,', 'events/s'),
+    },
+  },
+  {
+    metric: 'relay: delivery lag p99 (created_at → sink received)',
+    unit: 'ms',
+    rule: below(100),
+    ours: figure(rows, 'taskgate relay: created_at', 'p99 ms'),
+    anchor: {
+      label: 'same sink, WebhookSink direct, send → received',
+      value: figure(rows, 'anchor: same sink, WebhookSink direct at', 'p99 ms'),
+    },
+  },
+]);
 process.exit(0);
 
 function throughput(label: string, report: SinkReport, startedAt: number) {

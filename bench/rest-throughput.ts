@@ -8,7 +8,7 @@ import { PgBoss } from 'pg-boss';
 import { Agent, request } from 'undici';
 import { startApi, startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
-import { printTable } from './support/report.ts';
+import { atLeastShareOfAnchor, figure, printTable, reportGoals } from './support/report.ts';
 
 const TOTAL = Number(process.env.TOTAL ?? 3_000);
 const CONCURRENCY = Number(process.env.CONCURRENCY ?? 32);
@@ -156,4 +156,17 @@ printTable(
   `No-op task throughput, ${CONCURRENCY} concurrent callers, one process (2 cores shared with Postgres)`,
   rows,
 );
+// The goal's anchor is pg-boss at its best settings (the one the benchmark was introduced with).
+reportGoals({ TOTAL, CONCURRENCY, WORKERS }, [
+  {
+    metric: 'REST no-op tasks completed/s',
+    unit: 'tasks/s',
+    rule: atLeastShareOfAnchor(0.7),
+    ours: figure(rows, 'taskgate REST', 'completed/s'),
+    anchor: {
+      label: 'pg-boss 12 send → work → complete, batch 100 × 4, burst',
+      value: figure(rows, 'pg-boss 12: send → work → complete (notify, batch', 'completed/s'),
+    },
+  },
+]);
 process.exit(0);
