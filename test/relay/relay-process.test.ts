@@ -1,5 +1,5 @@
 import { addOutboxEvents, type Database } from '@taskgate/db';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv, type RunningProcess, startCli } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
@@ -52,6 +52,20 @@ describe('relay processes', () => {
       const interrupted = sink.held.map((entry) => entry.delivery.id).sort((a, b) => Number(BigInt(a) - BigInt(b)));
       victim.child.kill('SIGKILL');
       await victim.closed;
+      // A claim the victim had sent may still commit after it died (a backend notices its client
+      // is gone only when it writes the answer): once the victim's backends are gone, it has.
+      await eventually(
+        async () =>
+          (
+            await sql<{ n: number }>`
+              SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND application_name IN ('taskgate-relay', 'taskgate-relay-listen')`.execute(
+              db,
+            )
+          ).rows[0]?.n,
+        (n) => n === 0,
+        30_000,
+      );
       holding = false;
       sink.held.splice(0);
 

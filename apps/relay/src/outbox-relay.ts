@@ -7,8 +7,9 @@ import {
   markFailed,
   type OutboxFailure,
   releaseOutboxClaims,
+  retryWhileUnavailable,
 } from '@taskgate/db';
-import { type BackoffOptions, Batcher, LoopSignals } from '@taskgate/reliability';
+import { type BackoffOptions, Batcher, backoffDelay, LoopSignals } from '@taskgate/reliability';
 import type { Kysely } from 'kysely';
 import { retryDelay } from './delivery-schedule.ts';
 import type { SendResult } from './webhook-sink.ts';
@@ -17,6 +18,8 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 /** A free slot or two is not worth a claim of its own at once; wait this long for more. */
 const REFILL_LINGER_MS = 5;
+/** Pauses between failed claims while the database is unreachable: 250 ms doubling to 5 s, jittered. */
+const CLAIM_BACKOFF = { baseMs: 250, capMs: 5_000 };
 
 export interface OutboxRelayOptions {
   readonly db: Kysely<Database>;
@@ -54,6 +57,7 @@ export class OutboxRelay {
   readonly #abort = new AbortController();
   readonly #signals = new LoopSignals();
   #wakeRequested = false;
+  #claimFailures = 0;
   #retryTimer: NodeJS.Timeout | undefined;
   #retryAt = Number.POSITIVE_INFINITY;
   #loop: Promise<void> | null = null;
@@ -130,10 +134,28 @@ export class OutboxRelay {
       try {
         const events = await claimDueOutbox(this.#options.db, this.#options.relayId, want, this.#options.leaseMs);
         claimed = events.length;
+        if (this.#claimFailures > 0) {
+          this.#options.logger.info({ failures: this.#claimFailures }, 'claiming outbox rows works again');
+          this.#claimFailures = 0;
+        }
         this.#ready.push(...events);
         this.#fillSlots();
       } catch (error) {
-        this.#options.logger.warn({ error: (error as Error).message }, 'claiming outbox rows failed; retrying');
+        // While the database is down every claim fails: back off, capped and jittered, and say so once.
+        const delay = backoffDelay(
+          Math.min(this.#claimFailures, 30),
+          CLAIM_BACKOFF,
+          this.#options.random ?? Math.random,
+        );
+        if (this.#claimFailures === 0) {
+          this.#options.logger.warn(
+            { error: (error as Error).message, retryInMs: delay },
+            'claiming outbox rows failed; retrying with backoff',
+          );
+        }
+        this.#claimFailures += 1;
+        await this.#signals.waitFor('wake', delay);
+        continue;
       }
       // A full claim means there is probably more; a wake-up during the claim may be a row its
       // snapshot did not see. Either way, go round again at once.
@@ -164,7 +186,12 @@ export class OutboxRelay {
       this.#fillSlots();
       this.#signals.slotFreed();
       if (this.#abort.signal.aborted) return;
-      await this.#settlements.submit({ event, ...result }).catch((error: Error) => {
+      // A delivery already made is worth recording through a short outage: unrecorded, it is sent
+      // again after the lease (at least once, still, but twice where once was enough).
+      await retryWhileUnavailable(() => this.#settlements.submit({ event, ...result }), {
+        giveUpAfterMs: this.#options.leaseMs / 2,
+        signal: this.#abort.signal,
+      }).catch((error: Error) => {
         // The lease runs out and another claim delivers the row again: at least once, still.
         this.#options.logger.warn({ id: event.id, error: error.message }, 'settling an outbox row failed');
       });
