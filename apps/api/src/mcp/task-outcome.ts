@@ -1,4 +1,4 @@
-import type { TaskRecord } from '@taskgate/db';
+import { isDatabaseUnavailable, type TaskRecord } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
 import { isTerminalStatus } from '@taskgate/reliability';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
@@ -44,7 +44,12 @@ export function waitForTerminal(
           options.onChange?.(task);
         } while (again && !settled);
       } catch (error) {
-        if (!isTaskgateError(error, 'TG_TASK_NOT_FOUND')) return finish(() => reject(error));
+        // A database outage is waited out (the poll reads again): the task goes on in its worker,
+        // and its caller should get its answer, not a 503 for a blip. The task's own clocks and
+        // the sweeper bound the wait.
+        if (!isTaskgateError(error, 'TG_TASK_NOT_FOUND') && !isDatabaseUnavailable(error)) {
+          return finish(() => reject(error));
+        }
       } finally {
         reading = false;
       }
