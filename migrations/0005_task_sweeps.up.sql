@@ -6,6 +6,18 @@
 -- The pg-boss job that carries the task's current run when it is not the first one: the first
 -- job's id is the task's own (NULL here), a parked task's next run gets a new job (answerInput).
 ALTER TABLE tasks ADD COLUMN job_id uuid;
+-- Tasks resumed before this migration run on a job whose id is not theirs: find it, so the sweeper
+-- does not take the first run's completed job for the current one. (On a fresh install pg-boss's
+-- schema does not exist yet, and there is nothing to find.)
+DO $$
+BEGIN
+  IF to_regclass('pgboss.job') IS NOT NULL THEN
+    UPDATE tasks t SET job_id = j.id
+    FROM pgboss.job j
+    WHERE j.name = 'taskgate-tasks' AND j.state IN ('created', 'retry', 'active')
+      AND j.data->>'taskId' = t.id::text AND j.id <> t.id AND t.status = 'working';
+  END IF;
+END $$;
 
 -- The API instance holding a request-mode task's request (the caller waits on that instance only).
 ALTER TABLE tasks ADD COLUMN api_instance_id text;
