@@ -27,8 +27,18 @@ export interface CliResult {
 
 /** Runs `taskgate <args>` to completion with the project's Node (the one running the tests). */
 export function runCli(args: readonly string[], env: Record<string, string>): Promise<CliResult> {
+  return runCommand(process.execPath, [CLI, ...args], env);
+}
+
+/** Runs a command to completion, collecting its output. */
+export function runCommand(
+  command: string,
+  args: readonly string[],
+  env: Record<string, string>,
+  options: { readonly cwd?: string } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd: options.cwd ?? REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => {
