@@ -75,6 +75,7 @@ export class RunningProcess {
   readonly closed: Promise<number | null>;
 
   constructor(command: string, args: readonly string[], env: Record<string, string>, options: SpawnOptions = {}) {
+    assertFreePorts(args, env);
     this.#detached = options.detached === true;
     this.child = spawn(command, args, {
       cwd: options.cwd ?? REPO_ROOT,
@@ -163,6 +164,22 @@ export class RunningProcess {
     } finally {
       clearTimeout(timer);
     }
+  }
+}
+
+/**
+ * A Taskgate process started by a test listens on ports the system picks (0). The defaults (8080)
+ * would collide with anything else on a shared machine, another checkout's test run included.
+ */
+function assertFreePorts(args: readonly string[], env: Record<string, string>): void {
+  if (!args.includes('start')) return;
+  const role = args[args.indexOf('--role') + 1];
+  const api = !args.includes('--role') || (role ?? '').split(',').includes('api');
+  if (api && env.PORT !== '0')
+    throw new Error(`a test's taskgate start must listen on PORT=0, not ${env.PORT ?? '8080 (the default)'}`);
+  for (const [name, value] of Object.entries(env)) {
+    if (name.endsWith('_PORT') && value !== '0')
+      throw new Error(`a test's taskgate start must set ${name}=0, not ${value}`);
   }
 }
 
