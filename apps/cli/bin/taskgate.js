@@ -13,6 +13,10 @@ import { constants } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+// First of all: a launcher (npm's `sh -c`, this file's parent run) that dies while this process is
+// still loading must not go unnoticed (apps/cli/src/parent-watch.ts).
+const parentAtStart = process.ppid;
+
 // The signals a terminal, npm or a process manager sends to stop a process. SIGKILL cannot be
 // forwarded: the child notices that its launcher is gone instead (apps/cli/src/parent-watch.ts).
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
@@ -34,6 +38,8 @@ if (projectNode !== null && projectNode !== realpathSync(process.execPath)) {
     );
     process.exit(64);
   }
+  const { noteParentAtStart } = await import('../src/parent-watch.ts');
+  noteParentAtStart(parentAtStart);
   const { main } = await import('../src/main.ts');
   const code = await main(process.argv.slice(2), {
     env: process.env,

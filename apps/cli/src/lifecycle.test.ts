@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Lifecycle } from './lifecycle.ts';
 import { createLogger } from './logger.ts';
-import { LAUNCHER_PID_VARIABLE, shouldStopWithParent, watchParent } from './parent-watch.ts';
+import { LAUNCHER_PID_VARIABLE, orphanedAtStart, shouldStopWithParent, watchParent } from './parent-watch.ts';
 import { DUPLICATE_SIGNAL_WINDOW_MS } from './stop-signals.ts';
 
 const silent = createLogger('silent');
@@ -94,12 +94,30 @@ describe('watchParent', () => {
           reports.push(former);
           resolve();
         },
-        { ppid: () => ppid, intervalMs: 1 },
+        { parent: 4242, ppid: () => ppid, intervalMs: 1 },
       );
     });
     ppid = 1;
     await reported;
     expect(reports).toEqual([4242]);
+  });
+
+  it('reports a parent that was already gone when the watch began', async () => {
+    const former = await new Promise<number>((resolve) => {
+      watchParent(resolve, { parent: 4242, ppid: () => 1, intervalMs: 1 });
+    });
+    expect(former).toBe(4242);
+  });
+
+  it('takes a start under PID 1 in a group of its own for a launcher that died before the first look', () => {
+    // The orphan of a killed `sh -c` keeps the group of the npm it came from.
+    expect(orphanedAtStart(1, () => 21940)).toBe(true);
+    // npm as a container's PID 1 leads the group its children share: a live launcher.
+    expect(orphanedAtStart(1, () => 1)).toBe(false);
+    // …or whose group lies outside the container's pid namespace.
+    expect(orphanedAtStart(1, () => 0)).toBe(false);
+    expect(orphanedAtStart(4242, () => 21940)).toBe(false);
+    expect(orphanedAtStart(1, () => null)).toBe(false);
   });
 
   it('is wanted under npm and under the bin launcher that started this process, not otherwise', () => {
@@ -108,5 +126,7 @@ describe('watchParent', () => {
     // Inherited from a launcher further up: this process's parent is someone else.
     expect(shouldStopWithParent({ [LAUNCHER_PID_VARIABLE]: '10' }, 11)).toBe(false);
     expect(shouldStopWithParent({}, 10)).toBe(false);
+    // The launcher was gone before this process first looked.
+    expect(shouldStopWithParent({ [LAUNCHER_PID_VARIABLE]: '10' }, 1)).toBe(true);
   });
 });

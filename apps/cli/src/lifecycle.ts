@@ -1,6 +1,6 @@
 import { TaskgateError } from '@taskgate/errors';
 import type { Logger } from './logger.ts';
-import { shouldStopWithParent, watchParent } from './parent-watch.ts';
+import { shouldStopWithParent, startingParent, watchParent } from './parent-watch.ts';
 import { DUPLICATE_SIGNAL_WINDOW_MS, type FirstSignal, type StopSignal, signalMeaning } from './stop-signals.ts';
 
 export type StopCause = StopSignal | 'parent exited';
@@ -44,7 +44,7 @@ export class Lifecycle {
    */
   installSignalHandlers(
     options: { readonly stopWithParent?: boolean } = {
-      stopWithParent: shouldStopWithParent(process.env, process.ppid),
+      stopWithParent: shouldStopWithParent(process.env, startingParent()),
     },
   ): void {
     const onSignal = (signal: StopSignal) => this.receive(signal, performance.now());
