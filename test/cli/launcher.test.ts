@@ -1,8 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, readlink, realpath } from 'node:fs/promises';
+import { mkdtemp, readlink, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   cleanEnv,
   isRunning,
@@ -31,6 +31,10 @@ beforeAll(async () => {
   const first = spawnSync('node', ['--version'], { env: systemNodeFirst(), encoding: 'utf8' });
   expect(first.stdout.trim()).toBe(spawnSync(SYSTEM_NODE, ['--version'], { encoding: 'utf8' }).stdout.trim());
   expect(Number(/^v(\d+)/.exec(first.stdout)?.[1])).toBeLessThan(22);
+});
+
+afterAll(async () => {
+  await rm(cwd, { recursive: true, force: true });
 });
 
 afterEach(async () => {

@@ -1,4 +1,4 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -128,5 +128,6 @@ describe('npm start on the embedded default', () => {
       expect(ms).toBeLessThan(5_000);
       expect(taskgate.logs.at(-1)).toMatchObject({ msg: 'taskgate stopped', problems: [] });
     }
+    await rm(dataDir, { recursive: true, force: true });
   }, 90_000);
 });

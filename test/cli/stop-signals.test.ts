@@ -1,4 +1,4 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -10,9 +10,11 @@ import { waitForTask } from '../support/task-platform.ts';
 // by the real signals a terminal, npm and a process manager send.
 const running: RunningProcess[] = [];
 const databases: TestDatabase[] = [];
+const dataDirs: string[] = [];
 afterEach(async () => {
   for (const process of running.splice(0)) process.kill();
   await Promise.all(databases.splice(0).map((database) => database.drop()));
+  await Promise.all(dataDirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
 });
 
 function track(process: RunningProcess): RunningProcess {
@@ -56,7 +58,9 @@ const STALE_DATA_DIR =
 
 describe('one Ctrl-C is one graceful stop', () => {
   it('SIGINT to the process group of npm start (the terminal and npm both deliver one) hands the running task back and leaves the embedded Postgres clean', async () => {
-    const env = cleanEnv({ TASKGATE_DATA_DIR: await mkdtemp(path.join(tmpdir(), 'taskgate-ctrl-c-')), PORT: '0' });
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'taskgate-ctrl-c-'));
+    dataDirs.push(dataDir);
+    const env = cleanEnv({ TASKGATE_DATA_DIR: dataDir, PORT: '0' });
     const first = track(new RunningProcess('npm', ['start'], env, { detached: true }));
     const id = await runningTask(await started(first));
 
