@@ -24,10 +24,16 @@ COPY migrations ./migrations
 COPY packages ./packages
 COPY apps ./apps
 
+# /app belongs to root and stays read-only for the runtime user. The embedded Postgres (no
+# DATABASE_URL) keeps its files in a directory of that user's own; mount a volume there to keep
+# them across containers (docker run -v taskgate-data:/var/lib/taskgate …).
+RUN mkdir -p /var/lib/taskgate && chown node:node /var/lib/taskgate
 USER node
-ENV HOST=0.0.0.0 PORT=8080
+ENV HOST=0.0.0.0 PORT=8080 TASKGATE_DATA_DIR=/var/lib/taskgate
 EXPOSE 8080
-# Node itself is PID 1's child-free main process, so SIGTERM from `docker stop` reaches Taskgate's
-# graceful shutdown directly (npm would not forward it reliably).
+# Node runs the CLI in this very process, with no npm or shell in between, so SIGTERM from
+# `docker stop` reaches Taskgate's graceful shutdown. (The image has no node_modules/.bin/node,
+# a devDependency, so bin/taskgate.js does not start a second Node.) Run it with an init
+# (`docker run --init`, `init: true` in Compose) to reap what tool handlers' subprocesses leave.
 ENTRYPOINT ["node", "apps/cli/bin/taskgate.js"]
 CMD ["start"]

@@ -2,10 +2,11 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Ajv } from 'ajv';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { loadConfig, SETTINGS } from '../../apps/cli/src/config.ts';
-import { REPO_ROOT } from '../support/cli.ts';
+import { REPO_ROOT, type RunningProcess, runCommand, startCli } from '../support/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 
 // No Docker engine runs here, so the files are checked statically: against the Compose
 // Specification's JSON schema (as shipped by dclint), by dclint's rules, and for what Taskgate needs.
@@ -75,19 +76,76 @@ describe('docker-compose.yml', () => {
       const environment = service(name).environment ?? {};
       for (const key of Object.keys(environment)) expect(Object.keys(SETTINGS), `${name}: ${key}`).toContain(key);
       expect(environment.DATABASE_URL).toBe('postgres://taskgate:taskgate@postgres:5432/taskgate');
-      // Interpolate as `docker compose` would, with the variables the file's header asks for.
-      const resolved = Object.fromEntries(
-        Object.entries(environment).map(([key, value]) => [
-          key,
-          String(value).replace(/\$\{(\w+):[?-]([^}]*)\}/g, (_, variable: string) =>
-            variable === 'TASKGATE_TOKENS' ? 'change-me-to-a-long-token:acme' : 'info',
-          ),
-        ]),
-      );
-      expect(() => loadConfig(resolved, '/app'), name).not.toThrow();
+      expect(() => loadConfig(resolvedEnvironment(name), '/app'), name).not.toThrow();
+    }
+  });
+
+  it('gives the api, the workers and the relay a readiness healthcheck on a port the service listens on', () => {
+    for (const role of TASKGATE_ROLES) {
+      const { config } = loadConfig(resolvedEnvironment(role), '/app');
+      const test = service(role).healthcheck?.test ?? [];
+      expect(test.slice(0, 3), role).toEqual(['CMD', 'node', '-e']);
+      const target = new URL(/fetch\('([^']+)'\)/.exec(test[3] ?? '')?.[1] ?? 'http://invalid');
+      expect(target.pathname, role).toBe('/readyz');
+      // HOST is 0.0.0.0 in the container, so its loopback reaches the listener.
+      expect(config.host, role).toBe('0.0.0.0');
+      expect(target.hostname, role).toBe('127.0.0.1');
+      // Workers and the relay have no API: their probe is TASKGATE_HEALTH_PORT's.
+      expect(Number(target.port), role).toBe(role === 'api' ? config.port : config.healthPort);
     }
   });
 });
+
+describe("the compose file's healthchecks, run against real processes", () => {
+  const running: RunningProcess[] = [];
+  const databases: TestDatabase[] = [];
+  afterEach(async () => {
+    for (const process of running.splice(0)) process.kill();
+    await Promise.all(databases.splice(0).map((database) => database.drop()));
+  });
+
+  for (const role of TASKGATE_ROLES) {
+    it(`the ${role}'s passes once it started and fails once it stopped`, async () => {
+      const database = await createTestDatabase();
+      databases.push(database);
+      const environment = resolvedEnvironment(role);
+      // The service's own environment, on this machine: the test database, loopback, free ports.
+      const env: Record<string, string> = {
+        ...environment,
+        PATH: process.env.PATH ?? '',
+        DATABASE_URL: database.url,
+        HOST: '127.0.0.1',
+        PORT: '0',
+        ...(environment.TASKGATE_HEALTH_PORT === undefined ? {} : { TASKGATE_HEALTH_PORT: '0' }),
+      };
+      const taskgate = startCli(service(role).command ?? [], env);
+      running.push(taskgate);
+      const listening =
+        role === 'api'
+          ? ((await taskgate.waitForLog((line) => line.msg === 'taskgate started')).url as string)
+          : ((await taskgate.waitForLog((line) => line.msg === 'health probe listening')).url as string);
+      await taskgate.waitForLog((line) => line.msg === 'taskgate started');
+      const [, , , script] = service(role).healthcheck?.test ?? [];
+      const check = () =>
+        runCommand(process.execPath, ['-e', (script ?? '').replace(/http:\/\/127\.0\.0\.1:\d+/, listening)], {});
+      expect(await check()).toMatchObject({ code: 0 });
+      expect((await taskgate.stop('SIGTERM')).code).toBe(0);
+      expect(await check()).toMatchObject({ code: 1 });
+    });
+  }
+});
+
+/** A service's environment interpolated as `docker compose` would, with the variables the file's header asks for. */
+function resolvedEnvironment(name: string): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(service(name).environment ?? {}).map(([key, value]) => [
+      key,
+      String(value).replace(/\$\{(\w+):[?-]([^}]*)\}/g, (_, variable: string) =>
+        variable === 'TASKGATE_TOKENS' ? 'change-me-to-a-long-token:acme' : 'info',
+      ),
+    ]),
+  );
+}
 
 describe('Dockerfile', () => {
   const instructions = dockerfile
@@ -124,5 +182,34 @@ describe('Dockerfile', () => {
     expect(instructions).toContain('ENTRYPOINT ["node", "apps/cli/bin/taskgate.js"]');
     expect(instructions).toContain('CMD ["start"]');
     expect(instructions).toContain('USER node');
+    // npm ci --omit=dev leaves out the `node` package, so the image has no node_modules/.bin/node
+    // and bin/taskgate.js runs the CLI in the entrypoint process instead of starting a child.
+    const manifest = JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8'));
+    expect(manifest.devDependencies.node).toBeDefined();
+    expect(manifest.dependencies?.node).toBeUndefined();
+    expect(instructions.find((line) => line.includes('npm ci'))).toContain('--omit=dev');
+  });
+
+  it('gives the unprivileged user a data directory of its own for the embedded mode', () => {
+    const env = Object.fromEntries(
+      instructions
+        .filter((line) => line.startsWith('ENV '))
+        .flatMap((line) => line.slice(4).trim().split(/\s+/))
+        .map((pair) => pair.split('=') as [string, string]),
+    );
+    const dataDir = env.TASKGATE_DATA_DIR ?? '';
+    const user = instructions.findLast((line) => line.startsWith('USER '))?.slice(5);
+    expect(path.isAbsolute(dataDir)).toBe(true);
+    // Not under WORKDIR /app, which COPY leaves to root.
+    expect(dataDir.startsWith('/app')).toBe(false);
+    const prepared = instructions.findIndex(
+      (line) =>
+        line.startsWith('RUN ') &&
+        line.includes(`mkdir -p ${dataDir}`) &&
+        line.includes(`chown ${user}:${user} ${dataDir}`),
+    );
+    expect(prepared, `a RUN that creates ${dataDir} and gives it to ${user}`).toBeGreaterThan(0);
+    // Done as root, before the switch to the runtime user.
+    expect(prepared).toBeLessThan(instructions.indexOf(`USER ${user}`));
   });
 });

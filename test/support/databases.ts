@@ -4,6 +4,11 @@ import { afterAll, beforeAll, inject } from 'vitest';
 
 export const DB_PREFIX = 'tgtest_';
 
+/** Every database of a test run starts with this (see newRunId in test-run.ts). */
+export function runPrefix(runId: string): string {
+  return `${DB_PREFIX}${runId}_`;
+}
+
 export interface TestDatabase {
   readonly name: string;
   readonly url: string;
@@ -27,7 +32,7 @@ export async function dropDatabase(client: pg.ClientBase, name: string): Promise
  */
 export async function createTestDatabase(options: { empty?: boolean } = {}): Promise<TestDatabase> {
   const { adminUrl, template, runId } = inject('postgres');
-  const name = `${DB_PREFIX}${runId}_${randomBytes(4).toString('hex')}`;
+  const name = `${runPrefix(runId)}${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {

@@ -1,22 +1,82 @@
 #!/usr/bin/env node
-// Plain JavaScript on purpose: it must run on any Node to say clearly when the Node is too old,
-// before the TypeScript sources (run by Node's built-in type stripping) are loaded.
-const [major, minor] = process.versions.node.split('.').map(Number);
-if (major < 22 || (major === 22 && minor < 12)) {
-  process.stderr.write(
-    `taskgate: Node.js ${process.versions.node} is too old; Taskgate needs Node.js >= 22.12. ` +
-      'Run it through npm (npm start, npm run taskgate -- <command>, npx taskgate), which uses the ' +
-      "project's own Node from node_modules/.bin. [TG_USAGE]\n",
-  );
-  process.exit(64);
+// Plain JavaScript on purpose: whatever `node` comes first on PATH runs this file (an MCP client's
+// `"command": "node_modules/.bin/taskgate"`, a shell), and it may be too old for the TypeScript
+// sources that Node's built-in type stripping runs. So this file only picks the Node:
+// - the project's own (the `node` package's node_modules/.bin/node), found from this file's real
+//   path, not the cwd, whenever it is not already the one running: the CLI runs again on it as a
+//   child, with stdin/stdout/stderr handed over as they are (mcp-stdio's protocol pipe included),
+//   signals forwarded and its exit status returned;
+// - otherwise this Node (a container image without devDependencies), when it is new enough.
+import { spawn } from 'node:child_process';
+import { existsSync, realpathSync } from 'node:fs';
+import { constants } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// First of all: a launcher (npm's `sh -c`, this file's parent run) that dies while this process is
+// still loading must not go unnoticed (apps/cli/src/parent-watch.ts).
+const parentAtStart = process.ppid;
+
+// The signals a terminal, npm or a process manager sends to stop a process. SIGKILL cannot be
+// forwarded: the child notices that its launcher is gone instead (apps/cli/src/parent-watch.ts).
+const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
+// Tells the child which pid is its launcher (parent-watch.ts reads it).
+const LAUNCHER_PID_VARIABLE = 'TG_LAUNCHER_PID';
+
+const launcher = realpathSync(fileURLToPath(import.meta.url));
+const projectNode = findProjectNode(path.dirname(launcher));
+
+if (projectNode !== null && projectNode !== realpathSync(process.execPath)) {
+  relaunch(projectNode);
+} else {
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  if (major < 22 || (major === 22 && minor < 12)) {
+    process.stderr.write(
+      `taskgate: Node.js ${process.versions.node} is too old; Taskgate needs Node.js >= 22.12. ` +
+        "Run npm ci in the project: it installs the project's own Node in node_modules/.bin, which " +
+        'this command then uses. [TG_USAGE]\n',
+    );
+    process.exit(64);
+  }
+  const { noteParentAtStart } = await import('../src/parent-watch.ts');
+  noteParentAtStart(parentAtStart);
+  const { main } = await import('../src/main.ts');
+  const code = await main(process.argv.slice(2), {
+    env: process.env,
+    cwd: process.cwd(),
+    stdout: (line) => process.stdout.write(`${line}\n`),
+    stderr: (line) => process.stderr.write(`${line}\n`),
+  });
+  // Explicit exit: a library timer or socket that outlives shutdown must not keep the process alive.
+  process.exit(code);
 }
 
-const { main } = await import('../src/main.ts');
-const code = await main(process.argv.slice(2), {
-  env: process.env,
-  cwd: process.cwd(),
-  stdout: (line) => process.stdout.write(`${line}\n`),
-  stderr: (line) => process.stderr.write(`${line}\n`),
-});
-// Explicit exit: a library timer or socket that outlives shutdown must not keep the process alive.
-process.exit(code);
+/** node_modules/.bin/node in the nearest directory at or above `from`, resolved; null if none. */
+function findProjectNode(from) {
+  if (process.platform === 'win32') return null;
+  for (let directory = from; ; directory = path.dirname(directory)) {
+    const candidate = path.join(directory, 'node_modules', '.bin', 'node');
+    if (existsSync(candidate)) return realpathSync(candidate);
+    if (path.dirname(directory) === directory) return null;
+  }
+}
+
+function relaunch(node) {
+  const child = spawn(node, [launcher, ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, [LAUNCHER_PID_VARIABLE]: String(process.pid) },
+  });
+  const forward = (signal) => child.kill(signal);
+  for (const signal of FORWARDED) process.on(signal, forward);
+  child.on('error', (error) => {
+    process.stderr.write(`taskgate: could not start ${node}: ${error.message} [TG_STARTUP_FAILED]\n`);
+    process.exit(70);
+  });
+  child.on('exit', (code, signal) => {
+    if (signal === null) process.exit(code ?? 70);
+    // Die of the same signal, so whoever waits for this process sees what the child's end was.
+    for (const forwarded of FORWARDED) process.off(forwarded, forward);
+    process.kill(process.pid, signal);
+    process.exit(128 + (constants.signals[signal] ?? 0));
+  });
+}

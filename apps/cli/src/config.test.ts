@@ -105,6 +105,15 @@ describe('loadConfig', () => {
     expect(loadConfig({ PORT: '0' }, '/').config.port).toBe(0);
   });
 
+  it('serves no health probe unless TASKGATE_HEALTH_PORT is set, and names it when it is not a port', () => {
+    expect(loadConfig({}, '/').config.healthPort).toBeNull();
+    expect(loadConfig({ TASKGATE_HEALTH_PORT: '9090' }, '/').config.healthPort).toBe(9090);
+    expect(loadConfig({ TASKGATE_HEALTH_PORT: '0' }, '/').config.healthPort).toBe(0);
+    expect(problems({ TASKGATE_HEALTH_PORT: 'http' })).toEqual([
+      { field: 'TASKGATE_HEALTH_PORT', message: 'must be an integer from 0 to 65535 (got "http")' },
+    ]);
+  });
+
   it('names DATABASE_URL when it is malformed, without echoing it', () => {
     expect(problems({ DATABASE_URL: 'not a url' })[0]?.field).toBe('DATABASE_URL');
     expect(problems({ DATABASE_URL: 'mysql://root:secret@db/x' })[0]).toEqual({

@@ -12,6 +12,8 @@ export interface Config {
   readonly databaseUrl: string | null;
   readonly host: string;
   readonly port: number;
+  /** Port of the /healthz and /readyz probe that `start` serves whatever its roles; null: none. */
+  readonly healthPort: number | null;
   /** bearer token → tenant. Empty: unauthenticated, allowed only on loopback (tenant "default"). */
   readonly tokens: ReadonlyMap<string, string>;
   readonly dataDir: string;
@@ -64,6 +66,8 @@ export const SETTINGS = {
   DATABASE_URL: 'postgres:// URL of the database; unset runs the embedded Postgres in TASKGATE_DATA_DIR',
   HOST: 'interface the API binds to (default 127.0.0.1)',
   PORT: 'API port, 0 picks a free one (default 8080)',
+  TASKGATE_HEALTH_PORT:
+    'port of a /healthz and /readyz probe served by taskgate start whatever its roles, on HOST; 0 picks a free one (default: unset, no probe)',
   TASKGATE_TOKENS:
     'bearer tokens as token:tenant pairs, comma-separated; unset allows unauthenticated calls on loopback only',
   TASKGATE_DATA_DIR: 'embedded Postgres data directory (default ./.taskgate)',
@@ -122,6 +126,9 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
   }
 
   const port = parseInteger(value('PORT'), 8080, 0, 65_535, 'PORT', problem);
+  const healthPortRaw = value('TASKGATE_HEALTH_PORT');
+  const healthPort =
+    healthPortRaw === undefined ? null : parseInteger(healthPortRaw, 0, 0, 65_535, 'TASKGATE_HEALTH_PORT', problem);
   const shutdownGraceMs = parseInteger(
     value('TASKGATE_SHUTDOWN_GRACE_MS'),
     3_000,
@@ -240,6 +247,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       databaseUrl,
       host,
       port,
+      healthPort,
       tokens,
       dataDir,
       logLevel,

@@ -1,13 +1,17 @@
 import { TaskgateError } from '@taskgate/errors';
 import type { Logger } from './logger.ts';
+import { shouldStopWithParent, startingParent, watchParent } from './parent-watch.ts';
+import { DUPLICATE_SIGNAL_WINDOW_MS, type FirstSignal, type StopSignal, signalMeaning } from './stop-signals.ts';
 
-type Signal = 'SIGTERM' | 'SIGINT';
+export type StopCause = StopSignal | 'parent exited';
 
 /**
  * Start-up and shutdown of one process. Resources register a stop function as they start; on the
- * first SIGTERM or SIGINT they are stopped in reverse order (the API stops taking requests before
- * the workers release their tasks, and the database closes last). A second signal exits at once,
- * and a shutdown that outlives its deadline is cut short, so a stuck handler never keeps a
+ * first SIGTERM or SIGINT (or, for a process whose launcher waits for it, the launcher's death)
+ * they are stopped in reverse order (the API stops taking requests before the workers release
+ * their tasks, and the database closes last). The same signal again within
+ * DUPLICATE_SIGNAL_WINDOW_MS is the same request; another signal, or the same one later, exits at
+ * once, and a shutdown that outlives its deadline is cut short, so a stuck handler never keeps a
  * container from stopping.
  */
 export class Lifecycle {
@@ -15,10 +19,11 @@ export class Lifecycle {
   readonly #deadlineMs: number;
   readonly #stops: Array<{ name: string; stop: () => Promise<void> }> = [];
   readonly #exit: (code: number) => never;
-  #signal: Signal | null = null;
-  #resolveStopRequested!: (signal: Signal) => void;
-  /** Resolves with the first signal received. */
-  readonly stopRequested: Promise<Signal>;
+  #stopping = false;
+  #firstSignal: FirstSignal | null = null;
+  #resolveStopRequested!: (cause: StopCause) => void;
+  /** Resolves with what started the shutdown. */
+  readonly stopRequested: Promise<StopCause>;
 
   constructor(logger: Logger, deadlineMs: number, exit: (code: number) => never = process.exit) {
     this.#logger = logger;
@@ -30,21 +35,56 @@ export class Lifecycle {
   }
 
   get stopping(): boolean {
-    return this.#signal !== null;
+    return this.#stopping;
   }
 
-  installSignalHandlers(): void {
-    const onSignal = (signal: Signal) => {
-      if (this.#signal !== null) {
-        this.#logger.warn({ signal }, 'second signal during shutdown: exiting now');
-        this.#exit(signal === 'SIGINT' ? 130 : 143);
-      }
-      this.#signal = signal;
-      this.#logger.info({ signal }, 'shutting down');
-      this.#resolveStopRequested(signal);
-    };
+  /**
+   * SIGTERM and SIGINT handlers, and the parent watch when the parent is a launcher whose death
+   * means "stop" (see shouldStopWithParent).
+   */
+  installSignalHandlers(
+    options: { readonly stopWithParent?: boolean } = {
+      stopWithParent: shouldStopWithParent(process.env, startingParent()),
+    },
+  ): void {
+    const onSignal = (signal: StopSignal) => this.receive(signal, performance.now());
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
+    if (options.stopWithParent) {
+      watchParent((formerParent) => {
+        if (this.#stopping) return;
+        this.#stopping = true;
+        this.#logger.info({ cause: 'parent exited', formerParent }, 'shutting down');
+        this.#resolveStopRequested('parent exited');
+      });
+    }
+  }
+
+  /** One stop signal, received at `nowMs` (a monotonic clock). */
+  receive(signal: StopSignal, nowMs: number): void {
+    const meaning = signalMeaning(this.#firstSignal, signal, nowMs);
+    if (meaning === 'duplicate') {
+      this.#logger.info(
+        { signal, windowMs: DUPLICATE_SIGNAL_WINDOW_MS },
+        `${signal} again within ${DUPLICATE_SIGNAL_WINDOW_MS} ms: the same stop request (send it again later, or another signal, to exit at once)`,
+      );
+      return;
+    }
+    if (meaning === 'exit-now') {
+      this.#logger.warn({ signal, first: this.#firstSignal?.signal }, 'second signal during shutdown: exiting now');
+      this.#exit(signal === 'SIGINT' ? 130 : 143);
+      return;
+    }
+    this.#firstSignal = { signal, atMs: nowMs };
+    if (this.#stopping) {
+      // The parent's exit started the shutdown; a signal sent with it (a service manager stops a
+      // whole process group) joins the stop instead of cutting it short.
+      this.#logger.info({ signal }, 'signal during a shutdown already under way: continuing it');
+      return;
+    }
+    this.#stopping = true;
+    this.#logger.info({ signal }, 'shutting down');
+    this.#resolveStopRequested(signal);
   }
 
   onStop(name: string, stop: () => Promise<void>): void {

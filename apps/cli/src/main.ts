@@ -3,6 +3,7 @@ import { isTaskgateError, TaskgateError } from '@taskgate/errors';
 import { type LogLevel, loadConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import { ROLES, type Role } from './roles.ts';
+import { DUPLICATE_SIGNAL_WINDOW_MS } from './stop-signals.ts';
 
 export const USAGE = `Usage: taskgate <command>
 
@@ -19,7 +20,10 @@ Commands:
 
 Configuration comes from the environment: DATABASE_URL, HOST, PORT, TASKGATE_TOKENS,
 TASKGATE_DATA_DIR, TASKGATE_ALLOWED_ORIGINS, TASKGATE_SHUTDOWN_GRACE_MS, TASKGATE_WORKER_CONCURRENCY,
-LOG_LEVEL (see README.md).`;
+TASKGATE_HEALTH_PORT, LOG_LEVEL (see README.md).
+
+SIGTERM or SIGINT stops gracefully; the same signal again within ${DUPLICATE_SIGNAL_WINDOW_MS / 1_000} s is the
+same request; another signal (or the same one later) exits at once.`;
 
 export interface Io {
   readonly env: Readonly<Record<string, string | undefined>>;

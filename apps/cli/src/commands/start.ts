@@ -5,6 +5,7 @@ import { startRelayRole } from '@taskgate/relay';
 import { startWorkerRole } from '@taskgate/worker';
 import { type Config, clockCaps, DEFAULT_TENANT, isLoopbackHost, toolsOf } from '../config.ts';
 import { openDatabase } from '../database.ts';
+import { startHealthServer } from '../health-server.ts';
 import { Lifecycle } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
 import type { Role } from '../roles.ts';
@@ -32,6 +33,18 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
     const database = await openDatabase(config, logger);
     lifecycle.onStop('database', () => database.stop());
     if (lifecycle.stopping) return await finish(lifecycle, logger);
+    if (config.healthPort !== null) {
+      // Up before the migrations and the roles, so a probe sees "alive, starting" meanwhile.
+      const health = await startHealthServer({
+        host: config.host,
+        port: config.healthPort,
+        connectionString: database.connectionString,
+        checks: () => Object.fromEntries(roleState),
+        stopping: () => lifecycle.stopping,
+        logger,
+      });
+      lifecycle.onStop('health', () => health.stop());
+    }
 
     const runner = new MigrationRunner({
       connectionString: database.connectionString,

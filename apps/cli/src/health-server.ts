@@ -1,0 +1,128 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ReadinessReport } from '@taskgate/api';
+import { createPool } from '@taskgate/db';
+import { TaskgateError } from '@taskgate/errors';
+import type { Logger } from './logger.ts';
+
+type CheckState = ReadinessReport['checks'][string];
+
+export interface HealthServerOptions {
+  readonly host: string;
+  /** 0 picks a free one. */
+  readonly port: number;
+  readonly connectionString: string;
+  /** The roles' states, as the API's /readyz reports them. */
+  readonly checks: () => Record<string, CheckState>;
+  readonly stopping: () => boolean;
+  readonly logger: Logger;
+}
+
+export interface HealthServer {
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+const DATABASE_CHECK_TIMEOUT_MS = 1_000;
+
+/**
+ * /healthz and /readyz for a process of any roles (TASKGATE_HEALTH_PORT). A worker or relay has no
+ * HTTP server of its own, and a probe run as a separate command could only see the database, not
+ * this process: whether its roles started, whether it is shutting down, whether its event loop
+ * still answers. The answers are those of the API's routes (apps/api/src/health-routes.ts): /healthz
+ * never touches the database, so an outage does not get live processes restarted; /readyz needs
+ * every role started, the database answering and no shutdown under way.
+ */
+export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
+  // One connection at most, opened at the first /readyz; the probe never competes with the roles.
+  const pool = createPool(options.connectionString, { applicationName: 'taskgate-health', max: 1 });
+  const server = http.createServer((request, response) => {
+    const path = new URL(request.url ?? '/', 'http://probe').pathname;
+    if (path !== '/healthz' && path !== '/readyz') return send(response, 404, { status: 'not_found' });
+    if (request.method !== 'GET' && request.method !== 'HEAD') {
+      response.setHeader('allow', 'GET, HEAD');
+      return send(response, 405, { status: 'method_not_allowed' });
+    }
+    if (path === '/healthz') return send(response, 200, { status: 'ok' });
+    void readiness(options, pool).then((report) =>
+      send(response, report.ready ? 200 : 503, {
+        status: report.ready ? 'ready' : 'not_ready',
+        ...(report.reason ? { reason: report.reason } : {}),
+        checks: report.checks,
+      }),
+    );
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, options.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    await pool.end();
+    throw new TaskgateError(
+      'TG_STARTUP_FAILED',
+      `the health probe could not listen on ${options.host}:${options.port} (TASKGATE_HEALTH_PORT): ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  const { port } = server.address() as AddressInfo;
+  const url = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${port}`;
+  options.logger.info({ url }, 'health probe listening');
+  return {
+    url,
+    stop: async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // A prober's keep-alive connection must not hold the shutdown.
+      server.closeAllConnections();
+      await closed;
+      await pool.end();
+    },
+  };
+}
+
+async function readiness(
+  options: HealthServerOptions,
+  pool: { query(text: string): Promise<unknown> },
+): Promise<ReadinessReport> {
+  const stopping = options.stopping();
+  const checks: Record<string, CheckState> = {};
+  for (const [name, state] of Object.entries(options.checks())) checks[name] = stopping ? 'stopping' : state;
+  checks.database = (await answers(pool)) ? 'ok' : 'failing';
+  if (stopping) return { ready: false, reason: 'shutting down', checks };
+  const notReady = Object.entries(checks).filter(([, state]) => state !== 'ok');
+  if (notReady.length > 0) {
+    return { ready: false, reason: notReady.map(([name, state]) => `${name} ${state}`).join(', '), checks };
+  }
+  return { ready: true, checks };
+}
+
+async function answers(pool: { query(text: string): Promise<unknown> }): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), DATABASE_CHECK_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([
+      pool.query('SELECT 1').then(
+        () => true,
+        () => false,
+      ),
+      timeout,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function send(response: http.ServerResponse, status: number, body: Record<string, unknown>): void {
+  const text = JSON.stringify(body);
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'cache-control': 'no-store',
+  });
+  response.end(text);
+}
