@@ -1,14 +1,13 @@
 import { TaskgateError } from '@taskgate/errors';
 import type { ToolRegistry } from '@taskgate/tools';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import type pg from 'pg';
-import type { ReadinessReport } from './health-routes.ts';
+import { type CheckState, type ReadinessReport, readinessReport } from './health-routes.ts';
 import { bearerTenants } from './http/auth.ts';
 import { createApiServer } from './server.ts';
 import { openTaskServices, type TaskServices } from './task-services.ts';
 import type { ClockCaps } from './tasks/task-service.ts';
 
-export type CheckState = ReadinessReport['checks'][string];
+export type { CheckState };
 
 export interface ApiRoleOptions {
   readonly connectionString: string;
@@ -45,8 +44,6 @@ export interface ApiRole {
   readonly app: FastifyInstance;
   stop(): Promise<void>;
 }
-
-const READINESS_QUERY_TIMEOUT_MS = 1_000;
 
 /** The API process role: the HTTP server and what it needs (a pool, a send-only pg-boss, the events hub). */
 export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
@@ -108,39 +105,16 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
   };
 }
 
-async function readiness(services: TaskServices, options: ApiRoleOptions): Promise<ReadinessReport> {
-  const stopping = options.stopping();
-  const checks: Record<string, CheckState> = {};
-  for (const [name, state] of Object.entries(options.checks())) checks[name] = stopping ? 'stopping' : state;
-  checks.database = (await databaseAnswers(services.pool)) ? 'ok' : 'failing';
+function readiness(services: TaskServices, options: ApiRoleOptions): Promise<ReadinessReport> {
   // Without its LISTEN connection the API still answers (every wait polls), but slower: a load
   // balancer should prefer an instance that hears notifications, until this one has reconnected.
   const listening = services.hub.connected;
-  if (listening !== null) checks.notifications = listening ? 'ok' : 'failing';
-  if (stopping) return { ready: false, reason: 'shutting down', checks };
-  const notReady = Object.entries(checks).filter(([, state]) => state !== 'ok');
-  if (notReady.length > 0) {
-    return { ready: false, reason: notReady.map(([name, state]) => `${name} ${state}`).join(', '), checks };
-  }
-  return { ready: true, checks };
-}
-
-async function databaseAnswers(pool: pg.Pool): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), READINESS_QUERY_TIMEOUT_MS);
+  return readinessReport({
+    roles: options.checks(),
+    stopping: options.stopping(),
+    database: services.pool,
+    ...(listening === null ? {} : { more: { notifications: listening ? 'ok' : 'failing' } }),
   });
-  try {
-    return await Promise.race([
-      pool.query('SELECT 1').then(
-        () => true,
-        () => false,
-      ),
-      timeout,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Bound to loopback only: 127.0.0.0/8, ::1 or localhost (then /mcp also checks the Host header). */

@@ -1,5 +1,11 @@
 export { type ApiRole, type ApiRoleOptions, startApiRole } from './api-role.ts';
-export { type ReadinessProbe, type ReadinessReport, registerHealthRoutes } from './health-routes.ts';
+export {
+  type CheckState,
+  type ReadinessProbe,
+  type ReadinessReport,
+  readinessReport,
+  registerHealthRoutes,
+} from './health-routes.ts';
 export { bearerTenants, type TenantResolver } from './http/auth.ts';
 export { type Problem, problem, toProblem } from './http/problem.ts';
 export { LedgerService } from './ledger/ledger-service.ts';

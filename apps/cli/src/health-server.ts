@@ -1,11 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ReadinessReport } from '@taskgate/api';
+import { type CheckState, readinessReport } from '@taskgate/api';
 import { createPool } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import type { Logger } from './logger.ts';
-
-type CheckState = ReadinessReport['checks'][string];
 
 export interface HealthServerOptions {
   readonly host: string;
@@ -22,8 +20,6 @@ export interface HealthServer {
   readonly url: string;
   stop(): Promise<void>;
 }
-
-const DATABASE_CHECK_TIMEOUT_MS = 1_000;
 
 /**
  * /healthz and /readyz for a process of any roles (TASKGATE_HEALTH_PORT). A worker or relay has no
@@ -44,7 +40,7 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
       return send(response, 405, { status: 'method_not_allowed' });
     }
     if (path === '/healthz') return send(response, 200, { status: 'ok' });
-    void readiness(options, pool).then((report) =>
+    void readinessReport({ roles: options.checks(), stopping: options.stopping(), database: pool }).then((report) =>
       send(response, report.ready ? 200 : 503, {
         status: report.ready ? 'ready' : 'not_ready',
         ...(report.reason ? { reason: report.reason } : {}),
@@ -81,40 +77,6 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
       await pool.end();
     },
   };
-}
-
-async function readiness(
-  options: HealthServerOptions,
-  pool: { query(text: string): Promise<unknown> },
-): Promise<ReadinessReport> {
-  const stopping = options.stopping();
-  const checks: Record<string, CheckState> = {};
-  for (const [name, state] of Object.entries(options.checks())) checks[name] = stopping ? 'stopping' : state;
-  checks.database = (await answers(pool)) ? 'ok' : 'failing';
-  if (stopping) return { ready: false, reason: 'shutting down', checks };
-  const notReady = Object.entries(checks).filter(([, state]) => state !== 'ok');
-  if (notReady.length > 0) {
-    return { ready: false, reason: notReady.map(([name, state]) => `${name} ${state}`).join(', '), checks };
-  }
-  return { ready: true, checks };
-}
-
-async function answers(pool: { query(text: string): Promise<unknown> }): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), DATABASE_CHECK_TIMEOUT_MS);
-  });
-  try {
-    return await Promise.race([
-      pool.query('SELECT 1').then(
-        () => true,
-        () => false,
-      ),
-      timeout,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 function send(response: http.ServerResponse, status: number, body: Record<string, unknown>): void {
