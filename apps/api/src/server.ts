@@ -6,6 +6,7 @@ import { authenticateScope, type TenantResolver } from './http/auth.ts';
 import { checkDecodedInput } from './http/decoded-input.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrors, installProblemHandlers } from './http/problem.ts';
+import { installRequestGuard } from './http/request-guards.ts';
 import type { LedgerService } from './ledger/ledger-service.ts';
 import { McpCore } from './mcp/mcp-core.ts';
 import { registerMcpRoute } from './mcp/mcp-route.ts';
@@ -28,6 +29,7 @@ export interface ApiServerOptions {
     /** POST /mcp: the tools the registry offers, guarded like ARCHITECTURE.md asks. */
     readonly mcp?: {
       readonly tools: ToolRegistry;
+      /** With loopbackOnly, these configure the DNS-rebinding guard of every route, not only /mcp. */
       readonly allowedOrigins: readonly string[];
       readonly loopbackOnly: boolean;
       readonly clockCaps?: ClockCaps;
@@ -60,6 +62,11 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
   installProblemHandlers(app);
+  installRequestGuard(app, {
+    allowedOrigins: options.tasks?.mcp?.allowedOrigins ?? [],
+    loopbackOnly: options.tasks?.mcp?.loopbackOnly ?? false,
+    acceptsUnauthenticated: options.tasks?.tenant.acceptsUnauthenticated ?? false,
+  });
   // JSON only: anything else is 415, rather than a string body failing schema validation.
   app.removeContentTypeParser('text/plain');
   app.addSchema(TaskSchema);
@@ -98,8 +105,6 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
       }),
       tenant: tasks.tenant,
       server,
-      allowedOrigins: tasks.mcp.allowedOrigins,
-      loopbackOnly: tasks.mcp.loopbackOnly,
       ...(tasks.events?.keepaliveMs === undefined ? {} : { keepaliveMs: tasks.events.keepaliveMs }),
       ...(tasks.mcp.sseAfterMs === undefined ? {} : { sseAfterMs: tasks.mcp.sseAfterMs }),
     });

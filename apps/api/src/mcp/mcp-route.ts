@@ -19,7 +19,7 @@ import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantResolver } from '../http/auth.ts';
 import { SseStream } from '../sse/sse-stream.ts';
-import { checkHttpRequest, type HttpGuardOptions } from './http-guards.ts';
+import { checkMcpAccept } from './http-guards.ts';
 import { type CallScope, LegacySessions } from './legacy-sessions.ts';
 import { legacyTask } from './legacy-tasks.ts';
 import type { McpCore } from './mcp-core.ts';
@@ -33,7 +33,7 @@ import {
 import { ProgressStream } from './progress-stream.ts';
 import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
 
-export interface McpRouteOptions extends HttpGuardOptions {
+export interface McpRouteOptions {
   readonly core: McpCore;
   readonly server: ServerIdentity;
   readonly tenant: TenantResolver;
@@ -72,15 +72,10 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
       if (status >= 500) request.log.error({ err: error }, 'MCP request failed');
       return reply.code(status).type('application/json').send(errorResponse(null, rpc));
     });
+    // Host and Origin are checked for every route, /mcp included, by the server's request guard.
     scope.addHook('onRequest', async (request, reply) => {
-      const refused = checkHttpRequest(request, options);
-      if (refused) {
-        return reply
-          .code(refused.status)
-          .headers(refused.headers ?? {})
-          .type('application/json')
-          .send(errorResponse(null, refused.error));
-      }
+      const refused = checkMcpAccept(request);
+      if (refused) return reply.code(refused.status).type('application/json').send(errorResponse(null, refused.error));
       try {
         tenants.set(request, options.tenant(request));
       } catch (error) {
@@ -89,7 +84,13 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
           .code(401)
           .header('www-authenticate', 'Bearer realm="taskgate"')
           .type('application/json')
-          .send(errorResponse(null, { code: ErrorCode.InvalidRequest, message: error.message }));
+          .send(
+            errorResponse(null, {
+              code: ErrorCode.InvalidRequest,
+              message: error.message,
+              data: { code: 'TG_UNAUTHORIZED' },
+            }),
+          );
       }
     });
     // 2026-07-28 has no GET stream and no sessions ("Backward Compatibility"); a 2025-11-25 client
