@@ -94,9 +94,10 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
       }
     });
     // 2026-07-28 has no GET stream and no sessions ("Backward Compatibility"); a 2025-11-25 client
-    // may DELETE the session it was given, and gets 405 for GET (this server opens no standalone stream).
+    // may DELETE the session it was given, and gets 405 for GET (this server opens no standalone
+    // stream). Other methods get the same JSON-RPC 405, not the REST API's problem+json 404.
     scope.route({
-      method: ['GET', 'DELETE'],
+      method: ['GET', 'DELETE', 'PUT', 'PATCH', 'OPTIONS'],
       url: '/mcp',
       // MCP is described by its specification, not by the REST API's OpenAPI document.
       schema: { hide: true },
