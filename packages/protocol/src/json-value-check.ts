@@ -43,41 +43,52 @@ interface Frame {
 
 export function checkJsonValue(value: unknown, options: JsonValueCheckOptions = {}): JsonValueProblem | null {
   const maxDepth = options.maxDepth ?? MAX_JSON_DEPTH;
-  const stack: Frame[] = [{ value, depth: 0, key: null, parent: null }];
+  const root: Frame = { value, depth: 0, key: null, parent: null };
+  const leaf = leafProblem(value);
+  if (leaf) return problem(leaf[0], root, leaf[1]);
+  if (value === null || typeof value !== 'object') return null;
+  if (maxDepth < 1) return problem('TG_JSON_TOO_DEEP', root, tooDeep(maxDepth));
+  // Only containers get a frame (a 1 MiB body has ~100,000 values); leaves are checked in place.
+  const stack: Frame[] = [{ value, depth: 1, key: null, parent: null }];
   for (let frame = stack.pop(); frame !== undefined; frame = stack.pop()) {
-    const current = frame.value;
-    if (typeof current === 'string') {
-      const why = stringProblem(current);
-      if (why) return problem('TG_JSON_STRING_INVALID', frame, `a string ${why}`);
-      continue;
-    }
-    if (typeof current === 'number') {
-      if (!Number.isFinite(current)) {
-        return problem('TG_JSON_NUMBER_INVALID', frame, 'a number is outside the range of a double (e.g. 1e400)');
+    const container = frame.value as Record<string, unknown> | unknown[];
+    const keys = Array.isArray(container) ? null : Object.keys(container);
+    const length = keys === null ? (container as unknown[]).length : keys.length;
+    for (let index = length - 1; index >= 0; index--) {
+      const key = keys === null ? null : (keys[index] as string);
+      if (key !== null) {
+        const why = stringProblem(key);
+        if (why) return problem('TG_JSON_STRING_INVALID', child(frame, key), `an object key ${why}`);
       }
-      continue;
-    }
-    if (current === null || typeof current !== 'object') continue;
-    const depth = frame.depth + 1;
-    if (depth > maxDepth) {
-      return problem('TG_JSON_TOO_DEEP', frame, `the JSON is nested deeper than ${maxDepth} levels`);
-    }
-    if (Array.isArray(current)) {
-      for (let index = current.length - 1; index >= 0; index--) {
-        stack.push({ value: current[index], depth, key: String(index), parent: frame });
-      }
-      continue;
-    }
-    const keys = Object.keys(current);
-    for (let index = keys.length - 1; index >= 0; index--) {
-      const key = keys[index] as string;
-      const child: Frame = { value: (current as Record<string, unknown>)[key], depth, key, parent: frame };
-      const why = stringProblem(key);
-      if (why) return problem('TG_JSON_STRING_INVALID', child, `an object key ${why}`);
-      stack.push(child);
+      const item = key === null ? (container as unknown[])[index] : (container as Record<string, unknown>)[key];
+      const found = leafProblem(item);
+      if (found) return problem(found[0], child(frame, key ?? String(index)), found[1]);
+      if (item === null || typeof item !== 'object') continue;
+      const next: Frame = { value: item, depth: frame.depth + 1, key: key ?? String(index), parent: frame };
+      if (next.depth > maxDepth) return problem('TG_JSON_TOO_DEEP', next, tooDeep(maxDepth));
+      stack.push(next);
     }
   }
   return null;
+}
+
+function leafProblem(value: unknown): [JsonValueProblemCode, string] | null {
+  if (typeof value === 'string') {
+    const why = stringProblem(value);
+    return why ? ['TG_JSON_STRING_INVALID', `a string ${why}`] : null;
+  }
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    return ['TG_JSON_NUMBER_INVALID', 'a number is outside the range of a double (e.g. 1e400)'];
+  }
+  return null;
+}
+
+function child(parent: Frame, key: string): Frame {
+  return { value: undefined, depth: parent.depth + 1, key, parent };
+}
+
+function tooDeep(maxDepth: number): string {
+  return `the JSON is nested deeper than ${maxDepth} levels`;
 }
 
 function stringProblem(text: string): string | null {
