@@ -22,7 +22,14 @@ afterAll(async () => {
   await platform.stop();
 });
 
-const REFUSALS = ['TG_REQUEST_INVALID', 'TG_JSON_STRING_INVALID', 'TG_JSON_NUMBER_INVALID', 'TG_JSON_TOO_DEEP'];
+// TG_MALFORMED_JSON too: the body parser refuses a "__proto__" key, which fc.jsonValue generates.
+const REFUSALS = [
+  'TG_REQUEST_INVALID',
+  'TG_JSON_STRING_INVALID',
+  'TG_JSON_NUMBER_INVALID',
+  'TG_JSON_TOO_DEEP',
+  'TG_MALFORMED_JSON',
+];
 /** Any JSON value, biased towards what a careless client sends for a number. */
 const anyValue = fc.oneof(
   fc.jsonValue({ maxDepth: 3 }),

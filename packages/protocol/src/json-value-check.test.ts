@@ -93,7 +93,8 @@ describe('checkJsonValue', () => {
             holder = next as Record<string, unknown>;
             key = keys[choice % keys.length] as string | number;
           }
-          (holder as Record<string, unknown>)[key as string] = leaf;
+          // defineProperty: fc.jsonValue makes "__proto__" keys, which plain assignment would not set.
+          Object.defineProperty(holder, key, { value: leaf, enumerable: true, writable: true, configurable: true });
           const found = checkJsonValue(root.value);
           expect(found?.code).toBe(code);
           expect(Object.is(resolve(root.value, found?.path ?? ''), leaf)).toBe(true);
