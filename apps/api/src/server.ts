@@ -2,9 +2,11 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { ToolRegistry } from '@taskgate/tools';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { type ReadinessProbe, registerHealthRoutes } from './health-routes.ts';
-import type { TenantResolver } from './http/auth.ts';
+import { authenticateScope, type TenantResolver } from './http/auth.ts';
+import { checkDecodedInput } from './http/decoded-input.ts';
 import { registerOpenApi } from './http/openapi.ts';
-import { installProblemHandlers } from './http/problem.ts';
+import { clientErrorHandler, frameworkErrors, installProblemHandlers } from './http/problem.ts';
+import { installRequestGuard } from './http/request-guards.ts';
 import type { LedgerService } from './ledger/ledger-service.ts';
 import { McpCore } from './mcp/mcp-core.ts';
 import { registerMcpRoute } from './mcp/mcp-route.ts';
@@ -27,6 +29,7 @@ export interface ApiServerOptions {
     /** POST /mcp: the tools the registry offers, guarded like ARCHITECTURE.md asks. */
     readonly mcp?: {
       readonly tools: ToolRegistry;
+      /** With loopbackOnly, these configure the DNS-rebinding guard of every route, not only /mcp. */
       readonly allowedOrigins: readonly string[];
       readonly loopbackOnly: boolean;
       readonly clockCaps?: ClockCaps;
@@ -40,6 +43,13 @@ export interface ApiServerOptions {
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
+/**
+ * Fastify's ajv, strict: no coercion (Fastify's default `coerceTypes: 'array'` made `true` a 1,
+ * `"100"` a 100 and `null` a 0), no defaults filled in, nothing removed. A value is the type its
+ * schema says or the request is 400; query strings are text and their schemas say so.
+ */
+export const AJV_OPTIONS = { removeAdditional: false, coerceTypes: false, useDefaults: false } as const;
+
 /** The HTTP API: health, the /v1 REST API with its OpenAPI document, and (later) /mcp. */
 export async function createApiServer(options: ApiServerOptions): Promise<FastifyInstance> {
   const app = Fastify({
@@ -47,49 +57,56 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
     // Keep-alive connections that are idle are closed on shutdown; busy ones finish first.
     forceCloseConnections: 'idle',
     bodyLimit: BODY_LIMIT_BYTES,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
+    ajv: { customOptions: AJV_OPTIONS },
+    frameworkErrors,
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
   installProblemHandlers(app);
+  installRequestGuard(app, {
+    allowedOrigins: options.tasks?.mcp?.allowedOrigins ?? [],
+    loopbackOnly: options.tasks?.mcp?.loopbackOnly ?? false,
+    acceptsUnauthenticated: options.tasks?.tenant.acceptsUnauthenticated ?? false,
+  });
   // JSON only: anything else is 415, rather than a string body failing schema validation.
   app.removeContentTypeParser('text/plain');
   app.addSchema(TaskSchema);
   app.addSchema(ProblemSchema);
   await registerOpenApi(app, options.version ?? '0.1.0');
   registerHealthRoutes(app, options.readiness);
-  if (options.tasks) {
-    registerTaskRoutes(app, {
-      service: options.tasks.service,
-      hub: options.tasks.hub,
-      tenant: options.tasks.tenant,
+  const tasks = options.tasks;
+  if (!tasks) return app;
+  const server = { name: 'taskgate', version: options.version ?? '0.1.0' };
+  // /v1: the tenant is resolved as the request arrives (401 before any 400, 413 or 415), and every
+  // decoded value is checked before the schema runs.
+  await app.register(async (v1) => {
+    authenticateScope(v1, tasks.tenant);
+    checkDecodedInput(v1);
+    registerTaskRoutes(v1, {
+      service: tasks.service,
+      hub: tasks.hub,
       events: {
-        keepaliveMs: options.tasks.events?.keepaliveMs ?? 15_000,
-        pollMs: options.tasks.events?.pollMs ?? 1_000,
+        keepaliveMs: tasks.events?.keepaliveMs ?? 15_000,
+        pollMs: tasks.events?.pollMs ?? 1_000,
         capacity: 4,
       },
     });
-    if (options.tasks.mcp) {
-      registerMcpRoute(app, {
-        core: new McpCore({
-          service: options.tasks.service,
-          hub: options.tasks.hub,
-          tools: options.tasks.mcp.tools,
-          server: { name: 'taskgate', version: options.version ?? '0.1.0' },
-          pollMs: options.tasks.events?.pollMs ?? 1_000,
-          ...(options.tasks.mcp.clockCaps ? { clockCaps: options.tasks.mcp.clockCaps } : {}),
-          ...(options.tasks.mcp.taskAfterMs === undefined ? {} : { taskAfterMs: options.tasks.mcp.taskAfterMs }),
-        }),
-        tenant: options.tasks.tenant,
-        server: { name: 'taskgate', version: options.version ?? '0.1.0' },
-        allowedOrigins: options.tasks.mcp.allowedOrigins,
-        loopbackOnly: options.tasks.mcp.loopbackOnly,
-        ...(options.tasks.events?.keepaliveMs === undefined ? {} : { keepaliveMs: options.tasks.events.keepaliveMs }),
-        ...(options.tasks.mcp.sseAfterMs === undefined ? {} : { sseAfterMs: options.tasks.mcp.sseAfterMs }),
-      });
-    }
-    registerLedgerRoutes(app, {
-      service: options.tasks.service,
-      ledger: options.tasks.ledger,
-      tenant: options.tasks.tenant,
+    registerLedgerRoutes(v1, { service: tasks.service, ledger: tasks.ledger });
+  });
+  if (tasks.mcp) {
+    registerMcpRoute(app, {
+      core: new McpCore({
+        service: tasks.service,
+        hub: tasks.hub,
+        tools: tasks.mcp.tools,
+        server,
+        pollMs: tasks.events?.pollMs ?? 1_000,
+        ...(tasks.mcp.clockCaps ? { clockCaps: tasks.mcp.clockCaps } : {}),
+        ...(tasks.mcp.taskAfterMs === undefined ? {} : { taskAfterMs: tasks.mcp.taskAfterMs }),
+      }),
+      tenant: tasks.tenant,
+      server,
+      ...(tasks.events?.keepaliveMs === undefined ? {} : { keepaliveMs: tasks.events.keepaliveMs }),
+      ...(tasks.mcp.sseAfterMs === undefined ? {} : { sseAfterMs: tasks.mcp.sseAfterMs }),
     });
   }
   return app;

@@ -1,6 +1,7 @@
 export {
   JSON_RPC_INTERNAL_ERROR,
   JSON_RPC_INVALID_PARAMS,
+  JSON_RPC_SERVICE_UNAVAILABLE,
   type JsonRpcError,
   toJsonRpcError,
 } from './json-rpc-error.ts';

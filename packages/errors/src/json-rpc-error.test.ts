@@ -31,6 +31,11 @@ describe('toJsonRpcError', () => {
       message: 'internal error',
       data: { code: 'TG_INTERNAL' },
     });
-    expect(toJsonRpcError(new TaskgateError('TG_SERVICE_UNAVAILABLE', 'db down')).code).toBe(-32603);
+  });
+
+  it("reports a database outage as Taskgate's -31503, outside the range JSON-RPC reserves, with data.code", () => {
+    expect(
+      toJsonRpcError(new TaskgateError('TG_SERVICE_UNAVAILABLE', 'db down', { details: { retryAfterSeconds: 5 } })),
+    ).toEqual({ code: -31503, message: 'db down', data: { retryAfterSeconds: 5, code: 'TG_SERVICE_UNAVAILABLE' } });
   });
 });

@@ -11,6 +11,14 @@ export {
   resultResponse,
 } from './json-rpc.ts';
 export {
+  checkJsonValue,
+  invalidJsonValueError,
+  type JsonValueCheckOptions,
+  type JsonValueProblem,
+  type JsonValueProblemCode,
+  MAX_JSON_DEPTH,
+} from './json-value-check.ts';
+export {
   eraOf,
   LATEST_PROTOCOL_VERSION,
   LEGACY_PROTOCOL_VERSIONS,

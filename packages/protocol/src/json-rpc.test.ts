@@ -1,5 +1,16 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { classifyMessage, ErrorCode } from './json-rpc.ts';
+import { classifyMessage, ErrorCode, type JsonRpcId } from './json-rpc.ts';
+
+const validId = fc.oneof(fc.string(), fc.maxSafeInteger());
+const invalidId = fc.oneof(
+  fc.constant(null),
+  fc.boolean(),
+  fc.double().filter((n) => !Number.isSafeInteger(n)),
+  fc.array(fc.nat()),
+  fc.object(),
+);
+const params = fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 }));
 
 describe('classifyMessage', () => {
   it('tells requests, notifications and responses apart', () => {
@@ -40,5 +51,66 @@ describe('classifyMessage', () => {
         expect(message.error.code).toBe(ErrorCode.InvalidRequest);
       }
     }
+  });
+
+  describe('properties', () => {
+    it('never throws, and every refusal is -32600 with an id that is either null or a valid id', () => {
+      fc.assert(
+        fc.property(fc.oneof(fc.anything(), fc.jsonValue(), fc.object({ withNullPrototype: true })), (value) => {
+          const message = classifyMessage(value);
+          if (message.kind !== 'invalid') return;
+          expect(message.error.code).toBe(ErrorCode.InvalidRequest);
+          expect(message.error.message).toMatch(/^Invalid Request: /);
+          expect(message.id === null || typeof message.id === 'string' || Number.isSafeInteger(message.id)).toBe(true);
+        }),
+      );
+    });
+
+    it('reads a well-formed request back as it was sent', () => {
+      fc.assert(
+        fc.property(validId, fc.string({ minLength: 1 }), fc.option(params, { nil: undefined }), (id, method, p) => {
+          const value = { jsonrpc: '2.0', id, method, ...(p === undefined ? {} : { params: p }) };
+          expect(classifyMessage(value)).toEqual({ kind: 'request', id, method, params: p });
+        }),
+      );
+    });
+
+    it('reads a message without an id as a notification, and one with a bad id as invalid', () => {
+      fc.assert(
+        fc.property(fc.string({ minLength: 1 }), invalidId, (method, id) => {
+          expect(classifyMessage({ jsonrpc: '2.0', method }).kind).toBe('notification');
+          expect(classifyMessage({ jsonrpc: '2.0', id, method })).toMatchObject({ kind: 'invalid', id: null });
+        }),
+      );
+    });
+
+    it('refuses any jsonrpc but "2.0", echoing the id exactly when it is a valid id', () => {
+      fc.assert(
+        fc.property(
+          fc.anything().filter((v) => v !== '2.0'),
+          fc.oneof(validId, invalidId),
+          (jsonrpc, id) => {
+            const message = classifyMessage({ jsonrpc, id, method: 'tools/list' });
+            const valid = typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id));
+            expect(message).toMatchObject({ kind: 'invalid', id: valid ? (id as JsonRpcId) : null });
+          },
+        ),
+      );
+    });
+
+    it('takes non-object params for a refusal whatever else the message holds', () => {
+      fc.assert(
+        fc.property(
+          validId,
+          fc.oneof(fc.constant(null), fc.array(fc.jsonValue()), fc.string(), fc.double(), fc.boolean()),
+          (id, bad) => {
+            expect(classifyMessage({ jsonrpc: '2.0', id, method: 'm', params: bad })).toMatchObject({
+              kind: 'invalid',
+              id,
+            });
+          },
+        ),
+      );
+    });
   });
 });

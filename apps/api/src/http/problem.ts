@@ -1,5 +1,8 @@
-import { type ErrorCode, errorRegistry, isTaskgateError } from '@taskgate/errors';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type ErrorCode, errorRegistry } from '@taskgate/errors';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { classifyFailure, type Failure, OUTAGE_RETRY_AFTER_SECONDS } from './failures.ts';
 
 /** RFC 9457 problem details, with Taskgate's stable code alongside. */
 export interface Problem {
@@ -28,59 +31,74 @@ export function problem(code: ErrorCode, detail: string, instance: string, error
 }
 
 export function sendProblem(reply: FastifyReply, body: Problem): FastifyReply {
-  if (body.code === 'TG_UNAUTHORIZED') reply.header('www-authenticate', 'Bearer realm="taskgate"');
+  for (const [name, value] of Object.entries(problemHeaders(body.code))) reply.header(name, value);
   return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).send(body);
 }
 
+/** The headers a code's answer carries, whichever body format it goes out in. */
+export function problemHeaders(code: ErrorCode): Record<string, string> {
+  if (code === 'TG_UNAUTHORIZED') return { 'www-authenticate': 'Bearer realm="taskgate"' };
+  if (code === 'TG_SERVICE_UNAVAILABLE') return { 'retry-after': String(OUTAGE_RETRY_AFTER_SECONDS) };
+  return {};
+}
+
+export function toProblem(error: unknown, request: FastifyRequest): Problem {
+  return problemOf(classifyFailure(error), request.url);
+}
+
+function problemOf(failure: Failure, instance: string): Problem {
+  return problem(failure.code, failure.detail, instance, failure.errors);
+}
+
 /**
- * Maps every error a route can raise to a problem: registered Taskgate errors as they are,
- * Fastify's own (schema validation, body parsing, size) to their codes, anything else to
- * TG_INTERNAL without leaking its message.
+ * Every way a request can fail ends as problem+json: route errors (setErrorHandler), unknown
+ * routes, the errors Fastify raises before routing (a path that is not valid percent-encoded UTF-8,
+ * a path parameter past maxParamLength), and those Node's HTTP parser raises before there is a
+ * request at all (clientError: headers over 16 KiB, bytes that are not HTTP, a request that did
+ * not arrive in time). The last kind has no parsed path, so it cannot be told apart for /mcp and
+ * is problem+json there too.
  */
-export function toProblem(error: FastifyError, request: FastifyRequest): Problem {
-  const instance = request.url;
-  if (isTaskgateError(error)) {
-    const errors = (error.details as { errors?: unknown[] }).errors;
-    return problem(error.code, error.message, instance, errors);
-  }
-  if (error.validation) {
-    const errors = error.validation.map((issue) => ({
-      location: error.validationContext ?? 'body',
-      path: issue.instancePath || '',
-      message: issue.message ?? issue.keyword,
-    }));
-    const summary = errors.map((issue) => `${issue.location}${issue.path} ${issue.message}`).join('; ');
-    return problem('TG_REQUEST_INVALID', `the request does not match its schema: ${summary}`, instance, errors);
-  }
-  switch (error.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return problem('TG_BODY_TOO_LARGE', 'the request body is larger than the 1 MiB the API accepts', instance);
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return problem('TG_UNSUPPORTED_MEDIA_TYPE', 'send the request body as application/json', instance);
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return problem('TG_MALFORMED_JSON', `the request body is not valid JSON: ${error.message}`, instance);
-  }
-  if (error instanceof SyntaxError && error.statusCode === 400) {
-    return problem('TG_MALFORMED_JSON', `the request body is not valid JSON: ${error.message}`, instance);
-  }
-  if (isConnectionError(error)) {
-    return problem('TG_SERVICE_UNAVAILABLE', 'the database did not answer; retry later', instance);
-  }
-  return problem('TG_INTERNAL', 'an internal error occurred; it has been logged', instance);
-}
-
-function isConnectionError(error: { code?: unknown }): boolean {
-  return typeof error.code === 'string' && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|57P0[1-3]|08\d\d\d)$/.test(error.code);
-}
-
 export function installProblemHandlers(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const body = toProblem(error, request);
-    if (body.status >= 500) request.log.error({ err: error, code: body.code }, 'request failed');
+    logFailure(request, body.status, error, body.code);
     return sendProblem(reply, body);
   });
   app.setNotFoundHandler((request, reply) =>
     sendProblem(reply, problem('TG_NOT_FOUND', `no endpoint answers ${request.method} ${request.url}`, request.url)),
   );
+}
+
+export function logFailure(request: FastifyRequest, status: number, error: unknown, code: string): void {
+  if (status === 503) request.log.warn({ err: error, code }, 'the database is not answering');
+  else if (status >= 500) request.log.error({ err: error, code }, 'request failed');
+}
+
+/** Fastify's `frameworkErrors` option: FST_ERR_BAD_URL, FST_ERR_MAX_PARAM_LENGTH, FST_ERR_ASYNC_CONSTRAINT. */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const body = toProblem(error, request);
+  logFailure(request, body.status, error, body.code);
+  void sendProblem(reply, body);
+}
+
+/** Fastify's `clientErrorHandler` option, for errors of Node's HTTP parser (the `clientError` event). */
+export function clientErrorHandler(this: FastifyInstance, error: Error & { code?: string }, socket: Duplex): void {
+  // A reset connection has nobody left to answer (Node's own handler skips it too).
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const body =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? problem('TG_HEADERS_TOO_LARGE', 'the request headers are larger than the 16 KiB accepted', '')
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? problem('TG_REQUEST_TIMEOUT', 'the request did not arrive in time', '')
+        : problem('TG_HTTP_MALFORMED', 'the bytes received are not a valid HTTP/1.1 request', '');
+  this.log.debug({ err: error, code: body.code }, 'client error');
+  if (socket.writable) {
+    const text = JSON.stringify(body);
+    socket.write(
+      `HTTP/1.1 ${body.status} ${STATUS_CODES[body.status]}\r\n` +
+        `Content-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(text)}\r\n` +
+        `Connection: close\r\n\r\n${text}`,
+    );
+  }
+  socket.destroy(error);
 }

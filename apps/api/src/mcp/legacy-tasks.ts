@@ -3,6 +3,7 @@ import { isTaskgateError } from '@taskgate/errors';
 import { ErrorCode, type JsonRpcError } from '@taskgate/protocol';
 import { type ToolDefinition, taskSupportOf } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
+import { MAX_TTL_MS } from '../tasks/task-limits.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { callOutcome, invalidParams, type MethodOutcome, type ServerIdentity } from './mcp-methods.ts';
 import { unknownTask } from './mcp-tasks.ts';
@@ -35,12 +36,27 @@ export function legacyTask(task: TaskRecord): Record<string, unknown> {
   };
 }
 
-/** tools/call's `task` param (TaskMetadata): present means the client asks for a task. */
-export function requestedTask(params: Readonly<Record<string, unknown>> | undefined): { ttl?: number } | null {
+/**
+ * tools/call's `task` param (TaskMetadata): present means the client asks for a task. Its `ttl`,
+ * when given, is a whole number of milliseconds up to MAX_TTL_MS (REST's bound on ttlMs); anything
+ * else — `1e308` would overflow the bigint column, `-1` break its check — is -32602 rather than
+ * silently replaced.
+ */
+export function requestedTask(
+  params: Readonly<Record<string, unknown>> | undefined,
+): { ttl?: number } | { refused: JsonRpcError } | null {
   const task = params?.task;
   if (typeof task !== 'object' || task === null || Array.isArray(task)) return null;
   const ttl = (task as { ttl?: unknown }).ttl;
-  return typeof ttl === 'number' && Number.isInteger(ttl) && ttl > 0 ? { ttl } : {};
+  if (ttl === undefined) return {};
+  if (typeof ttl === 'number' && Number.isSafeInteger(ttl) && ttl >= 1 && ttl <= MAX_TTL_MS) return { ttl };
+  return {
+    refused: {
+      code: ErrorCode.InvalidParams,
+      message: `Invalid params: task.ttl must be a whole number of milliseconds from 1 to ${MAX_TTL_MS}`,
+      data: { code: 'TG_JSON_NUMBER_INVALID', path: '/params/task/ttl' },
+    },
+  };
 }
 
 /**

@@ -251,6 +251,7 @@ export class McpCore {
     context: RequestContext,
   ): Promise<MethodOutcome | null> {
     const asked = requestedTask(params);
+    if (asked && 'refused' in asked) return { kind: 'error', httpStatus: 200, error: asked.refused };
     const refused = legacyTaskRefusal(tool, asked !== null);
     if (refused) return { kind: 'error', httpStatus: 200, error: refused };
     const missing = tool?.requiredClientCapabilities

@@ -2,12 +2,13 @@ import type { TaskProgress, TaskRecord } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
 import {
   type Capabilities,
+  checkJsonValue,
   checkRequestMetadata,
   classifyMessage,
   ErrorCode,
   eraOf,
   errorResponse,
-  type JsonRpcError,
+  invalidJsonValueError,
   type JsonRpcId,
   LEGACY_PROTOCOL_VERSIONS,
   type ProtocolEra,
@@ -18,8 +19,9 @@ import {
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantResolver } from '../http/auth.ts';
+import { logFailure } from '../http/problem.ts';
 import { SseStream } from '../sse/sse-stream.ts';
-import { checkHttpRequest, type HttpGuardOptions } from './http-guards.ts';
+import { checkMcpAccept } from './http-guards.ts';
 import { type CallScope, LegacySessions } from './legacy-sessions.ts';
 import { legacyTask } from './legacy-tasks.ts';
 import type { McpCore } from './mcp-core.ts';
@@ -31,9 +33,10 @@ import {
   type ServerIdentity,
 } from './mcp-methods.ts';
 import { ProgressStream } from './progress-stream.ts';
+import { type RpcFailure, rpcFailure } from './rpc-failures.ts';
 import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
 
-export interface McpRouteOptions extends HttpGuardOptions {
+export interface McpRouteOptions {
   readonly core: McpCore;
   readonly server: ServerIdentity;
   readonly tenant: TenantResolver;
@@ -66,21 +69,13 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
     for (const listen of listens) listen.endGracefully();
   });
   void app.register(async (scope) => {
-    // Errors on this endpoint are JSON-RPC errors, not problem+json (malformed JSON is -32700).
-    scope.setErrorHandler((error: FastifyError, request, reply) => {
-      const { status, rpc } = transportError(error);
-      if (status >= 500) request.log.error({ err: error }, 'MCP request failed');
-      return reply.code(status).type('application/json').send(errorResponse(null, rpc));
-    });
+    // Errors on this endpoint are JSON-RPC errors, not problem+json (malformed JSON is -32700),
+    // from the same classification as REST's, with the TG code in `data`.
+    scope.setErrorHandler((error: FastifyError, request, reply) => sendFailure(request, reply, null, error));
+    // Host and Origin are checked for every route, /mcp included, by the server's request guard.
     scope.addHook('onRequest', async (request, reply) => {
-      const refused = checkHttpRequest(request, options);
-      if (refused) {
-        return reply
-          .code(refused.status)
-          .headers(refused.headers ?? {})
-          .type('application/json')
-          .send(errorResponse(null, refused.error));
-      }
+      const refused = checkMcpAccept(request);
+      if (refused) return reply.code(refused.status).type('application/json').send(errorResponse(null, refused.error));
       try {
         tenants.set(request, options.tenant(request));
       } catch (error) {
@@ -89,13 +84,20 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
           .code(401)
           .header('www-authenticate', 'Bearer realm="taskgate"')
           .type('application/json')
-          .send(errorResponse(null, { code: ErrorCode.InvalidRequest, message: error.message }));
+          .send(
+            errorResponse(null, {
+              code: ErrorCode.InvalidRequest,
+              message: error.message,
+              data: { code: 'TG_UNAUTHORIZED' },
+            }),
+          );
       }
     });
     // 2026-07-28 has no GET stream and no sessions ("Backward Compatibility"); a 2025-11-25 client
-    // may DELETE the session it was given, and gets 405 for GET (this server opens no standalone stream).
+    // may DELETE the session it was given, and gets 405 for GET (this server opens no standalone
+    // stream). Other methods get the same JSON-RPC 405, not the REST API's problem+json 404.
     scope.route({
-      method: ['GET', 'DELETE'],
+      method: ['GET', 'DELETE', 'PUT', 'PATCH', 'OPTIONS'],
       url: '/mcp',
       // MCP is described by its specification, not by the REST API's OpenAPI document.
       schema: { hide: true },
@@ -134,6 +136,15 @@ async function handle(
         message: 'clients send requests and notifications only',
       }),
     );
+  }
+  // The one decoded-input check REST and stdio run too: a value Postgres cannot store (NUL, an
+  // unpaired surrogate), a non-finite number or nesting past MAX_JSON_DEPTH is -32602 before any
+  // method sees it. A notification has no id to answer, so it gets the error without one.
+  const unstorable = checkJsonValue(request.body);
+  if (unstorable) {
+    return reply
+      .code(400)
+      .send(errorResponse(message.kind === 'request' ? message.id : null, invalidJsonValueError(unstorable)));
   }
   const tenantId = tenants.get(request) as string;
   const sessionId = single(request.headers['mcp-session-id']);
@@ -176,12 +187,16 @@ async function handle(
     return listen(reply, id, params, tenantId, metadata.metadata.clientCapabilities, options, listens);
   }
   if (method !== 'tools/call') {
-    const outcome = await options.core.request(method, params, {
-      tenantId,
-      signal: new AbortController().signal,
-      clientCapabilities: metadata.metadata.clientCapabilities,
-    });
-    return send(reply, id, outcome as MethodOutcome);
+    try {
+      const outcome = await options.core.request(method, params, {
+        tenantId,
+        signal: new AbortController().signal,
+        clientCapabilities: metadata.metadata.clientCapabilities,
+      });
+      return send(reply, id, outcome as MethodOutcome);
+    } catch (error) {
+      return sendFailure(request, reply, id, error);
+    }
   }
   return callTool(
     request,
@@ -272,13 +287,22 @@ async function handleLegacy(
       value: { data: { jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) } },
     });
   };
-  const outcome = await options.core.request(method, params, {
-    tenantId: context.tenantId,
-    signal: stop.signal,
-    era: 'legacy',
-    ...(method === 'tasks/result' ? { onTaskStatus } : {}),
-    ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
-  });
+  let outcome: MethodOutcome | null;
+  try {
+    outcome = await options.core.request(method, params, {
+      tenantId: context.tenantId,
+      signal: stop.signal,
+      era: 'legacy',
+      ...(method === 'tasks/result' ? { onTaskStatus } : {}),
+      ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
+    });
+  } catch (error) {
+    // Once the SSE stream is open its status is sent: the failure is its last event.
+    if (!stream) return sendFailure(request, reply, id, error);
+    const failure = logged(request, error);
+    (stream as SseStream).push({ kind: 'final', value: { data: errorResponse(id, failure.error) } });
+    return;
+  }
   if (outcome === null) {
     (stream as SseStream | null)?.close();
     return;
@@ -334,7 +358,12 @@ async function listen(
     opened.stop();
     listens.delete(opened);
   });
-  await opened.start();
+  try {
+    await opened.start();
+  } catch (error) {
+    // The stream's 200 is out: a subscription that could not start ends with its error.
+    sink.finish(errorResponse(id, logged(reply.request, error).error));
+  }
 }
 
 function single(value: string | string[] | undefined): string | undefined {
@@ -398,8 +427,11 @@ async function callTool(
       log: (fields: Record<string, unknown>, message: string) => request.log.warn(fields, message),
     });
   } catch (error) {
-    request.log.error({ err: error }, 'an MCP call failed');
-    outcome = { kind: 'error', httpStatus: 500, error: { code: ErrorCode.InternalError, message: 'internal error' } };
+    const failure = logged(request, error);
+    for (const [name, value] of Object.entries(failure.headers)) {
+      if (!reply.raw.headersSent) reply.raw.setHeader(name, value);
+    }
+    outcome = { kind: 'error', httpStatus: failure.status, error: failure.error };
   } finally {
     clearTimeout(sseTimer);
     if (scope?.controllers.get(requestIdKey(id)) === stop) scope.controllers.delete(requestIdKey(id));
@@ -431,21 +463,18 @@ function send(reply: FastifyReply, id: JsonRpcId, outcome: MethodOutcome) {
   return reply.code(outcome.httpStatus).send(errorResponse(id, outcome.error));
 }
 
-function transportError(error: FastifyError): { status: number; rpc: JsonRpcError } {
-  switch (error.code) {
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return { status: 400, rpc: { code: ErrorCode.ParseError, message: `Parse error: ${error.message}` } };
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return {
-        status: 413,
-        rpc: { code: ErrorCode.InvalidRequest, message: 'the message is larger than the 1 MiB accepted' },
-      };
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return { status: 415, rpc: { code: ErrorCode.InvalidRequest, message: 'send the message as application/json' } };
-  }
-  if (error instanceof SyntaxError) {
-    return { status: 400, rpc: { code: ErrorCode.ParseError, message: `Parse error: ${error.message}` } };
-  }
-  return { status: 500, rpc: { code: ErrorCode.InternalError, message: 'internal error' } };
+/** A failure as its JSON-RPC error on this response, with its status and headers (Retry-After on a 503). */
+function sendFailure(request: FastifyRequest, reply: FastifyReply, id: JsonRpcId | null, error: unknown) {
+  const failure = logged(request, error);
+  return reply
+    .code(failure.status)
+    .headers(failure.headers)
+    .type('application/json')
+    .send(errorResponse(id, failure.error));
+}
+
+function logged(request: FastifyRequest, error: unknown): RpcFailure {
+  const failure = rpcFailure(error);
+  logFailure(request, failure.status, error, failure.taskgateCode);
+  return failure;
 }

@@ -1,13 +1,14 @@
-import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import type { TaskProgress } from '@taskgate/db';
 import {
   type Capabilities,
+  checkJsonValue,
   checkMetaFields,
   classifyMessage,
   ErrorCode,
   eraOf,
   errorResponse,
+  invalidJsonValueError,
   type JsonRpcId,
   LEGACY_PROTOCOL_VERSIONS,
   META,
@@ -24,7 +25,12 @@ import {
   type MethodOutcome,
   type ServerIdentity,
 } from './mcp-methods.ts';
+import { rpcFailure } from './rpc-failures.ts';
+import { readStdioLines } from './stdio-lines.ts';
 import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
+
+/** The longest message accepted on stdin: the same 1 MiB as a POST /mcp body. */
+export const STDIO_MAX_MESSAGE_BYTES = 1024 * 1024;
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -58,13 +64,23 @@ export class StdioServer {
 
   constructor(options: StdioServerOptions) {
     this.#options = options;
-    const lines = createInterface({ input: options.input, crlfDelay: Number.POSITIVE_INFINITY });
-    lines.on('line', (line) => this.#onLine(line));
     this.#closed = new Promise((resolve) => {
-      lines.on('close', () => {
-        const cancelled = this.#requests.cancelAll('stdin closed');
-        for (const id of cancelled) this.#inFlight.get(requestIdKey(id))?.controller.abort(new Error('stdin closed'));
-        void Promise.allSettled([...this.#inFlight.values()].map((call) => call.done)).then(() => resolve());
+      readStdioLines(options.input, {
+        maxLineBytes: STDIO_MAX_MESSAGE_BYTES,
+        onLine: (line) => this.#onLine(line),
+        onOversized: () =>
+          this.#write(
+            errorResponse(null, {
+              code: ErrorCode.InvalidRequest,
+              message: `Invalid Request: the message is larger than the ${STDIO_MAX_MESSAGE_BYTES} bytes accepted`,
+              data: { code: 'TG_BODY_TOO_LARGE' },
+            }),
+          ),
+        onEnd: () => {
+          const cancelled = this.#requests.cancelAll('stdin closed');
+          for (const id of cancelled) this.#inFlight.get(requestIdKey(id))?.controller.abort(new Error('stdin closed'));
+          void Promise.allSettled([...this.#inFlight.values()].map((call) => call.done)).then(() => resolve());
+        },
       });
     });
   }
@@ -86,6 +102,16 @@ export class StdioServer {
       return;
     }
     const message = classifyMessage(value);
+    // The decoded-input check REST and HTTP run too; a notification has no one to answer.
+    const unstorable = message.kind === 'request' || message.kind === 'notification' ? checkJsonValue(value) : null;
+    if (unstorable && message.kind === 'notification') {
+      this.#options.logger.debug({ code: unstorable.code }, 'ignored a notification with unstorable content');
+      return;
+    }
+    if (unstorable && message.kind === 'request') {
+      this.#write(errorResponse(message.id, invalidJsonValueError(unstorable)));
+      return;
+    }
     switch (message.kind) {
       case 'invalid':
         this.#write(errorResponse(message.id, message.error));
@@ -192,12 +218,12 @@ export class StdioServer {
           );
         },
         (error: Error) => {
-          this.#options.logger.warn({ requestId: id, error: error.message }, 'an MCP request failed');
-          this.#answer(id, {
-            kind: 'error',
-            httpStatus: 500,
-            error: { code: ErrorCode.InternalError, message: 'internal error' },
-          });
+          const failure = rpcFailure(error);
+          this.#options.logger.warn(
+            { requestId: id, error: error.message, code: failure.taskgateCode },
+            'an MCP request failed',
+          );
+          this.#answer(id, { kind: 'error', httpStatus: failure.status, error: failure.error });
         },
       )
       .finally(() => this.#inFlight.delete(requestIdKey(id)));

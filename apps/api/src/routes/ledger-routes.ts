@@ -1,7 +1,7 @@
 import { isTaskgateError } from '@taskgate/errors';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { TenantResolver } from '../http/auth.ts';
+import { tenantOf } from '../http/auth.ts';
 import type { LedgerService } from '../ledger/ledger-service.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { IdempotencyHeaders, sendSubmission, submitWithKey } from './idempotent-submit.ts';
@@ -9,7 +9,6 @@ import { IdempotencyHeaders, sendSubmission, submitWithKey } from './idempotent-
 export interface LedgerRoutesOptions {
   readonly service: TaskService;
   readonly ledger: LedgerService;
-  readonly tenant: TenantResolver;
 }
 
 const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, Type.Ref('Problem')]));
@@ -45,7 +44,7 @@ const KeyRecordSchema = Type.Object({
  * the inventory as it is now, and the calls waiting for a decision.
  */
 export function registerLedgerRoutes(app: FastifyInstance, options: LedgerRoutesOptions): void {
-  const { service, ledger, tenant } = options;
+  const { service, ledger } = options;
   const security = [{ bearer: [] }];
 
   app.post(
@@ -74,10 +73,14 @@ export function registerLedgerRoutes(app: FastifyInstance, options: LedgerRoutes
       const { cents } = request.body as { cents: number };
       const header = request.headers['idempotency-key'];
       try {
-        const { result, replayed } = await ledger.charge(tenant(request), Array.isArray(header) ? header[0] : header, {
-          account,
-          cents,
-        });
+        const { result, replayed } = await ledger.charge(
+          tenantOf(request),
+          Array.isArray(header) ? header[0] : header,
+          {
+            account,
+            cents,
+          },
+        );
         const charge = (result as { structuredContent: { charge: unknown } }).structuredContent.charge;
         if (replayed) reply.header('idempotent-replayed', 'true');
         return reply.code(replayed ? 200 : 201).send(charge);
@@ -107,7 +110,7 @@ export function registerLedgerRoutes(app: FastifyInstance, options: LedgerRoutes
     async (request, reply) => {
       const { sku } = request.params as { sku: string };
       const { quantity } = request.body as { quantity: number };
-      const submission = await submitWithKey(service, reply, tenant(request), request.headers['idempotency-key'], {
+      const submission = await submitWithKey(service, reply, tenantOf(request), request.headers['idempotency-key'], {
         tool: 'reserve_inventory',
         arguments: { sku, quantity },
       });
@@ -126,7 +129,7 @@ export function registerLedgerRoutes(app: FastifyInstance, options: LedgerRoutes
         response: { 200: InventorySchema, ...problems(401, 404) },
       },
     },
-    async (request) => ledger.inventory(tenant(request), (request.params as { sku: string }).sku),
+    async (request) => ledger.inventory(tenantOf(request), (request.params as { sku: string }).sku),
   );
 
   app.put(
@@ -146,7 +149,7 @@ export function registerLedgerRoutes(app: FastifyInstance, options: LedgerRoutes
     },
     async (request) =>
       ledger.restock(
-        tenant(request),
+        tenantOf(request),
         (request.params as { sku: string }).sku,
         (request.body as { available: number }).available,
       ),
@@ -164,7 +167,7 @@ export function registerLedgerRoutes(app: FastifyInstance, options: LedgerRoutes
       },
     },
     async (request) => {
-      const record = await ledger.idempotencyRecord(tenant(request), (request.params as { key: string }).key);
+      const record = await ledger.idempotencyRecord(tenantOf(request), (request.params as { key: string }).key);
       return {
         key: record.key,
         operation: record.operation,
@@ -203,7 +206,7 @@ export function registerLedgerRoutes(app: FastifyInstance, options: LedgerRoutes
       },
     },
     async (request) => {
-      const items = await ledger.reconciliationItems(tenant(request));
+      const items = await ledger.reconciliationItems(tenantOf(request));
       return {
         items: items.map((item) => ({
           id: item.id,

@@ -1,5 +1,6 @@
 import type { TaskRecord } from '@taskgate/db';
 import { type Static, Type } from 'typebox';
+import { MAX_TTL_MS } from '../tasks/task-limits.ts';
 
 /**
  * The REST API's shapes. Fastify validates requests with them and @fastify/swagger publishes them
@@ -59,8 +60,6 @@ export const ProblemSchema = Type.Object(
   { $id: 'Problem' },
 );
 
-export const MAX_TTL_MS = 7 * 24 * 3600 * 1000;
-
 export const CreateTaskBody = Type.Object(
   {
     tool: Type.String({ minLength: 1, maxLength: 128 }),
@@ -74,14 +73,31 @@ export const CreateTaskBody = Type.Object(
 
 export const TaskIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 
+export const DEFAULT_LIST_LIMIT = 20;
+
+/**
+ * A query string is text, and nothing coerces it (ajv's coerceTypes is off): `limit` is checked
+ * as the decimal digits of 1 to 100, so `1e2`, `1.0`, `+5`, `0x10`, `true` and an empty value
+ * are 400 rather than numbers JavaScript would make of them.
+ */
 export const ListTasksQuery = Type.Object(
   {
     status: Type.Optional(TaskStatusSchema),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+    limit: Type.Optional(
+      Type.String({
+        pattern: '^(?:[1-9][0-9]?|100)$',
+        description: `page size: a decimal integer from 1 to 100 (default ${DEFAULT_LIST_LIMIT})`,
+      }),
+    ),
     cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
   },
   { additionalProperties: false },
 );
+
+/** The page size of a query ListTasksQuery accepted. */
+export function listLimit(limit: string | undefined): number {
+  return limit === undefined ? DEFAULT_LIST_LIMIT : Number.parseInt(limit, 10);
+}
 
 export const CancelTaskBody = Type.Object(
   { reason: Type.Optional(Type.String({ maxLength: 500 })) },

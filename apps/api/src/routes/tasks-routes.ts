@@ -3,7 +3,7 @@ import type { TaskRecord } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
-import type { TenantResolver } from '../http/auth.ts';
+import { tenantOf } from '../http/auth.ts';
 import { SseStream } from '../sse/sse-stream.ts';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import type { TaskService } from '../tasks/task-service.ts';
@@ -12,6 +12,7 @@ import {
   CancelTaskBody,
   CreateTaskBody,
   ListTasksQuery,
+  listLimit,
   TaskIdParams,
   TaskListSchema,
   taskBody,
@@ -20,7 +21,6 @@ import {
 export interface TaskRoutesOptions {
   readonly service: TaskService;
   readonly hub: TaskEventsHub;
-  readonly tenant: TenantResolver;
   readonly events: { readonly keepaliveMs: number; readonly pollMs: number; readonly capacity: number };
 }
 
@@ -28,7 +28,7 @@ const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((sta
 
 /** /v1/tasks: create, read, list, cancel, and watch tasks. Every call is scoped to the caller's tenant. */
 export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOptions): void {
-  const { service, tenant } = options;
+  const { service } = options;
   const security = [{ bearer: [] }];
 
   app.post(
@@ -50,7 +50,7 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
     },
     async (request, reply) => {
       const body = request.body as { tool: string; arguments?: Record<string, unknown>; ttlMs?: number };
-      const submission = await submitWithKey(service, reply, tenant(request), request.headers['idempotency-key'], {
+      const submission = await submitWithKey(service, reply, tenantOf(request), request.headers['idempotency-key'], {
         tool: body.tool,
         arguments: body.arguments ?? {},
         ttlMs: body.ttlMs,
@@ -72,9 +72,9 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
       },
     },
     async (request) => {
-      const query = request.query as { status?: TaskRecord['status']; limit?: number; cursor?: string };
-      const listing = await service.list(tenant(request), {
-        limit: query.limit ?? 20,
+      const query = request.query as { status?: TaskRecord['status']; limit?: string; cursor?: string };
+      const listing = await service.list(tenantOf(request), {
+        limit: listLimit(query.limit),
         ...(query.status ? { status: query.status } : {}),
         ...(query.cursor ? { cursor: query.cursor } : {}),
       });
@@ -93,7 +93,7 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
         response: { 200: Type.Ref('Task'), ...problems(401, 404) },
       },
     },
-    async (request) => taskBody(await service.get(tenant(request), (request.params as { id: string }).id)),
+    async (request) => taskBody(await service.get(tenantOf(request), (request.params as { id: string }).id)),
   );
 
   app.post(
@@ -116,7 +116,7 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
     },
     async (request, reply) => {
       const reason = (request.body as { reason?: string } | undefined)?.reason ?? null;
-      const task = await service.cancel(tenant(request), (request.params as { id: string }).id, reason);
+      const task = await service.cancel(tenantOf(request), (request.params as { id: string }).id, reason);
       return reply.code(202).send(taskBody(task));
     },
   );
@@ -135,7 +135,7 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
       },
     },
     async (request, reply) => {
-      const tenantId = tenant(request);
+      const tenantId = tenantOf(request);
       const id = (request.params as { id: string }).id;
       const first = await service.get(tenantId, id);
       reply.hijack();

@@ -1,0 +1,79 @@
+import type { ErrorCode as TaskgateCode } from '@taskgate/errors';
+import { ErrorCode, errorResponse } from '@taskgate/protocol';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { problem, sendProblem } from './problem.ts';
+
+export interface RequestGuardOptions {
+  /** Browser origins allowed besides loopback ones (TASKGATE_ALLOWED_ORIGINS). */
+  readonly allowedOrigins: readonly string[];
+  /** The server is bound to loopback: the Host header must name loopback too. */
+  readonly loopbackOnly: boolean;
+  /** Calls without a token are served (as the unauthenticated tenant). */
+  readonly acceptsUnauthenticated: boolean;
+}
+
+export interface GuardRefusal {
+  readonly code: Extract<TaskgateCode, 'TG_HOST_NOT_ALLOWED' | 'TG_ORIGIN_NOT_ALLOWED'>;
+  readonly message: string;
+}
+
+const LOOPBACK_HOST = /^(localhost|127(\.\d{1,3}){3}|\[::1\])(:\d+)?$/i;
+
+/**
+ * The DNS-rebinding defence, one check for every route. A page on evil.example that re-resolves
+ * its name to 127.0.0.1 reaches a loopback server from the victim's browser, but its requests
+ * still carry `Host: evil.example` (and, for fetch/XHR with a body, `Origin: http://evil.example`).
+ * So while the server is bound to loopback or serves unauthenticated calls — the cases where
+ * reaching the socket is all it takes — Host must name loopback and an Origin, if sent, must be a
+ * loopback origin or an allowed one. /mcp checks Origin in every mode: streamable-http "Security"
+ * says servers MUST validate it on all incoming connections.
+ */
+export function checkRequestOrigin(
+  request: FastifyRequest,
+  options: RequestGuardOptions,
+  alwaysCheckOrigin: boolean,
+): GuardRefusal | null {
+  const exposed = options.loopbackOnly || options.acceptsUnauthenticated;
+  const origin = request.headers.origin;
+  if ((exposed || alwaysCheckOrigin) && origin !== undefined && !originAllowed(origin, options.allowedOrigins)) {
+    return { code: 'TG_ORIGIN_NOT_ALLOWED', message: `origin ${origin} is not allowed` };
+  }
+  if (exposed && !LOOPBACK_HOST.test(request.headers.host ?? '')) {
+    return {
+      code: 'TG_HOST_NOT_ALLOWED',
+      message: options.loopbackOnly
+        ? 'this server is bound to loopback; the Host header must be too'
+        : 'this server accepts unauthenticated calls; the Host header must name loopback',
+    };
+  }
+  return null;
+}
+
+function originAllowed(origin: string, allowed: readonly string[]): boolean {
+  if (allowed.includes(origin)) return true;
+  try {
+    const url = new URL(origin);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && LOOPBACK_HOST.test(url.host);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The guard on every route (a root onRequest hook, so unknown paths are covered too): 403
+ * problem+json, or on /mcp the JSON-RPC error body that endpoint answers with.
+ */
+export function installRequestGuard(app: FastifyInstance, options: RequestGuardOptions): void {
+  app.addHook('onRequest', async (request, reply) => {
+    const mcp = request.routeOptions.url === '/mcp';
+    const refused = checkRequestOrigin(request, options, mcp);
+    if (!refused) return;
+    if (!mcp) return sendProblem(reply, problem(refused.code, refused.message, request.url));
+    return reply
+      .code(403)
+      .type('application/json')
+      .send(
+        errorResponse(null, { code: ErrorCode.InvalidRequest, message: refused.message, data: { code: refused.code } }),
+      );
+  });
+}

@@ -1,0 +1,145 @@
+import { type McpCore, TaskEventsHub } from '@taskgate/api';
+import { loadMigrations, MigrationRunner } from '@taskgate/db';
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { injectMcp } from '../support/mcp-http.ts';
+import { type OwnPostgres, startOwnPostgres } from '../support/own-postgres.ts';
+import { expectProblem } from '../support/problems.ts';
+import { connectStdio, stdioCore } from '../support/stdio-client.ts';
+import { type Platform, silentLogger, startApi, startPlatform } from '../support/task-platform.ts';
+
+// A real outage: the API runs against a Postgres of this test's own, which is stopped (a fast
+// shutdown: open connections are terminated, new ones refused) and started again.
+let server: OwnPostgres;
+let platform: Platform;
+let api: Awaited<ReturnType<typeof startApi>>;
+let hub: TaskEventsHub;
+let core: McpCore;
+
+beforeAll(async () => {
+  server = await startOwnPostgres();
+  await new MigrationRunner({ connectionString: server.url, migrations: await loadMigrations() }).up();
+  platform = await startPlatform(server.url);
+  api = await startApi(platform, server.url);
+  hub = new TaskEventsHub({ connectionString: server.url, listen: true, logger: silentLogger });
+  await hub.start();
+  core = stdioCore(platform, hub);
+}, 120_000);
+afterAll(async () => {
+  await hub?.stop();
+  await api?.close();
+  await platform?.stop();
+  await server?.destroy();
+});
+
+const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+
+function expectRestOutage(response: LightMyRequestResponse) {
+  expectProblem(response, 503, 'TG_SERVICE_UNAVAILABLE');
+  expect(response.headers['retry-after']).toBe('5');
+}
+
+function expectMcpOutage(response: LightMyRequestResponse, id: number | string) {
+  expect(response.statusCode).toBe(503);
+  expect(response.headers['retry-after']).toBe('5');
+  expect(response.json()).toEqual({
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: -31503,
+      message: expect.stringContaining('retry'),
+      data: { code: 'TG_SERVICE_UNAVAILABLE', retryAfterSeconds: 5 },
+    },
+  });
+}
+
+describe('while the database is unreachable', () => {
+  it('REST, MCP over HTTP and MCP over stdio answer 503 / -31503 with Retry-After, and serve again after', async () => {
+    const json = { 'content-type': 'application/json' };
+    const created = await api.app.inject({
+      method: 'POST',
+      url: '/v1/tasks',
+      headers: json,
+      payload: { tool: 'greet', arguments: { name: 'before' } },
+    });
+    expect(created.statusCode).toBe(201);
+    const taskId = created.json().id as string;
+
+    await server.stop();
+
+    expectRestOutage(
+      await api.app.inject({
+        method: 'POST',
+        url: '/v1/tasks',
+        headers: json,
+        payload: { tool: 'greet', arguments: { name: 'x' } },
+      }),
+    );
+    expectRestOutage(await api.app.inject({ method: 'GET', url: `/v1/tasks/${taskId}` }));
+    expectRestOutage(await api.app.inject({ method: 'GET', url: '/v1/tasks?limit=5' }));
+    expectRestOutage(await api.app.inject({ method: 'POST', url: `/v1/tasks/${taskId}/cancel` }));
+    expectRestOutage(
+      await api.app.inject({
+        method: 'POST',
+        url: '/v1/accounts/a/charges',
+        headers: { ...json, 'idempotency-key': 'outage-1' },
+        payload: { cents: 5 },
+      }),
+    );
+    expectRestOutage(
+      await api.app.inject({ method: 'PUT', url: '/v1/inventory/s', headers: json, payload: { available: 1 } }),
+    );
+    expectRestOutage(await api.app.inject({ method: 'GET', url: '/v1/idempotency-keys/outage-1' }));
+
+    expectMcpOutage(
+      await injectMcp(api.app, 'tools/call', { name: 'greet', arguments: { name: 'x' } }, { id: 11 }),
+      11,
+    );
+    expectMcpOutage(await injectMcp(api.app, 'tasks/get', { taskId }, { id: 12, capabilities: TASKS }), 12);
+    const legacy = await api.app.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2025-11-25',
+      },
+      payload: { jsonrpc: '2.0', id: 13, method: 'tasks/list', params: {} },
+    });
+    expectMcpOutage(legacy, 13);
+
+    const stdio = connectStdio(core);
+    const meta = {
+      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+      'io.modelcontextprotocol/clientCapabilities': {},
+    };
+    stdio.send({
+      jsonrpc: '2.0',
+      id: 14,
+      method: 'tools/call',
+      params: { name: 'greet', arguments: { name: 'x' }, _meta: meta },
+    });
+    expect(await stdio.answerTo(14)).toEqual({
+      jsonrpc: '2.0',
+      id: 14,
+      error: {
+        code: -31503,
+        message: expect.stringContaining('retry'),
+        data: { code: 'TG_SERVICE_UNAVAILABLE', retryAfterSeconds: 5 },
+      },
+    });
+    stdio.input.end();
+    await stdio.server.closed;
+
+    await server.start();
+
+    const after = await api.app.inject({
+      method: 'POST',
+      url: '/v1/tasks',
+      headers: json,
+      payload: { tool: 'greet', arguments: { name: 'after' } },
+    });
+    expect(after.statusCode).toBe(201);
+    expect((await api.app.inject({ method: 'GET', url: `/v1/tasks/${taskId}` })).statusCode).toBe(200);
+  });
+});
