@@ -21,6 +21,8 @@ export interface ChaosOptions {
   /** Copy every process log and the Postgres log here before the temp dir is removed. */
   readonly keepLogsDir: string | null;
   readonly verbose: boolean;
+  /** Print the fault schedule of the seed and exit, starting nothing. */
+  readonly dryRun: boolean;
 }
 
 export const USAGE = `npm run chaos -- [options]
@@ -35,7 +37,8 @@ export const USAGE = `npm run chaos -- [options]
   --report FILE      also write the summary table (markdown) to FILE
   --json FILE        also write the whole result as JSON to FILE
   --keep-logs DIR    copy the process and Postgres logs to DIR before cleaning up
-  --verbose          print every fault and restart as it happens`;
+  --verbose          print every fault and restart as it happens
+  --dry-run          print the fault schedule of the seed and exit (starts nothing)`;
 
 export class UsageError extends Error {}
 
@@ -44,7 +47,7 @@ export function parseOptions(argv: readonly string[]): ChaosOptions {
   const flags = new Set<string>();
   for (let index = 0; index < argv.length; index++) {
     const arg = argv[index] as string;
-    if (arg === '--verbose' || arg === '--help' || arg === '-h') {
+    if (arg === '--verbose' || arg === '--dry-run' || arg === '--help' || arg === '-h') {
       flags.add(arg);
       continue;
     }
@@ -99,5 +102,6 @@ export function parseOptions(argv: readonly string[]): ChaosOptions {
     jsonFile: values.get('--json') ?? null,
     keepLogsDir: values.get('--keep-logs') ?? null,
     verbose: flags.has('--verbose'),
+    dryRun: flags.has('--dry-run'),
   };
 }

@@ -4,6 +4,8 @@ import { Cleanup } from './cleanup.ts';
 import { runChaos } from './harness.ts';
 import { parseOptions, UsageError } from './options.ts';
 import { renderEvidence, renderOutcomes, renderTables, renderTimeline } from './report.ts';
+import { Rng } from './rng.ts';
+import { buildSchedule, describeFault } from './schedule.ts';
 
 // `npm run chaos -- [options]`: one chaos run against this checkout; exit 0 when every invariant
 // holds, 1 when one fails, 64 for a bad command line, 70 when the harness itself failed.
@@ -25,6 +27,12 @@ process.stdout.write(
     `(replay: npm run chaos -- --seconds ${options.durationMs / 1_000} --intensity ${options.intensity} ` +
     `--clients ${options.clients} --max-call-ms ${options.maxCallMs} --seed ${options.seed})\n`,
 );
+if (options.dryRun) {
+  for (const { atMs, fault } of buildSchedule(new Rng(options.seed), options.durationMs, options.intensity)) {
+    process.stdout.write(`${(atMs / 1_000).toFixed(1).padStart(7)} s  ${describeFault(fault)}\n`);
+  }
+  process.exit(0);
+}
 try {
   const result = await runChaos(options, cleanup);
   const tables = renderTables(result);
