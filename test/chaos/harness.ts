@@ -92,6 +92,7 @@ export async function runChaos(options: ChaosOptions, cleanup: Cleanup): Promise
     apiUrls: fleet.apiUrls,
     tenants: TENANTS,
     waitBoundMs: options.maxCallMs + 30_000,
+    maxCallMs: options.maxCallMs,
     now: () => timeline.now(),
   });
   workload.start(options.clients, new Rng(options.seed ^ 0x9e3779b9));
@@ -116,6 +117,10 @@ export async function runChaos(options: ChaosOptions, cleanup: Cleanup): Promise
               AS origin, status, count(*)
      FROM tasks GROUP BY 1, 2 ORDER BY 1, 2`,
   );
+  const { rows: failures } = await admin.query<{ origin: string; reason: string; count: string }>(
+    `SELECT tool AS origin, coalesce(error->>'message', status_message, '(no error)') AS reason, count(*)
+     FROM tasks WHERE status = 'failed' GROUP BY 1, 2 ORDER BY 3 DESC`,
+  );
   await admin.end();
   const outcomes: Record<string, Record<string, number>> = {};
   for (const row of origins) outcomes[row.origin] = { ...outcomes[row.origin], [row.status]: Number(row.count) };
@@ -136,6 +141,7 @@ export async function runChaos(options: ChaosOptions, cleanup: Cleanup): Promise
     tasks: checks.counts.tasks,
     tasksByStatus: Object.fromEntries(statuses.map((row) => [row.status, Number(row.count)])),
     outcomesByOrigin: outcomes,
+    failureReasons: failures.map((row) => `${row.count} × ${row.origin}: ${row.reason}`),
     kills: { ...fleet.kills },
     rollingRestarts: fleet.rollingRestarts,
     postgresRestarts: injector.stats.postgresRestarts,

@@ -9,6 +9,8 @@ export interface Unexpected5xx {
   readonly atMs: number;
   readonly method: string;
   readonly url: string;
+  /** The MCP method (its Mcp-Method header), for a POST /mcp. */
+  readonly mcpMethod: string | null;
   readonly status: number;
   readonly body: string;
 }
@@ -50,7 +52,14 @@ export class HttpClient {
       const text = await response.text();
       this.#count(String(response.status));
       if (response.status >= 500 && response.status !== 503) {
-        this.unexpected5xx.push({ atMs: this.#now(), method, url, status: response.status, body: text.slice(0, 300) });
+        this.unexpected5xx.push({
+          atMs: this.#now(),
+          method,
+          url,
+          mcpMethod: options.headers?.['mcp-method'] ?? null,
+          status: response.status,
+          body: text.slice(0, 300),
+        });
       }
       return { kind: 'response', status: response.status, headers: response.headers, text };
     } catch (error) {
@@ -86,7 +95,14 @@ export class HttpClient {
       if (response.ok && response.body) return { kind: 'stream', status: response.status, body: response.body };
       const text = await response.text();
       if (response.status >= 500 && response.status !== 503) {
-        this.unexpected5xx.push({ atMs: this.#now(), method, url, status: response.status, body: text.slice(0, 300) });
+        this.unexpected5xx.push({
+          atMs: this.#now(),
+          method,
+          url,
+          mcpMethod: options.headers?.['mcp-method'] ?? null,
+          status: response.status,
+          body: text.slice(0, 300),
+        });
       }
       return { kind: 'response', status: response.status, headers: response.headers, text };
     } catch (error) {

@@ -80,7 +80,9 @@ export function processInvariants(
     ),
     verdict(
       INVARIANTS.no5xx,
-      unexpected5xx.map((r) => `${r.atMs} ms ${r.method} ${r.url} → ${r.status} ${r.body}`),
+      unexpected5xx.map(
+        (r) => `${r.atMs} ms ${r.method} ${r.url}${r.mcpMethod ? ` (${r.mcpMethod})` : ''} → ${r.status} ${r.body}`,
+      ),
       `${unexpected5xx.length} response(s) with another 5xx`,
     ),
     verdict(INVARIANTS.replaysAgree, record.replayMismatches, `${record.replayMismatches.length} mismatch(es)`),

@@ -12,6 +12,8 @@ export interface ChaosResult {
   readonly tasksByStatus: Readonly<Record<string, number>>;
   /** "<origin> <tool>" → status → count, from the labels the workload gives its calls. */
   readonly outcomesByOrigin: Readonly<Record<string, Readonly<Record<string, number>>>>;
+  /** Why the failed tasks failed ("count × tool: message"). */
+  readonly failureReasons: readonly string[];
   readonly kills: Readonly<Record<string, number>>;
   readonly rollingRestarts: number;
   readonly postgresRestarts: number;
@@ -103,7 +105,8 @@ export function renderOutcomes(result: ChaosResult): string {
         .map(([status, count]) => `${count} ${status}`)
         .join(', ')} |`,
   );
-  return ['| tasks by origin | outcome |', '| --- | --- |', ...lines].join('\n');
+  const reasons = result.failureReasons.map((reason) => `| failed | ${reason} |`);
+  return ['| tasks by origin | outcome |', '| --- | --- |', ...lines, ...reasons].join('\n');
 }
 
 /** The failing invariants' evidence, then the fault timeline: what the lead needs to reproduce a finding. */

@@ -7,6 +7,8 @@ import type { Timeline } from './timeline.ts';
 export const REPO_ROOT = path.resolve(import.meta.dirname, '../..');
 const CLI = path.join(REPO_ROOT, 'apps/cli/bin/taskgate.js');
 const TAIL_LINES = 30;
+/** TASKGATE_SHUTDOWN_GRACE_MS (3 s) + the 2 s the product allows itself, with room to spare. */
+const STUCK_AFTER_MS = 15_000;
 /** sysexits the CLI uses when the database did not answer at start-up (docs/errors.md): a refusal, not a crash. */
 const UNAVAILABLE_EXIT_CODES = [69, 75];
 
@@ -85,7 +87,15 @@ export class TaskgateProcess {
     this.#state = 'stopping';
     const exited = this.#exited;
     child.kill(signal);
+    // The product promises an exit within its grace period plus 2 s; past this, it is stuck.
+    const stuck = setTimeout(() => {
+      this.#timeline.record(
+        `${this.name} pid ${child.pid} still running ${STUCK_AFTER_MS} ms after ${signal}: SIGKILL`,
+      );
+      child.kill('SIGKILL');
+    }, STUCK_AFTER_MS);
     const exit = await exited;
+    clearTimeout(stuck);
     if (signal === 'SIGTERM' && exit.code !== 0) this.uncleanStops.push(exit);
     return exit;
   }

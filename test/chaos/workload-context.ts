@@ -18,6 +18,8 @@ export interface WorkloadContext {
   readonly tenants: readonly Tenant[];
   /** How long one client waits for one task to end (the product's max clock, plus slack). */
   readonly waitBoundMs: number;
+  /** TASKGATE_MAX_CALL_MS of the processes. */
+  readonly maxCallMs: number;
   /** Run time, for the record. */
   now(): number;
   /** No new operations once set; operations under way finish. */

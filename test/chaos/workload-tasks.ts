@@ -44,7 +44,7 @@ async function createRest(
 
 /** POST /v1/tasks of slow_compute, greet or failing_job; then poll it, watch it over SSE, or leave it. */
 export async function restTask(ctx: WorkloadContext, rng: Rng, tenant: Tenant): Promise<void> {
-  const task = await createRest(ctx, rng, tenant, pickBody(rng, ctx.nextSerial()), 'rest create');
+  const task = await createRest(ctx, rng, tenant, pickBody(ctx, rng, ctx.nextSerial()), 'rest create');
   if (!task) return;
   ctx.record.count('rest create: 201');
   const then = rng.weighted({ poll: 5, sse: 3, leave: 2 });
@@ -52,10 +52,16 @@ export async function restTask(ctx: WorkloadContext, rng: Rng, tenant: Tenant): 
   else if (then === 'sse') await watchOverSse(ctx, rng, tenant, task.id);
 }
 
-function pickBody(rng: Rng, serial: number): object {
-  switch (rng.weighted({ slow: 5, greet: 3, failing: 2 })) {
+function pickBody(ctx: WorkloadContext, rng: Rng, serial: number): object {
+  switch (rng.weighted({ slow: 5, greet: 3, failing: 2, long: 0.5 })) {
     case 'slow':
       return { tool: 'slow_compute', arguments: { seconds: round(rng.between(0.1, 3)), label: `rest-${serial}` } };
+    case 'long': {
+      // Longer than a worker's heartbeat, sometimes longer than TASKGATE_MAX_CALL_MS: it spans several
+      // faults, and the max clock (from the first start, never reset) must end it whatever happens.
+      const seconds = Math.min(600, round(rng.between(5, (ctx.maxCallMs / 1_000) * 1.3)));
+      return { tool: 'slow_compute', arguments: { seconds, label: `rest-long-${serial}` } };
+    }
     case 'greet':
       return { tool: 'greet', arguments: { name: `rest-${serial}` } };
     default:

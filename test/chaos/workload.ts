@@ -50,6 +50,7 @@ export class Workload {
     apiUrls: readonly string[];
     tenants: readonly Tenant[];
     waitBoundMs: number;
+    maxCallMs: number;
     now: () => number;
   }) {
     this.#ctx = {
