@@ -19,7 +19,7 @@ import type { ChaosResult } from './report.ts';
 import { Rng } from './rng.ts';
 import { buildSchedule } from './schedule.ts';
 import { REPO_ROOT } from './taskgate-process.ts';
-import { Timeline } from './timeline.ts';
+import { formatOffset, Timeline } from './timeline.ts';
 import { Workload } from './workload.ts';
 import type { Tenant } from './workload-context.ts';
 
@@ -96,7 +96,19 @@ export async function runChaos(options: ChaosOptions, cleanup: Cleanup): Promise
     now: () => timeline.now(),
   });
   workload.start(options.clients, new Rng(options.seed ^ 0x9e3779b9));
+  // Without --verbose a long run would be silent for minutes: one line every 30 s.
+  const progress = options.verbose
+    ? undefined
+    : setInterval(() => {
+        const { faultsRun, postgresRestarts } = injector.stats;
+        process.stdout.write(
+          `${formatOffset(timeline.now())} ${faultsRun}/${schedule.length} faults, ` +
+            `${fleet.kills.SIGKILL + fleet.kills.SIGTERM} kills, ${postgresRestarts} Postgres restarts, ` +
+            `${record.givenTasks.size} task ids given, ${fleet.crashes().length} crashes\n`,
+        );
+      }, 30_000);
   await injector.run(schedule, options.durationMs);
+  clearInterval(progress);
   timeline.record('fault phase over: no more faults');
   await injector.releaseHogs();
   if (!(await fleet.waitAllRunning(60_000))) timeline.record('not every process is up 60 s after the fault phase');
@@ -117,8 +129,9 @@ export async function runChaos(options: ChaosOptions, cleanup: Cleanup): Promise
               AS origin, status, count(*)
      FROM tasks GROUP BY 1, 2 ORDER BY 1, 2`,
   );
-  const { rows: failures } = await admin.query<{ origin: string; reason: string; count: string }>(
-    `SELECT tool AS origin, coalesce(error->>'message', status_message, '(no error)') AS reason, count(*)
+  const { rows: failures } = await admin.query<{ origin: string; reason: string; count: string; ids: string[] }>(
+    `SELECT tool AS origin, coalesce(error->>'message', status_message, '(no error)') AS reason, count(*),
+            (array_agg(id::text ORDER BY created_at))[1:2] AS ids
      FROM tasks WHERE status = 'failed' GROUP BY 1, 2 ORDER BY 3 DESC`,
   );
   await admin.end();
@@ -141,7 +154,7 @@ export async function runChaos(options: ChaosOptions, cleanup: Cleanup): Promise
     tasks: checks.counts.tasks,
     tasksByStatus: Object.fromEntries(statuses.map((row) => [row.status, Number(row.count)])),
     outcomesByOrigin: outcomes,
-    failureReasons: failures.map((row) => `${row.count} × ${row.origin}: ${row.reason}`),
+    failureReasons: failures.map((row) => `${row.count} × ${row.origin}: ${row.reason} (e.g. ${row.ids.join(', ')})`),
     kills: { ...fleet.kills },
     rollingRestarts: fleet.rollingRestarts,
     postgresRestarts: injector.stats.postgresRestarts,

@@ -57,8 +57,25 @@ export async function databaseInvariants(
       `${receiver.received.length} request(s) received, ${unseen.length} delivered id(s) unseen`,
   );
 
+  // The transactional outbox: an effect and its event commit together, so each row has one event.
+  const { rows: unannounced } = await db.query<{ kind: string; id: string; events: string }>(
+    `SELECT 'charge' AS kind, c.id, (SELECT count(*) FROM outbox o
+        WHERE o.event_type = 'account.charged' AND o.payload->>'chargeId' = c.id::text) AS events
+     FROM account_charges c
+     UNION ALL
+     SELECT 'reservation', r.id, (SELECT count(*) FROM outbox o
+        WHERE o.event_type = 'inventory.reserved' AND o.payload->>'reservationId' = r.id::text)
+     FROM inventory_reservations r`,
+  );
+  const misannounced = unannounced.filter((row) => Number(row.events) !== 1);
+  const announced = verdict(
+    INVARIANTS.effectsAnnounced,
+    misannounced.map((row) => `${row.kind} ${row.id}: ${row.events} outbox event(s)`),
+    `${unannounced.length} effect row(s), ${misannounced.length} without exactly one event`,
+  );
+
   return {
-    results: [...tasks.results, ...ledger.results, outbox],
+    results: [...tasks.results, ...ledger.results, announced, outbox],
     counts: { ...ledger.counts, ...tasks.counts, outboxDead: Number(dead[0]?.count ?? 0) },
   };
 }
@@ -83,8 +100,23 @@ export function processInvariants(
       unexpected5xx.map(
         (r) => `${r.atMs} ms ${r.method} ${r.url}${r.mcpMethod ? ` (${r.mcpMethod})` : ''} → ${r.status} ${r.body}`,
       ),
-      `${unexpected5xx.length} response(s) with another 5xx`,
+      `${unexpected5xx.length} response(s) with another 5xx${breakdown(unexpected5xx)}`,
     ),
     verdict(INVARIANTS.replaysAgree, record.replayMismatches, `${record.replayMismatches.length} mismatch(es)`),
   ];
+}
+
+/** "…: 12 POST /mcp tasks/get, 3 POST /v1/inventory/:id/reservations" */
+function breakdown(responses: readonly Unexpected5xx[]): string {
+  const counts = new Map<string, number>();
+  for (const response of responses) {
+    const route = new URL(response.url).pathname.replace(
+      /\/(?:[0-9a-f-]{36}|acct-\d+|hot|sku-[a-z]+)(?=\/|$)/g,
+      '/:id',
+    );
+    const key = `${response.status} ${response.method} ${route}${response.mcpMethod ? ` ${response.mcpMethod}` : ''}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  const parts = [...counts].sort((a, b) => b[1] - a[1]).map(([key, count]) => `${count} × ${key}`);
+  return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
 }

@@ -2,6 +2,10 @@ import type pg from 'pg';
 import type { ClientRecord } from './client-record.ts';
 import { INVARIANTS, type InvariantResult, TERMINAL_SQL, verdict } from './invariant.ts';
 
+const OUTAGE_MESSAGES =
+  'too many clients|Connection terminated|ECONNREFUSED|ECONNRESET|terminating connection|the database system is|' +
+  'not queryable|timeout exceeded when trying to connect|Connection ended unexpectedly';
+
 interface OpenTask {
   id: string;
   tenant_id: string;
@@ -82,6 +86,21 @@ export async function taskInvariants(
     }
   }
 
+  // What isDatabaseUnavailable (packages/db) calls an outage: a task that failed with one of these
+  // turned a passing infrastructure error into its terminal state instead of being run again.
+  const { rows: outageFailures } = await db.query<{
+    id: string;
+    tool: string;
+    label: string | null;
+    attempt: number;
+    message: string;
+    finished_at: Date;
+  }>(
+    `SELECT id, tool, arguments->>'label' AS label, attempt, error->>'message' AS message, finished_at
+     FROM tasks WHERE status = 'failed' AND error->>'message' ~* $1 ORDER BY finished_at`,
+    [OUTAGE_MESSAGES],
+  );
+
   const counts = { tasks: Number(total[0]?.count ?? 0), nonTerminal: open.length, lostTasks: lost.length };
   const results = [
     verdict(
@@ -98,6 +117,15 @@ export async function taskInvariants(
       INVARIANTS.noTaskLost,
       [...lost, ...unfinished],
       `${ids.length} task id(s) given to clients: ${lost.length} missing, ${unfinished.length} not terminal`,
+    ),
+    verdict(
+      INVARIANTS.noOutageFailures,
+      outageFailures.map(
+        (task) =>
+          `${task.id} ${task.tool}${task.label ? ` [${task.label}]` : ''} attempt ${task.attempt} failed at ` +
+          `${task.finished_at.toISOString()}: ${task.message}`,
+      ),
+      `${outageFailures.length} task(s) failed with a connection error`,
     ),
     verdict(
       INVARIANTS.clientsAgree,

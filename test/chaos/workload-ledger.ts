@@ -62,13 +62,15 @@ export async function reservation(ctx: WorkloadContext, rng: Rng, tenant: Tenant
   const call = ctx.record.keyedCall(tenant.name, key, 'reservation');
   const sku = rng.pick(Object.keys(tenant.stock));
   const body = JSON.stringify({ quantity: rng.int(1, 3) });
-  for (let attempt = 0; !ctx.hardStop.aborted; attempt++) {
-    call.attempts += 1;
-    const outcome = await ctx.http.send('POST', `${pickApi(ctx, rng)}/v1/inventory/${sku}/reservations`, {
+  const post = (minTimeoutMs: number) =>
+    ctx.http.send('POST', `${pickApi(ctx, rng)}/v1/inventory/${sku}/reservations`, {
       headers: authHeaders(tenant, { 'content-type': 'application/json', 'idempotency-key': key }),
       body,
-      timeoutMs: rng.int(300, 6_000),
+      timeoutMs: rng.int(minTimeoutMs, 6_000),
     });
+  for (let attempt = 0; !ctx.hardStop.aborted; attempt++) {
+    call.attempts += 1;
+    const outcome = await post(300);
     if (outcome.kind === 'response' && (outcome.status === 201 || outcome.status === 200)) {
       const taskId = String(jsonOf(outcome).id);
       ctx.record.given(taskId, tenant.name, 'reservation', ctx.now());
@@ -79,6 +81,7 @@ export async function reservation(ctx: WorkloadContext, rng: Rng, tenant: Tenant
         call.state = task.result?.isError || !reservationId ? 'refused' : 'succeeded';
         call.effectId = reservationId ?? null;
         call.detail = `task ${taskId} completed after ${call.attempts} attempt(s)`;
+        if (rng.chance(0.2)) await replayReservation(ctx, call, taskId, () => post(300));
         return;
       }
       // failed or cancelled frees the key: a new attempt under the same key; not ended: ask again.
@@ -90,6 +93,26 @@ export async function reservation(ctx: WorkloadContext, rng: Rng, tenant: Tenant
     return;
   }
   call.state = 'abandoned';
+}
+
+/** A committed reservation's key, sent again: 200, Idempotent-Replayed, the same task. */
+async function replayReservation(
+  ctx: WorkloadContext,
+  call: KeyedCall,
+  taskId: string,
+  send: () => Promise<HttpOutcome>,
+): Promise<void> {
+  for (let attempt = 0; attempt < 10 && !ctx.hardStop.aborted; attempt++) {
+    const outcome = await send();
+    if (outcome.kind !== 'response' || outcome.status === 503) continue;
+    const replayed = String(jsonOf(outcome).id);
+    if (outcome.status !== 200 || outcome.headers.get('idempotent-replayed') !== 'true' || replayed !== taskId) {
+      ctx.record.replayMismatches.push(
+        `${call.tenant}/${call.key}: first answer task ${taskId}, replay ${outcome.status} task ${replayed}`,
+      );
+    }
+    return;
+  }
 }
 
 /** True when the answer says "try again" (outage, timeout, 409 in progress); otherwise records the refusal. */
