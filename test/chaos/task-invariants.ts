@@ -1,0 +1,137 @@
+import type pg from 'pg';
+import type { ClientRecord } from './client-record.ts';
+import { INVARIANTS, type InvariantResult, TERMINAL_SQL, verdict } from './invariant.ts';
+
+const OUTAGE_MESSAGES =
+  'too many clients|Connection terminated|ECONNREFUSED|ECONNRESET|terminating connection|the database system is|' +
+  'not queryable|timeout exceeded when trying to connect|Connection ended unexpectedly';
+
+interface OpenTask {
+  id: string;
+  tenant_id: string;
+  tool: string;
+  mode: string;
+  status: string;
+  attempt: number;
+  worker_id: string | null;
+  label: string | null;
+  created_at: Date;
+  started_at: Date | null;
+  heartbeat_at: Date | null;
+  cancel_requested_at: Date | null;
+  history: string | null;
+}
+
+/** Non-terminal tasks with their history, for the evidence. */
+export async function openTasks(db: pg.Client): Promise<OpenTask[]> {
+  const { rows } = await db.query<OpenTask>(`
+    SELECT t.id, t.tenant_id, t.tool, t.mode, t.status, t.attempt, t.worker_id, t.arguments->>'label' AS label,
+           t.created_at, t.started_at, t.heartbeat_at, t.cancel_requested_at,
+           (SELECT string_agg(e.type || coalesce('#' || e.attempt, '') || coalesce('(' || e.reason || ')', '')
+                              || '@' || to_char(e.created_at, 'HH24:MI:SS.MS'), ' → ' ORDER BY e.id)
+              FROM task_events e WHERE e.task_id = t.id) AS history
+    FROM tasks t WHERE t.status NOT IN ${TERMINAL_SQL} ORDER BY t.created_at`);
+  return rows;
+}
+
+export function describeTask(task: OpenTask): string {
+  return (
+    `${task.id} ${task.tenant_id} ${task.tool}${task.label ? ` [${task.label}]` : ''} mode=${task.mode} ` +
+    `status=${task.status} attempt=${task.attempt} worker=${task.worker_id ?? '-'} ` +
+    `created=${iso(task.created_at)} started=${iso(task.started_at)} heartbeat=${iso(task.heartbeat_at)}` +
+    `${task.cancel_requested_at ? ` cancel_requested=${iso(task.cancel_requested_at)}` : ''}; history: ${task.history ?? '(none)'}`
+  );
+}
+
+function iso(date: Date | null): string {
+  return date ? date.toISOString().slice(11, 23) : '-';
+}
+
+export interface TaskCounts {
+  tasks: number;
+  nonTerminal: number;
+  /** Task ids given to a client that are not in the database. */
+  lostTasks: number;
+}
+
+export async function taskInvariants(
+  db: pg.Client,
+  record: ClientRecord,
+): Promise<{ results: InvariantResult[]; counts: TaskCounts }> {
+  const open = await openTasks(db);
+  const requests = open.filter((task) => task.mode === 'request');
+  const { rows: total } = await db.query<{ count: string }>('SELECT count(*) FROM tasks');
+
+  const ids = [...record.givenTasks.keys()];
+  const { rows: found } = await db.query<{ id: string; status: string }>(
+    'SELECT id, status FROM tasks WHERE id = ANY($1::uuid[])',
+    [ids],
+  );
+  const status = new Map(found.map((row) => [row.id, row.status]));
+  const lost = ids
+    .filter((id) => !status.has(id))
+    .map((id) => {
+      const given = record.givenTasks.get(id);
+      return `${id}: given to a ${given?.source} client of ${given?.tenant} at ${given?.atMs} ms, not in tasks`;
+    });
+  const unfinished = ids
+    .filter((id) => status.has(id) && !['completed', 'failed', 'cancelled'].includes(status.get(id) as string))
+    .map((id) => `${id}: given to a ${record.givenTasks.get(id)?.source} client, still ${status.get(id)}`);
+
+  const disagreements = [...record.conflicts];
+  for (const [id, seen] of record.seenTerminal) {
+    const actual = status.get(id);
+    if (actual !== undefined && actual !== seen.status) {
+      disagreements.push(`${id}: ${seen.source} was told ${seen.status}, the database says ${actual}`);
+    }
+  }
+
+  // What isDatabaseUnavailable (packages/db) calls an outage: a task that failed with one of these
+  // turned a passing infrastructure error into its terminal state instead of being run again.
+  const { rows: outageFailures } = await db.query<{
+    id: string;
+    tool: string;
+    label: string | null;
+    attempt: number;
+    message: string;
+    finished_at: Date;
+  }>(
+    `SELECT id, tool, arguments->>'label' AS label, attempt, error->>'message' AS message, finished_at
+     FROM tasks WHERE status = 'failed' AND error->>'message' ~* $1 ORDER BY finished_at`,
+    [OUTAGE_MESSAGES],
+  );
+
+  const counts = { tasks: Number(total[0]?.count ?? 0), nonTerminal: open.length, lostTasks: lost.length };
+  const results = [
+    verdict(
+      INVARIANTS.allTerminal,
+      open.map(describeTask),
+      `${open.length} of ${total[0]?.count} task(s) not terminal`,
+    ),
+    verdict(
+      INVARIANTS.requestModeTerminal,
+      requests.map(describeTask),
+      `${requests.length} request-mode task(s) not terminal`,
+    ),
+    verdict(
+      INVARIANTS.noTaskLost,
+      [...lost, ...unfinished],
+      `${ids.length} task id(s) given to clients: ${lost.length} missing, ${unfinished.length} not terminal`,
+    ),
+    verdict(
+      INVARIANTS.noOutageFailures,
+      outageFailures.map(
+        (task) =>
+          `${task.id} ${task.tool}${task.label ? ` [${task.label}]` : ''} attempt ${task.attempt} failed at ` +
+          `${task.finished_at.toISOString()}: ${task.message}`,
+      ),
+      `${outageFailures.length} task(s) failed with a connection error`,
+    ),
+    verdict(
+      INVARIANTS.clientsAgree,
+      disagreements,
+      `${record.seenTerminal.size} terminal status(es) seen by clients, ${disagreements.length} disagree`,
+    ),
+  ];
+  return { results, counts };
+}
