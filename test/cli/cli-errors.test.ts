@@ -1,7 +1,8 @@
+import net from 'node:net';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { type CliResult, cleanEnv, runCli } from '../support/cli.ts';
-import { useTestDatabase } from '../support/databases.ts';
+import { createTestDatabase, useTestDatabase } from '../support/databases.ts';
 
 const database = useTestDatabase({ empty: true });
 
@@ -91,5 +92,45 @@ describe('taskgate refuses bad configuration with one line and a sysexits code',
     const result = await runCli(['help'], cleanEnv());
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('Usage: taskgate <command>');
+  });
+});
+
+describe('a database that goes away while taskgate starts', () => {
+  it('exits 69 (TG_DB_UNREACHABLE), not 70, when the connections its roles open are cut', async () => {
+    const migrated = await createTestDatabase();
+    // A proxy in front of a migrated database: the probe's and the schema check's connections go
+    // through, every later one (the worker role's) is reset at once, as a Postgres restart or a
+    // backend-kill storm would do it.
+    const target = new URL(migrated.url);
+    let connections = 0;
+    const proxy = net.createServer((client) => {
+      connections += 1;
+      if (connections > 2) {
+        client.resetAndDestroy();
+        return;
+      }
+      const upstream = net.connect(Number(target.port || 5432), target.hostname);
+      client.pipe(upstream).pipe(client);
+      const close = () => {
+        client.destroy();
+        upstream.destroy();
+      };
+      client.on('error', close);
+      upstream.on('error', close);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    try {
+      const via = new URL(migrated.url);
+      via.port = String((proxy.address() as net.AddressInfo).port);
+      const result = await runCli(
+        ['start', '--role', 'worker', '--no-migrate'],
+        cleanEnv({ DATABASE_URL: via.toString(), LOG_LEVEL: 'silent' }),
+      );
+      expect(connections).toBeGreaterThan(2);
+      expectOneLine(result, 69, /^taskgate: the database became unreachable while starting: .* \[TG_DB_UNREACHABLE\]$/);
+    } finally {
+      await new Promise((resolve) => proxy.close(resolve));
+      await migrated.drop();
+    }
   });
 });

@@ -37,6 +37,12 @@ export interface ApiRoleOptions {
   readonly sweep?: boolean;
   /** TASKGATE_MAX_QUEUE_MS. */
   readonly maxQueueMs?: number;
+  /**
+   * How long requests in flight get to finish once stop() begins (TASKGATE_SHUTDOWN_GRACE_MS,
+   * default 3 s); then their connections are closed, which cancels a waiting call's request-mode
+   * task as any closed stream does.
+   */
+  readonly graceMs?: number;
 }
 
 export interface ApiRole {
@@ -99,7 +105,13 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
     url,
     app,
     stop: async () => {
-      await app.close();
+      const closing = app.close();
+      const cut = setTimeout(() => app.server.closeAllConnections(), options.graceMs ?? 3_000);
+      try {
+        await closing;
+      } finally {
+        clearTimeout(cut);
+      }
       await cleanup();
     },
   };

@@ -1,3 +1,4 @@
+import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { Lifecycle } from './lifecycle.ts';
 import { createLogger } from './logger.ts';
@@ -48,6 +49,25 @@ describe('Lifecycle.stopAll', () => {
     lifecycle.onStop('stuck handler', () => exit);
     await lifecycle.stopAll();
     expect(exitCode).toBe(70);
+  });
+
+  it('names the stop that did not finish first when the deadline passes', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    let exited!: () => void;
+    const exit = new Promise<void>((resolve) => {
+      exited = resolve;
+    });
+    const lifecycle = new Lifecycle(logger, 20, ((_code: number) => {
+      exited();
+    }) as (code: number) => never);
+    lifecycle.onStop('database', async () => {});
+    lifecycle.onStop('api', () => exit);
+    await lifecycle.stopAll();
+    expect(lines.find((line) => line.code === 'TG_SHUTDOWN_TIMEOUT')).toMatchObject({
+      stopping: 'api',
+      pending: ['api', 'database'],
+    });
   });
 });
 

@@ -96,15 +96,19 @@ export class Lifecycle {
    * Resolves with the problems seen; never throws.
    */
   async stopAll(): Promise<string[]> {
+    let stopping: string | null = null;
     const deadline = setTimeout(() => {
       const error = new TaskgateError('TG_SHUTDOWN_TIMEOUT', `shutdown took longer than ${this.#deadlineMs} ms`);
-      this.#logger.error({ code: error.code, pending: this.#stops.map((entry) => entry.name) }, error.message);
+      // The one under way first: it is the one that did not finish.
+      const pending = [...(stopping === null ? [] : [stopping]), ...this.#stops.map((entry) => entry.name).reverse()];
+      this.#logger.error({ code: error.code, stopping, pending }, error.message);
       this.#exit(error.definition.exitCode);
     }, this.#deadlineMs);
     deadline.unref();
     const problems: string[] = [];
     try {
       for (let entry = this.#stops.pop(); entry; entry = this.#stops.pop()) {
+        stopping = entry.name;
         const started = performance.now();
         try {
           await entry.stop();

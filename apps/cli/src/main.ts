@@ -81,8 +81,24 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     }
     throw new TaskgateError('TG_USAGE', `unknown command ${JSON.stringify(command)}; run taskgate help`);
   } catch (error) {
-    return report(error, logLevel, io);
+    return report(await asOutage(error), logLevel, io);
   }
+}
+
+/**
+ * A database that went away during start-up (a restart, a backend terminated, no free connection)
+ * is TG_DB_UNREACHABLE (exit 69, "try again"), not an internal error, wherever it surfaced. Loaded
+ * only when something failed, so usage errors still answer without loading the database code.
+ */
+async function asOutage(error: unknown): Promise<unknown> {
+  if (isTaskgateError(error)) return error;
+  const { isDatabaseUnavailable } = await import('@taskgate/db');
+  if (!isDatabaseUnavailable(error)) return error;
+  return new TaskgateError(
+    'TG_DB_UNREACHABLE',
+    `the database became unreachable while starting: ${error instanceof Error ? error.message : String(error)}`,
+    { cause: error },
+  );
 }
 
 /** One line on stderr naming the problem and its code; a stack trace only at debug level. */

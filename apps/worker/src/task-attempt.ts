@@ -318,7 +318,10 @@ export class TaskAttempt {
     if (this.#parked) return;
     const expiry = this.#deadline.expired(this.#settings.now());
     if (!expiry) return this.#armDeadline();
-    const timeout = new TaskTimeoutError(expiry.clock, expiry.limitMs);
+    // This attempt's max clock is what was left of the task's (it runs from the first start, across
+    // attempts); the limit that ran out is the task's own.
+    const limitMs = expiry.clock === 'max' ? (this.task.maxTimeoutMs ?? expiry.limitMs) : expiry.limitMs;
+    const timeout = new TaskTimeoutError(expiry.clock, limitMs);
     if (this.#controller.signal.aborted) return;
     this.#controller.abort(timeout);
     // The task fails at the deadline, not when the handler gets round to noticing.
@@ -327,7 +330,7 @@ export class TaskAttempt {
       error: {
         code: REQUEST_TIMEOUT,
         message: timeout.message,
-        data: { clock: expiry.clock, limitMs: expiry.limitMs },
+        data: { clock: expiry.clock, limitMs },
       },
       statusMessage: timeout.message,
       reason: `timeout:${expiry.clock}`,

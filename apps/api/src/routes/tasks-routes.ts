@@ -29,6 +29,12 @@ const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((sta
 /** /v1/tasks: create, read, list, cancel, and watch tasks. Every call is scoped to the caller's tenant. */
 export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOptions): void {
   const { service } = options;
+  // Open event streams end when the server closes (the client reconnects, to another instance, and
+  // refetches); a stream left open would hold close() until the shutdown deadline.
+  const watching = new Set<SseStream>();
+  app.addHook('preClose', async () => {
+    for (const stream of watching) stream.close();
+  });
   const security = [{ bearer: [] }];
 
   app.post(
@@ -139,13 +145,22 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
       const id = (request.params as { id: string }).id;
       const first = await service.get(tenantId, id);
       reply.hijack();
-      watchTask(reply.raw, first, tenantId, options);
+      const stream = watchTask(reply.raw, first, tenantId, options);
+      if (!stream.closed) {
+        watching.add(stream);
+        stream.onClose(() => watching.delete(stream));
+      }
     },
   );
 }
 
 /** Streams a task's changes until it is terminal or the client goes away. */
-function watchTask(response: ServerResponse, first: TaskRecord, tenantId: string, options: TaskRoutesOptions): void {
+function watchTask(
+  response: ServerResponse,
+  first: TaskRecord,
+  tenantId: string,
+  options: TaskRoutesOptions,
+): SseStream {
   // One replaceable slot per task (each event carries the whole task, so only the latest matters)
   // plus the final event: a stalled client costs two events of memory, however long it stalls.
   const stream = new SseStream(response, {
@@ -190,7 +205,7 @@ function watchTask(response: ServerResponse, first: TaskRecord, tenantId: string
   };
 
   emit(first, 'status');
-  if (stream.closed) return;
+  if (stream.closed) return stream;
   const unsubscribe = options.hub.subscribe(first.id, () => void refresh());
   const poll = setInterval(() => void refresh(), options.events.pollMs);
   poll.unref();
@@ -198,4 +213,5 @@ function watchTask(response: ServerResponse, first: TaskRecord, tenantId: string
     unsubscribe();
     clearInterval(poll);
   });
+  return stream;
 }

@@ -103,6 +103,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
         // One sweeper per process is plenty: the worker's, when this process runs one.
         sweep: !args.roles.includes('worker'),
         maxQueueMs: config.maxQueueMs,
+        graceMs: config.shutdownGraceMs,
         checks: () => Object.fromEntries(roleState),
         stopping: () => lifecycle.stopping,
       });
