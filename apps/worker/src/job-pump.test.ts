@@ -1,5 +1,6 @@
 import type { ClaimedAttempt, TaskJobData } from '@taskgate/db';
 import type { Job, PgBoss } from 'pg-boss';
+import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { type FetchedJob, JobPump } from './job-pump.ts';
 
@@ -53,6 +54,38 @@ function onePump(runs: Promise<void>[]) {
 }
 
 describe('JobPump', () => {
+  it('keeps pumping through failed fetches (a database outage), saying so once and when it works again', async () => {
+    const lines: { level: number; msg: string }[] = [];
+    // A real pino logger: its methods need the logger as `this`.
+    const logger = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const recovered = deferred();
+    let fetches = 0;
+    const pump = new JobPump({
+      boss: { complete: async () => {}, fail: async () => {}, touch: async () => {} } as unknown as PgBoss,
+      queue: 'q',
+      concurrency: 1,
+      pollIntervalMs: 60_000,
+      heartbeatIntervalMs: 60_000,
+      fetch: async () => {
+        fetches += 1;
+        if (fetches <= 3)
+          throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+        recovered.resolve();
+        return [];
+      },
+      run: async () => {},
+      logger,
+    });
+    pump.start();
+    await recovered.promise;
+    await pump.stopFetching();
+    await pump.close();
+    expect(
+      lines.filter((line) => line.msg === 'fetching jobs failed; retrying with backoff').map((line) => line.level),
+    ).toEqual([40, 20, 20]);
+    expect(lines.some((line) => line.msg === 'fetching jobs works again')).toBe(true);
+  }, 10_000);
+
   it('frees a slot when the attempt ends, before its job is retired', async () => {
     const [first, second] = [deferred(), deferred()];
     const { pump, completing, completed, fetches, secondFetch } = onePump([first.promise, second.promise]);

@@ -128,8 +128,11 @@ export class JobPump {
         // While the database is down every fetch fails: back off (capped, jittered, so workers
         // that lost it together do not return in step) and say so once, not once per attempt.
         const delay = backoffDelay(Math.min(this.#fetchFailures, 30), FETCH_BACKOFF, Math.random);
-        const log = this.#fetchFailures === 0 ? this.#options.logger.warn : this.#options.logger.debug;
-        log({ error: (error as Error).message, retryInMs: delay }, 'fetching jobs failed; retrying with backoff');
+        const fields = { error: (error as Error).message, retryInMs: delay };
+        const message = 'fetching jobs failed; retrying with backoff';
+        // Called on the logger: pino's methods need it as `this`.
+        if (this.#fetchFailures === 0) this.#options.logger.warn(fields, message);
+        else this.#options.logger.debug(fields, message);
         this.#fetchFailures += 1;
         await this.#signals.waitFor('wake', delay);
         continue;

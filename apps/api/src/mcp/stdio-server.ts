@@ -200,7 +200,7 @@ export class StdioServer {
         ...(progress ? { onProgress: progress } : {}),
         ...(clientCapabilities ? { clientCapabilities } : {}),
         era: modern ? 'modern' : 'legacy',
-        log: this.#options.logger.warn,
+        log: (fields, message) => this.#options.logger.warn(fields, message),
       })
       .then(
         (outcome) => {
