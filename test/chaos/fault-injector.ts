@@ -1,7 +1,7 @@
 import type pg from 'pg';
+import { HARNESS_APPLICATION, type PostgresCluster } from '../support/postgres-cluster.ts';
 import type { Canary } from './canary.ts';
 import type { Fleet } from './fleet.ts';
-import { HARNESS_APPLICATION, type PostgresCluster } from './postgres-cluster.ts';
 import { describeFault, type Fault, type ScheduledFault } from './schedule.ts';
 import type { Timeline } from './timeline.ts';
 import { sleep } from './workload-context.ts';

@@ -1,4 +1,4 @@
-import type { PostgresCluster } from './postgres-cluster.ts';
+import type { PostgresCluster } from '../support/postgres-cluster.ts';
 import type { Timeline } from './timeline.ts';
 import type { Workload } from './workload.ts';
 import { sleep } from './workload-context.ts';

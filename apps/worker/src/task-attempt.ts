@@ -300,9 +300,13 @@ export class TaskAttempt {
       )
       .then(
         () => {},
-        // Progress is replaceable: a write lost to an outage is superseded by the next one.
-        (error: Error) =>
-          this.#settings.logger.warn({ taskId: this.task.id, error: error.message }, 'progress write failed'),
+        // Progress is replaceable: a write lost to an outage is superseded by the next one (and
+        // an outage is said once by the writes that must land, not ten times a second here).
+        (error: Error) => {
+          const fields = { taskId: this.task.id, error: error.message };
+          if (isDatabaseUnavailable(error)) this.#settings.logger.debug(fields, 'progress write failed');
+          else this.#settings.logger.warn(fields, 'progress write failed');
+        },
       );
   }
 

@@ -3,25 +3,26 @@ import { loadMigrations, MigrationRunner } from '@taskgate/db';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectMcp } from '../support/mcp-http.ts';
-import { type OwnPostgres, startOwnPostgres } from '../support/own-postgres.ts';
+import { PostgresCluster } from '../support/postgres-cluster.ts';
 import { expectProblem } from '../support/problems.ts';
 import { connectStdio, stdioCore } from '../support/stdio-client.ts';
 import { type Platform, silentLogger, startApi, startPlatform } from '../support/task-platform.ts';
 
 // A real outage: the API runs against a Postgres of this test's own, which is stopped (a fast
 // shutdown: open connections are terminated, new ones refused) and started again.
-let server: OwnPostgres;
+let server: PostgresCluster;
 let platform: Platform;
 let api: Awaited<ReturnType<typeof startApi>>;
 let hub: TaskEventsHub;
 let core: McpCore;
 
 beforeAll(async () => {
-  server = await startOwnPostgres();
-  await new MigrationRunner({ connectionString: server.url, migrations: await loadMigrations() }).up();
-  platform = await startPlatform(server.url);
-  api = await startApi(platform, server.url);
-  hub = new TaskEventsHub({ connectionString: server.url, listen: true, logger: silentLogger });
+  server = await PostgresCluster.temporary();
+  const url = server.url('postgres');
+  await new MigrationRunner({ connectionString: url, migrations: await loadMigrations() }).up();
+  platform = await startPlatform(url);
+  api = await startApi(platform, url);
+  hub = new TaskEventsHub({ connectionString: url, listen: true, logger: silentLogger });
   await hub.start();
   core = stdioCore(platform, hub);
 }, 120_000);
@@ -29,7 +30,7 @@ afterAll(async () => {
   await hub?.stop();
   await api?.close();
   await platform?.stop();
-  await server?.destroy();
+  server?.destroy();
 });
 
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
@@ -65,7 +66,7 @@ describe('while the database is unreachable', () => {
     expect(created.statusCode).toBe(201);
     const taskId = created.json().id as string;
 
-    await server.stop();
+    await server.fastStop();
 
     expectRestOutage(
       await api.app.inject({

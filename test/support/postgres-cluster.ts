@@ -1,5 +1,6 @@
 import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
@@ -10,9 +11,10 @@ const BIN = '/usr/lib/postgresql/15/bin';
 export const HARNESS_APPLICATION = 'taskgate-chaos';
 
 /**
- * A PostgreSQL 15 server of the harness's own, in a temp dir on a free port, so it can be fast-
- * stopped, restarted and have its backends terminated without touching any other database. Run as
- * the `postgres` OS user when the harness runs as root (initdb refuses root).
+ * A PostgreSQL 15 server of a test's (or the fault suite's) own, in a temp dir on a free port, so
+ * it can be fast-stopped, restarted and have its backends terminated without touching any other
+ * database (the shared server at 5432 is never stopped). Run as the `postgres` OS user when the
+ * tests run as root (initdb refuses root).
  */
 export class PostgresCluster {
   readonly dataDir: string;
@@ -27,8 +29,27 @@ export class PostgresCluster {
     this.maxConnections = maxConnections;
   }
 
+  /** A cluster in a new temp dir, initialised and started; destroy() removes it all. */
+  static async temporary(maxConnections = 60): Promise<PostgresCluster> {
+    const cluster = new PostgresCluster(fs.mkdtempSync(path.join(os.tmpdir(), 'taskgate-pg-')), maxConnections);
+    try {
+      await cluster.init();
+      await cluster.start();
+    } catch (error) {
+      cluster.destroy();
+      throw error;
+    }
+    return cluster;
+  }
+
   get running(): boolean {
     return this.#running;
+  }
+
+  /** Stops it at once, whatever its state, and deletes its directory. */
+  destroy(): void {
+    this.stopNowSync();
+    fs.rmSync(path.dirname(this.dataDir), { recursive: true, force: true });
   }
 
   url(database = 'taskgate'): string {

@@ -1,0 +1,75 @@
+import { loadMigrations, MigrationRunner } from '@taskgate/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanEnv, type RunningProcess, startCli } from '../support/cli.ts';
+import { modernRequest } from '../support/mcp-http.ts';
+import { PostgresCluster } from '../support/postgres-cluster.ts';
+import { waitForTask } from '../support/task-platform.ts';
+
+// `taskgate start` (api, worker and relay in one process) against a Postgres of this test's own,
+// which is fast-stopped while a task runs and started again.
+let server: PostgresCluster;
+let taskgate: RunningProcess;
+let base: string;
+
+beforeAll(async () => {
+  server = await PostgresCluster.temporary();
+  const url = server.url('postgres');
+  await new MigrationRunner({ connectionString: url, migrations: await loadMigrations() }).up();
+  taskgate = startCli(['start', '--no-migrate'], cleanEnv({ DATABASE_URL: url, PORT: '0', LOG_LEVEL: 'info' }));
+  base = (await taskgate.waitForLog((line) => line.msg === 'taskgate started')).url as string;
+}, 120_000);
+afterAll(async () => {
+  taskgate?.child.kill('SIGKILL');
+  server?.destroy();
+});
+
+const getJson = async (path: string) => {
+  const response = await fetch(`${base}${path}`);
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+};
+
+describe('a Postgres restart under a running task', () => {
+  it('kills no process; the finished task’s completion lands after the restart, and everything serves again', async () => {
+    const created = await fetch(`${base}/v1/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tool: 'slow_compute', arguments: { seconds: 1.5 } }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    await waitForTask(
+      () => getJson(`/v1/tasks/${id}`),
+      (read) => read.body.startedAt !== null,
+    );
+
+    await server.fastStop();
+    const down = await getJson('/readyz');
+    expect(down.status).toBe(503);
+    expect((down.body.checks as Record<string, string>).database).toBe('failing');
+    expect((await getJson('/healthz')).status).toBe(200);
+    // The handler finishes while the database is down: its completion is kept and retried.
+    await taskgate.waitForLog(
+      (line) => line.msg === 'the database is unreachable; the task write is retried until it lands',
+    );
+
+    await server.start();
+    const done = await waitForTask(
+      () => getJson(`/v1/tasks/${id}`),
+      (read) => read.body.status !== 'working',
+    );
+    // Completed by the attempt that ran it: nothing ran twice.
+    expect(done.body).toMatchObject({ status: 'completed', attempt: 1 });
+    await waitForTask(
+      () => getJson('/readyz'),
+      (read) => read.status === 200,
+    );
+    const { headers, body } = modernRequest('tools/call', { name: 'greet', arguments: { name: 'again' } });
+    const call = await fetch(`${base}/mcp`, { method: 'POST', headers, body });
+    expect(call.status).toBe(200);
+    expect(JSON.stringify(await call.json())).toContain('again');
+
+    expect(taskgate.child.exitCode).toBeNull();
+    const { code } = await taskgate.stop('SIGTERM');
+    expect(code).toBe(0);
+    expect(taskgate.logs.find((line) => line.msg === 'taskgate stopped')?.problems).toEqual([]);
+  }, 90_000);
+});
