@@ -4,14 +4,13 @@ import {
   createKysely,
   createPool,
   type Database,
-  DEFAULT_MAX_QUEUE_MS,
   ensureTaskQueue,
-  InstanceHeartbeat,
+  type InstanceHeartbeat,
+  instanceUpkeep,
   PGBOSS_SCHEMA,
-  TASK_QUEUE,
+  type SweeperSettings,
   TaskAnnouncer,
-  TaskSweeper,
-  type TaskSweeperOptions,
+  type TaskSweeper,
 } from '@taskgate/db';
 import type { ToolRegistry } from '@taskgate/tools';
 import type { Kysely } from 'kysely';
@@ -42,7 +41,7 @@ export interface TaskServicesOptions {
    * call's task at the queue bound.
    */
   readonly sweep?: boolean;
-  readonly sweeper?: Partial<Pick<TaskSweeperOptions, 'maxQueueMs' | 'lostAfterMs' | 'intervalMs' | 'deadlineGraceMs'>>;
+  readonly sweeper?: SweeperSettings;
 }
 
 export interface TaskServices {
@@ -84,33 +83,17 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
   const instanceId = options.instanceId ?? `api-${randomUUID().slice(0, 8)}`;
   // Request-mode tasks name this instance: if it is lost, a sweeper cancels them (nobody is left
   // to answer their callers).
-  const heartbeat = new InstanceHeartbeat({
+  const upkeep = instanceUpkeep({
     db,
+    announcer,
     identity: { id: instanceId, kind: 'api', host: hostname(), pid: process.pid },
     logger: options.logger,
-    ...(options.heartbeatIntervalMs === undefined ? {} : { intervalMs: options.heartbeatIntervalMs }),
+    ...(options.heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: options.heartbeatIntervalMs }),
+    ...(options.sweep === undefined ? {} : { sweep: options.sweep }),
+    ...(options.sweeper ? { sweeper: options.sweeper } : {}),
   });
-  const sweeper =
-    options.sweep === false
-      ? null
-      : new TaskSweeper({
-          db,
-          announcer,
-          queue: TASK_QUEUE,
-          maxQueueMs: DEFAULT_MAX_QUEUE_MS,
-          ...options.sweeper,
-          reachableForMs: () => heartbeat.reachableForMs(),
-          onUnavailable: () => heartbeat.noteUnavailable(),
-          logger: options.logger,
-        });
-  let heartbeatStarted = false;
   const stop = async () => {
-    await sweeper?.stop();
-    await Promise.allSettled([
-      hub.stop(),
-      boss.stop({ graceful: false, close: true }),
-      heartbeatStarted ? heartbeat.stop() : undefined,
-    ]);
+    await Promise.allSettled([hub.stop(), boss.stop({ graceful: false, close: true }), upkeep.stop()]);
     await announcer.settled();
     await db.destroy();
   };
@@ -120,9 +103,7 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     // connection (on the embedded Postgres that would wait for the transaction itself).
     await ensureTaskQueue(boss);
     await hub.start();
-    await heartbeat.start();
-    heartbeatStarted = true;
-    sweeper?.start();
+    await upkeep.start();
   } catch (error) {
     await stop();
     throw error;
@@ -142,5 +123,5 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     db,
     options.idempotencyRetentionMs === undefined ? {} : { idempotencyRetentionMs: options.idempotencyRetentionMs },
   );
-  return { pool, db, service, ledger, hub, heartbeat, sweeper, stop };
+  return { pool, db, service, ledger, hub, heartbeat: upkeep.heartbeat, sweeper: upkeep.sweeper, stop };
 }

@@ -4,16 +4,16 @@ import {
   claimAttempts,
   createKysely,
   createPool,
-  DEFAULT_MAX_QUEUE_MS,
   ensureTaskQueue,
-  InstanceHeartbeat,
+  type InstanceHeartbeat,
+  instanceUpkeep,
   PGBOSS_SCHEMA,
+  type SweeperSettings,
   TASK_QUEUE,
   TaskAnnouncer,
   type TaskJobData,
   TaskListener,
-  TaskSweeper,
-  type TaskSweeperOptions,
+  type TaskSweeper,
 } from '@taskgate/db';
 import type { ToolRegistry } from '@taskgate/tools';
 import { fromKysely, PgBoss } from 'pg-boss';
@@ -59,7 +59,7 @@ export interface WorkerRoleOptions {
   /** Run the task sweeper in this process (default true); several processes may. */
   readonly sweep?: boolean;
   /** TASKGATE_MAX_QUEUE_MS, and the sweeper's other knobs (tests shorten them). */
-  readonly sweeper?: Partial<Pick<TaskSweeperOptions, 'maxQueueMs' | 'lostAfterMs' | 'intervalMs' | 'deadlineGraceMs'>>;
+  readonly sweeper?: SweeperSettings;
   /** How often this worker's instance row is heartbeated (default 2 s). */
   readonly heartbeatIntervalMs?: number;
   /** How long a decided task write is retried through a database outage (default 5 min). */
@@ -126,25 +126,15 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const announcer = new TaskAnnouncer(db, { logger });
   // The worker id in tasks.worker_id is this instance's row: a sweeper elsewhere tells from its
   // heartbeat whether a task's worker is still there.
-  const heartbeat = new InstanceHeartbeat({
+  const upkeep = instanceUpkeep({
     db,
+    announcer,
     identity: { id: workerId, kind: 'worker', host: hostname(), pid: process.pid },
     logger,
-    ...(options.heartbeatIntervalMs === undefined ? {} : { intervalMs: options.heartbeatIntervalMs }),
+    ...(options.heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: options.heartbeatIntervalMs }),
+    ...(options.sweep === undefined ? {} : { sweep: options.sweep }),
+    ...(options.sweeper ? { sweeper: options.sweeper } : {}),
   });
-  const tasks =
-    options.sweep === false
-      ? null
-      : new TaskSweeper({
-          db,
-          announcer,
-          queue: TASK_QUEUE,
-          maxQueueMs: DEFAULT_MAX_QUEUE_MS,
-          ...options.sweeper,
-          reachableForMs: () => heartbeat.reachableForMs(),
-          onUnavailable: () => heartbeat.noteUnavailable(),
-          logger,
-        });
   const runner = new TaskRunner({
     db,
     announcer,
@@ -198,15 +188,14 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     await boss.start();
     await ensureTaskQueue(boss);
     // Registered before the first claim: a task never names a worker the sweeper cannot find.
-    await heartbeat.start();
+    await upkeep.start();
     await listener?.start();
     watcher.start();
     pump.start();
     sweeper.start();
-    tasks?.start();
   } catch (error) {
     watcher.stop();
-    await Promise.allSettled([listener?.stop(), heartbeat.stop(), boss.stop({ graceful: false, close: true })]);
+    await Promise.allSettled([listener?.stop(), upkeep.stop(), boss.stop({ graceful: false, close: true })]);
     await db.destroy();
     throw error;
   }
@@ -217,8 +206,8 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     runner,
     pump,
     sweeper,
-    tasks,
-    heartbeat,
+    tasks: upkeep.sweeper,
+    heartbeat: upkeep.heartbeat,
     stop: async () => {
       // 1. Take no new jobs; running handlers hand their task back at their next checkpoint.
       runner.beginDrain();
@@ -233,12 +222,11 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       }
       await pump.close();
       await sweeper.stop();
-      await tasks?.stop();
       watcher.stop();
       await listener?.stop();
       await boss.stop({ graceful: true, close: true, timeout: 1_000 });
       // Marked stopped only now: until its tasks are handed back, they are this worker's.
-      await heartbeat.stop();
+      await upkeep.stop();
       await announcer.settled();
       await db.destroy();
       logger.info({ workerId }, 'worker stopped');

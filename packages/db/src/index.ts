@@ -18,6 +18,12 @@ export {
   markInstanceStopped,
   registerInstance,
 } from './instances/instance-registry.ts';
+export {
+  type InstanceUpkeep,
+  type InstanceUpkeepOptions,
+  instanceUpkeep,
+  type SweeperSettings,
+} from './instances/instance-upkeep.ts';
 export { createKysely } from './kysely.ts';
 export {
   type ClaimOutcome,
