@@ -1,6 +1,10 @@
 import { spawn } from 'node:child_process';
-import { listTaskEvents, type TaskRecord } from '@taskgate/db';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { listTaskEvents, startEmbeddedPostgres, type TaskRecord } from '@taskgate/db';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, cleanEnv, REPO_ROOT } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
@@ -94,4 +98,56 @@ describe('taskgate mcp-stdio', () => {
     expect(messages.map((message) => message.id)).toEqual(['greet', 'last']);
     expect(stderr).toContain('mcp-stdio ready');
   }, 60_000);
+});
+
+describe('taskgate mcp-stdio on the embedded database', () => {
+  it('cancels a call still running when stdin ends, rather than handing its task back', async () => {
+    const dataDir = await mkdtemp(path.join(tmpdir(), 'taskgate-stdio-'));
+    const child = spawn(process.execPath, [CLI, 'mcp-stdio'], {
+      cwd: REPO_ROOT,
+      env: cleanEnv({ TASKGATE_DATA_DIR: dataDir }),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.resume();
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    child.stdin.write(
+      `${JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'long',
+        method: 'tools/call',
+        params: { name: 'slow_compute', arguments: { seconds: 30 }, _meta: { ...META, progressToken: 'p' } },
+      })}\n`,
+    );
+    // Progress on stdout: the handler is running.
+    await waitForTask(
+      async () => stdout,
+      (text) => text.includes('notifications/progress'),
+      30_000,
+    );
+    child.stdin.end();
+    expect(await exited).toBe(0);
+
+    const embedded = await startEmbeddedPostgres({ dataDir });
+    const client = new pg.Client({ connectionString: embedded.connectionString });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ status: string; cancel_reason: string | null; events: string[] }>(
+        `SELECT t.status, t.cancel_reason,
+                array_agg(e.type ORDER BY e.id) AS events
+         FROM tasks t JOIN task_events e ON e.task_id = t.id
+         WHERE t.tool = 'slow_compute' GROUP BY t.id`,
+      );
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({ status: 'cancelled', cancel_reason: 'stdin closed' });
+      expect(rows[0]?.events).toContain('cancel_observed');
+      expect(rows[0]?.events).not.toContain('attempt_released');
+    } finally {
+      await client.end();
+      await embedded.stop();
+    }
+  }, 90_000);
 });

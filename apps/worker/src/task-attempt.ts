@@ -72,6 +72,9 @@ export interface Completion {
   readonly reason: string;
 }
 
+/** How long a checkpoint waits for its read of the cancel flag before the handler goes on. */
+const CHECKPOINT_READ_WAIT_MS = 100;
+
 /** JSON-RPC error codes a failed task carries. */
 const INTERNAL_ERROR = -32603;
 const REQUEST_TIMEOUT = -32001;
@@ -97,6 +100,8 @@ export class TaskAttempt {
   /** The timeout's terminal write: run() waits for it, so the job is not settled before the task. */
   #timeoutWrite: Promise<unknown> = Promise.resolve();
   #lastFlagReadAt: number;
+  /** The checkpoint's read of the cancel flag still under way (at most one at a time). */
+  #flagRead: Promise<void> | null = null;
   #committed = false;
   #cancelSeenHow: string | null = null;
   #releaseRequested: string | null = null;
@@ -246,16 +251,36 @@ export class TaskAttempt {
     if (this.#releaseRequested !== null) this.release(this.#releaseRequested);
     if (signal.aborted) throw signal.reason;
     const now = this.#settings.now();
-    if (now - this.#lastFlagReadAt >= this.#settings.checkpointReadIntervalMs) {
+    if (this.#flagRead === null && now - this.#lastFlagReadAt >= this.#settings.checkpointReadIntervalMs) {
       this.#lastFlagReadAt = now;
-      try {
-        const [state] = await readCancelStates(this.#settings.db, [this.task.id]);
-        if (state?.cancelRequested) this.cancel('checkpoint read the flag');
-      } catch (error) {
-        // An outage is not the handler's failure: the flag is read again at a later checkpoint
-        // (the final commit always reads it under the row lock).
-        if (!isDatabaseUnavailable(error)) throw error;
-      }
+      const read = readCancelStates(this.#settings.db, [this.task.id])
+        .then(
+          ([state]) => {
+            if (state?.cancelRequested) this.cancel('checkpoint read the flag');
+          },
+          (error: Error) => {
+            // Not the handler's failure, outage or not: the flag is read again at a later
+            // checkpoint, the watcher polls it, and the final commit reads it under the row lock.
+            if (!isDatabaseUnavailable(error)) {
+              this.#settings.logger.warn({ taskId: this.task.id, error: error.message }, 'checkpoint read failed');
+            }
+          },
+        )
+        .finally(() => {
+          this.#flagRead = null;
+        });
+      this.#flagRead = read;
+      // The checkpoint waits for the read only briefly: a database that is slow, full or down must
+      // not hold the handler (a pool waits up to 5 s for a connection), or its idle clock would
+      // run out for want of progress it was kept from making. A late answer still cancels.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        read,
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, CHECKPOINT_READ_WAIT_MS);
+        }),
+      ]);
+      clearTimeout(timer);
     }
     if (signal.aborted) throw signal.reason;
   }
@@ -449,8 +474,22 @@ export class TaskAttempt {
     if (this.#committed) return; // superseded at the final commit
     if (this.#parked) return; // input_required: the answer queues the next run
     if (error instanceof TaskReleasedError) {
-      await this.#persist(() => releaseAttempt(this.#writer, this.task.id, this.task.attempt, error.message));
-      throw error;
+      if (await this.#persist(() => releaseAttempt(this.#writer, this.task.id, this.task.attempt, error.message))) {
+        throw error;
+      }
+      // Not handed back: a cancel was asked for first (nobody is to run it again), or another
+      // attempt or a clock ended this one.
+      const [state] = await this.#persist(() => readCancelStates(this.#settings.db, [this.task.id]));
+      if (state?.attempt !== this.task.attempt || isTerminalStatus(state.status) || !state.cancelRequested) throw error;
+      await this.#persist(() =>
+        recordCancelObserved(this.#settings.db, this.task.id, this.task.attempt, 'at the hand-back'),
+      );
+      await this.#finish({
+        status: 'cancelled',
+        statusMessage: state.cancelReason ? `task cancelled: ${state.cancelReason}` : 'task cancelled',
+        reason: 'cancel observed: at the hand-back',
+      });
+      return;
     }
     if (error instanceof TaskCancelledError) {
       const how = this.#cancelSeenHow ?? 'handler stopped';

@@ -109,11 +109,16 @@ export class TaskRunner {
       logger.warn({ taskId, tool: task.tool }, 'retry refused; reconciliation item opened');
       return;
     }
-    if (this.#draining) {
-      await persist(() => releaseAttempt(writer, task.id, task.attempt, 'worker is shutting down'));
-      throw new TaskReleasedError('worker is shutting down');
+    // A cancel comes before a hand-back: a task asked to stop is not run again elsewhere. The
+    // release is refused when a cancel was requested since the claim; then it ends cancelled here.
+    let cancelRequested = task.cancelRequestedAt !== null;
+    if (!cancelRequested && this.#draining) {
+      if (await persist(() => releaseAttempt(writer, task.id, task.attempt, 'worker is shutting down'))) {
+        throw new TaskReleasedError('worker is shutting down');
+      }
+      cancelRequested = true;
     }
-    if (task.cancelRequestedAt) {
+    if (cancelRequested) {
       await persist(() => recordCancelObserved(db, task.id, task.attempt, 'before start'));
       await finish({
         status: 'cancelled',

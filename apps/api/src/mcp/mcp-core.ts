@@ -293,10 +293,13 @@ export class McpCore {
     handOverAfterMs: number | null,
   ): Promise<MethodOutcome | null> {
     const { service, hub } = this.#options;
-    const cancel = () => {
+    // Awaited before the request settles: a transport that ends (stdin closed, the process
+    // stopping) waits for its requests, and so for their cancels to be written, before it lets
+    // the worker drain. Unwritten, the worker would hand the task back instead of cancelling it.
+    const cancel = async () => {
       const reason =
         context.signal.reason instanceof Error ? context.signal.reason.message : String(context.signal.reason);
-      service.cancel(context.tenantId, task.id, reason).catch((error: Error) => {
+      await service.cancel(context.tenantId, task.id, reason).catch((error: Error) => {
         context.log?.(
           { taskId: task.id, error: error.message },
           'cancelling the task of a cancelled MCP request failed',
@@ -304,7 +307,7 @@ export class McpCore {
       });
     };
     if (context.signal.aborted) {
-      cancel();
+      await cancel();
       return null;
     }
     const handOver = new AbortController();
@@ -319,7 +322,7 @@ export class McpCore {
       return callOutcome(done, this.#options.server);
     } catch (error) {
       if (context.signal.aborted) {
-        cancel();
+        await cancel();
         return null;
       }
       if (!handOver.signal.aborted) throw error;

@@ -34,7 +34,14 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
     return { stalePid, release: () => releaseIfOurs(file) };
   } catch (error) {
     heldHere.delete(file);
-    throw error;
+    if (error instanceof TaskgateError) throw error;
+    // Not writable, not a directory, no space: the usual cause is a working directory the process
+    // may not write to (an MCP client launching `taskgate mcp-stdio` from / or $HOME elsewhere).
+    throw new TaskgateError(
+      'TG_EMBEDDED_START_FAILED',
+      `the embedded data directory ${dataDir} cannot be used (${(error as Error).message}); set TASKGATE_DATA_DIR to a writable directory, or DATABASE_URL`,
+      { cause: error, details: { dataDir } },
+    );
   }
 }
 

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -212,6 +212,18 @@ describe('embedded Postgres on disk', () => {
     expect((await again.query('SELECT note FROM kept')).rows).toEqual([{ note: 'still here' }]);
     await again.end();
     await second.stop();
+  });
+
+  it('refuses a data directory it cannot create, naming it and TASKGATE_DATA_DIR', async () => {
+    const parent = await mkdtemp(path.join(tmpdir(), 'taskgate-embedded-'));
+    // A file where the directory would go: mkdir fails whoever runs it (root included).
+    const blocked = path.join(parent, 'file');
+    await writeFile(blocked, 'not a directory');
+    const error = await startEmbeddedPostgres({ dataDir: path.join(blocked, 'data') }).catch((e: unknown) => e);
+    expect(isTaskgateError(error, 'TG_EMBEDDED_START_FAILED')).toBe(true);
+    expect((error as Error).message).toMatch(
+      /file\/data cannot be used .*; set TASKGATE_DATA_DIR to a writable directory/,
+    );
   });
 
   it('refuses a directory that another live process or this process holds', async () => {

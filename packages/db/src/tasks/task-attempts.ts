@@ -315,7 +315,11 @@ export async function recordCancelObserved(db: Db, id: string, attempt: number, 
       )`.execute(db);
 }
 
-/** A worker shutting down hands the task back: it stays working, for the next attempt to pick up. */
+/**
+ * A worker shutting down hands the task back: it stays working, for the next attempt to pick up.
+ * Refused (false) when a cancel was requested: the hand-back is a checkpoint, and a cancelled task
+ * must not run again; the attempt ends it cancelled instead.
+ */
 export async function releaseAttempt(
   writer: TaskWriter,
   id: string,
@@ -326,6 +330,7 @@ export async function releaseAttempt(
     WITH released AS (
       UPDATE tasks SET worker_id = NULL
       WHERE id = ${id}::uuid AND attempt = ${attempt} AND status IN ('working', 'input_required')
+        AND cancel_requested_at IS NULL
       RETURNING tenant_id, id, attempt, status
     ), event AS (
       INSERT INTO task_events (tenant_id, task_id, type, attempt, reason)
