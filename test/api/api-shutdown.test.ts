@@ -16,7 +16,7 @@ afterAll(async () => {
 });
 
 describe('stopping the API role', () => {
-  it('ends open event streams and cuts calls still waiting after the grace period, instead of hanging', async () => {
+  it('ends open event streams and answers calls still waiting after the grace period, instead of hanging', async () => {
     const api = await startApiRole({
       connectionString: database.url,
       logger: silentLogger,
@@ -30,6 +30,8 @@ describe('stopping the API role', () => {
       stopping: () => false,
       sweep: false,
       graceMs: 500,
+      // Long enough that the call below is still waiting, not yet handed over, when the stop comes.
+      mcpTaskAfterMs: 60_000,
     });
     const created = await fetch(`${api.url}/v1/tasks`, {
       method: 'POST',
@@ -46,31 +48,40 @@ describe('stopping the API role', () => {
       name: 'slow_compute',
       arguments: { seconds: 60, label: 'waiting' },
     });
-    const call = fetch(`${api.url}/mcp`, { method: 'POST', headers, body }).then(
-      (response) => response.text().catch((error: Error) => error),
-      (error: Error) => error,
+    const call = fetch(`${api.url}/mcp`, { method: 'POST', headers, body }).then((response) => response.text());
+    // And one from a client with the Tasks extension, whose task may outlive the call.
+    const durable = modernRequest(
+      'tools/call',
+      { name: 'slow_compute', arguments: { seconds: 60, label: 'handed-over' } },
+      { capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
     );
-    const waiting = await waitForTask(
-      async () =>
-        (await platform.service.list('default', { limit: 10 })).tasks.find(
-          (task) => task.tool === 'slow_compute' && (task.arguments as { label?: string }).label === 'waiting',
-        ),
-      (task) => task?.startedAt !== null && task?.startedAt !== undefined,
-    );
+    const handedOver = fetch(`${api.url}/mcp`, { method: 'POST', ...durable }).then((response) => response.text());
+    const byLabel = (label: string) => async () =>
+      (await platform.service.list('default', { limit: 10 })).tasks.find(
+        (task) => (task.arguments as { label?: string }).label === label,
+      );
+    const waiting = await waitForTask(byLabel('waiting'), (task) => task?.startedAt != null);
+    const durableTask = await waitForTask(byLabel('handed-over'), (task) => task?.startedAt != null);
 
     const started = performance.now();
     await api.stop();
     const stopMs = performance.now() - started;
-    expect(stopMs).toBeLessThan(2_000);
+    expect(stopMs).toBeLessThan(2_500);
     // The watcher's stream ended (it reconnects elsewhere and refetches)…
     for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read());
-    await call;
-    // …and the cut call's request-mode task is cancelled, as any closed stream cancels it.
+    // …the waiting call got an answer it can retry, and its request-mode task is cancelled…
+    const answer = await call;
+    expect(answer).toContain('"code":-31503');
+    expect(answer).toContain('the server is shutting down; call again');
     const ended = await waitForTask(
       () => platform.service.get('default', waiting?.id as string),
       (task) => task.status !== 'working',
     );
     expect(ended.status).toBe('cancelled');
+    // …and the call whose client takes tasks got its task, which runs on.
+    expect(await handedOver).toContain(`"taskId":"${durableTask?.id}"`);
+    expect((await platform.service.get('default', durableTask?.id as string)).status).toBe('working');
+    await platform.service.cancel('default', durableTask?.id as string, 'test over');
     // The watched task is durable: it runs on.
     expect((await platform.service.get('default', watched.id)).status).toBe('working');
     await platform.service.cancel('default', watched.id, 'test over');

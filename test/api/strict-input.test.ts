@@ -249,3 +249,40 @@ describe('errors Fastify and Node raise before a route runs are problem+json too
     );
   });
 });
+
+describe('a value outside an enum', () => {
+  it('is refused once, naming the values allowed', async () => {
+    const response = await inject({ method: 'GET', url: '/v1/tasks?status=bogus', headers: auth });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().errors).toEqual([
+      {
+        location: 'querystring',
+        path: '/status',
+        message:
+          'must be equal to one of the allowed values: "working", "input_required", "completed", "failed", "cancelled"',
+      },
+    ]);
+  });
+});
+
+describe('Idempotency-Key sent twice', () => {
+  it('is refused, not joined into one key, and nothing is charged', async () => {
+    const before = await inject({ method: 'GET', url: '/v1/idempotency-keys/twice-a', headers: auth });
+    expect(before.statusCode).toBe(404);
+    // light-my-request sends an array value as the header repeated, as a client or proxy might.
+    const response = await inject({
+      method: 'POST',
+      url: '/v1/accounts/acct-twice/charges',
+      headers: { ...json, 'idempotency-key': ['twice-a', 'twice-b'] },
+      payload: '{"cents": 5}',
+    });
+    expect(response.statusCode).toBe(400);
+    expect(response.json().code).toBe('TG_IDEMPOTENCY_KEY_INVALID');
+    const joined = await inject({
+      method: 'GET',
+      url: `/v1/idempotency-keys/${encodeURIComponent('twice-a, twice-b')}`,
+      headers: auth,
+    });
+    expect(joined.statusCode).toBe(404);
+  });
+});

@@ -1,7 +1,9 @@
+import { readFile } from 'node:fs/promises';
 import net from 'node:net';
+import path from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { type CliResult, cleanEnv, runCli } from '../support/cli.ts';
+import { type CliResult, cleanEnv, REPO_ROOT, runCli } from '../support/cli.ts';
 import { createTestDatabase, useTestDatabase } from '../support/databases.ts';
 
 const database = useTestDatabase({ empty: true });
@@ -92,6 +94,14 @@ describe('taskgate refuses bad configuration with one line and a sysexits code',
     const result = await runCli(['help'], cleanEnv());
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('Usage: taskgate <command>');
+  });
+
+  it('--version and version print the package version and exit 0', async () => {
+    const { version } = JSON.parse(await readFile(path.join(REPO_ROOT, 'package.json'), 'utf8'));
+    for (const args of [['--version'], ['version']]) {
+      const result = await runCli(args, cleanEnv());
+      expect(result).toMatchObject({ code: 0, stdout: `taskgate ${version}\n`, stderr: '' });
+    }
   });
 });
 

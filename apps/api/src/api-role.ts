@@ -85,6 +85,7 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
           ...(options.clockCaps ? { clockCaps: options.clockCaps } : {}),
           ...(options.mcpSseAfterMs === undefined ? {} : { sseAfterMs: options.mcpSseAfterMs }),
           ...(options.mcpTaskAfterMs === undefined ? {} : { taskAfterMs: options.mcpTaskAfterMs }),
+          ...(options.graceMs === undefined ? {} : { shutdownGraceMs: options.graceMs }),
         },
       },
     });
@@ -106,7 +107,9 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
     app,
     stop: async () => {
       const closing = app.close();
-      const cut = setTimeout(() => app.server.closeAllConnections(), options.graceMs ?? 3_000);
+      // MCP calls are answered at the end of the grace period (mcp-route); a second later, whatever
+      // still holds a connection is cut.
+      const cut = setTimeout(() => app.server.closeAllConnections(), (options.graceMs ?? 3_000) + 1_000);
       try {
         await closing;
       } finally {

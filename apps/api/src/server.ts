@@ -37,6 +37,8 @@ export interface ApiServerOptions {
       readonly sseAfterMs?: number;
       /** A declaring client's call of a task-optional tool becomes a task after this long (500 ms). */
       readonly taskAfterMs?: number;
+      /** Calls still running when the server closes are answered after this long (3 s). */
+      readonly shutdownGraceMs?: number;
     };
   };
 }
@@ -107,6 +109,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
       server,
       ...(tasks.events?.keepaliveMs === undefined ? {} : { keepaliveMs: tasks.events.keepaliveMs }),
       ...(tasks.mcp.sseAfterMs === undefined ? {} : { sseAfterMs: tasks.mcp.sseAfterMs }),
+      ...(tasks.mcp.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: tasks.mcp.shutdownGraceMs }),
     });
   }
   return app;

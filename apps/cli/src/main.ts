@@ -16,6 +16,7 @@ Commands:
   migrate plan [--to N]       print the SQL that 'up' would run, without running it
   mcp-stdio [--no-worker]     serve MCP on stdin/stdout (logs on stderr), running tool handlers
                               in-process unless --no-worker
+  version                     print the version (also --version)
   help                        show this text
 
 Configuration comes from the environment: DATABASE_URL, HOST, PORT, TASKGATE_TOKENS,
@@ -40,6 +41,10 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
       io.stdout(USAGE);
       return command === undefined ? 64 : 0;
+    }
+    if (command === 'version' || command === '--version') {
+      io.stdout(`taskgate ${await version()}`);
+      return 0;
     }
     if (command === 'start') {
       const args = parseStartArgs(rest);
@@ -172,4 +177,11 @@ function parseMigrateArgs(argv: readonly string[]) {
   if (values.all && action !== 'down') throw new TaskgateError('TG_USAGE', '--all only applies to migrate down');
   if (values.json && action !== 'status') throw new TaskgateError('TG_USAGE', '--json only applies to migrate status');
   return { action, to, all: values.all === true, json: values.json === true } as const;
+}
+
+/** The version of the checkout or package this CLI belongs to (its root package.json). */
+async function version(): Promise<string> {
+  const { readFile } = await import('node:fs/promises');
+  const manifest = JSON.parse(await readFile(new URL('../../../package.json', import.meta.url), 'utf8'));
+  return String(manifest.version);
 }

@@ -49,7 +49,7 @@ export interface AttemptSettings {
   readonly retryable: boolean;
   /** Completions without local effects go through here (group commit). */
   readonly completions: { submit(completion: Completion): Promise<TaskRecord | null> };
-  readonly logger: { readonly warn: LogFn; readonly debug: LogFn };
+  readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogFn };
   /** The longest a checkpoint trusts its last reading of the cancel flag. */
   readonly checkpointReadIntervalMs: number;
   /** At most one progress write (and notification) per task per interval; the latest wins. */
@@ -475,6 +475,10 @@ export class TaskAttempt {
     if (this.#parked) return; // input_required: the answer queues the next run
     if (error instanceof TaskReleasedError) {
       if (await this.#persist(() => releaseAttempt(this.#writer, this.task.id, this.task.attempt, error.message))) {
+        this.#settings.logger.info(
+          { taskId: this.task.id, tool: this.task.tool, attempt: this.task.attempt },
+          'task handed back for another worker to run',
+        );
         throw error;
       }
       // Not handed back: a cancel was asked for first (nobody is to run it again), or another

@@ -96,6 +96,9 @@ export class TaskRunner {
     // A run after the client answered a parked task's input is a resumption, not a retry: the
     // previous attempt ended cleanly (no lost worker) at its ctx.input().
     const resumed = claim.lostWorker === null && Object.keys(task.inputResponses).length > 0;
+    if (task.attempt > 1 && claim.lostWorker === null && !resumed) {
+      logger.info({ taskId, tool: task.tool, attempt: task.attempt }, 'running a task another worker handed back');
+    }
     if (task.attempt > 1 && !resumed && !mayRetryAutomatically(tool.retry, task.idempotencyKey !== null)) {
       // An unsafe call (or a conditional one without a key) may have half-done its effect, and
       // nothing would recognise a second run as the same intent: record it for reconciliation

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeHeaderValue } from './header-values.ts';
 import { ErrorCode } from './json-rpc.ts';
 import { eraOf, META } from './protocol-versions.ts';
-import { checkRequestMetadata } from './request-metadata.ts';
+import { checkMetaFields, checkRequestMetadata } from './request-metadata.ts';
 
 const meta = (version = '2026-07-28') => ({
   [META.protocolVersion]: version,
@@ -95,5 +95,16 @@ describe('eraOf', () => {
     expect(eraOf('tools/call', call(), '2026-07-28')).toBe('modern');
     expect(eraOf('tools/call', { name: 'greet' }, undefined)).toBe('modern');
     expect(eraOf('server/discover', { _meta: meta() }, '2025-11-25')).toBe('modern');
+  });
+});
+
+describe('the order of the metadata checks', () => {
+  it('names the supported versions to a client of an unsupported one, whatever else its _meta lacks', () => {
+    const check = checkMetaFields({ _meta: { 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } });
+    expect(check).toMatchObject({
+      ok: false,
+      httpStatus: 400,
+      error: { code: -32022, data: { requested: '2099-01-01' } },
+    });
   });
 });

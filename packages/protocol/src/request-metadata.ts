@@ -76,9 +76,6 @@ export function checkMetaFields(
   if (typeof version !== 'string') {
     return invalidParams(`params._meta["${META.protocolVersion}"] is required and must be a string`);
   }
-  if (capabilities === null || typeof capabilities !== 'object' || Array.isArray(capabilities)) {
-    return invalidParams(`params._meta["${META.clientCapabilities}"] is required and must be an object`);
-  }
   if (http) {
     if (http.versionHeader === undefined) return mismatch('the MCP-Protocol-Version header is required');
     if (http.versionHeader !== version) {
@@ -97,6 +94,11 @@ export function checkMetaFields(
         data: { supported: [...SUPPORTED_PROTOCOL_VERSIONS], requested: version },
       },
     };
+  }
+  // After the version: a client of a revision this server does not speak may shape the rest of
+  // `_meta` otherwise, and what it needs to hear first is which revisions are spoken here.
+  if (capabilities === null || typeof capabilities !== 'object' || Array.isArray(capabilities)) {
+    return invalidParams(`params._meta["${META.clientCapabilities}"] is required and must be an object`);
   }
   return {
     ok: true,

@@ -17,7 +17,7 @@ interface FrameworkError {
   readonly code?: unknown;
   readonly statusCode?: unknown;
   readonly message?: unknown;
-  readonly validation?: readonly { instancePath?: string; message?: string; keyword: string }[];
+  readonly validation?: readonly { instancePath?: string; message?: string; keyword: string; params?: unknown }[];
   readonly validationContext?: string;
 }
 
@@ -38,7 +38,8 @@ export function classifyFailure(error: unknown): Failure {
     const errors = framework.validation.map((issue) => ({
       location: framework.validationContext ?? 'body',
       path: issue.instancePath || '',
-      message: issue.message ?? issue.keyword,
+      // An enum's message does not say what it allows; the answer should.
+      message: `${issue.message ?? issue.keyword}${allowed(issue.params)}`,
     }));
     const summary = errors.map((issue) => `${issue.location}${issue.path} ${issue.message}`).join('; ');
     return { code: 'TG_REQUEST_INVALID', detail: `the request does not match its schema: ${summary}`, errors };
@@ -87,4 +88,10 @@ function byStatus(status: number): ErrorCode {
     default:
       return 'TG_REQUEST_INVALID';
   }
+}
+
+/** ": a, b, c" for an enum failure (ajv puts the values in params.allowedValues), else "". */
+function allowed(params: unknown): string {
+  const values = (params as { allowedValues?: unknown } | undefined)?.allowedValues;
+  return Array.isArray(values) ? `: ${values.map((value) => JSON.stringify(value)).join(', ')}` : '';
 }

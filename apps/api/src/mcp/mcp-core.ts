@@ -51,6 +51,17 @@ export interface McpCoreOptions {
 
 export const DEFAULT_TASK_AFTER_MS = 500;
 
+/**
+ * The reason a call's signal aborts when the server closes with the call still waiting: a task
+ * the client may be handed is handed over (it polls it elsewhere) instead of being cancelled.
+ */
+export class ServerStopping extends Error {
+  constructor() {
+    super('the server is shutting down');
+    this.name = 'ServerStopping';
+  }
+}
+
 export interface RequestContext {
   readonly tenantId: string;
   /** Aborted when the request is cancelled (a closed stream, notifications/cancelled, a closed pipe). */
@@ -322,6 +333,10 @@ export class McpCore {
       return callOutcome(done, this.#options.server);
     } catch (error) {
       if (context.signal.aborted) {
+        // A durable task outlives this server as it outlives a connection: the client gets it.
+        if (handOverAfterMs !== null && context.signal.reason instanceof ServerStopping) {
+          return { kind: 'result', result: createTaskResult(await service.get(context.tenantId, task.id)) };
+        }
         await cancel();
         return null;
       }

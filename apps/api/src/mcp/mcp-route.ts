@@ -1,5 +1,5 @@
 import type { TaskProgress, TaskRecord } from '@taskgate/db';
-import { isTaskgateError } from '@taskgate/errors';
+import { isTaskgateError, TaskgateError, toJsonRpcError } from '@taskgate/errors';
 import {
   type Capabilities,
   checkJsonValue,
@@ -24,7 +24,7 @@ import { SseStream } from '../sse/sse-stream.ts';
 import { checkMcpAccept } from './http-guards.ts';
 import { type CallScope, LegacySessions } from './legacy-sessions.ts';
 import { legacyTask } from './legacy-tasks.ts';
-import type { McpCore } from './mcp-core.ts';
+import { type McpCore, ServerStopping } from './mcp-core.ts';
 import {
   capabilitiesOf,
   initializeResult,
@@ -48,9 +48,23 @@ export interface McpRouteOptions {
    * long call and the client sees the call is alive. Shorter calls get a plain JSON response.
    */
   readonly sseAfterMs?: number;
+  /**
+   * When the server closes, calls still running get this long to finish (TASKGATE_SHUTDOWN_GRACE_MS,
+   * default 3 s); then each is answered: its durable task (a client with the Tasks extension polls
+   * it at another instance), or a retryable -31503 after its request-mode task is cancelled.
+   */
+  readonly shutdownGraceMs?: number;
 }
 
 export const DEFAULT_SSE_AFTER_MS = 1_000;
+
+/** Calls in flight, each with the function that ends it because the server is closing. */
+type CallsInFlight = Set<(reason: ServerStopping) => void>;
+
+/** The options, and the route's own registry of the calls in flight. */
+interface RouteOptions extends McpRouteOptions {
+  readonly calls: CallsInFlight;
+}
 
 const tenants = new WeakMap<FastifyRequest, string>();
 
@@ -65,8 +79,16 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
   // Open subscriptions/listen streams: ended gracefully (their result, then the stream closes)
   // before the server closes, or close() would wait for them forever.
   const listens = new Set<TaskSubscription>();
+  const calls: CallsInFlight = new Set();
   app.addHook('preClose', async () => {
     for (const listen of listens) listen.endGracefully();
+    // Not awaited: close() goes on (no new connections) while the calls get their grace period.
+    // A call that ends sooner leaves the set; those still there then get an answer, not a cut.
+    if (calls.size > 0) {
+      setTimeout(() => {
+        for (const endCall of calls) endCall(new ServerStopping());
+      }, options.shutdownGraceMs ?? 3_000).unref();
+    }
   });
   void app.register(async (scope) => {
     // Errors on this endpoint are JSON-RPC errors, not problem+json (malformed JSON is -32700),
@@ -115,7 +137,7 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
       },
     });
     scope.post('/mcp', { schema: { hide: true } }, async (request, reply) =>
-      handle(request, reply, options, sessions, listens),
+      handle(request, reply, { ...options, calls }, sessions, listens),
     );
   });
 }
@@ -123,7 +145,7 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
 async function handle(
   request: FastifyRequest,
   reply: FastifyReply,
-  options: McpRouteOptions,
+  options: RouteOptions,
   sessions: LegacySessions,
   listens: Set<TaskSubscription>,
 ) {
@@ -219,7 +241,7 @@ async function handleLegacy(
   reply: FastifyReply,
   call: { id: JsonRpcId; method: string; params: Readonly<Record<string, unknown>> | undefined },
   context: { tenantId: string; sessionId: string | undefined; versionHeader: string | undefined },
-  options: McpRouteOptions,
+  options: RouteOptions,
   sessions: LegacySessions,
 ) {
   const { id, method, params } = call;
@@ -381,7 +403,7 @@ async function callTool(
   id: JsonRpcId,
   params: Readonly<Record<string, unknown>> | undefined,
   caller: { readonly tenantId: string; readonly clientCapabilities?: Capabilities; readonly era?: ProtocolEra },
-  options: McpRouteOptions,
+  options: RouteOptions,
   scope?: CallScope,
   shape: (result: Readonly<Record<string, unknown>>) => Readonly<Record<string, unknown>> = (result) => result,
 ) {
@@ -398,6 +420,12 @@ async function callTool(
   reply.hijack();
   const stop = new AbortController();
   scope?.controllers.set(requestIdKey(id), stop);
+  let serverStopping = false;
+  const endCall = (reason: ServerStopping) => {
+    serverStopping = true;
+    stop.abort(reason);
+  };
+  options.calls.add(endCall);
   reply.raw.on('close', () => {
     if (reply.raw.writableEnded) return;
     const decision = requests.cancel(id, 'the client closed the response stream');
@@ -434,7 +462,19 @@ async function callTool(
     outcome = { kind: 'error', httpStatus: failure.status, error: failure.error };
   } finally {
     clearTimeout(sseTimer);
+    options.calls.delete(endCall);
     if (scope?.controllers.get(requestIdKey(id)) === stop) scope.controllers.delete(requestIdKey(id));
+  }
+  if (outcome === null && serverStopping) {
+    // Ended by the server's shutdown, its request-mode task cancelled: a definitive, retryable
+    // answer rather than a cut connection (a client would wait on that until its own timeout).
+    const stopping = new TaskgateError(
+      'TG_SERVICE_UNAVAILABLE',
+      'the server is shutting down; call again: this call was cancelled',
+      { details: { retryAfterSeconds: 1 } },
+    );
+    if (!reply.raw.headersSent) reply.raw.setHeader('retry-after', '1');
+    outcome = { kind: 'error', httpStatus: 503, error: toJsonRpcError(stopping) };
   }
   if (outcome?.kind === 'result') outcome = { kind: 'result', result: shape(outcome.result) };
   // One terminal state: if the cancel won, the result is dropped and nothing is written.

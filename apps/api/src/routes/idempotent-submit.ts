@@ -1,5 +1,5 @@
-import { isTaskgateError } from '@taskgate/errors';
-import type { FastifyReply } from 'fastify';
+import { isTaskgateError, TaskgateError } from '@taskgate/errors';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { CreateTaskInput, Submission, TaskService } from '../tasks/task-service.ts';
 import { taskBody } from './task-schemas.ts';
@@ -15,15 +15,32 @@ export const IdempotencyHeaders = Type.Object({
   ),
 });
 
+/**
+ * The request's one Idempotency-Key. Node joins repeated headers of this name with ", ", which
+ * would make `a1` and `a2` the key "a1, a2": two keys name two intents, so the request is refused.
+ */
+export function idempotencyKeyOf(request: FastifyRequest): string | undefined {
+  const raw = request.raw.rawHeaders;
+  let count = 0;
+  for (let index = 0; index < raw.length; index += 2) {
+    if (raw[index]?.toLowerCase() === 'idempotency-key') count += 1;
+  }
+  if (count > 1) {
+    throw new TaskgateError('TG_IDEMPOTENCY_KEY_INVALID', 'send one Idempotency-Key header, not several');
+  }
+  const header = request.headers['idempotency-key'];
+  return Array.isArray(header) ? header[0] : header;
+}
+
 export async function submitWithKey(
   service: TaskService,
   reply: FastifyReply,
   tenantId: string,
-  header: string | string[] | undefined,
+  request: FastifyRequest,
   input: CreateTaskInput,
 ): Promise<Submission> {
   try {
-    return await service.submit(tenantId, input, { idempotencyKey: Array.isArray(header) ? header[0] : header });
+    return await service.submit(tenantId, input, { idempotencyKey: idempotencyKeyOf(request) });
   } catch (error) {
     if (isTaskgateError(error) && error.code === 'TG_IDEMPOTENCY_KEY_IN_PROGRESS') {
       const seconds = (error.details as { retryAfterSeconds?: number }).retryAfterSeconds ?? 1;

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { tenantOf } from '../http/auth.ts';
 import type { LedgerService } from '../ledger/ledger-service.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import { IdempotencyHeaders, sendSubmission, submitWithKey } from './idempotent-submit.ts';
+import { IdempotencyHeaders, idempotencyKeyOf, sendSubmission, submitWithKey } from './idempotent-submit.ts';
 
 export interface LedgerRoutesOptions {
   readonly service: TaskService;
@@ -71,16 +71,12 @@ export function registerLedgerRoutes(app: FastifyInstance, options: LedgerRoutes
     async (request, reply) => {
       const { account } = request.params as { account: string };
       const { cents } = request.body as { cents: number };
-      const header = request.headers['idempotency-key'];
+      const key = idempotencyKeyOf(request);
       try {
-        const { result, replayed } = await ledger.charge(
-          tenantOf(request),
-          Array.isArray(header) ? header[0] : header,
-          {
-            account,
-            cents,
-          },
-        );
+        const { result, replayed } = await ledger.charge(tenantOf(request), key, {
+          account,
+          cents,
+        });
         const charge = (result as { structuredContent: { charge: unknown } }).structuredContent.charge;
         if (replayed) reply.header('idempotent-replayed', 'true');
         return reply.code(replayed ? 200 : 201).send(charge);
@@ -110,7 +106,7 @@ export function registerLedgerRoutes(app: FastifyInstance, options: LedgerRoutes
     async (request, reply) => {
       const { sku } = request.params as { sku: string };
       const { quantity } = request.body as { quantity: number };
-      const submission = await submitWithKey(service, reply, tenantOf(request), request.headers['idempotency-key'], {
+      const submission = await submitWithKey(service, reply, tenantOf(request), request, {
         tool: 'reserve_inventory',
         arguments: { sku, quantity },
       });

@@ -6,16 +6,11 @@ import { MAX_TTL_MS } from '../tasks/task-limits.ts';
  * The REST API's shapes. Fastify validates requests with them and @fastify/swagger publishes them
  * in /openapi.json: one definition for both.
  */
-export const TaskStatusSchema = Type.Union(
-  [
-    Type.Literal('working'),
-    Type.Literal('input_required'),
-    Type.Literal('completed'),
-    Type.Literal('failed'),
-    Type.Literal('cancelled'),
-  ],
-  { description: 'working ⇄ input_required → completed | failed | cancelled (terminal)' },
-);
+// One enum rather than a union of literals: a wrong value is refused with one message listing the
+// allowed ones, where a union gave one "must be equal to constant" per member and then "anyOf".
+export const TaskStatusSchema = Type.Enum(['working', 'input_required', 'completed', 'failed', 'cancelled'], {
+  description: 'working ⇄ input_required → completed | failed | cancelled (terminal)',
+});
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Union([schema, Type.Null()]);
 

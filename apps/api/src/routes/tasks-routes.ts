@@ -56,7 +56,7 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
     },
     async (request, reply) => {
       const body = request.body as { tool: string; arguments?: Record<string, unknown>; ttlMs?: number };
-      const submission = await submitWithKey(service, reply, tenantOf(request), request.headers['idempotency-key'], {
+      const submission = await submitWithKey(service, reply, tenantOf(request), request, {
         tool: body.tool,
         arguments: body.arguments ?? {},
         ttlMs: body.ttlMs,
