@@ -58,8 +58,9 @@ async function databaseAnswers(pool: { query(text: string): Promise<unknown> }):
 /**
  * /healthz answers "is the process alive" and never touches the database, so a database outage
  * does not get healthy processes restarted. /readyz answers "should traffic come here": every role
- * started, the database answering, and not shutting down (503 as soon as SIGTERM arrives, so a load
- * balancer drains this instance before it stops).
+ * started, the database answering, and not shutting down (503 once SIGTERM has arrived; the API's
+ * listener closes soon after, and the health probe of TASKGATE_HEALTH_PORT goes on answering 503
+ * until the process exits).
  */
 export function registerHealthRoutes(app: FastifyInstance, readiness: ReadinessProbe): void {
   app.get('/healthz', { logLevel: 'warn' }, async () => ({ status: 'ok' }));
