@@ -17,12 +17,15 @@ COPY packages/db/package.json packages/db/package.json
 COPY packages/errors/package.json packages/errors/package.json
 COPY packages/protocol/package.json packages/protocol/package.json
 COPY packages/reliability/package.json packages/reliability/package.json
+COPY packages/sdk/package.json packages/sdk/package.json
 COPY packages/tools/package.json packages/tools/package.json
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 COPY migrations ./migrations
 COPY packages ./packages
 COPY apps ./apps
+# The example tool modules: served when no --tools or TASKGATE_TOOLS names others.
+COPY examples ./examples
 
 # /app belongs to root and stays read-only for the runtime user. The embedded Postgres (no
 # DATABASE_URL) keeps its files in a directory of that user's own; mount a volume there to keep

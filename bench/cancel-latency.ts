@@ -3,7 +3,7 @@
 // Anchor, same run, same database: pg-boss 12's cancel() on an active job, and whether the
 // running handler's job.signal ever hears of it (it is not told; it would run to its end).
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- cancel-latency
-import { defineTool } from '@taskgate/tools';
+import { defineTool } from '@taskgate/sdk';
 import { PgBoss } from 'pg-boss';
 import { startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';

@@ -2,7 +2,7 @@
 // Anchor, in the same run on the same database: pg-boss 12 from send() to handler start, with its
 // default polling (2 s, no LISTEN/NOTIFY) and with NOTIFY turned on.
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- pickup-latency
-import { defineTool } from '@taskgate/tools';
+import { defineTool } from '@taskgate/sdk';
 import { PgBoss } from 'pg-boss';
 import { startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';

@@ -2,7 +2,7 @@
 // handler → the task is completed), against raw pg-boss send → work → complete of no-op jobs, in
 // the same run on the same database, both driven by CONCURRENCY callers in this process.
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- rest-throughput
-import { defineTool } from '@taskgate/tools';
+import { defineTool } from '@taskgate/sdk';
 import { sql } from 'kysely';
 import { PgBoss } from 'pg-boss';
 import { Agent, request } from 'undici';

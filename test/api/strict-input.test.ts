@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { defineTool } from '@taskgate/tools';
+import { defineTool } from '@taskgate/sdk';
 import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';

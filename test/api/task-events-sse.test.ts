@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { defineTool } from '@taskgate/tools';
+import { defineTool } from '@taskgate/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { barrier, type Platform, startApi, startPlatform } from '../support/task-platform.ts';

@@ -11,13 +11,14 @@ import {
   TaskAnnouncer,
   type TaskRecord,
 } from '@taskgate/db';
-import { builtinTools, ToolRegistry } from '@taskgate/tools';
+import { ToolRegistry } from '@taskgate/tools';
 import { CancelWatcher, TaskRunner } from '@taskgate/worker';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv, startCli } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
+import { builtinTools } from '../support/example-tools.ts';
 import {
   barrier,
   type Platform,

@@ -5,7 +5,8 @@ import {
   TaskAnnouncer,
   type TaskRecord,
 } from '@taskgate/db';
-import { defineTool, type RetryClass, ToolRegistry } from '@taskgate/tools';
+import { defineTool, type RetryClass } from '@taskgate/sdk';
+import { ToolRegistry } from '@taskgate/tools';
 import { CancelWatcher, TaskRunner } from '@taskgate/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';

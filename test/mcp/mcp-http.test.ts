@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { listTaskEvents, type TaskRecord } from '@taskgate/db';
 import { encodeHeaderValue } from '@taskgate/protocol';
-import { defineTool, ToolProtocolError } from '@taskgate/tools';
+import { defineTool, ToolProtocolError } from '@taskgate/sdk';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

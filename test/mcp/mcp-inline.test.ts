@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { defineTool } from '@taskgate/tools';
+import { defineTool } from '@taskgate/sdk';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,10 +56,14 @@ const busyInline = defineTool({
   },
 });
 
+/** The same handler and clocks as busy_inline, run by a worker: one ToolRun serves both. */
+const busyDurable = defineTool({ ...busyInline, name: 'busy_durable', inline: false });
+
 let platform: Platform;
 let api: { app: FastifyInstance; close(): Promise<void> };
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [echoInline, spinInline, busyInline] as never });
+  platform = await startPlatform(database.url, { tools: [echoInline, spinInline, busyInline, busyDurable] as never });
+  await platform.startWorker();
   api = await startApi(platform, database.url);
 });
 afterAll(async () => {
@@ -144,6 +148,29 @@ describe('inline tools over /mcp', () => {
     // It outlived its 100 ms idle clock many times over thanks to progress, then hit the 300 ms max.
     expect(messages.filter((message) => message.method === 'notifications/progress').length).toBeGreaterThan(5);
     expect(messages.at(-1)).toMatchObject({ id: 'm', error: { code: -32603, data: { clock: 'max', limitMs: 300 } } });
+  });
+
+  it('reports a timeout exactly as a durable run of the same tool does', async () => {
+    if (!api.app.server.listening) await api.app.listen({ host: '127.0.0.1', port: 0 });
+    const port = (api.app.server.address() as AddressInfo).port;
+    const finalMessage = async (name: string) => {
+      const response = await fetch(`http://127.0.0.1:${port}/mcp`, {
+        method: 'POST',
+        headers: headers(name),
+        body: call(name, name, {}),
+      });
+      const text = await response.text();
+      const frames = text.split('\n\n').filter((frame) => frame.startsWith('data: '));
+      return JSON.parse(frames.length > 0 ? (frames.at(-1) as string).slice(6) : text);
+    };
+    const [inline, durable] = await Promise.all([finalMessage('busy_inline'), finalMessage('busy_durable')]);
+    // -32001 is stored with the task; MCP reserves -32000..-32019, so the wire says -32603.
+    expect(inline.error).toEqual({
+      code: -32603,
+      message: 'maximum timeout: the task ran for its limit of 300 ms',
+      data: { clock: 'max', limitMs: 300, originalCode: -32001 },
+    });
+    expect(durable.error).toEqual(inline.error);
   });
 
   it('lets only safe tools run inline', () => {

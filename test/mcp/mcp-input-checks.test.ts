@@ -1,5 +1,5 @@
 import { type McpCore, TaskEventsHub } from '@taskgate/api';
-import { defineTool } from '@taskgate/tools';
+import { defineTool } from '@taskgate/sdk';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';

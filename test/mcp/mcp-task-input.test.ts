@@ -1,9 +1,9 @@
 import { listTaskEvents } from '@taskgate/db';
-import { conformanceTools } from '@taskgate/tools';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { conformanceTools } from '../support/example-tools.ts';
 import { injectMcp } from '../support/mcp-http.ts';
 import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 

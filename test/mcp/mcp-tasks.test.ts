@@ -1,6 +1,6 @@
 import { TaskEventsHub } from '@taskgate/api';
 import { listTaskEvents, type TaskRecord } from '@taskgate/db';
-import { defineTool } from '@taskgate/tools';
+import { defineTool } from '@taskgate/sdk';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

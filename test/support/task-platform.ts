@@ -10,12 +10,13 @@ import {
   type TaskRecord,
   type TaskWriter,
 } from '@taskgate/db';
-import { builtinTools, type ToolDefinition, ToolRegistry } from '@taskgate/tools';
+import { type AnyTool, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from '@taskgate/worker';
 import type { FastifyInstance } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import { PgBoss } from 'pg-boss';
 import pino from 'pino';
+import { builtinTools } from './example-tools.ts';
 
 /** A real logger that writes nothing: the same interface the roles get from the CLI. */
 export const silentLogger = pino({ level: 'silent' });
@@ -40,7 +41,7 @@ export interface Platform {
 export async function startPlatform(
   url: string,
   options: {
-    tools?: readonly ToolDefinition<never>[];
+    tools?: readonly AnyTool[];
     service?: Partial<ConstructorParameters<typeof TaskService>[0]>;
   } = {},
 ): Promise<Platform> {

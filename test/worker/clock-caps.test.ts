@@ -1,6 +1,6 @@
 import { cappedClocks } from '@taskgate/api';
 import type { TaskRecord } from '@taskgate/db';
-import { defineTool } from '@taskgate/tools';
+import { defineTool } from '@taskgate/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { type Platform, startPlatform, waitForTask } from '../support/task-platform.ts';

@@ -1,5 +1,5 @@
 import { findTask, listTaskEvents, type TaskRecord } from '@taskgate/db';
-import { defineTool } from '@taskgate/tools';
+import { defineTool } from '@taskgate/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { barrier, type Platform, startPlatform, waitForTask } from '../support/task-platform.ts';

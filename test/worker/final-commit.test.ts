@@ -1,5 +1,5 @@
 import { claimAttempt, findTask, listTaskEvents, type TaskRecord } from '@taskgate/db';
-import { defineTool, type ToolResult } from '@taskgate/tools';
+import { defineTool, type ToolResult } from '@taskgate/sdk';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,7 +26,7 @@ const withEffect = defineTool<{ key: string }>({
   async handler({ key }, ctx) {
     get(handlerStarted, key).resolve();
     await get(handlerRelease, key).promise;
-    return ctx.commit(async (trx): Promise<ToolResult> => {
+    return ctx.commit(async ({ db: trx }): Promise<ToolResult> => {
       await sql`INSERT INTO effect_probe (key) VALUES (${key})`.execute(trx);
       return { content: [{ type: 'text', text: `effect ${key}` }] };
     });

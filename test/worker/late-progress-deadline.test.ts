@@ -1,5 +1,6 @@
 import { claimAttempt, listTaskEvents, TaskAnnouncer } from '@taskgate/db';
-import { defineTool, ToolRegistry } from '@taskgate/tools';
+import { defineTool } from '@taskgate/sdk';
+import { ToolRegistry } from '@taskgate/tools';
 import { CancelWatcher, TaskRunner } from '@taskgate/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';

@@ -13,7 +13,7 @@ import {
   TaskSweeper,
   type TaskSweeperOptions,
 } from '@taskgate/db';
-import { defineTool } from '@taskgate/tools';
+import { defineTool } from '@taskgate/sdk';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';

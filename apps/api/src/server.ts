@@ -102,6 +102,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
         tools: tasks.mcp.tools,
         server,
         pollMs: tasks.events?.pollMs ?? 1_000,
+        logger: options.logger,
         ...(tasks.mcp.clockCaps ? { clockCaps: tasks.mcp.clockCaps } : {}),
         ...(tasks.mcp.taskAfterMs === undefined ? {} : { taskAfterMs: tasks.mcp.taskAfterMs }),
       }),

@@ -1,6 +1,7 @@
 import { isTaskgateError } from '@taskgate/errors';
 import { describe, expect, it } from 'vitest';
-import { isLoopbackHost, loadConfig, toolsOf } from './config.ts';
+import { isLoopbackHost, loadConfig } from './config.ts';
+import { toolModulesOf } from './tool-modules.ts';
 
 const TOKEN = 'a'.repeat(24);
 
@@ -75,17 +76,23 @@ describe('loadConfig', () => {
     expect(config.logLevel).toBe('debug');
   });
 
-  it('offers the conformance tools only with TASKGATE_CONFORMANCE=1, and names any other value', () => {
-    const names = (env: Record<string, string>) =>
-      toolsOf(loadConfig(env, '/srv').config)
-        .list()
-        .map((tool) => tool.name);
-    expect(names({})).not.toContain('confirm_delete');
-    expect(names({ TASKGATE_CONFORMANCE: '0' })).not.toContain('confirm_delete');
-    expect(names({ TASKGATE_CONFORMANCE: '1' })).toEqual(
+  it('offers the conformance tools only with TASKGATE_CONFORMANCE=1, and names any other value', async () => {
+    const names = async (env: Record<string, string>) =>
+      (await toolModulesOf([], loadConfig(env, '/srv').config, '/srv')).flatMap((module) =>
+        module.tools.map((tool) => tool.name),
+      );
+    expect(await names({})).not.toContain('confirm_delete');
+    expect(await names({ TASKGATE_CONFORMANCE: '0' })).not.toContain('confirm_delete');
+    expect(await names({ TASKGATE_CONFORMANCE: '1' })).toEqual(
       expect.arrayContaining(['greet', 'confirm_delete', 'multi_input', 'test_tool_with_task']),
     );
     expect(problems({ TASKGATE_CONFORMANCE: 'yes' }).map((p) => p.field)).toEqual(['TASKGATE_CONFORMANCE']);
+  });
+
+  it('reads TASKGATE_TOOLS as a comma list of modules, and serves the demo modules without it', async () => {
+    expect(loadConfig({ TASKGATE_TOOLS: ' ./a.ts, pkg-b ,,' }, '/srv').config.toolModules).toEqual(['./a.ts', 'pkg-b']);
+    const modules = await toolModulesOf([], loadConfig({}, '/srv').config, '/srv');
+    expect(modules.map((module) => module.name)).toEqual(['demo', 'ledger']);
   });
 
   it('names TASKGATE_IDEMPOTENCY_RETENTION_MS when it is shorter than a minute or not a number', () => {

@@ -1,7 +1,6 @@
 import net from 'node:net';
 import path from 'node:path';
 import { TaskgateError } from '@taskgate/errors';
-import { builtinTools, conformanceTools, ToolRegistry } from '@taskgate/tools';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -37,6 +36,8 @@ export interface Config {
   readonly maxQueueMs: number;
   /** Also offer the tools that ask for input (the MCP conformance suite's fixtures). */
   readonly conformanceTools: boolean;
+  /** TASKGATE_TOOLS: the tool modules to load when `--tools` is not given; empty: the demo modules. */
+  readonly toolModules: readonly string[];
   readonly relay: RelayConfig;
 }
 
@@ -85,6 +86,8 @@ export const SETTINGS = {
     'a task no worker has started within this long of its creation fails, naming its tool (default 600000, 10 min)',
   TASKGATE_MCP_SSE_AFTER_MS:
     'an MCP tools/call still running after this long is answered as an SSE stream with keepalives (default 1000)',
+  TASKGATE_TOOLS:
+    'tool modules to load (file paths or package names, comma-separated), as --tools does; unset: the demo modules under examples/',
   TASKGATE_CONFORMANCE:
     "1 also offers confirm_delete, multi_input and test_tool_with_task, the MCP conformance suite's tools that ask for input (default: unset)",
   TASKGATE_MCP_TASK_AFTER_MS:
@@ -210,6 +213,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
     problem('TASKGATE_CONFORMANCE', `must be 1 or 0 (got ${JSON.stringify(conformanceRaw)})`);
   }
   const conformanceTools = conformanceRaw === '1';
+  const toolModules = splitList(value('TASKGATE_TOOLS') ?? '');
 
   const relay = parseRelay(value, problem);
 
@@ -262,6 +266,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       mcpTaskAfterMs,
       maxQueueMs,
       conformanceTools,
+      toolModules,
       relay,
     },
     warnings,
@@ -435,6 +440,10 @@ export function clockCaps(config: Config): { maxMs: number; idleMs?: number } {
 }
 
 /** The tools this configuration offers: the built-in ones, and the conformance fixtures if asked. */
-export function toolsOf(config: Pick<Config, 'conformanceTools'>): ToolRegistry {
-  return new ToolRegistry(config.conformanceTools ? [...builtinTools, ...conformanceTools] : builtinTools);
+/** A comma-separated list, trimmed, without empty entries. */
+export function splitList(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
 }

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { isTaskgateError, TaskgateError } from '@taskgate/errors';
-import { type LogLevel, loadConfig } from './config.ts';
+import { type LogLevel, loadConfig, splitList } from './config.ts';
 import { createLogger } from './logger.ts';
 import { ROLES, type Role } from './roles.ts';
 import { DUPLICATE_SIGNAL_WINDOW_MS } from './stop-signals.ts';
@@ -8,20 +8,23 @@ import { DUPLICATE_SIGNAL_WINDOW_MS } from './stop-signals.ts';
 export const USAGE = `Usage: taskgate <command>
 
 Commands:
-  start [--role api,worker,relay] [--no-migrate]
-                              run migrations, then the chosen roles (default: all three)
+  start [--role api,worker,relay] [--no-migrate] [--tools MODULE[,MODULE]]
+                              run migrations, then the chosen roles (default: all three),
+                              serving the tools of the given modules (default: TASKGATE_TOOLS,
+                              else the demo modules under examples/)
   migrate up [--to N]         apply pending migrations and install/upgrade pg-boss's schema
   migrate down [--to N|--all] revert the newest migration, those above N, or all of them
   migrate status [--json]     list every migration as applied, pending, edited or unknown
   migrate plan [--to N]       print the SQL that 'up' would run, without running it
-  mcp-stdio [--no-worker]     serve MCP on stdin/stdout (logs on stderr), running tool handlers
+  mcp-stdio [--no-worker] [--tools MODULE]
+                              serve MCP on stdin/stdout (logs on stderr), running tool handlers
                               in-process unless --no-worker
   version                     print the version (also --version)
   help                        show this text
 
 Configuration comes from the environment: DATABASE_URL, HOST, PORT, TASKGATE_TOKENS,
 TASKGATE_DATA_DIR, TASKGATE_ALLOWED_ORIGINS, TASKGATE_SHUTDOWN_GRACE_MS, TASKGATE_WORKER_CONCURRENCY,
-TASKGATE_HEALTH_PORT, LOG_LEVEL (see README.md).
+TASKGATE_HEALTH_PORT, TASKGATE_TOOLS, LOG_LEVEL (see README.md).
 
 SIGTERM or SIGINT stops gracefully; the same signal again within ${DUPLICATE_SIGNAL_WINDOW_MS / 1_000} s is the
 same request; another signal (or the same one later) exits at once.`;
@@ -47,7 +50,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       return 0;
     }
     if (command === 'start') {
-      const args = parseStartArgs(rest);
+      const args = { ...parseStartArgs(rest), cwd: io.cwd };
       const { config, warnings } = loadConfig(io.env, io.cwd);
       logLevel = config.logLevel;
       const logger = createLogger(config.logLevel);
@@ -72,7 +75,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     if (command === 'mcp-stdio') {
       const { values } = parseArgs({
         args: [...rest],
-        options: { 'no-worker': { type: 'boolean' } },
+        options: { 'no-worker': { type: 'boolean' }, tools: { type: 'string', multiple: true } },
         strict: true,
         allowPositionals: false,
       });
@@ -82,7 +85,11 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       const logger = createLogger(config.logLevel, 2);
       for (const warning of warnings) logger.warn({}, warning);
       const { runMcpStdio } = await import('./commands/mcp-stdio.ts');
-      return await runMcpStdio({ worker: values['no-worker'] !== true }, config, logger);
+      return await runMcpStdio(
+        { worker: values['no-worker'] !== true, tools: toolsOption(values.tools), cwd: io.cwd },
+        config,
+        logger,
+      );
     }
     throw new TaskgateError('TG_USAGE', `unknown command ${JSON.stringify(command)}; run taskgate help`);
   } catch (error) {
@@ -138,10 +145,10 @@ function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ').trim();
 }
 
-function parseStartArgs(argv: readonly string[]): { roles: Role[]; migrate: boolean } {
+function parseStartArgs(argv: readonly string[]): { roles: Role[]; migrate: boolean; tools: string[] } {
   const { values } = parseArgs({
     args: [...argv],
-    options: { role: { type: 'string' }, 'no-migrate': { type: 'boolean' } },
+    options: { role: { type: 'string' }, 'no-migrate': { type: 'boolean' }, tools: { type: 'string', multiple: true } },
     strict: true,
     allowPositionals: false,
   });
@@ -153,7 +160,19 @@ function parseStartArgs(argv: readonly string[]): { roles: Role[]; migrate: bool
       `--role takes a comma list of ${ROLES.join(', ')} (got ${JSON.stringify(values.role)})`,
     );
   }
-  return { roles: [...new Set(roles)] as Role[], migrate: values['no-migrate'] !== true };
+  return {
+    roles: [...new Set(roles)] as Role[],
+    migrate: values['no-migrate'] !== true,
+    tools: toolsOption(values.tools),
+  };
+}
+
+/** `--tools a.ts --tools b.ts` or `--tools a.ts,b.ts`. */
+function toolsOption(values: readonly string[] | undefined): string[] {
+  const specs = (values ?? []).flatMap((value) => splitList(value));
+  if (values !== undefined && specs.length === 0)
+    throw new TaskgateError('TG_USAGE', '--tools takes a module path or package name');
+  return specs;
 }
 
 function parseMigrateArgs(argv: readonly string[]) {

@@ -1,6 +1,6 @@
 import { type ClaimedAttempt, retryWhileUnavailable, type TaskJobData } from '@taskgate/db';
 import { Batcher, backoffDelay, LoopSignals } from '@taskgate/reliability';
-import { TaskReleasedError } from '@taskgate/tools';
+import { TaskReleasedError } from '@taskgate/sdk';
 import type { Job, JobAttempt, PgBoss } from 'pg-boss';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;

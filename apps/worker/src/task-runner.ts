@@ -12,11 +12,11 @@ import {
   type TaskRecord,
 } from '@taskgate/db';
 import { Batcher, mayRetryAutomatically } from '@taskgate/reliability';
-import { TaskReleasedError, type ToolRegistry } from '@taskgate/tools';
+import { TaskReleasedError } from '@taskgate/sdk';
+import { type ToolRegistry, ToolRun } from '@taskgate/tools';
 import type { Kysely } from 'kysely';
 import type { CancelWatcher } from './cancel-watcher.ts';
-import type { Completion } from './task-attempt.ts';
-import { type AttemptHooks, TaskAttempt } from './task-attempt.ts';
+import { type AttemptHooks, type Completion, TaskRowStore } from './task-row-store.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -46,7 +46,7 @@ const DEFAULT_OUTAGE_RETRY_MS = 5 * 60_000;
 export class TaskRunner {
   readonly #options: TaskRunnerOptions;
   readonly #completions: Batcher<Completion, TaskRecord | null>;
-  readonly #inFlight = new Map<string, TaskAttempt>();
+  readonly #inFlight = new Map<string, ToolRun>();
   readonly #idleWaiters = new Set<() => void>();
   /** Aborted when the grace period is over: writes still retrying through an outage give up. */
   readonly #stopping = new AbortController();
@@ -131,17 +131,22 @@ export class TaskRunner {
       return;
     }
 
-    const attempt = new TaskAttempt(task, claim.elapsedMs, tool, {
-      retryable: mayRetryAutomatically(tool.retry, task.idempotencyKey !== null),
+    const store = new TaskRowStore(task, {
       db,
       announcer,
       completions: this.#completions,
+      outage: this.#outage(),
+      logger,
+      ...(this.#options.hooks ? { hooks: this.#options.hooks } : {}),
+    });
+    const attempt = new ToolRun(task, tool, {
+      store,
+      elapsedMs: claim.elapsedMs,
+      retryable: mayRetryAutomatically(tool.retry, task.idempotencyKey !== null),
       logger,
       checkpointReadIntervalMs: this.#options.checkpointReadIntervalMs,
       progressWriteIntervalMs: this.#options.progressWriteIntervalMs,
-      outage: this.#outage(),
       now: this.#options.now ?? Date.now,
-      ...(this.#options.hooks ? { hooks: this.#options.hooks } : {}),
     });
     this.#inFlight.set(task.id, attempt);
     const unwatch = this.#options.watcher.watch(task.id, (how) => attempt.cancel(how));

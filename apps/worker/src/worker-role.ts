@@ -20,7 +20,7 @@ import { fromKysely, PgBoss } from 'pg-boss';
 import { CancelWatcher } from './cancel-watcher.ts';
 import { JobPump } from './job-pump.ts';
 import { DEFAULT_OUTBOX_RETENTION_MS, RetentionSweeper } from './retention-sweeper.ts';
-import type { AttemptHooks } from './task-attempt.ts';
+import type { AttemptHooks } from './task-row-store.ts';
 import { TaskRunner } from './task-runner.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;

@@ -27,6 +27,7 @@ export const errorRegistry = {
   TG_EMBEDDED_DATA_DIR_LOCKED: { title: 'Embedded data directory in use', httpStatus: 500, exitCode: 75 },
   TG_EMBEDDED_START_FAILED: { title: 'Embedded Postgres failed to start', httpStatus: 500, exitCode: 70 },
   TG_EMBEDDED_TRANSACTION_WAIT: { title: 'Embedded Postgres transaction wait exceeded', httpStatus: 503, exitCode: 75 },
+  TG_TOOL_MODULE_INVALID: { title: 'A tool module cannot be loaded', httpStatus: 500, exitCode: 78 },
   TG_STARTUP_FAILED: { title: 'A role failed to start', httpStatus: 500, exitCode: 70 },
   TG_SHUTDOWN_TIMEOUT: { title: 'Graceful shutdown exceeded its deadline', httpStatus: 500, exitCode: 70 },
   TG_UNAUTHORIZED: { title: 'Missing or invalid bearer token', httpStatus: 401, exitCode: 77 },

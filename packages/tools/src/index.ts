@@ -1,34 +1,15 @@
-export {
-  builtinTools,
-  chargeAccount,
-  confirmDelete,
-  conformanceTools,
-  failingJob,
-  greet,
-  multiInput,
-  protocolErrorJob,
-  reserveInventory,
-  slowCompute,
-  testToolWithTask,
-} from './builtin/index.ts';
-export {
-  type ContentBlock,
-  defineTool,
-  type InputRequest,
-  type RetryClass,
-  type TaskSupport,
-  type ToolAnnotations,
-  type ToolContext,
-  type ToolDefinition,
-  type ToolResult,
-  type ToolTimeouts,
-  taskSupportOf,
-} from './tool-definition.ts';
-export {
-  TaskCancelledError,
-  TaskParkedError,
-  TaskReleasedError,
-  TaskTimeoutError,
-  ToolProtocolError,
-} from './tool-errors.ts';
+export type { AnyTool } from './any-tool.ts';
+export { InlineStore } from './inline-store.ts';
+export { loadToolModules, registryOf } from './module-loader.ts';
+export type {
+  CommitOutcome,
+  RunCancelState,
+  RunOutcome,
+  RunProgress,
+  RunStore,
+  RunTask,
+} from './run-store.ts';
+export { taskSupportOf } from './task-support.ts';
+export { MODULE_EXPORTS, type ModuleRoutes, type ToolModule } from './tool-module.ts';
 export { type ArgumentCheck, type ArgumentProblem, ToolRegistry } from './tool-registry.ts';
+export { INTERNAL_ERROR, REQUEST_TIMEOUT, type RunSettings, ToolRun } from './tool-run.ts';

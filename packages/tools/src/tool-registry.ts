@@ -1,6 +1,7 @@
+import { type ToolDefinition, toolDefinitionProblem } from '@taskgate/sdk';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import type { ToolDefinition } from './tool-definition.ts';
+import type { AnyTool } from './any-tool.ts';
 
 export interface ArgumentProblem {
   /** JSON Pointer into the arguments ("" for the arguments object itself). */
@@ -17,10 +18,13 @@ export type ArgumentCheck =
 export class ToolRegistry {
   readonly #tools = new Map<string, { tool: ToolDefinition; validate: ValidateFunction }>();
 
-  constructor(tools: readonly ToolDefinition<never>[]) {
+  constructor(tools: readonly AnyTool[]) {
     const ajv = new Ajv2020({ allErrors: true, strict: false });
     (addFormats as unknown as (ajv: Ajv2020) => void)(ajv);
     for (const tool of tools) {
+      // A module may export plain objects that never went through defineTool.
+      const problem = toolDefinitionProblem(tool);
+      if (problem !== null) throw new TypeError(problem);
       if (this.#tools.has(tool.name)) throw new TypeError(`tool ${tool.name} is defined twice`);
       let validate: ValidateFunction;
       try {

@@ -1,7 +1,8 @@
 import type { TaskRecord } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
 import { ErrorCode, type JsonRpcError } from '@taskgate/protocol';
-import { type ToolDefinition, taskSupportOf } from '@taskgate/tools';
+import type { ToolDefinition } from '@taskgate/sdk';
+import { taskSupportOf } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import { MAX_TTL_MS } from '../tasks/task-limits.ts';
 import type { TaskService } from '../tasks/task-service.ts';

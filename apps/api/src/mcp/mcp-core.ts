@@ -12,7 +12,8 @@ import {
   TASKS_REQUIRED,
 } from '@taskgate/protocol';
 import { isTerminalStatus } from '@taskgate/reliability';
-import { type ToolDefinition, type ToolRegistry, taskSupportOf } from '@taskgate/tools';
+import type { ToolDefinition } from '@taskgate/sdk';
+import { type ToolRegistry, taskSupportOf } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import { type ClockCaps, type CreateTaskInput, cappedClocks, type TaskService } from '../tasks/task-service.ts';
 import { runInline } from './inline-call.ts';
@@ -47,7 +48,12 @@ export interface McpCoreOptions {
    * after this long is answered with a CreateTaskResult instead (default 500 ms).
    */
   readonly taskAfterMs?: number;
+  /** Where an inline handler's failures are logged (default: nowhere). */
+  readonly logger?: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogFn };
 }
+
+type LogFn = (fields: Record<string, unknown>, message: string) => void;
+const SILENT: NonNullable<McpCoreOptions['logger']> = { info: () => {}, warn: () => {}, debug: () => {} };
 
 export const DEFAULT_TASK_AFTER_MS = 500;
 
@@ -197,6 +203,7 @@ export class McpCore {
       tenantId: context.tenantId,
       signal: context.signal,
       limits: { idleMs: clocks.idleTimeoutMs, maxMs: clocks.maxTimeoutMs },
+      logger: this.#options.logger ?? SILENT,
       ...(context.onProgress ? { onProgress: context.onProgress } : {}),
     });
     if (outcome === null || 'kind' in outcome) return outcome;

@@ -122,7 +122,15 @@ export function callOutcome(task: TaskRecord, server: ServerIdentity): MethodOut
 
 /** A failed task's JSON-RPC error, as the call's error or as tasks/get's `error`. */
 export function taskError(task: TaskRecord): JsonRpcError {
-  const stored = (task.error ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
+  return runError(task.error);
+}
+
+/**
+ * A failed run's JSON-RPC error as the client gets it, whether the run was durable (the task's
+ * stored error) or inline: one mapping, so a tool fails the same way wherever it ran.
+ */
+export function runError(error: unknown): JsonRpcError {
+  const stored = (error ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
   const code = typeof stored.code === 'number' ? stored.code : ErrorCode.InternalError;
   const message = typeof stored.message === 'string' ? stored.message : 'the tool failed';
   const legacy = code <= -32000 && code >= -32019;

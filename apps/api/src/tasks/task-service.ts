@@ -22,7 +22,8 @@ import {
 } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import { Batcher } from '@taskgate/reliability';
-import type { ToolDefinition, ToolRegistry } from '@taskgate/tools';
+import type { ToolDefinition } from '@taskgate/sdk';
+import type { ToolRegistry } from '@taskgate/tools';
 import type { Kysely, Transaction } from 'kysely';
 import { fromKysely, type PgBoss } from 'pg-boss';
 import { keyInProgress, keyMismatch } from '../ledger/key-errors.ts';

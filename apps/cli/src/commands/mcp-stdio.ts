@@ -1,15 +1,20 @@
 import { McpCore, openTaskServices, StdioServer } from '@taskgate/api';
 import { loadMigrations, MigrationRunner } from '@taskgate/db';
+import { registryOf } from '@taskgate/tools';
 import { startWorkerRole } from '@taskgate/worker';
-import { type Config, clockCaps, DEFAULT_TENANT, toolsOf } from '../config.ts';
+import { type Config, clockCaps, DEFAULT_TENANT } from '../config.ts';
 import { openDatabase } from '../database.ts';
 import { Lifecycle } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
+import { toolModulesOf } from '../tool-modules.ts';
 import { workerOptions } from '../worker-options.ts';
 
 export interface McpStdioArgs {
   /** Run tool handlers in this process too (default); off when workers run elsewhere. */
   readonly worker: boolean;
+  /** `--tools`: tool modules to load (empty: TASKGATE_TOOLS, else the demo modules). */
+  readonly tools: readonly string[];
+  readonly cwd: string;
 }
 
 /**
@@ -21,6 +26,7 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
   const lifecycle = new Lifecycle(logger, config.shutdownGraceMs + 2_000);
   lifecycle.installSignalHandlers();
   try {
+    const tools = registryOf(await toolModulesOf(args.tools, config, args.cwd, logger));
     const database = await openDatabase(config, logger);
     lifecycle.onStop('database', () => database.stop());
     await new MigrationRunner({
@@ -28,7 +34,6 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
       migrations: await loadMigrations(),
       logger: logger.child({ component: 'migrate' }),
     }).up();
-    const tools = toolsOf(config);
     const listenNotify = database.kind === 'external';
     if (args.worker) {
       const worker = await startWorkerRole(workerOptions(config, database, tools, logger));
@@ -56,6 +61,7 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
         pollMs: listenNotify ? 1_000 : 250,
         clockCaps: clockCaps(config),
         taskAfterMs: config.mcpTaskAfterMs,
+        logger,
       }),
       input: process.stdin,
       output: process.stdout,

@@ -2,19 +2,25 @@ import { startApiRole } from '@taskgate/api';
 import { assertMigratable, loadMigrations, MigrationRunner } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import { startRelayRole } from '@taskgate/relay';
+import { registryOf } from '@taskgate/tools';
 import { startWorkerRole } from '@taskgate/worker';
-import { type Config, clockCaps, DEFAULT_TENANT, isLoopbackHost, toolsOf } from '../config.ts';
+import { type Config, clockCaps, DEFAULT_TENANT, isLoopbackHost } from '../config.ts';
 import { openDatabase } from '../database.ts';
 import { startHealthServer } from '../health-server.ts';
 import { Lifecycle } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
 import type { Role } from '../roles.ts';
+import { toolModulesOf } from '../tool-modules.ts';
 import { workerOptions } from '../worker-options.ts';
 
 export interface StartArgs {
   readonly roles: readonly Role[];
   /** false: only check that the schema is current (a separate `migrate up` owns it). */
   readonly migrate: boolean;
+  /** `--tools`: tool modules to load (empty: TASKGATE_TOOLS, else the demo modules). */
+  readonly tools: readonly string[];
+  /** Where relative module paths start. */
+  readonly cwd: string;
 }
 
 type RoleState = 'starting' | 'ok' | 'stopping';
@@ -30,6 +36,9 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
   const roleState = new Map<Role, RoleState>(args.roles.map((role) => [role, 'starting']));
 
   try {
+    // Before anything starts: a module that does not load stops start-up with nothing running.
+    const modules = await toolModulesOf(args.tools, config, args.cwd, logger);
+    const tools = registryOf(modules);
     const database = await openDatabase(config, logger);
     lifecycle.onStop('database', () => database.stop());
     if (lifecycle.stopping) return await finish(lifecycle, logger);
@@ -58,7 +67,6 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
     }
     if (lifecycle.stopping) return await finish(lifecycle, logger);
 
-    const tools = toolsOf(config);
     // NOTIFY crosses connections on a real Postgres only; embedded, everything polls (faster).
     const listenNotify = database.kind === 'external';
 

@@ -1,5 +1,4 @@
-import { defineTool } from '../tool-definition.ts';
-import { ToolProtocolError } from '../tool-errors.ts';
+import { defineTool, ToolProtocolError } from '@taskgate/sdk';
 
 /** A tool error: the call completes, and its result says it failed (`isError: true`). */
 export const failingJob = defineTool({

@@ -1,4 +1,4 @@
-import { defineTool } from '../tool-definition.ts';
+import { defineTool } from '@taskgate/sdk';
 
 const STEP_MS = 50;
 

@@ -1,5 +1,5 @@
-import { chargeToolResult, insertCharge, reserveStock } from '@taskgate/db';
-import { defineTool } from '../tool-definition.ts';
+import { chargeToolResult, type Database, insertCharge, reserveStock } from '@taskgate/db';
+import { defineTool } from '@taskgate/sdk';
 
 /** The key an MCP call carries in its arguments (REST may send it as the Idempotency-Key header). */
 const IDEMPOTENCY_KEY_ARGUMENT = {
@@ -9,7 +9,7 @@ const IDEMPOTENCY_KEY_ARGUMENT = {
   description: 'Names this business intent: a retry with the same key and arguments replays the first result',
 } as const;
 
-export const chargeAccount = defineTool<{ account: string; cents: number; idempotencyKey?: string }>({
+export const chargeAccount = defineTool<{ account: string; cents: number; idempotencyKey?: string }, Database>({
   name: 'charge_account',
   title: 'Charge account',
   description:
@@ -30,8 +30,8 @@ export const chargeAccount = defineTool<{ account: string; cents: number; idempo
   idempotencyKey: 'required',
   async handler({ account, cents }, ctx) {
     await ctx.checkpoint();
-    return ctx.commit(async (trx) => {
-      const charge = await insertCharge(trx, {
+    return ctx.commit(async ({ db }) => {
+      const charge = await insertCharge(db, {
         tenantId: ctx.tenant,
         account,
         cents,
@@ -43,7 +43,7 @@ export const chargeAccount = defineTool<{ account: string; cents: number; idempo
   },
 });
 
-export const reserveInventory = defineTool<{ sku: string; quantity: number; idempotencyKey?: string }>({
+export const reserveInventory = defineTool<{ sku: string; quantity: number; idempotencyKey?: string }, Database>({
   name: 'reserve_inventory',
   title: 'Reserve inventory',
   description:
@@ -63,8 +63,8 @@ export const reserveInventory = defineTool<{ sku: string; quantity: number; idem
   idempotencyKey: 'optional',
   async handler({ sku, quantity }, ctx) {
     await ctx.checkpoint();
-    return ctx.commit(async (trx) => {
-      const outcome = await reserveStock(trx, {
+    return ctx.commit(async ({ db }) => {
+      const outcome = await reserveStock(db, {
         tenantId: ctx.tenant,
         sku,
         quantity,

@@ -1,93 +1,54 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import {
-  completeKey,
-  type Database,
-  finishAttempt,
-  isDatabaseUnavailable,
-  lockForCompletion,
-  type Outcome,
-  parkForInput,
-  readCancelStates,
-  readSteps,
-  recordCancelObserved,
-  recordProgress,
-  recordStep,
-  releaseAttempt,
-  retryWhileUnavailable,
-  type TaskAnnouncer,
-  type TaskRecord,
-  type TaskWriter,
-} from '@taskgate/db';
 import { isTerminalStatus, ProgressGate, type ProgressUpdate, TwoClockDeadline } from '@taskgate/reliability';
 import {
+  type CommitContext,
   type InputRequest,
   TaskCancelledError,
   TaskParkedError,
   TaskReleasedError,
   TaskTimeoutError,
   type ToolContext,
-  type ToolDefinition,
   ToolProtocolError,
   type ToolResult,
-} from '@taskgate/tools';
-import type { Kysely, Transaction } from 'kysely';
+} from '@taskgate/sdk';
+import type { AnyTool } from './any-tool.ts';
+import type { RunOutcome, RunStore, RunTask } from './run-store.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
-export interface AttemptSettings {
-  /** Reads, and the final commit's transaction. */
-  readonly db: Kysely<Database>;
-  /** Every task write goes through it, and it announces each change after it commits. */
-  readonly announcer: TaskAnnouncer;
-  /**
-   * A write whose outcome is decided (a terminal status, a step's result, a hand-back) is retried
-   * while the database is unreachable, for up to `giveUpAfterMs` or until `signal` aborts (the
-   * worker is stopping): a Postgres restart delays it instead of losing it.
-   */
-  readonly outage: { readonly giveUpAfterMs: number; readonly signal: AbortSignal };
+export interface RunSettings {
+  /** Where the task lives: its row (a durable run) or memory (an inline one). */
+  readonly store: RunStore;
+  /** How long the task ran in earlier attempts: the max clock runs from its first start. */
+  readonly elapsedMs: number;
   /** Whether another worker may run the task again if this attempt is handed back or lost. */
   readonly retryable: boolean;
-  /** Completions without local effects go through here (group commit). */
-  readonly completions: { submit(completion: Completion): Promise<TaskRecord | null> };
   readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogFn };
   /** The longest a checkpoint trusts its last reading of the cancel flag. */
   readonly checkpointReadIntervalMs: number;
   /** At most one progress write (and notification) per task per interval; the latest wins. */
   readonly progressWriteIntervalMs: number;
   readonly now: () => number;
-  readonly hooks?: AttemptHooks;
-}
-
-/** Test seams that hold a step so a race can be forced by order, not by timing. */
-export interface AttemptHooks {
-  /** Runs inside the completion transaction, after the task row is locked. */
-  readonly afterCompletionLock?: (taskId: string) => Promise<void>;
-}
-
-/** A completion without local effects: the task, its attempt, and the result it completes with. */
-export interface Completion {
-  readonly id: string;
-  readonly attempt: number;
-  readonly result: unknown;
-  readonly reason: string;
 }
 
 /** How long a checkpoint waits for its read of the cancel flag before the handler goes on. */
 const CHECKPOINT_READ_WAIT_MS = 100;
 
-/** JSON-RPC error codes a failed task carries. */
-const INTERNAL_ERROR = -32603;
-const REQUEST_TIMEOUT = -32001;
+/** JSON-RPC error codes a failed run carries: one set, whether the run was inline or durable. */
+export const INTERNAL_ERROR = -32603;
+export const REQUEST_TIMEOUT = -32001;
 
 /**
- * One attempt at running a task's handler: its AbortController, its two clocks, its progress, its
- * checkpoints and its single way out. Whatever ends the attempt first — the handler returning,
- * a cancel, a clock, a release — decides the task's fate; the others find it decided.
+ * One attempt at running a tool's handler, and the one implementation of ToolContext: its
+ * AbortController, its two clocks, its progress, its checkpoints and its single way out. Whatever
+ * ends the attempt first — the handler returning, a cancel, a clock, a release — decides the
+ * task's fate; the others find it decided. Inline and durable runs differ only in their store.
  */
-export class TaskAttempt {
-  readonly task: TaskRecord;
-  readonly #tool: ToolDefinition;
-  readonly #settings: AttemptSettings;
+export class ToolRun {
+  readonly task: RunTask;
+  readonly #tool: AnyTool;
+  readonly #settings: RunSettings;
+  readonly #store: RunStore;
   readonly #controller = new AbortController();
   readonly #deadline: TwoClockDeadline;
   readonly #progressGate: ProgressGate;
@@ -107,13 +68,13 @@ export class TaskAttempt {
   #releaseRequested: string | null = null;
   #steps: Map<string, unknown> | null = null;
   #parked = false;
-  readonly #writer: TaskWriter;
 
-  constructor(task: TaskRecord, elapsedMs: number, tool: ToolDefinition, settings: AttemptSettings) {
+  constructor(task: RunTask, tool: AnyTool, settings: RunSettings) {
     this.task = task;
     this.#tool = tool;
     this.#settings = settings;
-    this.#writer = settings.announcer.writer(settings.db);
+    this.#store = settings.store;
+    const elapsedMs = settings.elapsedMs;
     const now = settings.now();
     this.#lastFlagReadAt = now;
     // The max clock runs from the task's first start, across attempts; the idle clock from now.
@@ -148,10 +109,10 @@ export class TaskAttempt {
   }
 
   /** A cancel request reached this worker (notification or poll). */
-  cancel(how: string): void {
+  cancel(how: string, reason: string | null = this.task.cancelReason): void {
     if (this.#controller.signal.aborted) return;
     this.#cancelSeenHow = how;
-    this.#controller.abort(new TaskCancelledError(this.task.cancelReason));
+    this.#controller.abort(new TaskCancelledError(reason));
   }
 
   /**
@@ -191,21 +152,14 @@ export class TaskAttempt {
   }
 
   async #step<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    this.#steps ??= await this.#persist(() => readSteps(this.#settings.db, this.task.id));
+    this.#steps ??= await this.#store.readSteps();
     // Recorded by an earlier attempt (or earlier in this one): its result, never a second run.
     if (this.#steps.has(name)) return structuredClone(this.#steps.get(name)) as T;
     const signal = this.#controller.signal;
     if (signal.aborted) throw signal.reason;
     const produced = await fn();
     const stored: unknown = produced === undefined ? null : JSON.parse(JSON.stringify(produced));
-    const recorded = await this.#persist(() =>
-      recordStep(this.#settings.db, {
-        taskId: this.task.id,
-        attempt: this.task.attempt,
-        name,
-        result: stored,
-      }),
-    );
+    const recorded = await this.#store.recordStep(name, stored);
     if (!recorded) {
       // The task moved on (another attempt holds it, or it ended): this attempt must stop here.
       throw signal.aborted ? signal.reason : new Error(`step ${name}: this attempt no longer holds the task`);
@@ -225,22 +179,15 @@ export class TaskAttempt {
     if (missing.length === 0) return Object.fromEntries(Object.keys(requests).map((key) => [key, answers[key]]));
     await this.#checkpoint();
     await this.#flushProgress();
-    const outstanding = Object.fromEntries(missing.map((key) => [key, requests[key]]));
-    const parked = await this.#persist(() =>
-      parkForInput(
-        this.#writer,
-        this.task.id,
-        this.task.attempt,
-        outstanding,
-        `waiting for input: ${missing.join(', ')}`,
-      ),
-    );
+    const outstanding = Object.fromEntries(missing.map((key) => [key, requests[key] as InputRequest]));
+    const parked = await this.#store.park(outstanding, `waiting for input: ${missing.join(', ')}`);
+
     if (parked) {
       this.#parked = true;
       throw new TaskParkedError(missing);
     }
     // Not parked: a cancel was requested first (or the attempt was superseded).
-    const [state] = await this.#persist(() => readCancelStates(this.#settings.db, [this.task.id]));
+    const state = await this.#store.readCancelState();
     if (state?.cancelRequested) this.cancel('input found the flag');
     throw this.#controller.signal.aborted ? this.#controller.signal.reason : new Error('the task moved on');
   }
@@ -253,18 +200,15 @@ export class TaskAttempt {
     const now = this.#settings.now();
     if (this.#flagRead === null && now - this.#lastFlagReadAt >= this.#settings.checkpointReadIntervalMs) {
       this.#lastFlagReadAt = now;
-      const read = readCancelStates(this.#settings.db, [this.task.id])
+      const read = this.#store
+        .peekCancelState()
         .then(
-          ([state]) => {
+          (state) => {
             if (state?.cancelRequested) this.cancel('checkpoint read the flag');
           },
-          (error: Error) => {
-            // Not the handler's failure, outage or not: the flag is read again at a later
-            // checkpoint, the watcher polls it, and the final commit reads it under the row lock.
-            if (!isDatabaseUnavailable(error)) {
-              this.#settings.logger.warn({ taskId: this.task.id, error: error.message }, 'checkpoint read failed');
-            }
-          },
+          // Not the handler's failure (the store logs it): the flag is read again at a later
+          // checkpoint, the watcher polls it, and the final commit reads it under the row lock.
+          () => {},
         )
         .finally(() => {
           this.#flagRead = null;
@@ -316,23 +260,9 @@ export class TaskAttempt {
     this.#writtenProgress = update;
     // Chained, so writes land in the order they were made and the last one wins.
     this.#progressWrites = this.#progressWrites
-      .then(() =>
-        recordProgress(this.#writer, this.task.id, this.task.attempt, {
-          value: update.progress,
-          total: update.total,
-          message: update.message,
-        }),
-      )
-      .then(
-        () => {},
-        // Progress is replaceable: a write lost to an outage is superseded by the next one (and
-        // an outage is said once by the writes that must land, not ten times a second here).
-        (error: Error) => {
-          const fields = { taskId: this.task.id, error: error.message };
-          if (isDatabaseUnavailable(error)) this.#settings.logger.debug(fields, 'progress write failed');
-          else this.#settings.logger.warn(fields, 'progress write failed');
-        },
-      );
+      .then(() => this.#store.recordProgress({ value: update.progress, total: update.total, message: update.message }))
+      // Progress is replaceable: a lost write is superseded by the next one (the store logs it).
+      .catch(() => {});
   }
 
   #armDeadline(): void {
@@ -378,15 +308,14 @@ export class TaskAttempt {
     }
     this.#guardCommit();
     await this.#flushProgress();
-    const completion = { id: this.task.id, attempt: this.task.attempt, result, reason: 'handler returned' };
-    const completed = await this.#persist(() => this.#settings.completions.submit(completion));
+    const completed = await this.#store.complete(result, 'handler returned');
     if (completed) {
       this.#committed = true;
       return;
     }
     // Not completed: a cancel came first, or something else ended the attempt (or an earlier try
     // of this very completion committed and lost its answer). Which one?
-    const [state] = await this.#persist(() => readCancelStates(this.#settings.db, [this.task.id]));
+    const state = await this.#store.readCancelState();
     if (state && state.attempt === this.task.attempt && !isTerminalStatus(state.status) && state.cancelRequested) {
       this.#cancelled(state.cancelReason, 'final commit found the flag');
       throw this.#controller.signal.reason;
@@ -402,7 +331,7 @@ export class TaskAttempt {
    * The final commit is the last checkpoint: lock the task row, and only if no cancel was requested
    * run the effects and complete the task, all in one transaction.
    */
-  async #commit(effects: (trx: Transaction<Database>) => Promise<ToolResult>, reason: string): Promise<ToolResult> {
+  async #commit(effects: (tx: CommitContext<unknown>) => Promise<ToolResult>, reason: string): Promise<ToolResult> {
     if (this.#committed) throw new Error('the task was already committed; commit runs once');
     // The last progress a rate limit held back is stored before the terminal state, never after.
     if (this.#latestProgress && this.#latestProgress !== this.#writtenProgress)
@@ -411,25 +340,8 @@ export class TaskAttempt {
     if (this.#controller.signal.aborted && !(this.#controller.signal.reason instanceof TaskCancelledError)) {
       throw this.#controller.signal.reason;
     }
-    // Retried whole while the database is unreachable: a transaction that failed committed
-    // nothing, and one whose COMMIT answer was lost is found ended by the next try's lock.
-    const outcome = await this.#persist(() =>
-      this.#settings.announcer.transaction(this.#settings.db, async (writer) => {
-        const trx = writer.db as Transaction<Database>;
-        const check = await lockForCompletion(trx, this.task.id, this.task.attempt);
-        if (check.kind !== 'proceed') return check;
-        await this.#settings.hooks?.afterCompletionLock?.(this.task.id);
-        const result = await effects(trx);
-        const key = this.task.idempotencyKey;
-        if (key !== null) {
-          const stored = await completeKey(trx, { tenantId: this.task.tenantId, key, taskId: this.task.id, result });
-          // Only a task that already ended can lose its key, and then the lock above said so.
-          if (!stored) throw new Error(`idempotency key ${key} is no longer held by task ${this.task.id}`);
-        }
-        await finishAttempt(writer, this.task.id, this.task.attempt, { status: 'completed', result, reason });
-        return { kind: 'completed' as const, result };
-      }),
-    );
+    const outcome = await this.#store.commit(effects, reason);
+
     if (outcome.kind === 'completed') {
       this.#committed = true;
       return outcome.result;
@@ -474,7 +386,7 @@ export class TaskAttempt {
     if (this.#committed) return; // superseded at the final commit
     if (this.#parked) return; // input_required: the answer queues the next run
     if (error instanceof TaskReleasedError) {
-      if (await this.#persist(() => releaseAttempt(this.#writer, this.task.id, this.task.attempt, error.message))) {
+      if (await this.#store.release(error.message)) {
         this.#settings.logger.info(
           { taskId: this.task.id, tool: this.task.tool, attempt: this.task.attempt },
           'task handed back for another worker to run',
@@ -483,11 +395,9 @@ export class TaskAttempt {
       }
       // Not handed back: a cancel was asked for first (nobody is to run it again), or another
       // attempt or a clock ended this one.
-      const [state] = await this.#persist(() => readCancelStates(this.#settings.db, [this.task.id]));
+      const state = await this.#store.readCancelState();
       if (state?.attempt !== this.task.attempt || isTerminalStatus(state.status) || !state.cancelRequested) throw error;
-      await this.#persist(() =>
-        recordCancelObserved(this.#settings.db, this.task.id, this.task.attempt, 'at the hand-back'),
-      );
+      await this.#store.recordCancelObserved('at the hand-back');
       await this.#finish({
         status: 'cancelled',
         statusMessage: state.cancelReason ? `task cancelled: ${state.cancelReason}` : 'task cancelled',
@@ -497,7 +407,7 @@ export class TaskAttempt {
     }
     if (error instanceof TaskCancelledError) {
       const how = this.#cancelSeenHow ?? 'handler stopped';
-      await this.#persist(() => recordCancelObserved(this.#settings.db, this.task.id, this.task.attempt, how));
+      await this.#store.recordCancelObserved(how);
       await this.#finish({ status: 'cancelled', statusMessage: error.message, reason: `cancel observed: ${how}` });
       return;
     }
@@ -520,21 +430,7 @@ export class TaskAttempt {
     });
   }
 
-  #finish(outcome: Outcome): Promise<TaskRecord | null> {
-    return this.#persist(() => finishAttempt(this.#writer, this.task.id, this.task.attempt, outcome));
-  }
-
-  #persist<T>(write: () => Promise<T>): Promise<T> {
-    return retryWhileUnavailable(write, {
-      ...this.#settings.outage,
-      onRetry: (error, attempt, delayMs) => {
-        if (attempt === 0) {
-          this.#settings.logger.warn(
-            { taskId: this.task.id, error: (error as Error).message, retryInMs: delayMs },
-            'the database is unreachable; the task write is retried until it lands',
-          );
-        }
-      },
-    });
+  #finish(outcome: RunOutcome): Promise<boolean> {
+    return this.#store.finish(outcome);
   }
 }

@@ -1,4 +1,4 @@
-import { defineTool } from '../tool-definition.ts';
+import { defineTool } from '@taskgate/sdk';
 
 export const greet = defineTool<{ name: string }>({
   name: 'greet',

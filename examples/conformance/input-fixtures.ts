@@ -1,4 +1,4 @@
-import { defineTool, type InputRequest } from '../tool-definition.ts';
+import { defineTool, type InputRequest } from '@taskgate/sdk';
 
 // Tools that ask their client for input, as the MCP conformance suite's Tasks scenarios call them
 // (docs/design/mcp-tasks-conformance.md). Offered only with TASKGATE_CONFORMANCE=1: they act on

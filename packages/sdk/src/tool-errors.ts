@@ -1,10 +1,27 @@
 /**
  * Why a running handler must stop, carried as the reason of ctx.signal and thrown by
- * ctx.checkpoint(). The worker maps each to the task's fate.
+ * ctx.checkpoint(); and the one error a handler throws on purpose (ToolProtocolError).
+ *
+ * A tool module may bring its own copy of this package (npm installs one per dependency tree
+ * when versions differ), and the platform must still recognise what the module throws: each
+ * class is recognised by a registered symbol, so `instanceof` holds across copies.
  */
 
-/** A cancel was requested for the task (ends `cancelled`). */
+function branded(brand: symbol) {
+  return (value: unknown): boolean =>
+    typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[brand] === true;
+}
+
+const CANCELLED = Symbol.for('taskgate.sdk.TaskCancelledError');
+const TIMEOUT = Symbol.for('taskgate.sdk.TaskTimeoutError');
+const RELEASED = Symbol.for('taskgate.sdk.TaskReleasedError');
+const PARKED = Symbol.for('taskgate.sdk.TaskParkedError');
+const PROTOCOL = Symbol.for('taskgate.sdk.ToolProtocolError');
+
+/** A cancel was requested for the task (it ends `cancelled`). */
 export class TaskCancelledError extends Error {
+  static override [Symbol.hasInstance] = branded(CANCELLED);
+  readonly [CANCELLED] = true;
   readonly reason: string | null;
   constructor(reason: string | null) {
     super(reason ? `task cancelled: ${reason}` : 'task cancelled');
@@ -13,8 +30,10 @@ export class TaskCancelledError extends Error {
   }
 }
 
-/** One of the two clocks ran out (ends `failed` with a timeout error naming the clock). */
+/** One of the two clocks ran out (the task ends `failed` with a timeout error naming the clock). */
 export class TaskTimeoutError extends Error {
+  static override [Symbol.hasInstance] = branded(TIMEOUT);
+  readonly [TIMEOUT] = true;
   readonly clock: 'idle' | 'max';
   readonly limitMs: number;
   constructor(clock: 'idle' | 'max', limitMs: number) {
@@ -29,8 +48,10 @@ export class TaskTimeoutError extends Error {
   }
 }
 
-/** The worker is shutting down and hands the task to another worker (stays `working`). */
+/** The worker is shutting down and hands the task to another worker (it stays `working`). */
 export class TaskReleasedError extends Error {
+  static override [Symbol.hasInstance] = branded(RELEASED);
+  readonly [RELEASED] = true;
   constructor(why: string) {
     super(`task released: ${why}`);
     this.name = 'TaskReleasedError';
@@ -42,8 +63,9 @@ export class TaskReleasedError extends Error {
  * `input_required`, and the answer queues the next run. A handler must let it propagate.
  */
 export class TaskParkedError extends Error {
+  static override [Symbol.hasInstance] = branded(PARKED);
+  readonly [PARKED] = true;
   readonly keys: readonly string[];
-
   constructor(keys: readonly string[]) {
     super(`task waits for input: ${keys.join(', ')}`);
     this.name = 'TaskParkedError';
@@ -56,6 +78,8 @@ export class TaskParkedError extends Error {
  * opposed to a tool error, which is a normal result with `isError: true`.
  */
 export class ToolProtocolError extends Error {
+  static override [Symbol.hasInstance] = branded(PROTOCOL);
+  readonly [PROTOCOL] = true;
   readonly code: number;
   readonly data: unknown;
   constructor(code: number, message: string, data?: unknown) {

@@ -1,0 +1,41 @@
+import { fileURLToPath } from 'node:url';
+import { loadToolModules, type ToolModule } from '@taskgate/tools';
+import type { Config } from './config.ts';
+import type { Logger } from './logger.ts';
+
+/** The modules served when none is given: the README's walkthrough works on a fresh clone. */
+export const DEFAULT_MODULES = [
+  fileURLToPath(new URL('../../../examples/demo/index.ts', import.meta.url)),
+  fileURLToPath(new URL('../../../examples/ledger/index.ts', import.meta.url)),
+];
+const CONFORMANCE_MODULE = fileURLToPath(new URL('../../../examples/conformance/index.ts', import.meta.url));
+
+/**
+ * The tool modules this process loads: `--tools` if given, else TASKGATE_TOOLS, else the demo
+ * modules (said in the log, so nobody mistakes them for their own); plus the conformance fixtures
+ * with TASKGATE_CONFORMANCE=1.
+ */
+export async function toolModulesOf(
+  specs: readonly string[],
+  config: Pick<Config, 'toolModules' | 'conformanceTools'>,
+  cwd: string,
+  logger?: Logger,
+): Promise<ToolModule[]> {
+  const given = specs.length > 0 ? specs : config.toolModules;
+  const chosen = given.length > 0 ? [...given] : [...DEFAULT_MODULES];
+  if (config.conformanceTools) chosen.push(CONFORMANCE_MODULE);
+  const modules = await loadToolModules(chosen, cwd);
+  if (given.length === 0) {
+    logger?.info(
+      { modules: modules.map((module) => module.name) },
+      'no --tools or TASKGATE_TOOLS given: serving the demo modules from examples/',
+    );
+  }
+  for (const module of modules) {
+    logger?.info(
+      { module: module.name, file: module.file, tools: module.tools.map((tool) => tool.name) },
+      'tool module loaded',
+    );
+  }
+  return modules;
+}

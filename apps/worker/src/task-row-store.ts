@@ -1,0 +1,200 @@
+import {
+  addOutboxEvents,
+  completeKey,
+  type Database,
+  finishAttempt,
+  isDatabaseUnavailable,
+  lockForCompletion,
+  type OutageRetryOptions,
+  type OutboxEvent,
+  parkForInput,
+  readCancelStates,
+  readSteps,
+  recordCancelObserved,
+  recordProgress,
+  recordStep,
+  releaseAttempt,
+  retryWhileUnavailable,
+  type TaskAnnouncer,
+  type TaskRecord,
+  type TaskWriter,
+} from '@taskgate/db';
+import type { CommitContext, InputRequest, ToolResult } from '@taskgate/sdk';
+import type { CommitOutcome, RunCancelState, RunOutcome, RunProgress, RunStore } from '@taskgate/tools';
+import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
+
+type LogFn = (fields: Record<string, unknown>, message: string) => void;
+
+/** A completion without local effects: the task, its attempt, and the result it completes with. */
+export interface Completion {
+  readonly id: string;
+  readonly attempt: number;
+  readonly result: unknown;
+  readonly reason: string;
+}
+
+/** Test seams that hold a step so a race can be forced by order, not by timing. */
+export interface AttemptHooks {
+  /** Runs inside the completion transaction, after the task row is locked. */
+  readonly afterCompletionLock?: (taskId: string) => Promise<void>;
+}
+
+export interface TaskRowStoreOptions {
+  /** Reads, and the final commit's transaction. */
+  readonly db: Kysely<Database>;
+  /** Every task write goes through it, and it announces each change after it commits. */
+  readonly announcer: TaskAnnouncer;
+  /** Completions without local effects go through here (group commit). */
+  readonly completions: { submit(completion: Completion): Promise<TaskRecord | null> };
+  /**
+   * A write whose outcome is decided (a terminal status, a step's result, a hand-back) is retried
+   * while the database is unreachable, for up to `giveUpAfterMs` or until `signal` aborts (the
+   * worker is stopping): a Postgres restart delays it instead of losing it.
+   */
+  readonly outage: Pick<OutageRetryOptions, 'giveUpAfterMs' | 'signal'>;
+  readonly logger: { readonly warn: LogFn; readonly debug: LogFn };
+  readonly hooks?: AttemptHooks;
+}
+
+/** A durable run's store: the task row, written only while this attempt holds it. */
+export class TaskRowStore implements RunStore {
+  readonly #task: TaskRecord;
+  readonly #options: TaskRowStoreOptions;
+  readonly #writer: TaskWriter;
+
+  constructor(task: TaskRecord, options: TaskRowStoreOptions) {
+    this.#task = task;
+    this.#options = options;
+    this.#writer = options.announcer.writer(options.db);
+  }
+
+  async peekCancelState(): Promise<RunCancelState | null> {
+    try {
+      const [state] = await readCancelStates(this.#options.db, [this.#task.id]);
+      return state ?? null;
+    } catch (error) {
+      // An outage is said once, by the writes that must land; anything else is worth a line.
+      if (!isDatabaseUnavailable(error)) this.#log('warn', error, 'checkpoint read failed');
+      return null;
+    }
+  }
+
+  async readCancelState(): Promise<RunCancelState | null> {
+    const [state] = await this.#persist(() => readCancelStates(this.#options.db, [this.#task.id]));
+    return state ?? null;
+  }
+
+  async recordProgress(progress: RunProgress): Promise<void> {
+    try {
+      await recordProgress(this.#writer, this.#task.id, this.#task.attempt, progress);
+    } catch (error) {
+      // Progress is replaceable: the next write supersedes a lost one, so it is never retried.
+      this.#log(isDatabaseUnavailable(error) ? 'debug' : 'warn', error, 'progress write failed');
+    }
+  }
+
+  readSteps(): Promise<Map<string, unknown>> {
+    return this.#persist(() => readSteps(this.#options.db, this.#task.id));
+  }
+
+  recordStep(name: string, result: unknown): Promise<boolean> {
+    return this.#persist(() =>
+      recordStep(this.#options.db, { taskId: this.#task.id, attempt: this.#task.attempt, name, result }),
+    );
+  }
+
+  async park(requests: Readonly<Record<string, InputRequest>>, message: string): Promise<boolean> {
+    const parked = await this.#persist(() =>
+      parkForInput(this.#writer, this.#task.id, this.#task.attempt, requests, message),
+    );
+    return parked !== null;
+  }
+
+  async complete(result: ToolResult, reason: string): Promise<boolean> {
+    const completion = { id: this.#task.id, attempt: this.#task.attempt, result, reason };
+    return (await this.#persist(() => this.#options.completions.submit(completion))) !== null;
+  }
+
+  /**
+   * Retried whole while the database is unreachable: a transaction that failed committed nothing,
+   * and one whose COMMIT answer was lost is found ended by the next try's lock.
+   */
+  commit(effects: (tx: CommitContext<unknown>) => Promise<ToolResult>, reason: string): Promise<CommitOutcome> {
+    const task = this.#task;
+    return this.#persist(() =>
+      this.#options.announcer.transaction(this.#options.db, async (writer): Promise<CommitOutcome> => {
+        const trx = writer.db as Transaction<Database>;
+        const check = await lockForCompletion(trx, task.id, task.attempt);
+        if (check.kind === 'cancel-requested') return check;
+        if (check.kind === 'superseded') return { kind: 'superseded', status: check.status ?? 'gone' };
+        await this.#options.hooks?.afterCompletionLock?.(task.id);
+        const events: OutboxEvent[] = [];
+        let open = true;
+        const result = await effects({
+          db: trx as unknown as Transaction<unknown>,
+          query: async <Row>(text: string, values: readonly unknown[] = []) => {
+            const { rows, numAffectedRows } = await trx.executeQuery<Row>(CompiledQuery.raw(text, [...values]));
+            return { rows, rowCount: numAffectedRows === undefined ? rows.length : Number(numAffectedRows) };
+          },
+          outbox: {
+            add: (event) => {
+              if (!open) throw new Error('outbox.add was called after its commit had ended');
+              events.push({
+                tenantId: task.tenantId,
+                aggregateType: event.aggregateType,
+                aggregateId: event.aggregateId,
+                eventType: event.eventType,
+                payload: event.payload,
+              });
+            },
+          },
+        }).finally(() => {
+          open = false;
+        });
+        await addOutboxEvents(trx, events);
+        const key = task.idempotencyKey;
+        if (key !== null) {
+          const stored = await completeKey(trx, { tenantId: task.tenantId, key, taskId: task.id, result });
+          // Only a task that already ended can lose its key, and then the lock above said so.
+          if (!stored) throw new Error(`idempotency key ${key} is no longer held by task ${task.id}`);
+        }
+        await finishAttempt(writer, task.id, task.attempt, { status: 'completed', result, reason });
+        return { kind: 'completed', result };
+      }),
+    );
+  }
+
+  async finish(outcome: RunOutcome): Promise<boolean> {
+    return (
+      (await this.#persist(() => finishAttempt(this.#writer, this.#task.id, this.#task.attempt, outcome))) !== null
+    );
+  }
+
+  release(why: string): Promise<boolean> {
+    return this.#persist(() => releaseAttempt(this.#writer, this.#task.id, this.#task.attempt, why));
+  }
+
+  recordCancelObserved(how: string): Promise<void> {
+    return this.#persist(() => recordCancelObserved(this.#options.db, this.#task.id, this.#task.attempt, how));
+  }
+
+  #persist<T>(write: () => Promise<T>): Promise<T> {
+    return retryWhileUnavailable(write, {
+      ...this.#options.outage,
+      onRetry: (error, attempt, delayMs) => {
+        if (attempt === 0) {
+          this.#options.logger.warn(
+            { taskId: this.#task.id, error: (error as Error).message, retryInMs: delayMs },
+            'the database is unreachable; the task write is retried until it lands',
+          );
+        }
+      },
+    });
+  }
+
+  #log(level: 'warn' | 'debug', error: unknown, message: string): void {
+    const fields = { taskId: this.#task.id, error: error instanceof Error ? error.message : String(error) };
+    if (level === 'warn') this.#options.logger.warn(fields, message);
+    else this.#options.logger.debug(fields, message);
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * @taskgate/sdk: what a tool author depends on. defineTool, the ToolContext a handler gets, and
+ * their types; nothing of the platform (no database, no HTTP), so a tool module stays small and
+ * its tests need only this package.
+ */
+export type {
+  CommitContext,
+  ContentBlock,
+  InputRequest,
+  OutboxEvent,
+  QueryResult,
+  ToolContext,
+  ToolResult,
+} from './tool-context.ts';
+export {
+  defineTool,
+  type RetryClass,
+  type TaskSupport,
+  type ToolAnnotations,
+  type ToolDefinition,
+  type ToolTimeouts,
+  toolDefinitionProblem,
+} from './tool-definition.ts';
+export {
+  TaskCancelledError,
+  TaskParkedError,
+  TaskReleasedError,
+  TaskTimeoutError,
+  ToolProtocolError,
+} from './tool-errors.ts';

@@ -1,0 +1,99 @@
+import type { Transaction } from 'kysely';
+
+/** An MCP content block (text, image, resource link, ...). */
+export interface ContentBlock {
+  readonly type: string;
+  readonly [field: string]: unknown;
+}
+
+/** What a handler returns: an MCP CallToolResult. `isError: true` is a tool error, not a failure. */
+export interface ToolResult {
+  readonly content: readonly ContentBlock[];
+  readonly structuredContent?: Readonly<Record<string, unknown>>;
+  readonly isError?: boolean;
+}
+
+/**
+ * A request the server makes of the client on a task's behalf (an MCP input request), e.g.
+ * `{ method: 'elicitation/create', params: { mode: 'form', message, requestedSchema } }`.
+ */
+export interface InputRequest {
+  readonly method: string;
+  readonly params: Readonly<Record<string, unknown>>;
+}
+
+/** An event to deliver after the commit (by the outbox relay, at least once, in order per aggregate). */
+export interface OutboxEvent {
+  readonly aggregateType: string;
+  readonly aggregateId: string;
+  readonly eventType: string;
+  /** Any JSON value. */
+  readonly payload: unknown;
+}
+
+/** The rows of a raw SQL statement. */
+export interface QueryResult<Row> {
+  readonly rows: Row[];
+  readonly rowCount: number;
+}
+
+/**
+ * What ctx.commit hands its effects: one Postgres transaction, the one that also stores the
+ * idempotent result and completes the task. Nothing of it is visible before that commit, and
+ * none of it commits if the task was cancelled first.
+ */
+export interface CommitContext<DB> {
+  /** The transaction as Kysely, typed by the tool's own tables. */
+  readonly db: Transaction<DB>;
+  /** Raw SQL on the same transaction, with `$1, $2, ...` parameters. */
+  query<Row = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<QueryResult<Row>>;
+  /** Events that commit with the effects (the task's tenant is recorded with each). */
+  readonly outbox: { add(event: OutboxEvent): void };
+}
+
+export interface ToolContext<DB = unknown> {
+  /** Aborted when the task is cancelled, a clock runs out, or the worker releases the task. */
+  readonly signal: AbortSignal;
+  readonly tenant: string;
+  readonly taskId: string;
+  readonly attempt: number;
+  /**
+   * The idempotency key the call was made with (the `Idempotency-Key` header or the
+   * `idempotencyKey` argument), or null. With a key, the final commit also stores the result under
+   * it, in the same transaction as the effects.
+   */
+  readonly idempotencyKey: string | null;
+  /**
+   * Throws the stop reason if the task must stop. Also re-reads the cancel flag from the database
+   * at a bounded interval, so a lost wake-up delays a cancel but never loses it.
+   */
+  checkpoint(): Promise<void>;
+  /** Reports progress; only strictly increasing values count, and only they reset the idle clock. */
+  progress(value: number, total?: number, message?: string): void;
+  /**
+   * The final commit: runs `effects` inside the transaction that completes the task, after locking
+   * the task row. If a cancel was requested first, nothing of it commits and the task ends
+   * cancelled (this throws TaskCancelledError). Returns the result the task completed with.
+   * Runs once per task; an inline tool has no transaction and may not call it.
+   */
+  commit(effects: (tx: CommitContext<DB>) => Promise<ToolResult>): Promise<ToolResult>;
+  /**
+   * A durable step: runs `fn` once per task, whatever the number of attempts. When it returns, its
+   * result (which must be JSON) is recorded before step() resolves; an attempt after a worker death
+   * or a re-delivery gets the recorded result back (re-read from JSON) without running `fn`. A step
+   * interrupted before its record was written runs again, so `fn` itself should be safe to repeat
+   * or pass its own idempotency key to whatever it calls.
+   */
+  step<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /** A delay that ends early, rejecting with the stop reason, when the signal aborts. */
+  sleep(ms: number): Promise<void>;
+  /**
+   * Asks the client for input and resolves with its responses by key (every key answered). Until
+   * then nothing waits in memory: the task moves to `input_required` with these requests, this
+   * attempt ends (input() throws TaskParkedError, which must propagate), and the worker is free.
+   * When the client has answered every key, the task is queued again and the handler runs from the
+   * start; this time input() returns the stored answers at once. Code before input() therefore
+   * runs again: keep it repeatable, or put it in step(). Keys must be unique over the task's life.
+   */
+  input(requests: Readonly<Record<string, InputRequest>>): Promise<Record<string, unknown>>;
+}

@@ -1,0 +1,151 @@
+import { readFile, stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { TaskgateError } from '@taskgate/errors';
+import type { AnyTool } from './any-tool.ts';
+import type { ModuleRoutes, ToolModule } from './tool-module.ts';
+import { ToolRegistry } from './tool-registry.ts';
+
+const MODULE_NAME = /^(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
+
+/**
+ * Loads tool modules (`--tools`, TASKGATE_TOOLS): each spec is a file path (relative to `cwd`) or
+ * a package name resolved from `cwd`. Everything is checked before anything is served: a module
+ * that does not import, exports no tools, or has a tool that fails defineTool's checks or whose
+ * schema does not compile, and two tools of one name (within or across modules), each stop
+ * start-up with one line naming the file and the tool.
+ */
+export async function loadToolModules(specs: readonly string[], cwd: string): Promise<ToolModule[]> {
+  const modules: ToolModule[] = [];
+  const seen = new Map<string, string>();
+  for (const spec of specs) {
+    const file = resolveSpec(spec, cwd);
+    if (modules.some((module) => module.file === file)) continue;
+    const loaded = await loadOne(file);
+    for (const tool of loaded.tools) {
+      const other = seen.get(tool.name);
+      if (other !== undefined) {
+        throw invalid(file, `tool ${tool.name} is also defined by ${other}; tool names must be unique`);
+      }
+      seen.set(tool.name, file);
+    }
+    modules.push(loaded);
+  }
+  return modules;
+}
+
+/** The tools of the loaded modules, checked and compiled together. */
+export function registryOf(modules: readonly ToolModule[]): ToolRegistry {
+  return new ToolRegistry(modules.flatMap((module) => module.tools));
+}
+
+function resolveSpec(spec: string, cwd: string): string {
+  const trimmed = spec.trim();
+  if (trimmed === '') throw invalid(spec, 'an empty module name');
+  if (trimmed.startsWith('file:')) return fileURLToPath(trimmed);
+  if (trimmed.startsWith('.') || path.isAbsolute(trimmed)) return path.resolve(cwd, trimmed);
+  try {
+    return createRequire(path.join(cwd, 'noop.js')).resolve(trimmed);
+  } catch {
+    // Not a package: a bare file name in cwd ("tools.ts") is a path too.
+    return path.resolve(cwd, trimmed);
+  }
+}
+
+async function loadOne(file: string): Promise<ToolModule> {
+  const info = await stat(file).catch(() => null);
+  if (!info?.isFile()) throw invalid(file, 'no such file (give a path to a .ts or .js file, or a package name)');
+  let namespace: Record<string, unknown>;
+  try {
+    namespace = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  } catch (error) {
+    throw invalid(file, `does not load: ${firstLine(error)}`, error);
+  }
+  // Named exports, or the same fields on a default export object.
+  const fallback = namespace.default;
+  const source =
+    namespace.tools === undefined && typeof fallback === 'object' && fallback !== null
+      ? (fallback as Record<string, unknown>)
+      : namespace;
+  const tools = source.tools;
+  if (!Array.isArray(tools) || tools.length === 0) {
+    throw invalid(file, 'exports no tools (export const tools = [defineTool({...}), ...])');
+  }
+  try {
+    // Checks each declaration, compiles its schema, and refuses a name defined twice.
+    new ToolRegistry(tools as AnyTool[]);
+  } catch (error) {
+    throw invalid(file, firstLine(error), error);
+  }
+  const name = await nameOf(source.name, file);
+  const migrationsDir = await migrationsOf(source.migrations, file);
+  if (migrationsDir !== null && source.name === undefined) {
+    throw invalid(
+      file,
+      'exports migrations but no name: its migrations are tracked under the name, so it must not change',
+    );
+  }
+  const routes = source.routes;
+  if (routes !== undefined && typeof routes !== 'function') {
+    throw invalid(file, 'routes must be a Fastify plugin function (app, services) => Promise<void>');
+  }
+  return {
+    name,
+    file,
+    tools: tools as AnyTool[],
+    migrationsDir,
+    routes: (routes as ModuleRoutes | undefined) ?? null,
+  };
+}
+
+async function nameOf(exported: unknown, file: string): Promise<string> {
+  if (exported !== undefined) {
+    if (typeof exported !== 'string' || exported.length > 64 || !MODULE_NAME.test(exported)) {
+      throw invalid(file, `name ${JSON.stringify(exported)} must be 1-64 of a-z 0-9 . _ - (an npm-style name)`);
+    }
+    return exported;
+  }
+  const packageName = await packageNameOf(path.dirname(file));
+  return packageName ?? path.basename(file).replace(/\.[cm]?[jt]s$/, '');
+}
+
+async function packageNameOf(dir: string): Promise<string | null> {
+  for (let current = dir; ; current = path.dirname(current)) {
+    const manifest = await readFile(path.join(current, 'package.json'), 'utf8').catch(() => null);
+    if (manifest !== null) {
+      try {
+        const parsed = JSON.parse(manifest) as { name?: unknown };
+        return typeof parsed.name === 'string' ? parsed.name : null;
+      } catch {
+        return null;
+      }
+    }
+    if (path.dirname(current) === current) return null;
+  }
+}
+
+async function migrationsOf(exported: unknown, file: string): Promise<string | null> {
+  if (exported === undefined || exported === null) return null;
+  let dir: string;
+  if (exported instanceof URL) {
+    if (exported.protocol !== 'file:') throw invalid(file, 'migrations must be a file: URL or a path');
+    dir = fileURLToPath(exported);
+  } else if (typeof exported === 'string' && exported !== '') {
+    dir = exported.startsWith('file:') ? fileURLToPath(exported) : path.resolve(path.dirname(file), exported);
+  } else {
+    throw invalid(file, 'migrations must be a folder: a path (relative to the module) or a file: URL');
+  }
+  const info = await stat(dir).catch(() => null);
+  if (!info?.isDirectory()) throw invalid(file, `its migrations folder ${dir} does not exist`);
+  return dir;
+}
+
+function firstLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split('\n')[0] ?? message;
+}
+
+function invalid(file: string, problem: string, cause?: unknown): TaskgateError {
+  return new TaskgateError('TG_TOOL_MODULE_INVALID', `tool module ${file}: ${problem}`, cause ? { cause } : {});
+}

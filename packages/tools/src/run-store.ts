@@ -1,0 +1,73 @@
+import type { CommitContext, InputRequest, ToolResult } from '@taskgate/sdk';
+
+/** The task a run works on: the fields of a task row that a handler's context reads. */
+export interface RunTask {
+  readonly id: string;
+  readonly tenantId: string;
+  readonly tool: string;
+  readonly arguments: unknown;
+  readonly attempt: number;
+  readonly idempotencyKey: string | null;
+  /** Answers to earlier ctx.input() requests, by key. */
+  readonly inputResponses: Readonly<Record<string, unknown>>;
+  readonly cancelReason: string | null;
+  readonly idleTimeoutMs: number | null;
+  readonly maxTimeoutMs: number | null;
+}
+
+/** Where a task's cancel request stands, as its row says. */
+export interface RunCancelState {
+  readonly attempt: number;
+  readonly status: string;
+  readonly cancelRequested: boolean;
+  readonly cancelReason: string | null;
+}
+
+/** A terminal outcome other than a completion with effects. */
+export interface RunOutcome {
+  readonly status: 'completed' | 'failed' | 'cancelled';
+  readonly result?: unknown;
+  readonly error?: unknown;
+  readonly statusMessage?: string;
+  /** Why, for the history: "handler returned", "timeout:max", "cancel observed: ..." */
+  readonly reason: string;
+}
+
+export interface RunProgress {
+  readonly value: number;
+  readonly total?: number | undefined;
+  readonly message?: string | undefined;
+}
+
+export type CommitOutcome =
+  | { readonly kind: 'completed'; readonly result: ToolResult }
+  | { readonly kind: 'cancel-requested'; readonly reason: string | null }
+  | { readonly kind: 'superseded'; readonly status: string };
+
+/**
+ * What a ToolRun keeps its task in. A durable run's store is the task row (apps/worker): every
+ * method is one guarded write or read, retried through an outage where its outcome is decided. An
+ * inline run's store is memory (InlineStore): nothing durable, and nothing to commit effects in.
+ * Every write is conditional on the run's attempt still holding a non-terminal task; false (or
+ * `superseded`) means something else ended it first.
+ */
+export interface RunStore {
+  /** Best effort, for checkpoints: may fail or be slow (the run waits for it only briefly). */
+  peekCancelState(): Promise<RunCancelState | null>;
+  /** Retried through an outage: the run's next move depends on the answer. */
+  readCancelState(): Promise<RunCancelState | null>;
+  /** Replaceable: a lost progress write is superseded by the next one. */
+  recordProgress(progress: RunProgress): Promise<void>;
+  readSteps(): Promise<Map<string, unknown>>;
+  recordStep(name: string, result: unknown): Promise<boolean>;
+  /** Moves the task to input_required with these outstanding requests. */
+  park(requests: Readonly<Record<string, InputRequest>>, message: string): Promise<boolean>;
+  /** Completes without local effects (and without an idempotency key). */
+  complete(result: ToolResult, reason: string): Promise<boolean>;
+  /** The final commit: lock, cancel check, effects, stored result and completion in one transaction. */
+  commit(effects: (tx: CommitContext<unknown>) => Promise<ToolResult>, reason: string): Promise<CommitOutcome>;
+  finish(outcome: RunOutcome): Promise<boolean>;
+  /** Hands the task back to the queue for another attempt. */
+  release(why: string): Promise<boolean>;
+  recordCancelObserved(how: string): Promise<void>;
+}

@@ -1,0 +1,23 @@
+import type { AnyTool } from './any-tool.ts';
+
+/**
+ * Extra HTTP routes a module adds to the API processes that load it: a Fastify plugin (called with
+ * the Fastify instance, under the API's authentication and error handling) and the services
+ * routes may use. Typed loosely here so that the tool runtime does not depend on Fastify.
+ */
+export type ModuleRoutes = (app: never, services: never) => Promise<void> | void;
+
+/** A tool module as loaded: what it serves and brings, and where it came from. */
+export interface ToolModule {
+  /** The module's name: its `name` export, else its package's name, else its file's. */
+  readonly name: string;
+  /** The file that was imported (for messages). */
+  readonly file: string;
+  readonly tools: readonly AnyTool[];
+  /** The folder of its own SQL migrations, or null. */
+  readonly migrationsDir: string | null;
+  readonly routes: ModuleRoutes | null;
+}
+
+/** What a module may export, by name or as the fields of its default export. */
+export const MODULE_EXPORTS = ['name', 'tools', 'migrations', 'routes'] as const;
