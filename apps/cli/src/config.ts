@@ -37,6 +37,11 @@ export interface Config {
   readonly maxQueueMs: number;
   /** Also offer the tools that ask for input (the MCP conformance suite's fixtures). */
   readonly conformanceTools: boolean;
+  /**
+   * Tool module specs from TASKGATE_TOOLS (paths relative to the working directory, or package
+   * names), in order; `--tools` replaces them. Only `taskgate migrate` loads them so far.
+   */
+  readonly toolModules: readonly string[];
   readonly relay: RelayConfig;
 }
 
@@ -89,6 +94,8 @@ export const SETTINGS = {
     "1 also offers confirm_delete, multi_input and test_tool_with_task, the MCP conformance suite's tools that ask for input (default: unset)",
   TASKGATE_MCP_TASK_AFTER_MS:
     'for a client that declared the Tasks extension, a tools/call still running after this long is answered with its task (default 500)',
+  TASKGATE_TOOLS:
+    'tool modules, comma-separated: paths relative to the working directory, or package names; taskgate migrate applies their migrations; --tools replaces it (default: unset)',
   TASKGATE_RELAY_SINKS: 'webhook URLs (http or https) the relay delivers outbox events to, comma-separated',
   TASKGATE_RELAY_SECRET: 'HMAC-SHA256 key of the Taskgate-Signature header; required with sinks, 16+ characters',
   TASKGATE_RELAY_MAX_ATTEMPTS: 'delivery attempts before an outbox row moves to dead-letter (default 10)',
@@ -210,6 +217,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
     problem('TASKGATE_CONFORMANCE', `must be 1 or 0 (got ${JSON.stringify(conformanceRaw)})`);
   }
   const conformanceTools = conformanceRaw === '1';
+  const toolModules = splitList(value('TASKGATE_TOOLS'));
 
   const relay = parseRelay(value, problem);
 
@@ -262,10 +270,19 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       mcpTaskAfterMs,
       maxQueueMs,
       conformanceTools,
+      toolModules,
       relay,
     },
     warnings,
   };
+}
+
+/** A comma-separated list without its blanks: `a, b,,` is `a` and `b`. */
+export function splitList(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
 }
 
 export function isLoopbackHost(host: string): boolean {

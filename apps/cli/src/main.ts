@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { isTaskgateError, TaskgateError } from '@taskgate/errors';
-import { type LogLevel, loadConfig } from './config.ts';
+import { type LogLevel, loadConfig, splitList } from './config.ts';
 import { createLogger } from './logger.ts';
 import { ROLES, type Role } from './roles.ts';
 import { DUPLICATE_SIGNAL_WINDOW_MS } from './stop-signals.ts';
@@ -10,10 +10,20 @@ export const USAGE = `Usage: taskgate <command>
 Commands:
   start [--role api,worker,relay] [--no-migrate]
                               run migrations, then the chosen roles (default: all three)
-  migrate up [--to N]         apply pending migrations and install/upgrade pg-boss's schema
-  migrate down [--to N|--all] revert the newest migration, those above N, or all of them
-  migrate status [--json]     list every migration as applied, pending, edited or unknown
+  migrate up [--to N]         apply pending migrations and install/upgrade pg-boss's schema,
+                              then each tool module's (once Taskgate's are all applied)
+  migrate down [--to N|--all] revert Taskgate's newest migration, those above N, or all of
+                              them (a tool module's tables may depend on Taskgate's: revert
+                              the module first, with down --module NAME --all)
+  migrate down --module NAME [--to N|--all]
+                              the same for the migrations of tool module NAME
+  migrate status [--json]     list every migration, Taskgate's and each tool module's, as
+                              applied, pending, edited, unknown, or unloaded (its module is
+                              not loaded now: left alone)
   migrate plan [--to N]       print the SQL that 'up' would run, without running it
+  migrate … --tools SPEC      tool modules whose migrations to include: a path (./tools.ts)
+                              or a package name, repeatable or comma-separated (default:
+                              TASKGATE_TOOLS)
   mcp-stdio [--no-worker]     serve MCP on stdin/stdout (logs on stderr), running tool handlers
                               in-process unless --no-worker
   version                     print the version (also --version)
@@ -21,7 +31,7 @@ Commands:
 
 Configuration comes from the environment: DATABASE_URL, HOST, PORT, TASKGATE_TOKENS,
 TASKGATE_DATA_DIR, TASKGATE_ALLOWED_ORIGINS, TASKGATE_SHUTDOWN_GRACE_MS, TASKGATE_WORKER_CONCURRENCY,
-TASKGATE_HEALTH_PORT, LOG_LEVEL (see README.md).
+TASKGATE_HEALTH_PORT, TASKGATE_TOOLS, LOG_LEVEL (see README.md).
 
 SIGTERM or SIGINT stops gracefully; the same signal again within ${DUPLICATE_SIGNAL_WINDOW_MS / 1_000} s is the
 same request; another signal (or the same one later) exits at once.`;
@@ -67,7 +77,9 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       );
       for (const warning of warnings) logger.warn({}, warning);
       const { runMigrate } = await import('./commands/migrate.ts');
-      return await runMigrate(args, config, logger, { write: io.stdout });
+      // An explicit --tools (even an empty one) replaces TASKGATE_TOOLS, so one run can leave it out.
+      const tools = args.tools ?? config.toolModules;
+      return await runMigrate({ ...args, tools, cwd: io.cwd }, config, logger, { write: io.stdout });
     }
     if (command === 'mcp-stdio') {
       const { values } = parseArgs({
@@ -159,7 +171,13 @@ function parseStartArgs(argv: readonly string[]): { roles: Role[]; migrate: bool
 function parseMigrateArgs(argv: readonly string[]) {
   const { values, positionals } = parseArgs({
     args: [...argv],
-    options: { to: { type: 'string' }, all: { type: 'boolean' }, json: { type: 'boolean' } },
+    options: {
+      to: { type: 'string' },
+      all: { type: 'boolean' },
+      json: { type: 'boolean' },
+      tools: { type: 'string', multiple: true },
+      module: { type: 'string' },
+    },
     strict: true,
     allowPositionals: true,
   });
@@ -176,7 +194,11 @@ function parseMigrateArgs(argv: readonly string[]) {
   }
   if (values.all && action !== 'down') throw new TaskgateError('TG_USAGE', '--all only applies to migrate down');
   if (values.json && action !== 'status') throw new TaskgateError('TG_USAGE', '--json only applies to migrate status');
-  return { action, to, all: values.all === true, json: values.json === true } as const;
+  if (values.module !== undefined && action !== 'down')
+    throw new TaskgateError('TG_USAGE', '--module only applies to migrate down');
+  if (values.module === '') throw new TaskgateError('TG_USAGE', '--module takes the name of a tool module');
+  const tools = values.tools === undefined ? undefined : values.tools.flatMap((value) => splitList(value));
+  return { action, to, all: values.all === true, json: values.json === true, tools, module: values.module } as const;
 }
 
 /** The version of the checkout or package this CLI belongs to (its root package.json). */

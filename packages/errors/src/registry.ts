@@ -24,6 +24,7 @@ export const errorRegistry = {
   TG_MIGRATION_FAILED: { title: 'Migration failed', httpStatus: 500, exitCode: 65 },
   TG_MIGRATION_PENDING: { title: 'Database schema is behind this code', httpStatus: 503, exitCode: 65 },
   TG_MIGRATION_LOCK_TIMEOUT: { title: 'Timed out waiting for the migration lock', httpStatus: 503, exitCode: 75 },
+  TG_TOOL_MODULE_INVALID: { title: 'Tool module cannot be used', httpStatus: 500, exitCode: 78 },
   TG_EMBEDDED_DATA_DIR_LOCKED: { title: 'Embedded data directory in use', httpStatus: 500, exitCode: 75 },
   TG_EMBEDDED_START_FAILED: { title: 'Embedded Postgres failed to start', httpStatus: 500, exitCode: 70 },
   TG_EMBEDDED_TRANSACTION_WAIT: { title: 'Embedded Postgres transaction wait exceeded', httpStatus: 503, exitCode: 75 },

@@ -1,6 +1,5 @@
 import { startApiRole } from '@taskgate/api';
-import { assertMigratable, loadMigrations, MigrationRunner } from '@taskgate/db';
-import { TaskgateError } from '@taskgate/errors';
+import { loadMigrations, MigrationRunner, type ModuleMigrations } from '@taskgate/db';
 import { startRelayRole } from '@taskgate/relay';
 import { startWorkerRole } from '@taskgate/worker';
 import { type Config, clockCaps, DEFAULT_TENANT, isLoopbackHost, toolsOf } from '../config.ts';
@@ -9,12 +8,18 @@ import { startHealthServer } from '../health-server.ts';
 import { Lifecycle } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
 import type { Role } from '../roles.ts';
+import { assertSchemaCurrent } from '../schema-current.ts';
 import { workerOptions } from '../worker-options.ts';
 
 export interface StartArgs {
   readonly roles: readonly Role[];
   /** false: only check that the schema is current (a separate `migrate up` owns it). */
   readonly migrate: boolean;
+  /**
+   * Tool modules' migrations: applied after Taskgate's when `migrate`, else counted by the schema
+   * check. The tool module loader passes them (`--tools`); none until it does.
+   */
+  readonly modules?: readonly ModuleMigrations[];
 }
 
 type RoleState = 'starting' | 'ok' | 'stopping';
@@ -49,12 +54,13 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
     const runner = new MigrationRunner({
       connectionString: database.connectionString,
       migrations: await loadMigrations(),
+      modules: args.modules ?? [],
       logger: logger.child({ component: 'migrate' }),
     });
     if (args.migrate) {
       await runner.up();
     } else {
-      await assertSchemaCurrent(runner);
+      assertSchemaCurrent(await runner.status());
     }
     if (lifecycle.stopping) return await finish(lifecycle, logger);
 
@@ -135,16 +141,4 @@ async function finish(lifecycle: Lifecycle, logger: Logger): Promise<number> {
   const problems = await lifecycle.stopAll();
   logger.info({ problems }, problems.length === 0 ? 'taskgate stopped' : 'taskgate stopped with problems');
   return problems.length === 0 ? 0 : 70;
-}
-
-async function assertSchemaCurrent(runner: MigrationRunner): Promise<void> {
-  const { status, pgBoss } = await runner.status();
-  assertMigratable(status);
-  const pending = status.filter((row) => row.state === 'pending');
-  if (pending.length > 0 || pgBoss.installed !== pgBoss.required) {
-    throw new TaskgateError(
-      'TG_MIGRATION_PENDING',
-      `the database schema is behind this code (${pending.length} migration(s) pending${pgBoss.installed !== pgBoss.required ? ', pg-boss schema not current' : ''}); run taskgate migrate up first`,
-    );
-  }
 }
