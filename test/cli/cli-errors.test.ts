@@ -8,14 +8,17 @@ import { createTestDatabase, useTestDatabase } from '../support/databases.ts';
 
 const database = useTestDatabase({ empty: true });
 
-/** One line on stderr, no stack frames, nothing on stdout. */
+/** One line on stderr, no stack frames, nothing on stdout but the log (`start` logs the modules it loaded). */
 function expectOneLine(result: CliResult, exitCode: number, pattern: RegExp): void {
   expect(result.code).toBe(exitCode);
   const lines = result.stderr.trimEnd().split('\n');
   expect(lines).toHaveLength(1);
   expect(lines[0]).toMatch(pattern);
   expect(result.stderr).not.toMatch(/^\s+at /m);
-  expect(result.stdout).toBe('');
+  const stray = result.stdout
+    .split('\n')
+    .filter((line) => line !== '' && !(line.startsWith('{') && 'level' in JSON.parse(line)));
+  expect(stray).toEqual([]);
 }
 
 async function migrationTableExists(url: string): Promise<boolean> {

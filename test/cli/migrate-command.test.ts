@@ -14,11 +14,11 @@ beforeAll(async () => {
 
 const label = (migration: Migration) => `${String(migration.version).padStart(4, '0')}`;
 
-/** The STATE column of `migrate status` for every known migration. */
+/** The STATE column of `migrate status` for every known migration of Taskgate's own. */
 function states(stdout: string): Record<string, string> {
   const result: Record<string, string> = {};
   for (const line of stdout.split('\n')) {
-    const match = /^(\d{4})\s+(\S+)\s+(applied|pending|edited|unknown)\b/.exec(line);
+    const match = /^taskgate\s+(\d{4})\s+(\S+)\s+(applied|pending|edited|unknown)\b/.exec(line);
     if (match) result[match[1] as string] = match[3] as string;
   }
   return result;

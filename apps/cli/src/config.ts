@@ -87,7 +87,7 @@ export const SETTINGS = {
   TASKGATE_MCP_SSE_AFTER_MS:
     'an MCP tools/call still running after this long is answered as an SSE stream with keepalives (default 1000)',
   TASKGATE_TOOLS:
-    'tool modules to load (file paths or package names, comma-separated), as --tools does; unset: the demo modules under examples/',
+    'tool modules, comma-separated: paths relative to the working directory, or package names; start serves their tools and migrate applies their migrations; --tools replaces it (default: unset, the demo modules under examples/)',
   TASKGATE_CONFORMANCE:
     "1 also offers confirm_delete, multi_input and test_tool_with_task, the MCP conformance suite's tools that ask for input (default: unset)",
   TASKGATE_MCP_TASK_AFTER_MS:
@@ -273,6 +273,14 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
   };
 }
 
+/** A comma-separated list without its blanks: `a, b,,` is `a` and `b`. */
+export function splitList(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((part) => part.trim())
+    .filter((part) => part !== '');
+}
+
 export function isLoopbackHost(host: string): boolean {
   if (host === 'localhost') return true;
   if (net.isIPv4(host)) return host.startsWith('127.');
@@ -440,10 +448,3 @@ export function clockCaps(config: Config): { maxMs: number; idleMs?: number } {
 }
 
 /** The tools this configuration offers: the built-in ones, and the conformance fixtures if asked. */
-/** A comma-separated list, trimmed, without empty entries. */
-export function splitList(raw: string): string[] {
-  return raw
-    .split(',')
-    .map((entry) => entry.trim())
-    .filter((entry) => entry !== '');
-}

@@ -12,10 +12,20 @@ Commands:
                               run migrations, then the chosen roles (default: all three),
                               serving the tools of the given modules (default: TASKGATE_TOOLS,
                               else the demo modules under examples/)
-  migrate up [--to N]         apply pending migrations and install/upgrade pg-boss's schema
-  migrate down [--to N|--all] revert the newest migration, those above N, or all of them
-  migrate status [--json]     list every migration as applied, pending, edited or unknown
+  migrate up [--to N]         apply pending migrations and install/upgrade pg-boss's schema,
+                              then each tool module's (once Taskgate's are all applied)
+  migrate down [--to N|--all] revert Taskgate's newest migration, those above N, or all of
+                              them (a tool module's tables may depend on Taskgate's: revert
+                              the module first, with down --module NAME --all)
+  migrate down --module NAME [--to N|--all]
+                              the same for the migrations of tool module NAME
+  migrate status [--json]     list every migration, Taskgate's and each tool module's, as
+                              applied, pending, edited, unknown, or unloaded (its module is
+                              not loaded now: left alone)
   migrate plan [--to N]       print the SQL that 'up' would run, without running it
+  migrate … --tools SPEC      tool modules whose migrations to include: a path (./tools.ts)
+                              or a package name, repeatable or comma-separated (default:
+                              TASKGATE_TOOLS, else the demo modules)
   mcp-stdio [--no-worker] [--tools MODULE]
                               serve MCP on stdin/stdout (logs on stderr), running tool handlers
                               in-process unless --no-worker
@@ -70,7 +80,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       );
       for (const warning of warnings) logger.warn({}, warning);
       const { runMigrate } = await import('./commands/migrate.ts');
-      return await runMigrate(args, config, logger, { write: io.stdout });
+      return await runMigrate({ ...args, cwd: io.cwd }, config, logger, { write: io.stdout });
     }
     if (command === 'mcp-stdio') {
       const { values } = parseArgs({
@@ -178,7 +188,13 @@ function toolsOption(values: readonly string[] | undefined): string[] {
 function parseMigrateArgs(argv: readonly string[]) {
   const { values, positionals } = parseArgs({
     args: [...argv],
-    options: { to: { type: 'string' }, all: { type: 'boolean' }, json: { type: 'boolean' } },
+    options: {
+      to: { type: 'string' },
+      all: { type: 'boolean' },
+      json: { type: 'boolean' },
+      tools: { type: 'string', multiple: true },
+      module: { type: 'string' },
+    },
     strict: true,
     allowPositionals: true,
   });
@@ -195,7 +211,11 @@ function parseMigrateArgs(argv: readonly string[]) {
   }
   if (values.all && action !== 'down') throw new TaskgateError('TG_USAGE', '--all only applies to migrate down');
   if (values.json && action !== 'status') throw new TaskgateError('TG_USAGE', '--json only applies to migrate status');
-  return { action, to, all: values.all === true, json: values.json === true } as const;
+  if (values.module !== undefined && action !== 'down')
+    throw new TaskgateError('TG_USAGE', '--module only applies to migrate down');
+  if (values.module === '') throw new TaskgateError('TG_USAGE', '--module takes the name of a tool module');
+  const tools = toolsOption(values.tools);
+  return { action, to, all: values.all === true, json: values.json === true, tools, module: values.module } as const;
 }
 
 /** The version of the checkout or package this CLI belongs to (its root package.json). */

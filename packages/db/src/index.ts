@@ -38,6 +38,7 @@ export {
 export { executeOnce, type LedgerOutcome } from './ledger/mutation-ledger.ts';
 export { defaultMigrationsDir, loadMigrations, type Migration } from './migrations/migration-files.ts';
 export { assertMigratable, type MigrationState, type MigrationStatus } from './migrations/migration-plan.ts';
+export type { DownOptions } from './migrations/migration-runner.ts';
 export {
   type AppliedStep,
   type MigrationLogger,
@@ -46,6 +47,12 @@ export {
   type MigrationRunnerOptions,
   type PlannedStep,
 } from './migrations/migration-runner.ts';
+export {
+  assertModuleName,
+  type ModuleMigrations,
+  type ModuleStatus,
+  PLATFORM_MODULE,
+} from './migrations/module-migrations.ts';
 export { PGBOSS_SCHEMA, type PgBossSchemaState, requiredPgBossVersion } from './migrations/pgboss-schema.ts';
 export {
   type Charge,

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -47,9 +48,10 @@ function resolveSpec(spec: string, cwd: string): string {
   if (trimmed.startsWith('.') || path.isAbsolute(trimmed)) return path.resolve(cwd, trimmed);
   try {
     return createRequire(path.join(cwd, 'noop.js')).resolve(trimmed);
-  } catch {
-    // Not a package: a bare file name in cwd ("tools.ts") is a path too.
-    return path.resolve(cwd, trimmed);
+  } catch (error) {
+    // `tools/notes.ts` is a package subpath to Node; the operator most likely meant the file.
+    const hint = existsSync(path.resolve(cwd, trimmed)) ? `; for the file, write ./${trimmed}` : '';
+    throw invalid(trimmed, `not found as a package from ${cwd}: ${firstLine(error)}${hint}`, error);
   }
 }
 
@@ -60,7 +62,7 @@ async function loadOne(file: string): Promise<ToolModule> {
   try {
     namespace = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   } catch (error) {
-    throw invalid(file, `does not load: ${firstLine(error)}`, error);
+    throw invalid(file, `does not load${lineIn(file, error)}: ${firstLine(error)}`, error);
   }
   // Named exports, or the same fields on a default export object.
   const fallback = namespace.default;
@@ -76,7 +78,7 @@ async function loadOne(file: string): Promise<ToolModule> {
     // Checks each declaration, compiles its schema, and refuses a name defined twice.
     new ToolRegistry(tools as AnyTool[]);
   } catch (error) {
-    throw invalid(file, firstLine(error), error);
+    throw invalid(file, (error as Error).message, error);
   }
   const name = await nameOf(source.name, file);
   const migrationsDir = await migrationsOf(source.migrations, file);
@@ -104,6 +106,7 @@ async function nameOf(exported: unknown, file: string): Promise<string> {
     if (typeof exported !== 'string' || exported.length > 64 || !MODULE_NAME.test(exported)) {
       throw invalid(file, `name ${JSON.stringify(exported)} must be 1-64 of a-z 0-9 . _ - (an npm-style name)`);
     }
+    if (exported === 'taskgate') throw invalid(file, 'the name taskgate is reserved for the platform itself');
     return exported;
   }
   const packageName = await packageNameOf(path.dirname(file));
@@ -130,20 +133,47 @@ async function migrationsOf(exported: unknown, file: string): Promise<string | n
   let dir: string;
   if (exported instanceof URL) {
     if (exported.protocol !== 'file:') throw invalid(file, 'migrations must be a file: URL or a path');
-    dir = fileURLToPath(exported);
+    dir = path.resolve(fileURLToPath(exported));
   } else if (typeof exported === 'string' && exported !== '') {
-    dir = exported.startsWith('file:') ? fileURLToPath(exported) : path.resolve(path.dirname(file), exported);
+    dir = exported.startsWith('file:')
+      ? path.resolve(fileURLToPath(exported))
+      : path.resolve(path.dirname(file), exported);
   } else {
-    throw invalid(file, 'migrations must be a folder: a path (relative to the module) or a file: URL');
+    const got = exported === '' ? 'an empty string' : typeof exported;
+    throw invalid(
+      file,
+      `its migrations export must be a folder path (relative to the module) or a file: URL (got ${got})`,
+    );
   }
   const info = await stat(dir).catch(() => null);
-  if (!info?.isDirectory()) throw invalid(file, `its migrations folder ${dir} does not exist`);
+  if (!info?.isDirectory()) {
+    throw invalid(file, `its migrations folder ${dir} ${info ? 'is not a folder' : 'does not exist'}`);
+  }
   return dir;
 }
 
+/** The first line of an error: a syntax error's code frame or a require stack would make one line many. */
 function firstLine(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.split('\n')[0] ?? message;
+  const text =
+    error instanceof Error ? `${error.name === 'Error' ? '' : `${error.name}: `}${error.message}` : String(error);
+  return (
+    text
+      .split('\n')
+      .find((line) => line.trim() !== '')
+      ?.trim() ?? text
+  );
+}
+
+/**
+ * " at line N" when Node's stack starts with "<file>:N" above a code frame, as it does for a
+ * syntax error that type stripping found (V8's own ESM syntax errors carry no position).
+ */
+function lineIn(file: string, error: unknown): string {
+  const stack = error instanceof Error ? (error.stack ?? '') : '';
+  // A path or a file: URL, depending on how Node found the module's format.
+  const where = [file, pathToFileURL(file).href].find((prefix) => stack.startsWith(`${prefix}:`));
+  const line = where === undefined ? undefined : /^:(\d+)\n/.exec(stack.slice(where.length))?.[1];
+  return line === undefined ? '' : ` at line ${line}`;
 }
 
 function invalid(file: string, problem: string, cause?: unknown): TaskgateError {

@@ -1,20 +1,29 @@
 import {
   assertMigratable,
   loadMigrations,
+  type MigrationReport,
   MigrationRunner,
   type MigrationStatus,
-  type PgBossSchemaState,
+  PLATFORM_MODULE,
 } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import type { Config } from '../config.ts';
 import { openDatabase } from '../database.ts';
 import type { Logger } from '../logger.ts';
+import { moduleMigrationsOf } from '../module-migrations.ts';
+import { toolModulesOf } from '../tool-modules.ts';
 
 export interface MigrateArgs {
   readonly action: 'up' | 'down' | 'status' | 'plan';
   readonly to?: number;
   readonly all?: boolean;
   readonly json?: boolean;
+  /** Tool module specs whose migrations are included (`--tools`, else TASKGATE_TOOLS, else the demo modules). */
+  readonly tools?: readonly string[];
+  /** Where relative specs and package names resolve from. */
+  readonly cwd?: string;
+  /** `down --module NAME`: revert that tool module's migrations instead of Taskgate's. */
+  readonly module?: string | undefined;
 }
 
 export interface Output {
@@ -23,11 +32,21 @@ export interface Output {
 
 /** `taskgate migrate up|down|status|plan`, against DATABASE_URL or the embedded database. */
 export async function runMigrate(args: MigrateArgs, config: Config, logger: Logger, out: Output): Promise<number> {
+  // Modules load before the database opens: a typo in --tools answers at once, embedded or not.
+  const modules = await moduleMigrationsOf(await toolModulesOf(args.tools ?? [], config, args.cwd ?? process.cwd()));
+  if (args.module !== undefined && !modules.some((entry) => entry.module === args.module)) {
+    const loaded = modules.map((entry) => entry.module).join(', ') || 'none';
+    throw new TaskgateError(
+      'TG_USAGE',
+      `--module ${args.module} names no loaded tool module with migrations (loaded: ${loaded}); name its file or package with --tools`,
+    );
+  }
   const database = await openDatabase(config, logger);
   try {
     const runner = new MigrationRunner({
       connectionString: database.connectionString,
       migrations: await loadMigrations(),
+      modules,
       logger: logger.child({ component: 'migrate' }),
     });
     if (!args.json) out.write(`database: ${database.description}`);
@@ -37,11 +56,12 @@ export async function runMigrate(args: MigrateArgs, config: Config, logger: Logg
         if (args.json) {
           out.write(JSON.stringify({ database: database.description, ...report }, null, 2));
         } else {
-          for (const line of statusTable(report.status, report.pgBoss)) out.write(line);
+          for (const line of statusTable(report)) out.write(line);
         }
         // The table is printed first so the operator sees which rows are the problem; then the
         // status is refused like up and down would refuse it, with the same code and exit status.
         assertMigratable(report.status);
+        for (const entry of report.modules) if (entry.loaded) assertMigratable(entry.status, entry.module);
         return 0;
       }
       case 'plan': {
@@ -64,7 +84,7 @@ export async function runMigrate(args: MigrateArgs, config: Config, logger: Logg
         if (args.all && args.to !== undefined) {
           throw new TaskgateError('TG_USAGE', 'migrate down takes --to or --all, not both');
         }
-        const reverted = await runner.down(args.all ? 0 : args.to);
+        const reverted = await runner.down(args.all ? 0 : args.to, { module: args.module });
         for (const step of reverted) out.write(`reverted ${label(step)} (${step.durationMs} ms)`);
         out.write(reverted.length === 0 ? 'nothing to revert' : `reverted ${reverted.length} migration(s)`);
         return 0;
@@ -75,18 +95,26 @@ export async function runMigrate(args: MigrateArgs, config: Config, logger: Logg
   }
 }
 
-function label(step: { version: number; name: string }): string {
-  return `${String(step.version).padStart(4, '0')}_${step.name}`;
+function label(step: { version: number; name: string; module?: string }): string {
+  const name = `${String(step.version).padStart(4, '0')}_${step.name}`;
+  return step.module === undefined ? name : `${name} of tool module ${step.module}`;
 }
 
-export function statusTable(status: readonly MigrationStatus[], pgBoss: PgBossSchemaState): string[] {
-  const rows = status.map((row) => [
+/** One row per migration, each labelled with its module (Taskgate's own are `taskgate`). */
+export function statusTable(report: Pick<MigrationReport, 'status' | 'pgBoss' | 'modules'>): string[] {
+  const { status, pgBoss, modules } = report;
+  const cells = (module: string, row: MigrationStatus) => [
+    module,
     String(row.version).padStart(4, '0'),
     row.name,
     row.state,
     row.appliedAt ? row.appliedAt.toISOString() : '-',
-  ]);
-  const header = ['VERSION', 'NAME', 'STATE', 'APPLIED AT'];
+  ];
+  const rows = [
+    ...status.map((row) => cells(PLATFORM_MODULE, row)),
+    ...modules.flatMap((entry) => entry.status.map((row) => cells(entry.module, row))),
+  ];
+  const header = ['MODULE', 'VERSION', 'NAME', 'STATE', 'APPLIED AT'];
   const widths = header.map((title, column) =>
     Math.max(title.length, ...rows.map((row) => (row[column] as string).length)),
   );
@@ -95,17 +123,26 @@ export function statusTable(status: readonly MigrationStatus[], pgBoss: PgBossSc
       .map((cell, column) => cell.padEnd(widths[column] as number))
       .join('  ')
       .trimEnd();
-  const pending = status.filter((row) => row.state === 'pending').length;
+  const pending = [status, ...modules.map((entry) => entry.status)]
+    .flat()
+    .filter((row) => row.state === 'pending').length;
   const pgBossLine =
     pgBoss.installed === null
       ? `pg-boss schema: not installed (needs version ${pgBoss.required})`
       : pgBoss.installed === pgBoss.required
         ? `pg-boss schema: version ${pgBoss.installed} (current)`
         : `pg-boss schema: version ${pgBoss.installed}, needs ${pgBoss.required}`;
+  const unloaded = modules
+    .filter((entry) => !entry.loaded)
+    .map(
+      (entry) =>
+        `tool module ${entry.module} is not loaded: its ${entry.status.length} applied migration(s) are left alone (name it with --tools to manage them)`,
+    );
   return [
     format(header),
     ...rows.map(format),
     pgBossLine,
+    ...unloaded,
     pending === 0 ? 'all migrations applied' : `${pending} pending: run taskgate migrate up`,
   ];
 }

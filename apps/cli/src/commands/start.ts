@@ -1,6 +1,5 @@
 import { startApiRole } from '@taskgate/api';
-import { assertMigratable, loadMigrations, MigrationRunner } from '@taskgate/db';
-import { TaskgateError } from '@taskgate/errors';
+import { loadMigrations, MigrationRunner, type ModuleMigrations } from '@taskgate/db';
 import { startRelayRole } from '@taskgate/relay';
 import { registryOf } from '@taskgate/tools';
 import { startWorkerRole } from '@taskgate/worker';
@@ -9,7 +8,9 @@ import { openDatabase } from '../database.ts';
 import { startHealthServer } from '../health-server.ts';
 import { Lifecycle } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
+import { moduleMigrationsOf } from '../module-migrations.ts';
 import type { Role } from '../roles.ts';
+import { assertSchemaCurrent } from '../schema-current.ts';
 import { toolModulesOf } from '../tool-modules.ts';
 import { workerOptions } from '../worker-options.ts';
 
@@ -39,6 +40,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
     // Before anything starts: a module that does not load stops start-up with nothing running.
     const modules = await toolModulesOf(args.tools, config, args.cwd, logger);
     const tools = registryOf(modules);
+    const migrations = await moduleMigrationsOf(modules);
     const database = await openDatabase(config, logger);
     lifecycle.onStop('database', () => database.stop());
     if (lifecycle.stopping) return await finish(lifecycle, logger);
@@ -58,12 +60,13 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
     const runner = new MigrationRunner({
       connectionString: database.connectionString,
       migrations: await loadMigrations(),
+      modules: migrations,
       logger: logger.child({ component: 'migrate' }),
     });
     if (args.migrate) {
       await runner.up();
     } else {
-      await assertSchemaCurrent(runner);
+      assertSchemaCurrent(await runner.status());
     }
     if (lifecycle.stopping) return await finish(lifecycle, logger);
 
@@ -143,16 +146,4 @@ async function finish(lifecycle: Lifecycle, logger: Logger): Promise<number> {
   const problems = await lifecycle.stopAll();
   logger.info({ problems }, problems.length === 0 ? 'taskgate stopped' : 'taskgate stopped with problems');
   return problems.length === 0 ? 0 : 70;
-}
-
-async function assertSchemaCurrent(runner: MigrationRunner): Promise<void> {
-  const { status, pgBoss } = await runner.status();
-  assertMigratable(status);
-  const pending = status.filter((row) => row.state === 'pending');
-  if (pending.length > 0 || pgBoss.installed !== pgBoss.required) {
-    throw new TaskgateError(
-      'TG_MIGRATION_PENDING',
-      `the database schema is behind this code (${pending.length} migration(s) pending${pgBoss.installed !== pgBoss.required ? ', pg-boss schema not current' : ''}); run taskgate migrate up first`,
-    );
-  }
 }

@@ -9,7 +9,7 @@ export interface AppliedMigration {
   readonly appliedAt: Date;
 }
 
-export type MigrationState = 'applied' | 'pending' | 'edited' | 'unknown';
+export type MigrationState = 'applied' | 'pending' | 'edited' | 'unknown' | 'unloaded';
 
 export interface MigrationStatus {
   readonly version: number;
@@ -17,7 +17,8 @@ export interface MigrationStatus {
   /**
    * applied: recorded and matching its file; pending: known here, not in the database;
    * edited: applied, but the file's SHA-256 changed since; unknown: in the database, not in this
-   * code (the database is ahead of the code).
+   * code (the database is ahead of the code); unloaded: applied by a tool module that is not
+   * loaded now, so nothing can be said about it (and it is left alone).
    */
   readonly state: MigrationState;
   readonly appliedAt: Date | null;
@@ -47,15 +48,18 @@ export function compareMigrations(
 /**
  * Refuses to touch a database that this code does not fully understand: one with migrations it
  * does not know (a newer release ran against it), or one whose applied migrations were edited.
+ * With `module`, the rows are that tool module's and the messages name it.
  */
-export function assertMigratable(status: readonly MigrationStatus[]): void {
+export function assertMigratable(status: readonly MigrationStatus[], module?: string): void {
   const unknown = status.filter((row) => row.state === 'unknown');
   if (unknown.length > 0) {
     const list = unknown.map((row) => `${pad(row.version)}_${row.name}`).join(', ');
     throw new TaskgateError(
       'TG_MIGRATION_DB_AHEAD',
-      `the database has migrations this code does not know (${list}); it was migrated by a newer Taskgate — run that version, or restore a matching backup`,
-      { details: { unknownVersions: unknown.map((row) => row.version) } },
+      module === undefined
+        ? `the database has migrations this code does not know (${list}); it was migrated by a newer Taskgate — run that version, or restore a matching backup`
+        : `the database has migrations of tool module ${module} that its code does not know (${list}); it was migrated by a newer version of the module — load that version, or restore a matching backup`,
+      { details: { unknownVersions: unknown.map((row) => row.version), ...(module === undefined ? {} : { module }) } },
     );
   }
   const edited = status.filter((row) => row.state === 'edited');
@@ -63,8 +67,10 @@ export function assertMigratable(status: readonly MigrationStatus[]): void {
     const list = edited.map((row) => `${pad(row.version)}_${row.name}`).join(', ');
     throw new TaskgateError(
       'TG_MIGRATION_CHECKSUM_MISMATCH',
-      `applied migrations were edited after they ran (${list}); restore the original files and add a new migration instead`,
-      { details: { editedVersions: edited.map((row) => row.version) } },
+      module === undefined
+        ? `applied migrations were edited after they ran (${list}); restore the original files and add a new migration instead`
+        : `applied migrations of tool module ${module} were edited after they ran (${list}); restore the module's original files and add a new migration instead`,
+      { details: { editedVersions: edited.map((row) => row.version), ...(module === undefined ? {} : { module }) } },
     );
   }
 }
