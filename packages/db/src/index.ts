@@ -1,3 +1,17 @@
+export {
+  CatalogView,
+  type CatalogViewOptions,
+  DEFAULT_CATALOG_POLL_MS,
+} from './catalog/catalog-view.ts';
+export {
+  CATALOG_CHANNEL,
+  type CatalogTool,
+  DEFAULT_CATALOG_WINDOW_MS,
+  type ListCatalogOptions,
+  listCatalog,
+  type PublishReport,
+  publishTools,
+} from './catalog/tool-catalog.ts';
 export { createPool, describeTarget, type PoolOptions, probeDatabase, redactConnectionString } from './connection.ts';
 export { isDatabaseUnavailable } from './connection-errors.ts';
 export {

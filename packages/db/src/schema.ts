@@ -173,8 +173,19 @@ export interface InstancesTable {
   stopped_at: Timestamp | null;
 }
 
+/** One tool one instance serves (migration 0006); packages/db/src/catalog/tool-catalog.ts owns it. */
+export interface ToolCatalogTable {
+  instance_id: string;
+  name: string;
+  /** SHA-256 hex of the definition (toolFingerprint in @taskgate/reliability). */
+  fingerprint: string;
+  definition: JSONColumnType<Record<string, unknown>, string, string>;
+  published_at: GeneratedTimestamp;
+}
+
 export interface Database {
   instances: InstancesTable;
+  tool_catalog: ToolCatalogTable;
   tasks: TasksTable;
   task_events: TaskEventsTable;
   taskgate_migrations: TaskgateMigrationsTable;

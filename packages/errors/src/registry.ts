@@ -30,6 +30,7 @@ export const errorRegistry = {
   TG_EMBEDDED_TRANSACTION_WAIT: { title: 'Embedded Postgres transaction wait exceeded', httpStatus: 503, exitCode: 75 },
   TG_STARTUP_FAILED: { title: 'A role failed to start', httpStatus: 500, exitCode: 70 },
   TG_SHUTDOWN_TIMEOUT: { title: 'Graceful shutdown exceeded its deadline', httpStatus: 500, exitCode: 70 },
+  TG_INSTANCE_NOT_REGISTERED: { title: 'Instance not registered', httpStatus: 500, exitCode: 70 },
   TG_UNAUTHORIZED: { title: 'Missing or invalid bearer token', httpStatus: 401, exitCode: 77 },
   TG_REQUEST_INVALID: { title: 'Request does not match its schema', httpStatus: 400, exitCode: 65 },
   TG_MALFORMED_JSON: { title: 'Request body is not valid JSON', httpStatus: 400, exitCode: 65 },

@@ -26,6 +26,7 @@ export {
   requestIdKey,
 } from './request-coordinator.ts';
 export { canonicalJson, fingerprintInput, mayRetryAutomatically, type RetryClass } from './retry-policy.ts';
+export { sha256Hex } from './sha256.ts';
 export {
   checkTransition,
   isTaskStatus,
@@ -36,6 +37,7 @@ export {
   type TerminalTaskStatus,
   type TransitionCheck,
 } from './task-state.ts';
+export { type ToolCatalogEntry, toolCatalogEntry, toolFingerprint } from './tool-fingerprint.ts';
 export {
   type DeadlineClock,
   type DeadlineExpiry,
