@@ -6,9 +6,13 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { LedgerService } from '@taskgate/api';
-import { chargeOnce, createKysely, createPool, executeOnce, insertCharge, keyFingerprint } from '@taskgate/db';
+import { IdempotentMutation } from '@taskgate/api';
+import { createKysely, createPool, executeOnce, keyFingerprint } from '@taskgate/db';
+import type { Kysely } from 'kysely';
 import { sql } from 'kysely';
+import { chargeMutation } from '../examples/ledger/ledger-routes.ts';
+import type { LedgerDatabase } from '../examples/ledger/ledger-schema.ts';
+import { chargeToolResult, insertCharges } from '../examples/ledger/ledger-store.ts';
 import { benchDatabase } from './support/bench-database.ts';
 import { atLeastShareOfAnchor, printTable, reportGoals, summary } from './support/report.ts';
 
@@ -63,12 +67,17 @@ try {
     });
     const latencies: number[] = [];
     const kinds: string[] = [];
-    const runs = pools.map(async (db) => {
+    const mutations = pools.map((db) => new IdempotentMutation(db, chargeMutation, { retentionMs: claim.retentionMs }));
+    const runs = mutations.map(async (mutation) => {
       await start;
       const began = performance.now();
-      const outcome = await chargeOnce(db, { claim, account: 'acct-storm', cents: 500 });
-      kinds.push(outcome.kind);
-      if (outcome.kind === 'replayed') latencies.push(performance.now() - began);
+      const outcome = await mutation.run({
+        tenantId: claim.tenantId,
+        key,
+        input: { account: 'acct-storm', cents: 500 },
+      });
+      kinds.push(outcome.replayed ? 'replayed' : 'executed');
+      if (outcome.replayed) latencies.push(performance.now() - began);
     });
     release();
     await Promise.all(runs);
@@ -111,14 +120,15 @@ process.exit(0);
 
 /**
  * Charges with distinct keys, `clients` callers back to back. 'one-statement' is what the REST
- * operation runs (LedgerService.charge: one statement per batch of concurrent charges); 'general'
+ * operation runs (the ledger module's charge mutation on IdempotentMutation: one transaction per
+ * batch of concurrent charges, four statements however many it carries); 'general'
  * is the ledger's multi-statement transaction that any effect can use (claim, effect, store result:
  * five round trips per charge, one connection per caller).
  */
 async function chargeRate(url: string, clients: number, path: 'one-statement' | 'general'): Promise<number> {
   const db = createKysely(createPool(url, { applicationName: 'bench-ledger', max: clients }));
-  // What POST /v1/accounts/{account}/charges runs: concurrent charges group-commit in one statement.
-  const ledger = new LedgerService(db);
+  // What POST /v1/accounts/{account}/charges runs: concurrent charges group-commit in one transaction.
+  const charges = new IdempotentMutation(db, chargeMutation, { retentionMs: 86_400_000 });
   let committed = 0;
   let stop = false;
   const loop = async (client: number) => {
@@ -133,12 +143,15 @@ async function chargeRate(url: string, clients: number, path: 'one-statement' | 
       };
       const outcome =
         path === 'one-statement'
-          ? await ledger
-              .charge('bench', key, args)
+          ? await charges
+              .run({ tenantId: 'bench', key, input: args })
               .then((charged) => ({ kind: charged.replayed ? 'replayed' : 'executed' }))
-          : await executeOnce(db, { ...claim, operation: 'charge_account' }, (trx) =>
-              insertCharge(trx, { tenantId: 'bench', ...args, idempotencyKey: key, taskId: null }),
-            );
+          : await executeOnce(db, { ...claim, operation: 'charge_account' }, async (trx) => {
+              const [charge] = await insertCharges(trx as unknown as Kysely<LedgerDatabase>, [
+                { tenantId: 'bench', ...args, idempotencyKey: key, taskId: null },
+              ]);
+              return chargeToolResult(charge as NonNullable<typeof charge>);
+            });
       if (outcome.kind !== 'executed') throw new Error(`distinct key ${key} was not executed: ${outcome.kind}`);
       if (!stop) committed += 1;
     }

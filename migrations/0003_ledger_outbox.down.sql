@@ -1,6 +1,3 @@
-DROP TABLE inventory_reservations;
-DROP TABLE inventory;
-DROP TABLE account_charges;
 DROP TRIGGER outbox_notify ON outbox;
 DROP FUNCTION taskgate_outbox_notify();
 DROP TABLE outbox;

@@ -1,5 +1,5 @@
--- The idempotency ledger, durable steps, reconciliation items, the transactional outbox, and the
--- business tables of the two example mutations (charge_account, reserve_inventory).
+-- The idempotency ledger, durable steps, reconciliation items and the transactional outbox.
+-- (Business tables belong to tool modules, in their own migrations: see examples/ledger.)
 
 -- A task that carries an idempotency key: the key's row below names the task that holds it.
 ALTER TABLE tasks ADD COLUMN idempotency_key text;
@@ -94,39 +94,3 @@ BEGIN
   RETURN NULL;
 END $$;
 CREATE TRIGGER outbox_notify AFTER INSERT ON outbox FOR EACH STATEMENT EXECUTE FUNCTION taskgate_outbox_notify();
-
--- charge_account: one row per executed charge.
-CREATE TABLE account_charges (
-  id              uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
-  tenant_id       text        NOT NULL,
-  account         text        NOT NULL,
-  cents           bigint      NOT NULL,
-  idempotency_key text,
-  task_id         uuid,
-  created_at      timestamptz NOT NULL DEFAULT now(),
-  CONSTRAINT account_charges_cents_check CHECK (cents > 0),
-  CONSTRAINT account_charges_account_check CHECK (account <> '')
-);
-CREATE INDEX account_charges_account_idx ON account_charges (tenant_id, account, created_at);
-
--- reserve_inventory: stock per SKU and the reservations taken from it.
-CREATE TABLE inventory (
-  tenant_id  text        NOT NULL,
-  sku        text        NOT NULL,
-  available  integer     NOT NULL,
-  updated_at timestamptz NOT NULL DEFAULT now(),
-  PRIMARY KEY (tenant_id, sku),
-  CONSTRAINT inventory_available_check CHECK (available >= 0)
-);
-CREATE TABLE inventory_reservations (
-  id              uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
-  tenant_id       text        NOT NULL,
-  sku             text        NOT NULL,
-  quantity        integer     NOT NULL,
-  idempotency_key text,
-  task_id         uuid,
-  created_at      timestamptz NOT NULL DEFAULT now(),
-  FOREIGN KEY (tenant_id, sku) REFERENCES inventory (tenant_id, sku),
-  CONSTRAINT inventory_reservations_quantity_check CHECK (quantity > 0)
-);
-CREATE INDEX inventory_reservations_sku_idx ON inventory_reservations (tenant_id, sku, created_at);

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { loadMigrations, MigrationRunner } from '@taskgate/db';
 import pg from 'pg';
 
@@ -28,7 +29,13 @@ export async function benchDatabase(): Promise<BenchDatabase> {
   await runOn(admin, `CREATE DATABASE ${name}`);
   const url = new URL(admin);
   url.pathname = `/${name}`;
-  await new MigrationRunner({ connectionString: url.toString(), migrations: await loadMigrations() }).up();
+  // Taskgate's own and the example ledger's, as `taskgate migrate up` with the default modules.
+  const ledger = fileURLToPath(new URL('../../examples/ledger/migrations/', import.meta.url));
+  await new MigrationRunner({
+    connectionString: url.toString(),
+    migrations: await loadMigrations(),
+    modules: [{ module: 'ledger', migrations: await loadMigrations(ledger), dir: ledger }],
+  }).up();
   return {
     url: url.toString(),
     analyze: () => runOn(url.toString(), 'ANALYZE'),

@@ -1,5 +1,6 @@
-import { chargeToolResult, type Database, insertCharge, reserveStock } from '@taskgate/db';
 import { defineTool } from '@taskgate/sdk';
+import type { LedgerDatabase } from './ledger-schema.ts';
+import { chargedEvent, chargeToolResult, insertCharges, reservedEvent, reserveStock } from './ledger-store.ts';
 
 /** The key an MCP call carries in its arguments (REST may send it as the Idempotency-Key header). */
 const IDEMPOTENCY_KEY_ARGUMENT = {
@@ -9,7 +10,7 @@ const IDEMPOTENCY_KEY_ARGUMENT = {
   description: 'Names this business intent: a retry with the same key and arguments replays the first result',
 } as const;
 
-export const chargeAccount = defineTool<{ account: string; cents: number; idempotencyKey?: string }, Database>({
+export const chargeAccount = defineTool<{ account: string; cents: number; idempotencyKey?: string }, LedgerDatabase>({
   name: 'charge_account',
   title: 'Charge account',
   description:
@@ -30,20 +31,18 @@ export const chargeAccount = defineTool<{ account: string; cents: number; idempo
   idempotencyKey: 'required',
   async handler({ account, cents }, ctx) {
     await ctx.checkpoint();
-    return ctx.commit(async ({ db }) => {
-      const charge = await insertCharge(db, {
-        tenantId: ctx.tenant,
-        account,
-        cents,
-        idempotencyKey: ctx.idempotencyKey,
-        taskId: ctx.taskId,
-      });
+    return ctx.commit(async ({ db, outbox }) => {
+      const [charge] = await insertCharges(db, [
+        { tenantId: ctx.tenant, account, cents, idempotencyKey: ctx.idempotencyKey, taskId: ctx.taskId },
+      ]);
+      if (!charge) throw new Error('the charge insert returned no row');
+      outbox.add(chargedEvent(charge));
       return chargeToolResult(charge);
     });
   },
 });
 
-export const reserveInventory = defineTool<{ sku: string; quantity: number; idempotencyKey?: string }, Database>({
+export const reserveInventory = defineTool<{ sku: string; quantity: number; idempotencyKey?: string }, LedgerDatabase>({
   name: 'reserve_inventory',
   title: 'Reserve inventory',
   description:
@@ -63,7 +62,7 @@ export const reserveInventory = defineTool<{ sku: string; quantity: number; idem
   idempotencyKey: 'optional',
   async handler({ sku, quantity }, ctx) {
     await ctx.checkpoint();
-    return ctx.commit(async ({ db }) => {
+    return ctx.commit(async ({ db, outbox }) => {
       const outcome = await reserveStock(db, {
         tenantId: ctx.tenant,
         sku,
@@ -83,6 +82,7 @@ export const reserveInventory = defineTool<{ sku: string; quantity: number; idem
           isError: true,
         };
       }
+      outbox.add(reservedEvent(outcome.reservation));
       return {
         content: [
           { type: 'text', text: `reserved ${quantity} of ${sku} (reservation ${outcome.reservation.reservationId})` },

@@ -1,7 +1,10 @@
 import net from 'node:net';
 import { type McpCore, TaskEventsHub } from '@taskgate/api';
 import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LedgerDatabase } from '../../examples/ledger/ledger-schema.ts';
+import { setStock } from '../../examples/ledger/ledger-store.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { expectProblem } from '../support/problems.ts';
 import { type RowCounts, rowCounts } from '../support/row-counts.ts';
@@ -32,7 +35,7 @@ beforeAll(async () => {
   core = stdioCore(platform, hub);
   stdio = connectStdio(core);
   // Stock exists so a refused restock is told apart from a first one; this is the baseline.
-  await platform.db.insertInto('inventory').values({ tenant_id: 'acme', sku: 'sku-h', available: 3 }).execute();
+  await setStock(platform.db as unknown as Kysely<LedgerDatabase>, 'acme', 'sku-h', 3);
   baseline = await rowCounts(platform.db);
 });
 afterAll(async () => {

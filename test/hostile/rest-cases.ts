@@ -351,7 +351,7 @@ const restCases: RestCase[] = [
   rest('a task id that is not a UUID', get('/v1/tasks/not-a-uuid'), 404, 'TG_TASK_NOT_FOUND'),
   rest('an unknown task', get(`/v1/tasks/${UUID}`), 404, 'TG_TASK_NOT_FOUND'),
   rest('cancel an unknown task', post(`/v1/tasks/${UUID}/cancel`, '{}'), 404, 'TG_TASK_NOT_FOUND'),
-  rest('an unknown SKU', get('/v1/inventory/no-such-sku'), 404, 'TG_SKU_NOT_FOUND'),
+  rest('an unknown SKU', get('/v1/inventory/no-such-sku'), 404, 'LEDGER_SKU_NOT_FOUND'),
   rest('an unknown key', get('/v1/idempotency-keys/no-such-key'), 404, 'TG_IDEMPOTENCY_KEY_NOT_FOUND'),
   rest('an unknown route', get('/v2/tasks'), 404, 'TG_NOT_FOUND'),
   rest('a method the route lacks', { method: 'DELETE', url: '/v1/tasks', headers: AUTH }, 404, 'TG_NOT_FOUND'),

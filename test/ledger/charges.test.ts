@@ -1,13 +1,17 @@
-import { chargeOnce, deleteExpiredKeys, keyFingerprint, listCharges } from '@taskgate/db';
+import { deleteExpiredKeys } from '@taskgate/db';
 import type { FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LedgerDatabase } from '../../examples/ledger/ledger-schema.ts';
+import { listCharges as listLedgerCharges } from '../../examples/ledger/ledger-store.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // charge_account: the synchronous REST operation (one-statement ledger) and the tool (a task) share
 // one ledger, one result shape and one outbox.
 const database = useTestDatabase();
+const listCharges = (db: unknown, tenant: string, account: string) =>
+  listLedgerCharges(db as Kysely<LedgerDatabase>, tenant, account);
 let platform: Platform;
 let api: { app: FastifyInstance; close(): Promise<void> };
 beforeAll(async () => {
@@ -98,18 +102,12 @@ describe('POST /v1/accounts/:account/charges', () => {
   });
 
   it('takes over a key whose retention window ended', async () => {
-    const claim = {
-      tenantId: 'default',
-      key: 'k-6',
-      fingerprint: keyFingerprint('charge_account', { account: 'a6', cents: 6 }),
-      retentionMs: 60_000,
-    };
-    const request = { claim, account: 'a6', cents: 6 };
-    expect((await chargeOnce(platform.db, request)).kind).toBe('executed');
+    expect((await charge('a6', 6, 'k-6')).statusCode).toBe(201);
     await sql`UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = 'k-6'`.execute(
       platform.db,
     );
-    expect((await chargeOnce(platform.db, request)).kind).toBe('executed');
+    // The key exists, so this goes the general path, which takes the expired key over.
+    expect((await charge('a6', 6, 'k-6')).statusCode).toBe(201);
     expect(await listCharges(platform.db, 'default', 'a6')).toHaveLength(2);
   });
 

@@ -6,16 +6,16 @@ import {
   createPool,
   executeOnce,
   keyFingerprint,
-  reserveStock,
-  setStock,
   TaskAnnouncer,
   type TaskRecord,
 } from '@taskgate/db';
 import { ToolRegistry } from '@taskgate/tools';
 import { CancelWatcher, TaskRunner } from '@taskgate/worker';
 import type { FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LedgerDatabase } from '../../examples/ledger/ledger-schema.ts';
+import { reserveStock as reserveOnLedger, setStock as restock } from '../../examples/ledger/ledger-store.ts';
 import { cleanEnv, startCli } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { builtinTools } from '../support/example-tools.ts';
@@ -30,6 +30,11 @@ import {
 
 // The lesson's practice lab, item by item, against the real ledger in Postgres.
 const database = useTestDatabase();
+/** The ledger module's own SQL, on the platform's Kysely (the tables are the module's). */
+const setStock = (db: unknown, tenant: string, sku: string, available: number) =>
+  restock(db as Kysely<LedgerDatabase>, tenant, sku, available);
+const reserveStock = (db: unknown, input: Parameters<typeof reserveOnLedger>[1]) =>
+  reserveOnLedger(db as Kysely<LedgerDatabase>, input);
 const TOKEN_ACME = 'acme-secret-token-0001';
 const TOKEN_GLOBEX = 'globex-secret-token-002';
 const tokens = new Map([
@@ -342,8 +347,13 @@ describe('practice lab: reserve_inventory on the idempotency ledger', () => {
       expect(outcomes.filter((outcome) => outcome.kind === 'replayed')).toHaveLength(31);
       expect(await reservations('acme', 'sku-8x')).toBe(1);
       expect(
-        (await platform.db.selectFrom('inventory').select('available').where('sku', '=', 'sku-8x').executeTakeFirst())
-          ?.available,
+        (
+          await (platform.db as unknown as Kysely<LedgerDatabase>)
+            .selectFrom('inventory')
+            .select('available')
+            .where('sku', '=', 'sku-8x')
+            .executeTakeFirst()
+        )?.available,
       ).toBe(97);
     } finally {
       await Promise.all(connections.map((connection) => connection.close()));

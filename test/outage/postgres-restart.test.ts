@@ -1,9 +1,9 @@
-import { loadMigrations, MigrationRunner } from '@taskgate/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv, type RunningProcess, startCli } from '../support/cli.ts';
 import { modernRequest } from '../support/mcp-http.ts';
 import { PostgresCluster } from '../support/postgres-cluster.ts';
 import { waitForTask } from '../support/task-platform.ts';
+import { migrateAsDefault } from '../support/test-run.ts';
 
 // `taskgate start` (api, worker and relay in one process) against a Postgres of this test's own,
 // which is fast-stopped while a task runs and started again.
@@ -14,7 +14,7 @@ let base: string;
 beforeAll(async () => {
   server = await PostgresCluster.temporary();
   const url = server.url('postgres');
-  await new MigrationRunner({ connectionString: url, migrations: await loadMigrations() }).up();
+  await migrateAsDefault(url);
   taskgate = startCli(['start', '--no-migrate'], cleanEnv({ DATABASE_URL: url, PORT: '0', LOG_LEVEL: 'info' }));
   base = (await taskgate.waitForLog((line) => line.msg === 'taskgate started')).url as string;
 }, 120_000);

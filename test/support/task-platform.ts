@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { bearerTenants, createApiServer, LedgerService, TaskEventsHub, TaskService } from '@taskgate/api';
 import {
   createKysely,
@@ -10,13 +11,15 @@ import {
   type TaskRecord,
   type TaskWriter,
 } from '@taskgate/db';
-import { type AnyTool, ToolRegistry } from '@taskgate/tools';
+import { type AnyTool, loadToolModules, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from '@taskgate/worker';
 import type { FastifyInstance } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import { PgBoss } from 'pg-boss';
 import pino from 'pino';
 import { builtinTools } from './example-tools.ts';
+
+const LEDGER_MODULE = fileURLToPath(new URL('../../examples/ledger/index.ts', import.meta.url));
 
 /** A real logger that writes nothing: the same interface the roles get from the CLI. */
 export const silentLogger = pino({ level: 'silent' });
@@ -148,6 +151,12 @@ export async function startApi(
       service: platform.service,
       ledger: new LedgerService(platform.db),
       hub,
+      // The example ledger's routes (charges, inventory), as `taskgate start` serves them by default.
+      modules: {
+        loaded: await loadToolModules([LEDGER_MODULE], process.cwd()),
+        db: platform.db,
+        idempotencyRetentionMs: 24 * 3600 * 1000,
+      },
       tenant: bearerTenants(options.tokens ?? new Map(), 'default'),
       ...(options.events ? { events: options.events } : {}),
       mcp: {

@@ -1,7 +1,22 @@
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { loadMigrations, MigrationRunner } from '@taskgate/db';
 import pg from 'pg';
 import { databaseUrl, dropDatabase, runPrefix } from './databases.ts';
+
+const LEDGER_MIGRATIONS = fileURLToPath(new URL('../../examples/ledger/migrations/', import.meta.url));
+
+/**
+ * Migrates a database as `taskgate migrate up` with no module given does: Taskgate's own, then the
+ * example ledger's tables (the example modules are what tests serve unless they bring their own).
+ */
+export async function migrateAsDefault(url: string): Promise<void> {
+  await new MigrationRunner({
+    connectionString: url,
+    migrations: await loadMigrations(),
+    modules: [{ module: 'ledger', migrations: await loadMigrations(LEDGER_MIGRATIONS), dir: LEDGER_MIGRATIONS }],
+  }).up();
+}
 
 export interface TestRun {
   readonly runId: string;
@@ -26,10 +41,7 @@ export async function openTestRun(adminUrl: string): Promise<TestRun> {
   const runId = newRunId();
   const template = `${runPrefix(runId)}template`;
   await onServer(adminUrl, (client) => client.query(`CREATE DATABASE ${pg.escapeIdentifier(template)}`));
-  await new MigrationRunner({
-    connectionString: databaseUrl(adminUrl, template),
-    migrations: await loadMigrations(),
-  }).up();
+  await migrateAsDefault(databaseUrl(adminUrl, template));
   return {
     runId,
     template,

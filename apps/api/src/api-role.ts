@@ -1,5 +1,5 @@
 import { TaskgateError } from '@taskgate/errors';
-import type { ToolRegistry } from '@taskgate/tools';
+import type { ToolModule, ToolRegistry } from '@taskgate/tools';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { type CheckState, type ReadinessReport, readinessReport } from './health-routes.ts';
 import { bearerTenants } from './http/auth.ts';
@@ -17,6 +17,8 @@ export interface ApiRoleOptions {
   readonly tokens: ReadonlyMap<string, string>;
   readonly unauthenticatedTenant: string;
   readonly tools: ToolRegistry;
+  /** The loaded tool modules: their routes are served under /v1. */
+  readonly modules?: readonly ToolModule[];
   /** Whether NOTIFY reaches this process (false on the embedded Postgres: watchers poll faster). */
   readonly listenNotify: boolean;
   readonly defaultTtlMs?: number;
@@ -44,6 +46,9 @@ export interface ApiRoleOptions {
    */
   readonly graceMs?: number;
 }
+
+/** How long idempotency keys are remembered after their call committed, unless configured. */
+const DEFAULT_IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 export interface ApiRole {
   readonly url: string;
@@ -76,6 +81,15 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
         service: services.service,
         ledger: services.ledger,
         hub: services.hub,
+        ...(options.modules
+          ? {
+              modules: {
+                loaded: options.modules,
+                db: services.db,
+                idempotencyRetentionMs: options.idempotencyRetentionMs ?? DEFAULT_IDEMPOTENCY_RETENTION_MS,
+              },
+            }
+          : {}),
         tenant: bearerTenants(options.tokens, options.unauthenticatedTenant),
         events: { pollMs: options.listenNotify ? 1_000 : 250 },
         mcp: {

@@ -12,6 +12,15 @@ export { LedgerService } from './ledger/ledger-service.ts';
 export { McpCore, type McpCoreOptions, type RequestContext } from './mcp/mcp-core.ts';
 export { ProgressStream } from './mcp/progress-stream.ts';
 export { StdioServer, type StdioServerOptions } from './mcp/stdio-server.ts';
+export {
+  IdempotentMutation,
+  type MutationCall,
+  type MutationDefinition,
+  type MutationOutcome,
+  type MutationTransaction,
+} from './modules/idempotent-mutation.ts';
+export { ModuleError } from './modules/module-error.ts';
+export { type RouteServices, registerModuleRoutes } from './modules/module-routes.ts';
 export { type ApiServerOptions, BODY_LIMIT_BYTES, createApiServer } from './server.ts';
 export { SseStream, type SseStreamOptions } from './sse/sse-stream.ts';
 export { openTaskServices, type TaskServices, type TaskServicesOptions } from './task-services.ts';

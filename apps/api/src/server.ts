@@ -1,6 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { ToolRegistry } from '@taskgate/tools';
+import type { Database } from '@taskgate/db';
+import type { ToolModule, ToolRegistry } from '@taskgate/tools';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
 import { type ReadinessProbe, registerHealthRoutes } from './health-routes.ts';
 import { authenticateScope, type TenantResolver } from './http/auth.ts';
 import { checkDecodedInput } from './http/decoded-input.ts';
@@ -10,7 +12,8 @@ import { installRequestGuard } from './http/request-guards.ts';
 import type { LedgerService } from './ledger/ledger-service.ts';
 import { McpCore } from './mcp/mcp-core.ts';
 import { registerMcpRoute } from './mcp/mcp-route.ts';
-import { registerLedgerRoutes } from './routes/ledger-routes.ts';
+import { registerModuleRoutes } from './modules/module-routes.ts';
+import { registerReconciliationRoutes } from './routes/reconciliation-routes.ts';
 import { ProblemSchema, TaskSchema } from './routes/task-schemas.ts';
 import { registerTaskRoutes } from './routes/tasks-routes.ts';
 import type { TaskEventsHub } from './tasks/task-events-hub.ts';
@@ -26,6 +29,12 @@ export interface ApiServerOptions {
     readonly hub: TaskEventsHub;
     readonly tenant: TenantResolver;
     readonly events?: { readonly keepaliveMs?: number; readonly pollMs?: number };
+    /** Tool modules whose routes this API serves under /v1 (with the pool their routes use). */
+    readonly modules?: {
+      readonly loaded: readonly ToolModule[];
+      readonly db: Kysely<Database>;
+      readonly idempotencyRetentionMs: number;
+    };
     /** POST /mcp: the tools the registry offers, guarded like ARCHITECTURE.md asks. */
     readonly mcp?: {
       readonly tools: ToolRegistry;
@@ -92,7 +101,14 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
         capacity: 4,
       },
     });
-    registerLedgerRoutes(v1, { service: tasks.service, ledger: tasks.ledger });
+    registerReconciliationRoutes(v1, { ledger: tasks.ledger });
+    if (tasks.modules) {
+      await registerModuleRoutes(v1, tasks.modules.loaded, {
+        db: tasks.modules.db,
+        service: tasks.service,
+        retentionMs: tasks.modules.idempotencyRetentionMs,
+      });
+    }
   });
   if (tasks.mcp) {
     registerMcpRoute(app, {

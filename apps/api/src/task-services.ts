@@ -119,9 +119,6 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     ...(options.idempotencyRetentionMs === undefined ? {} : { idempotencyRetentionMs: options.idempotencyRetentionMs }),
     ...(options.clockCaps ? { clockCaps: options.clockCaps } : {}),
   });
-  const ledger = new LedgerService(
-    db,
-    options.idempotencyRetentionMs === undefined ? {} : { idempotencyRetentionMs: options.idempotencyRetentionMs },
-  );
+  const ledger = new LedgerService(db);
   return { pool, db, service, ledger, hub, heartbeat: upkeep.heartbeat, sweeper: upkeep.sweeper, stop };
 }

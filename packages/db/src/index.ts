@@ -42,7 +42,9 @@ export { createKysely } from './kysely.ts';
 export {
   type ClaimOutcome,
   claimKey,
+  claimNewKeys,
   completeKey,
+  completeKeys,
   deleteExpiredKeys,
   findKey,
   type KeyClaim,
@@ -68,25 +70,6 @@ export {
   PLATFORM_MODULE,
 } from './migrations/module-migrations.ts';
 export { PGBOSS_SCHEMA, type PgBossSchemaState, requiredPgBossVersion } from './migrations/pgboss-schema.ts';
-export {
-  type Charge,
-  type ChargeInput,
-  type ChargeRequest,
-  chargeAll,
-  chargeFallback,
-  chargeOnce,
-  chargeToolResult,
-  insertCharge,
-  listCharges,
-} from './mutations/account-charges.ts';
-export {
-  findInventory,
-  type InventoryRecord,
-  type Reservation,
-  type ReserveOutcome,
-  reserveStock,
-  setStock,
-} from './mutations/inventory.ts';
 export { type OutageRetryOptions, retryWhileUnavailable } from './outage-retry.ts';
 export {
   type ClaimedOutboxEvent,

@@ -8,8 +8,8 @@ export const MAX_PREPARED_PER_CONNECTION = 256;
  * A pg Client that runs every parameterized statement as a named prepared statement, named by a
  * hash of its text. node-pg sends unnamed statements, which Postgres parses and plans on every
  * execution; for the set-based statements of the hot paths (a task's create, its attempt's start
- * and finish, a charge with its key and outbox row) planning cost as much server time as running
- * them: measured with pgbench on the charge statement, 0.9k → 1.6k per second on one connection.
+ * and finish, a one-row mutation with its key and outbox row) planning cost as much server time as
+ * running them: measured with pgbench on such a statement, 0.9k → 1.6k per second on one connection.
  * A prepared statement is parsed once per connection and, after five executions, Postgres may
  * settle on a generic plan.
  *

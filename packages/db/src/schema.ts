@@ -134,33 +134,6 @@ export interface OutboxTable {
   dead_at: Timestamp | null;
 }
 
-export interface AccountChargesTable {
-  id: Generated<string>;
-  tenant_id: string;
-  account: string;
-  cents: ColumnType<string, number | string, number | string>;
-  idempotency_key: string | null;
-  task_id: string | null;
-  created_at: GeneratedTimestamp;
-}
-
-export interface InventoryTable {
-  tenant_id: string;
-  sku: string;
-  available: number;
-  updated_at: GeneratedTimestamp;
-}
-
-export interface InventoryReservationsTable {
-  id: Generated<string>;
-  tenant_id: string;
-  sku: string;
-  quantity: number;
-  idempotency_key: string | null;
-  task_id: string | null;
-  created_at: GeneratedTimestamp;
-}
-
 export type InstanceKind = 'api' | 'worker';
 
 export interface InstancesTable {
@@ -193,7 +166,4 @@ export interface Database {
   task_steps: TaskStepsTable;
   reconciliation_items: ReconciliationItemsTable;
   outbox: OutboxTable;
-  account_charges: AccountChargesTable;
-  inventory: InventoryTable;
-  inventory_reservations: InventoryReservationsTable;
 }

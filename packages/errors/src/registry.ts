@@ -64,7 +64,6 @@ export const errorRegistry = {
     exitCode: 75,
   },
   TG_IDEMPOTENCY_KEY_NOT_FOUND: { title: 'Idempotency key not found', httpStatus: 404, exitCode: 65 },
-  TG_SKU_NOT_FOUND: { title: 'SKU not found', httpStatus: 404, exitCode: 65 },
   TG_SERVICE_UNAVAILABLE: { title: 'Service unavailable', httpStatus: 503, exitCode: 69 },
   TG_INTERNAL: { title: 'Internal error', httpStatus: 500, exitCode: 70 },
 } as const satisfies Record<string, ErrorDefinition>;

@@ -6,8 +6,8 @@
  * Each batch is taken one event-loop turn (setImmediate) after the previous one ended, not at once:
  * the callers a batch just answered usually submit again in the microtasks that follow, and
  * waiting that one turn lets them join the next batch instead of the first of them going alone and
- * the rest forming a second (measured on the charge ledger with 8 callers: batches alternated 1
- * and 7; with the turn they are 8). At idle the turn costs microseconds.
+ * the rest forming a second (measured on a one-row idempotent mutation with 8 callers: batches
+ * alternated 1 and 7; with the turn they are 8). At idle the turn costs microseconds.
  */
 export type RunBatch<I, O> = (items: readonly I[]) => Promise<O[]>;
 

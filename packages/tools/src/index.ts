@@ -10,6 +10,6 @@ export type {
   RunTask,
 } from './run-store.ts';
 export { taskSupportOf } from './task-support.ts';
-export { MODULE_EXPORTS, type ModuleRoutes, type ToolModule } from './tool-module.ts';
+export { MODULE_EXPORTS, type ModuleErrorDefinition, type ModuleRoutes, type ToolModule } from './tool-module.ts';
 export { type ArgumentCheck, type ArgumentProblem, ToolRegistry } from './tool-registry.ts';
 export { INTERNAL_ERROR, REQUEST_TIMEOUT, type RunSettings, ToolRun } from './tool-run.ts';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { TaskgateError } from '@taskgate/errors';
 import type { AnyTool } from './any-tool.ts';
-import type { ModuleRoutes, ToolModule } from './tool-module.ts';
+import type { ModuleErrorDefinition, ModuleRoutes, ToolModule } from './tool-module.ts';
 import { ToolRegistry } from './tool-registry.ts';
 
 const MODULE_NAME = /^(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
@@ -20,10 +20,16 @@ const MODULE_NAME = /^(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/;
 export async function loadToolModules(specs: readonly string[], cwd: string): Promise<ToolModule[]> {
   const modules: ToolModule[] = [];
   const seen = new Map<string, string>();
+  const codes = new Map<string, string>();
   for (const spec of specs) {
     const file = resolveSpec(spec, cwd);
     if (modules.some((module) => module.file === file)) continue;
     const loaded = await loadOne(file);
+    for (const code of Object.keys(loaded.errors)) {
+      const other = codes.get(code);
+      if (other !== undefined) throw invalid(file, `error code ${code} is also defined by ${other}`);
+      codes.set(code, file);
+    }
     for (const tool of loaded.tools) {
       const other = seen.get(tool.name);
       if (other !== undefined) {
@@ -98,7 +104,31 @@ async function loadOne(file: string): Promise<ToolModule> {
     tools: tools as AnyTool[],
     migrationsDir,
     routes: (routes as ModuleRoutes | undefined) ?? null,
+    errors: errorsOf(source.errors, file),
   };
+}
+
+const ERROR_CODE = /^[A-Z][A-Z0-9_]{2,63}$/;
+
+function errorsOf(exported: unknown, file: string): Record<string, ModuleErrorDefinition> {
+  if (exported === undefined) return {};
+  if (typeof exported !== 'object' || exported === null || Array.isArray(exported)) {
+    throw invalid(file, 'errors must be an object of { title, httpStatus } by code');
+  }
+  const errors: Record<string, ModuleErrorDefinition> = {};
+  for (const [code, definition] of Object.entries(exported)) {
+    if (!ERROR_CODE.test(code) || code.startsWith('TG_')) {
+      throw invalid(file, `error code ${code} must be 3-64 of A-Z 0-9 _ and not start with TG_ (the platform's)`);
+    }
+    const { title, httpStatus } = (definition ?? {}) as { title?: unknown; httpStatus?: unknown };
+    if (typeof title !== 'string' || title === '') throw invalid(file, `error ${code}: title must be a string`);
+    if (!Number.isInteger(httpStatus) || (httpStatus as number) < 400 || (httpStatus as number) > 499) {
+      // A module's own errors are the caller's to fix; 5xx stays the platform's (outages, bugs).
+      throw invalid(file, `error ${code}: httpStatus must be a 4xx status`);
+    }
+    errors[code] = { title, httpStatus: httpStatus as number };
+  }
+  return errors;
 }
 
 async function nameOf(exported: unknown, file: string): Promise<string> {

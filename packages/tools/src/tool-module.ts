@@ -17,7 +17,18 @@ export interface ToolModule {
   /** The folder of its own SQL migrations, or null. */
   readonly migrationsDir: string | null;
   readonly routes: ModuleRoutes | null;
+  /** The error codes its routes answer with, by code. */
+  readonly errors: Readonly<Record<string, ModuleErrorDefinition>>;
+}
+
+/**
+ * An error a module's routes answer with (problem+json with this code, title and status). Codes are
+ * the module's own: upper case, never `TG_` (the platform's), unique across the loaded modules.
+ */
+export interface ModuleErrorDefinition {
+  readonly title: string;
+  readonly httpStatus: number;
 }
 
 /** What a module may export, by name or as the fields of its default export. */
-export const MODULE_EXPORTS = ['name', 'tools', 'migrations', 'routes'] as const;
+export const MODULE_EXPORTS = ['name', 'tools', 'migrations', 'routes', 'errors'] as const;

@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type ErrorCode, errorRegistry } from '@taskgate/errors';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ModuleError } from '../modules/module-error.ts';
 import { classifyFailure, type Failure, OUTAGE_RETRY_AFTER_SECONDS } from './failures.ts';
 
 /** RFC 9457 problem details, with Taskgate's stable code alongside. */
@@ -11,7 +12,8 @@ export interface Problem {
   readonly status: number;
   readonly detail: string;
   readonly instance: string;
-  readonly code: ErrorCode;
+  /** A registry code, or a tool module's own (see ModuleError). */
+  readonly code: ErrorCode | (string & {});
   readonly errors?: readonly unknown[];
 }
 
@@ -36,13 +38,24 @@ export function sendProblem(reply: FastifyReply, body: Problem): FastifyReply {
 }
 
 /** The headers a code's answer carries, whichever body format it goes out in. */
-export function problemHeaders(code: ErrorCode): Record<string, string> {
+export function problemHeaders(code: string): Record<string, string> {
   if (code === 'TG_UNAUTHORIZED') return { 'www-authenticate': 'Bearer realm="taskgate"' };
   if (code === 'TG_SERVICE_UNAVAILABLE') return { 'retry-after': String(OUTAGE_RETRY_AFTER_SECONDS) };
   return {};
 }
 
 export function toProblem(error: unknown, request: FastifyRequest): Problem {
+  if (error instanceof ModuleError) {
+    return {
+      type: `urn:taskgate:error:${error.code.toLowerCase().replaceAll('_', '-')}`,
+      title: error.definition.title,
+      status: error.definition.httpStatus,
+      detail: error.message,
+      instance: request.url,
+      code: error.code,
+      ...(error.errors && error.errors.length > 0 ? { errors: error.errors } : {}),
+    };
+  }
   return problemOf(classifyFailure(error), request.url);
 }
 

@@ -1,7 +1,7 @@
 import { startApiRole } from '@taskgate/api';
 import { loadMigrations, MigrationRunner, type ModuleMigrations } from '@taskgate/db';
 import { startRelayRole } from '@taskgate/relay';
-import { registryOf } from '@taskgate/tools';
+import { registryOf, type ToolModule } from '@taskgate/tools';
 import { startWorkerRole } from '@taskgate/worker';
 import { type Config, clockCaps, DEFAULT_TENANT, isLoopbackHost } from '../config.ts';
 import { openDatabase } from '../database.ts';
@@ -34,6 +34,28 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
   // Shutdown may take the grace period for in-flight work plus time to close connections.
   const lifecycle = new Lifecycle(logger, config.shutdownGraceMs + 2_000);
   lifecycle.installSignalHandlers();
+  const booted = await bootTaskgate(args, config, logger, lifecycle);
+  if (booted !== null) await lifecycle.stopRequested;
+  return finish(lifecycle, logger);
+}
+
+export interface Booted {
+  /** The API's URL, or null without the api role. */
+  readonly url: string | null;
+  readonly modules: readonly ToolModule[];
+}
+
+/**
+ * Starts everything `taskgate start` runs, registering each stop with `lifecycle`. Null when a stop
+ * was requested part-way (what started is registered, for the caller's stopAll); throws after
+ * stopping what did start when start-up fails.
+ */
+export async function bootTaskgate(
+  args: StartArgs,
+  config: Config,
+  logger: Logger,
+  lifecycle: Lifecycle,
+): Promise<Booted | null> {
   const roleState = new Map<Role, RoleState>(args.roles.map((role) => [role, 'starting']));
 
   try {
@@ -43,7 +65,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
     const migrations = await moduleMigrationsOf(modules);
     const database = await openDatabase(config, logger);
     lifecycle.onStop('database', () => database.stop());
-    if (lifecycle.stopping) return await finish(lifecycle, logger);
+    if (lifecycle.stopping) return null;
     if (config.healthPort !== null) {
       // Up before the migrations and the roles, so a probe sees "alive, starting" meanwhile.
       const health = await startHealthServer({
@@ -68,7 +90,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
     } else {
       assertSchemaCurrent(await runner.status());
     }
-    if (lifecycle.stopping) return await finish(lifecycle, logger);
+    if (lifecycle.stopping) return null;
 
     // NOTIFY crosses connections on a real Postgres only; embedded, everything polls (faster).
     const listenNotify = database.kind === 'external';
@@ -78,7 +100,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
       lifecycle.onStop('worker', () => worker.stop());
       roleState.set('worker', 'ok');
     }
-    if (lifecycle.stopping) return await finish(lifecycle, logger);
+    if (lifecycle.stopping) return null;
 
     if (args.roles.includes('relay')) {
       const relay = await startRelayRole({
@@ -93,7 +115,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
       lifecycle.onStop('relay', () => relay.stop());
       roleState.set('relay', 'ok');
     }
-    if (lifecycle.stopping) return await finish(lifecycle, logger);
+    if (lifecycle.stopping) return null;
 
     let url: string | null = null;
     if (args.roles.includes('api')) {
@@ -110,6 +132,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
         idempotencyRetentionMs: config.idempotencyRetentionMs,
         unauthenticatedTenant: DEFAULT_TENANT,
         tools,
+        modules,
         listenNotify,
         // One sweeper per process is plenty: the worker's, when this process runs one.
         sweep: !args.roles.includes('worker'),
@@ -133,8 +156,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
     }
 
     logger.info({ roles: args.roles, url, database: database.description }, 'taskgate started');
-    await lifecycle.stopRequested;
-    return await finish(lifecycle, logger);
+    return { url, modules };
   } catch (error) {
     // Start-up failed part-way: stop what did start, then report the original error.
     await lifecycle.stopAll();
@@ -142,7 +164,7 @@ export async function runStart(args: StartArgs, config: Config, logger: Logger):
   }
 }
 
-async function finish(lifecycle: Lifecycle, logger: Logger): Promise<number> {
+export async function finish(lifecycle: Lifecycle, logger: Logger): Promise<number> {
   const problems = await lifecycle.stopAll();
   logger.info({ problems }, problems.length === 0 ? 'taskgate stopped' : 'taskgate stopped with problems');
   return problems.length === 0 ? 0 : 70;

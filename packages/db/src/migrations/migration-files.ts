@@ -12,12 +12,25 @@ export interface Migration {
   readonly downSql: string;
   /** SHA-256 of the up SQL; an applied migration whose file changed afterwards is refused. */
   readonly checksum: string;
+  /** Earlier texts of this file that are accepted as applied (see SUPERSEDED_CHECKSUMS). */
+  readonly acceptedChecksums?: readonly string[];
   readonly upFile: string;
   readonly downFile: string;
 }
 
 /** migrations/ at the repository root: the single source of schema truth. */
 export const defaultMigrationsDir = fileURLToPath(new URL('../../../../migrations/', import.meta.url));
+
+/**
+ * Taskgate's own migrations whose text changed after release, and the checksums of the texts they
+ * replaced, which an applied row may still carry. 0003 created the example ledger's business tables
+ * until those moved to their tool module (examples/ledger): a database migrated before that keeps
+ * the tables, and the module's first migration adopts them (CREATE TABLE IF NOT EXISTS). Nothing
+ * else may be added here: a changed migration is otherwise a new migration.
+ */
+const SUPERSEDED_CHECKSUMS: Readonly<Record<string, readonly string[]>> = {
+  '0003_ledger_outbox': ['58e8a2d531374436660728a2e42a3f8569afb08dc9087c589798fb3984ad5731'],
+};
 
 const FILE_PATTERN = /^(\d{4})_([a-z0-9][a-z0-9_]*)\.(up|down)\.sql$/;
 
@@ -61,17 +74,26 @@ export async function loadMigrations(dir: string = defaultMigrationsDir): Promis
     const upSql = await readFile(path.join(dir, entry.up), 'utf8');
     const downSql = await readFile(path.join(dir, entry.down), 'utf8');
     if (upSql.trim() === '') throw invalid(`${entry.up} is empty`, dir);
+    const superseded =
+      path.resolve(dir) === path.resolve(defaultMigrationsDir)
+        ? SUPERSEDED_CHECKSUMS[`${digits(version)}_${entry.name}`]
+        : undefined;
     migrations.push({
       version,
       name: entry.name,
       upSql,
       downSql,
       checksum: checksumOf(upSql),
+      ...(superseded ? { acceptedChecksums: superseded } : {}),
       upFile: path.join(dir, entry.up),
       downFile: path.join(dir, entry.down),
     });
   }
   return migrations;
+}
+
+function digits(version: number): string {
+  return String(version).padStart(4, '0');
 }
 
 function invalid(problem: string, dir: string): TaskgateError {

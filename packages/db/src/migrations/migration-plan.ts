@@ -33,7 +33,8 @@ export function compareMigrations(
   const rows: MigrationStatus[] = known.map((migration) => {
     const row = appliedByVersion.get(migration.version);
     if (!row) return { version: migration.version, name: migration.name, state: 'pending', appliedAt: null };
-    const state = row.checksum === migration.checksum ? 'applied' : 'edited';
+    const accepted = row.checksum === migration.checksum || migration.acceptedChecksums?.includes(row.checksum);
+    const state = accepted ? 'applied' : 'edited';
     return { version: migration.version, name: migration.name, state, appliedAt: row.appliedAt };
   });
   const knownVersions = new Set(known.map((migration) => migration.version));

@@ -1,0 +1,3 @@
+DROP TABLE inventory_reservations;
+DROP TABLE inventory;
+DROP TABLE account_charges;
