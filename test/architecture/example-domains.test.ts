@@ -61,3 +61,11 @@ describe("the examples' domains stay in examples/", () => {
     expect(DOMAIN.test('discharges nothing; recharged')).toBe(false);
   });
 });
+
+describe("a module's own error codes", () => {
+  it('are each documented in examples/README.md', async () => {
+    const { errors } = await import('../../examples/ledger/index.ts');
+    const readme = readFileSync(path.join(REPO_ROOT, 'examples/README.md'), 'utf8');
+    for (const code of Object.keys(errors)) expect(readme).toContain(`| \`${code}\` |`);
+  });
+});

@@ -41,10 +41,10 @@ export {
 export { createKysely } from './kysely.ts';
 export {
   type ClaimOutcome,
+  type CompletedClaim,
+  claimCompletedKeys,
   claimKey,
-  claimNewKeys,
   completeKey,
-  completeKeys,
   deleteExpiredKeys,
   findKey,
   type KeyClaim,
@@ -83,7 +83,7 @@ export {
   releaseOutboxClaims,
 } from './outbox/outbox-claims.ts';
 export { OUTBOX_CHANNEL, OutboxListener, type OutboxListenerOptions } from './outbox/outbox-listener.ts';
-export { addOutboxEvents, type OutboxEvent } from './outbox/outbox-store.ts';
+export { addOutboxEvents, insertOutboxEvents, type OutboxEvent } from './outbox/outbox-store.ts';
 export { MAX_PREPARED_PER_CONNECTION, REPLAN_AFTER_EXECUTIONS } from './preparing-client.ts';
 export type { Database, InstanceKind, TaskEventType, TaskMode, TaskStatus } from './schema.ts';
 export { ensureTaskQueue, TASK_QUEUE, TASK_QUEUE_OPTIONS, type TaskJobData } from './task-queue.ts';

@@ -1,9 +1,9 @@
 import {
   addOutboxEvents,
-  claimNewKeys,
-  completeKeys,
+  claimCompletedKeys,
   type Database,
   executeOnce,
+  type KeyRecord,
   keyFingerprint,
   type LedgerOutcome,
   type OutboxEvent as StoredOutboxEvent,
@@ -33,8 +33,10 @@ export interface MutationDefinition<Input, DB> {
   /** The operation the keys are recorded under: a tool's name, when the tool does the same thing. */
   readonly operation: string;
   /**
-   * The effects of a batch of new calls, in that transaction: one result (JSON) per call, in order.
-   * Written set-based, a batch costs a few statements however many calls it carries.
+   * The effects of a batch of calls, in that transaction: one result (JSON) per call, in order.
+   * Written set-based, a batch costs one statement however many calls it carries. They run before
+   * the keys are recorded, and are rolled back and run again without a call whose key turned out
+   * to exist: they may only change the database (in `tx`), nothing outside it.
    */
   readonly effects: (tx: MutationTransaction<DB>, calls: readonly MutationCall<Input>[]) => Promise<unknown[]>;
 }
@@ -98,42 +100,54 @@ export class IdempotentMutation<Input, DB> {
     };
   }
 
-  /** One transaction for the calls whose keys are new; null for the others (and for a repeated key). */
+  /**
+   * One transaction for a batch: the effects run first, then one statement records every key as
+   * completed with its result and adds the outbox events. If a key already existed, the
+   * transaction rolls back (nothing of it happened) and the batch runs again without that call,
+   * which takes the general path; keys rarely exist already (a retry of a lost response), so a
+   * batch costs four round trips: BEGIN, the effects, keys and events, COMMIT.
+   */
   async #runBatch(calls: readonly MutationCall<Input>[]): Promise<(LedgerOutcome | null)[]> {
+    // A key repeated within the batch: only its first call runs here; the others wait for the
+    // general path, which replays it (or refuses other arguments).
     const seen = new Set<string>();
     const first = calls.map((call) => {
-      const id = `${call.tenantId}\u0000${call.key}`;
+      const id = idOf(call);
       if (seen.has(id)) return false;
       seen.add(id);
       return true;
     });
-    const distinct = calls.filter((_, index) => first[index]);
-    const outcomes = await this.#db.transaction().execute(async (trx) => {
-      const claimed = await claimNewKeys(
-        trx,
-        distinct.map((call) => this.#claim(call)),
-      );
-      const fresh = distinct.filter((call) => claimed.has(`${call.tenantId}\u0000${call.key}`));
-      if (fresh.length === 0) return new Map<string, LedgerOutcome>();
-      const events: StoredOutboxEvent[] = [];
-      const results = await this.#effects(trx, fresh, events);
-      await addOutboxEvents(trx, events);
-      const records = await completeKeys(
-        trx,
-        fresh.map((call, index) => ({ tenantId: call.tenantId, key: call.key, result: results[index] })),
-      );
-      const byKey = new Map<string, LedgerOutcome>();
-      fresh.forEach((call, index) => {
-        const record = records[index];
-        // Claimed in this very transaction, under its row lock: nobody can have moved it.
-        if (!record) throw new Error(`idempotency key ${call.key} was lost inside its own transaction`);
-        byKey.set(`${call.tenantId}\u0000${call.key}`, { kind: 'executed', result: record.result, record });
-      });
-      return byKey;
-    });
-    return calls.map((call, index) =>
-      first[index] ? (outcomes.get(`${call.tenantId}\u0000${call.key}`) ?? null) : null,
-    );
+    let pending = calls.filter((_, index) => first[index]);
+    const executed = new Map<string, LedgerOutcome>();
+    // Each round either commits or removes at least one call, so it ends; under heavy contention
+    // on one key the last rounds leave the rest to the general path.
+    for (let round = 0; round < 3 && pending.length > 0; round++) {
+      const conflicted = await this.#db
+        .transaction()
+        .execute(async (trx) => {
+          const events: StoredOutboxEvent[] = [];
+          const results = await this.#effects(trx, pending, events);
+          const records = await claimCompletedKeys(
+            trx,
+            pending.map((call, index) => ({ ...this.#claim(call), result: results[index] })),
+            events,
+          );
+          const taken = pending.filter((_, index) => records[index] === null);
+          if (taken.length > 0) throw new KeysTaken(taken.map(idOf));
+          pending.forEach((call, index) => {
+            const record = records[index] as KeyRecord;
+            executed.set(idOf(call), { kind: 'executed', result: record.result, record });
+          });
+          return new Set<string>();
+        })
+        .catch((error: unknown) => {
+          if (error instanceof KeysTaken) return error.ids;
+          throw error;
+        });
+      if (conflicted.size === 0) break;
+      pending = pending.filter((call) => !conflicted.has(idOf(call)));
+    }
+    return calls.map((call, index) => (first[index] ? (executed.get(idOf(call)) ?? null) : null));
   }
 
   /** The general ledger path for one call: replay, mismatch, in progress, or a stale key taken over. */
@@ -180,6 +194,19 @@ export class IdempotentMutation<Input, DB> {
     }
     return results;
   }
+}
+
+/** Rolls a batch back: these keys existed already, so their calls take the general path. */
+class KeysTaken extends Error {
+  readonly ids: Set<string>;
+  constructor(ids: readonly string[]) {
+    super(`${ids.length} idempotency key(s) existed already`);
+    this.ids = new Set(ids);
+  }
+}
+
+function idOf(call: { tenantId: string; key: string }): string {
+  return `${call.tenantId}\u0000${call.key}`;
 }
 
 function compare(a: string, b: string): number {

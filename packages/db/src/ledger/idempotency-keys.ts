@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { fingerprintInput } from '@taskgate/reliability';
 import { type Kysely, sql } from 'kysely';
+import { insertOutboxEvents, type OutboxEvent } from '../outbox/outbox-store.ts';
 import type { Database, IdempotencyKeyState } from '../schema.ts';
 
 /**
@@ -116,15 +117,26 @@ export async function completeKey(
   return rows[0] ? toKeyRecord(rows[0]) : null;
 }
 
+/** A key to record as completed with its result, for a call whose effects already ran in this transaction. */
+export interface CompletedClaim extends Omit<KeyClaim, 'taskId'> {
+  readonly result: unknown;
+}
+
 /**
- * Claims fresh keys in one statement, in the caller's transaction, for a batch of calls the caller
- * commits itself (no task): returns the `tenant\u0000key` of each key this statement inserted. A key
- * that already exists (a retry, a concurrent twin, a key a task holds, a stale one) is left alone
- * and not returned; the caller decides it on the general path (claimKey). Keys are inserted in the
- * given order, so batches that order their keys alike cannot deadlock on each other.
+ * Records keys as completed, with their results, and adds the outbox events, in one statement in
+ * the caller's transaction, after the effects ran in it: for a batch of calls the caller commits
+ * itself (no task). Returns, per claim in order, its stored record, or null where the key already
+ * existed (a retry, a concurrent twin that committed first, a key a task holds, a stale one): the
+ * caller must then roll back — those calls' effects and every event are in this transaction — and
+ * decide them on the general path (claimKey). Keys are inserted in the given order, so batches that
+ * order their keys alike cannot deadlock; a concurrent claim of one key waits on the primary key.
  */
-export async function claimNewKeys(trx: Db, claims: readonly Omit<KeyClaim, 'taskId'>[]): Promise<Set<string>> {
-  if (claims.length === 0) return new Set();
+export async function claimCompletedKeys(
+  trx: Db,
+  claims: readonly CompletedClaim[],
+  events: readonly OutboxEvent[],
+): Promise<(KeyRecord | null)[]> {
+  if (claims.length === 0) return [];
   const rows = JSON.stringify(
     claims.map((claim, ordinal) => ({
       ordinal,
@@ -133,37 +145,24 @@ export async function claimNewKeys(trx: Db, claims: readonly Omit<KeyClaim, 'tas
       operation: claim.operation,
       fingerprint: claim.fingerprint,
       retention_s: claim.retentionMs / 1000,
+      result: claim.result ?? null,
     })),
   );
-  const { rows: inserted } = await sql<{ tenant_id: string; key: string }>`
-    INSERT INTO idempotency_keys (tenant_id, key, operation, fingerprint, state, expires_at)
-    SELECT tenant_id, key, operation, fingerprint, 'pending', now() + make_interval(secs => retention_s)
-    FROM jsonb_to_recordset(${rows}::jsonb) AS x(
-      ordinal int, tenant_id text, key text, operation text, fingerprint text, retention_s float8)
-    ORDER BY ordinal
-    ON CONFLICT (tenant_id, key) DO NOTHING
-    RETURNING tenant_id, key`.execute(trx);
-  return new Set(inserted.map((row) => `${row.tenant_id}\u0000${row.key}`));
-}
-
-/** completeKey for a batch the caller claimed with claimNewKeys: one statement, records in input order. */
-export async function completeKeys(
-  trx: Db,
-  entries: readonly { tenantId: string; key: string; result: unknown }[],
-): Promise<(KeyRecord | null)[]> {
-  if (entries.length === 0) return [];
-  const rows = JSON.stringify(
-    entries.map((entry) => ({ tenant_id: entry.tenantId, key: entry.key, result: entry.result ?? null })),
-  );
-  const { rows: updated } = await sql<KeyRow>`
-    UPDATE idempotency_keys k
-    SET state = 'completed', result = coalesce(x.result, 'null'::jsonb), completed_at = now(),
-        expires_at = now() + (k.expires_at - k.created_at)
-    FROM jsonb_to_recordset(${rows}::jsonb) AS x(tenant_id text, key text, result jsonb)
-    WHERE k.tenant_id = x.tenant_id AND k.key = x.key AND k.state = 'pending' AND k.task_id IS NULL
-    RETURNING k.*`.execute(trx);
-  const byKey = new Map(updated.map((row) => [`${row.tenant_id}\u0000${row.key}`, toKeyRecord(row)]));
-  return entries.map((entry) => byKey.get(`${entry.tenantId}\u0000${entry.key}`) ?? null);
+  const announce = events.length > 0 ? sql`, announced AS (${insertOutboxEvents(events)})` : sql``;
+  const { rows: inserted } = await sql<KeyRow>`
+    WITH claimed AS (
+      INSERT INTO idempotency_keys (tenant_id, key, operation, fingerprint, state, result, completed_at, expires_at)
+      SELECT tenant_id, key, operation, fingerprint, 'completed', coalesce(result, 'null'::jsonb), now(),
+             now() + make_interval(secs => retention_s)
+      FROM jsonb_to_recordset(${rows}::jsonb) AS x(
+        ordinal int, tenant_id text, key text, operation text, fingerprint text, retention_s float8, result jsonb)
+      ORDER BY ordinal
+      ON CONFLICT (tenant_id, key) DO NOTHING
+      RETURNING *
+    )${announce}
+    SELECT * FROM claimed`.execute(trx);
+  const byKey = new Map(inserted.map((row) => [`${row.tenant_id}\u0000${row.key}`, toKeyRecord(row)]));
+  return claims.map((claim) => byKey.get(`${claim.tenantId}\u0000${claim.key}`) ?? null);
 }
 
 /** The key's record for reconciliation ("did my call commit?"), or null if unknown or expired. */

@@ -17,6 +17,17 @@ export interface OutboxEvent {
 /** Adds events in one statement; call it with the transaction that makes the change. */
 export async function addOutboxEvents(db: Kysely<Database>, events: readonly OutboxEvent[]): Promise<string[]> {
   if (events.length === 0) return [];
+  const { rows: inserted } = await sql<{ id: string }>`${insertOutboxEvents(events)} RETURNING id::text AS id`.execute(
+    db,
+  );
+  return inserted.map((row) => row.id);
+}
+
+/**
+ * The INSERT of these events, as a statement or as a data-modifying CTE of another statement (so
+ * a change and its announcement are one round trip). Events are inserted in the order given.
+ */
+export function insertOutboxEvents(events: readonly OutboxEvent[]): RawBuilder<unknown> {
   const rows = JSON.stringify(
     events.map((event, ordinal) => ({
       ordinal,
@@ -27,34 +38,10 @@ export async function addOutboxEvents(db: Kysely<Database>, events: readonly Out
       payload: event.payload ?? null,
     })),
   );
-  const { rows: inserted } = await sql<{ id: string }>`
+  return sql`
     INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload)
     SELECT tenant_id, aggregate_type, aggregate_id, event_type, coalesce(payload, 'null'::jsonb)
     FROM jsonb_to_recordset(${rows}::jsonb) AS x(
       ordinal int, tenant_id text, aggregate_type text, aggregate_id text, event_type text, payload jsonb)
-    ORDER BY ordinal
-    RETURNING id::text AS id`.execute(db);
-  return inserted.map((row) => row.id);
-}
-
-/**
- * The outbox INSERT as a fragment for a data-modifying CTE: one event per row of the CTE named
- * `from`, so a mutation's effect and its announcement are one statement. The columns are SQL
- * expressions over that CTE's columns; the outbox's own columns stay written here only.
- */
-export function announceFrom(
-  from: string,
-  event: {
-    tenantId: string;
-    aggregateType: string;
-    aggregateId: string;
-    eventType: string;
-    payload: RawBuilder<unknown>;
-  },
-): RawBuilder<unknown> {
-  return sql`
-    INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload)
-    SELECT ${sql.ref(event.tenantId)}, ${event.aggregateType}, ${sql.ref(event.aggregateId)}, ${event.eventType},
-           ${event.payload}
-    FROM ${sql.table(from)} ORDER BY ${sql.ref(event.aggregateId)}`;
+    ORDER BY ordinal`;
 }
