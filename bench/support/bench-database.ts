@@ -20,7 +20,7 @@ export interface BenchDatabase {
  * A fresh, migrated database on the server named by BENCH_DATABASE_URL, TEST_DATABASE_URL or
  * DATABASE_URL (a user that may CREATE DATABASE), dropped afterwards.
  */
-export async function benchDatabase(): Promise<BenchDatabase> {
+export async function benchDatabase(options: { migrate?: boolean } = {}): Promise<BenchDatabase> {
   const admin = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? process.env.DATABASE_URL;
   if (!admin) {
     throw new Error('set BENCH_DATABASE_URL (or TEST_DATABASE_URL), e.g. postgres://postgres@127.0.0.1:5432/postgres');
@@ -29,13 +29,16 @@ export async function benchDatabase(): Promise<BenchDatabase> {
   await runOn(admin, `CREATE DATABASE ${name}`);
   const url = new URL(admin);
   url.pathname = `/${name}`;
-  // Taskgate's own and the example ledger's, as `taskgate migrate up` with the default modules.
+  // Taskgate's own and the example ledger's, as `taskgate migrate up` with the default modules
+  // (unless the caller's server migrates it itself).
   const ledger = fileURLToPath(new URL('../../examples/ledger/migrations/', import.meta.url));
-  await new MigrationRunner({
-    connectionString: url.toString(),
-    migrations: await loadMigrations(),
-    modules: [{ module: 'ledger', migrations: await loadMigrations(ledger), dir: ledger }],
-  }).up();
+  if (options.migrate !== false) {
+    await new MigrationRunner({
+      connectionString: url.toString(),
+      migrations: await loadMigrations(),
+      modules: [{ module: 'ledger', migrations: await loadMigrations(ledger), dir: ledger }],
+    }).up();
+  }
   return {
     url: url.toString(),
     analyze: () => runOn(url.toString(), 'ANALYZE'),
