@@ -4,7 +4,6 @@ import {
   createKysely,
   createPool,
   type Database,
-  ensureTaskQueue,
   PGBOSS_SCHEMA,
   TaskAnnouncer,
   type TaskRecord,
@@ -58,7 +57,6 @@ export async function startPlatform(
   });
   boss.on('error', () => {});
   await boss.start();
-  await ensureTaskQueue(boss);
   const announcer = new TaskAnnouncer(db);
   const service = new TaskService({
     db,

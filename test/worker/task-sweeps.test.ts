@@ -6,12 +6,12 @@ import {
   registerInstance,
   releaseAttempt,
   requestCancel,
-  TASK_QUEUE,
   type TaskJobData,
   type TaskNotification,
   type TaskRecord,
   TaskSweeper,
   type TaskSweeperOptions,
+  toolQueue,
 } from '@taskgate/db';
 import { defineTool } from '@taskgate/sdk';
 import { sql } from 'kysely';
@@ -21,6 +21,8 @@ import { barrier, type Platform, silentLogger, startPlatform } from '../support/
 
 const database = useTestDatabase();
 const TENANT = 'acme';
+/** The chore tool's queue: where its tasks' jobs go. */
+const TASK_QUEUE = toolQueue('chore');
 
 /** A tool nobody will run in most of these tests: they play the workers by hand. */
 const chore = defineTool<{ n?: number }>({
@@ -47,7 +49,6 @@ function sweeper(overrides: Partial<TaskSweeperOptions> = {}): TaskSweeper {
   return new TaskSweeper({
     db: platform.db,
     announcer: platform.announcer,
-    queue: TASK_QUEUE,
     maxQueueMs: 3_600_000,
     reachableForMs: () => Number.POSITIVE_INFINITY,
     deadlineGraceMs: 0,

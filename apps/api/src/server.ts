@@ -1,5 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { ToolRegistry } from '@taskgate/tools';
+import type { ToolCatalog } from '@taskgate/tools';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { type ReadinessProbe, registerHealthRoutes } from './health-routes.ts';
 import { authenticateScope, type TenantResolver } from './http/auth.ts';
@@ -26,9 +26,9 @@ export interface ApiServerOptions {
     readonly hub: TaskEventsHub;
     readonly tenant: TenantResolver;
     readonly events?: { readonly keepaliveMs?: number; readonly pollMs?: number };
-    /** POST /mcp: the tools the registry offers, guarded like ARCHITECTURE.md asks. */
+    /** POST /mcp: the tools offered (the catalog), guarded like ARCHITECTURE.md asks. */
     readonly mcp?: {
-      readonly tools: ToolRegistry;
+      readonly tools: ToolCatalog;
       /** With loopbackOnly, these configure the DNS-rebinding guard of every route, not only /mcp. */
       readonly allowedOrigins: readonly string[];
       readonly loopbackOnly: boolean;
