@@ -9,7 +9,7 @@ import {
   type TaskRecord,
   type TaskWriter,
 } from '@taskgate/db';
-import { type AnyTool, ToolRegistry } from '@taskgate/tools';
+import { type AnyTool, type ToolCatalog, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from '@taskgate/worker';
 import type { FastifyInstance } from 'fastify';
 import { type Kysely, sql } from 'kysely';
@@ -135,6 +135,8 @@ export async function startApi(
     tokens?: ReadonlyMap<string, string>;
     events?: { keepaliveMs?: number; pollMs?: number };
     mcp?: { allowedOrigins?: readonly string[]; loopbackOnly?: boolean; sseAfterMs?: number };
+    /** What /mcp offers (default: the platform's registry). */
+    tools?: ToolCatalog;
   } = {},
 ): Promise<{ app: FastifyInstance; close(): Promise<void> }> {
   const hub = new TaskEventsHub({ connectionString: url, listen: true, logger: silentLogger });
@@ -149,7 +151,7 @@ export async function startApi(
       tenant: bearerTenants(options.tokens ?? new Map(), 'default'),
       ...(options.events ? { events: options.events } : {}),
       mcp: {
-        tools: platform.tools,
+        tools: options.tools ?? platform.tools,
         allowedOrigins: options.mcp?.allowedOrigins ?? [],
         loopbackOnly: options.mcp?.loopbackOnly ?? false,
         ...(options.mcp?.sseAfterMs === undefined ? {} : { sseAfterMs: options.mcp.sseAfterMs }),

@@ -58,7 +58,13 @@ export class InstanceHeartbeat {
   /** Registers the instance (a failure here fails the role's start) and heartbeats from then on. */
   async start(): Promise<void> {
     await registerInstance(this.#options.db, this.#options.identity);
-    await this.#options.onRegistered?.();
+    try {
+      await this.#options.onRegistered?.();
+    } catch (error) {
+      // Not started: the row must not keep saying this instance runs (nor list its tools).
+      await markInstanceStopped(this.#options.db, this.id).catch(() => {});
+      throw error;
+    }
     this.#reachableSince = this.#now();
     this.#schedule();
   }
