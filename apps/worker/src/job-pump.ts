@@ -62,8 +62,9 @@ export interface JobPumpOptions {
  * for each queue that gets slots. Free slots are shared out fairly (shareSlots: round robin from a
  * moving start, each queue capped by its per-tool concurrency), and only over the queues believed
  * to have work — those a notification named, or whose last fetch came back full — so a worker of
- * many tools under load on one of them still fetches with one statement. The poll floor (and any
- * wait a freed slot ends) counts every queue as possibly holding work again.
+ * many tools under load on one of them still fetches with one statement. Every poll interval, busy
+ * or not, every queue counts as possibly holding work again: that floor is what finds work whose
+ * notification was lost (the announcer drops a failed NOTIFY; the polls are what cover it).
  */
 export class JobPump {
   readonly #options: JobPumpOptions;
@@ -74,6 +75,8 @@ export class JobPump {
   readonly #pending = new Set<string>();
   /** Queues named by a wake-up during the fetch under way: kept pending whatever it returns. */
   readonly #wokenDuringFetch = new Set<string>();
+  /** When every queue was last counted as possibly holding work (the poll floor). */
+  #floorAt = performance.now();
   #rotation = 0;
   /** Jobs whose attempt is over and whose retirement (complete, or fail back) is still on its way. */
   readonly #settling = new Set<Promise<void>>();
@@ -204,6 +207,11 @@ export class JobPump {
 
   /** This fetch's share of `free` slots per queue, over the queues that may have work. */
   #plan(free: number): FetchRequest[] {
+    const now = performance.now();
+    if (now - this.#floorAt >= this.#options.pollIntervalMs) {
+      for (const queue of this.#caps.keys()) this.#pending.add(queue);
+      this.#floorAt = now;
+    }
     const rooms = [...this.#pending].map((queue) => ({
       queue,
       room: (this.#caps.get(queue) ?? 0) - this.runningIn(queue),
@@ -213,14 +221,13 @@ export class JobPump {
   }
 
   /**
-   * Sleeps until a wake-up, a freed slot or the poll floor. Anything but a wake-up (which named
-   * its queues) makes every queue worth fetching again: the poll floor is what finds work whose
-   * notification was lost, and a freed slot may open a queue that was at its cap.
+   * Sleeps until a wake-up (it named its queues), a freed slot (a queue at its cap may have room
+   * now: it stayed pending) or the poll floor, whichever comes first.
    */
   async #idle(): Promise<void> {
     this.#wakeRequested = false;
-    await this.#signals.waitFor('wake', this.#options.pollIntervalMs);
-    if (!this.#wakeRequested) for (const queue of this.#caps.keys()) this.#pending.add(queue);
+    const untilFloor = this.#floorAt + this.#options.pollIntervalMs - performance.now();
+    await this.#signals.waitFor('wake', Math.max(1, untilFloor));
   }
 
   #start({ queue, job, claim }: FetchedJob): void {

@@ -26,6 +26,7 @@ import {
   readCallParams,
   refusal,
   type ServerIdentity,
+  shareResult,
   toolsListResult,
   withServerInfo,
 } from './mcp-methods.ts';
@@ -154,7 +155,7 @@ export class McpCore {
       const list = tools.list();
       this.#listed = {
         version,
-        modern: { kind: 'result', result: toolsListResult(list, server) },
+        modern: { kind: 'result', result: shareResult(toolsListResult(list, server)) },
         legacy: { kind: 'result', result: toolsListResult(list, server, true) },
       };
     }

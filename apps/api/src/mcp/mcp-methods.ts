@@ -50,6 +50,25 @@ export function discoverResult(server: ServerIdentity): Record<string, unknown> 
 }
 
 /**
+ * Results a server hands out again and again unchanged (tools/list of one version of the offer):
+ * their JSON is made once and reused, since serialising 200 tools' schemas (~100 KB) would
+ * otherwise be most of what answering tools/list costs. Entries go with their results.
+ */
+const serialized = new WeakMap<object, string>();
+
+/** Marks `result` as shared and unchanging: sent by its cached JSON from now on (resultJson). */
+export function shareResult<T extends object>(result: T): T {
+  serialized.set(result, JSON.stringify(result));
+  return result;
+}
+
+/** The JSON-RPC response of `result` as text, reusing the JSON of a shared result. */
+export function resultJson(id: unknown, result: Readonly<Record<string, unknown>>): string {
+  const json = serialized.get(result) ?? JSON.stringify(result);
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${json}}`;
+}
+
+/**
  * tools/list. For a 2025-11-25 client each tool also says whether it runs as a task
  * (`execution.taskSupport`, that revision's tool-level negotiation).
  */

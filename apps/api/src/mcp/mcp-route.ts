@@ -30,6 +30,7 @@ import {
   initializeResult,
   legacyResult,
   type MethodOutcome,
+  resultJson,
   type ServerIdentity,
 } from './mcp-methods.ts';
 import { ProgressStream } from './progress-stream.ts';
@@ -548,7 +549,10 @@ async function callTool(
 }
 
 function send(reply: FastifyReply, id: JsonRpcId, outcome: MethodOutcome) {
-  if (outcome.kind === 'result') return reply.send(resultResponse(id, outcome.result));
+  // As text: a shared result (tools/list) is serialised once per version, not once per request.
+  if (outcome.kind === 'result') {
+    return reply.type('application/json; charset=utf-8').send(resultJson(id, outcome.result));
+  }
   return reply.code(outcome.httpStatus).send(errorResponse(id, outcome.error));
 }
 
