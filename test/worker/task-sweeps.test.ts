@@ -1,7 +1,9 @@
 import { TaskEventsHub } from '@taskgate/api';
 import {
   claimAttempt,
+  ensureTaskQueue,
   findTask,
+  LEGACY_TASK_QUEUE,
   listTaskEvents,
   registerInstance,
   releaseAttempt,
@@ -124,6 +126,29 @@ describe('the task sweeper', () => {
       status: 'failed',
       error: { data: { jobState: 'missing' } },
     });
+  });
+
+  it("looks for a task's job in the legacy single queue too: a live one there is left alone, a failed one ends it", async () => {
+    // As an upgrade leaves it: the task's job in the queue of before, not (yet) in its tool's.
+    await ensureTaskQueue(platform.boss, LEGACY_TASK_QUEUE);
+    const waiting = await create();
+    const failed = await create();
+    for (const task of [waiting, failed]) {
+      await sql`DELETE FROM pgboss.job WHERE name = ${TASK_QUEUE} AND id = ${task.id}::uuid`.execute(platform.db);
+      await platform.boss.insert(LEGACY_TASK_QUEUE, [{ id: task.id, data: { taskId: task.id, tenantId: TENANT } }]);
+    }
+    await sql`UPDATE pgboss.job SET state = 'failed', completed_on = now()
+              WHERE name = ${LEGACY_TASK_QUEUE} AND id = ${failed.id}::uuid`.execute(platform.db);
+    expect((await sweeper().sweep()).jobEnded).toBe(1);
+    expect((await findTask(platform.db, TENANT, waiting.id))?.status).toBe('working');
+    expect(await findTask(platform.db, TENANT, failed.id)).toMatchObject({
+      status: 'failed',
+      error: { data: { jobState: 'failed' } },
+    });
+    await sql`DELETE FROM pgboss.job WHERE name = ${LEGACY_TASK_QUEUE}`.execute(platform.db);
+    await sql`UPDATE tasks SET status = 'cancelled', finished_at = now() WHERE id = ${waiting.id}::uuid`.execute(
+      platform.db,
+    );
   });
 
   it('fails a task whose max clock ran out while it waited in the queue after a hand-back', async () => {
