@@ -13,7 +13,6 @@ import {
   LEGACY_PROTOCOL_VERSIONS,
   META,
   parseCancelledParams,
-  resultResponse,
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import { legacyTask } from './legacy-tasks.ts';
@@ -23,6 +22,7 @@ import {
   initializeResult,
   legacyResult,
   type MethodOutcome,
+  resultJson,
   type ServerIdentity,
 } from './mcp-methods.ts';
 import { rpcFailure } from './rpc-failures.ts';
@@ -359,7 +359,9 @@ export class StdioServer {
   /** Writes the answer unless a cancel won the race (then the request gets nothing). */
   #answer(id: JsonRpcId, outcome: MethodOutcome): void {
     if (this.#requests.complete(id) === 'drop') return;
-    this.#write(outcome.kind === 'result' ? resultResponse(id, outcome.result) : errorResponse(id, outcome.error));
+    // A shared result (tools/list) goes out as its cached JSON.
+    if (outcome.kind === 'result') this.#options.output.write(`${resultJson(id, outcome.result)}\n`);
+    else this.#write(errorResponse(id, outcome.error));
   }
 
   /**
