@@ -24,7 +24,7 @@ describe('stopping the API role', () => {
       port: 0,
       tokens: new Map(),
       unauthenticatedTenant: 'default',
-      tools: platform.tools,
+      // Offered: what the platform's worker published to the catalog.
       listenNotify: true,
       checks: () => ({}),
       stopping: () => false,

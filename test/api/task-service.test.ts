@@ -1,4 +1,4 @@
-import { TASK_QUEUE } from '@taskgate/db';
+import { toolQueue } from '@taskgate/db';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
@@ -24,18 +24,21 @@ afterAll(async () => {
 async function counts(): Promise<{ tasks: number; jobs: number; events: number }> {
   const { rows } = await sql<{ tasks: number; jobs: number; events: number }>`
     SELECT (SELECT count(*)::int FROM tasks) AS tasks,
-           (SELECT count(*)::int FROM pgboss.job WHERE name = ${TASK_QUEUE}) AS jobs,
+           (SELECT count(*)::int FROM pgboss.job WHERE starts_with(name, 'taskgate.tool.')) AS jobs,
            (SELECT count(*)::int FROM task_events) AS events`.execute(platform.db);
   return rows[0] as { tasks: number; jobs: number; events: number };
 }
 
 describe('creating a task', () => {
-  it('writes the task row, its created event and its job together, with the job id = the task id', async () => {
+  it("writes the task row, its created event and its job in its tool's queue together, with the job id = the task id", async () => {
     const before = await counts();
     const task = await platform.service.create('acme', { tool: 'greet', arguments: { name: 'Ada' } });
     expect(await counts()).toEqual({ tasks: before.tasks + 1, jobs: before.jobs + 1, events: before.events + 1 });
-    const job = await platform.boss.findJobs(TASK_QUEUE, { id: task.id });
+    const job = await platform.boss.findJobs(toolQueue('greet'), { id: task.id });
     expect(job[0]?.data).toEqual({ taskId: task.id, tenantId: 'acme' });
+    // The version it was accepted under, for the worker's skew check.
+    expect(task.toolFingerprint).toBe(platform.tools.fingerprint('greet'));
+    expect(task.toolFingerprint).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('a failure after the insert and the enqueue leaves neither the task nor the job', async () => {

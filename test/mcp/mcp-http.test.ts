@@ -101,7 +101,7 @@ describe('POST /mcp (2026-07-28)', () => {
       result: expect.objectContaining({
         resultType: 'complete',
         supportedVersions: ['2026-07-28'],
-        capabilities: { tools: {}, extensions: { 'io.modelcontextprotocol/tasks': {} } },
+        capabilities: { tools: { listChanged: true }, extensions: { 'io.modelcontextprotocol/tasks': {} } },
         ttlMs: expect.any(Number),
         cacheScope: 'public',
         _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'taskgate', version: expect.any(String) } },
@@ -379,7 +379,10 @@ describe('POST /mcp: eras, tenancy and loopback', () => {
       {},
     );
     expect(initialize.statusCode).toBe(200);
-    expect(initialize.json().result).toMatchObject({ protocolVersion: '2025-11-25', capabilities: { tools: {} } });
+    expect(initialize.json().result).toMatchObject({
+      protocolVersion: '2025-11-25',
+      capabilities: { tools: { listChanged: true } },
+    });
     const session = initialize.headers['mcp-session-id'] as string;
     expect(session).toMatch(/^[0-9a-f-]{36}$/);
     const headers = { 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };

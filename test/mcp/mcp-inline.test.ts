@@ -1,11 +1,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { CatalogView } from '@taskgate/db';
 import { defineTool } from '@taskgate/sdk';
+import { CatalogTools } from '@taskgate/tools';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { barrier, type Platform, startApi, startPlatform } from '../support/task-platform.ts';
+import { barrier, type Platform, silentLogger, startApi, startPlatform } from '../support/task-platform.ts';
 
 // Inline tools: safe tools that an MCP tools/call runs in the API process, with no task row.
 const database = useTestDatabase();
@@ -184,5 +186,32 @@ describe('inline tools over /mcp', () => {
         handler: async () => ({ content: [] }),
       }),
     ).toThrow(/only a safe tool may run inline/);
+  });
+
+  it('in an API that did not load its module, goes to a worker as a durable request-mode task', async () => {
+    // What an API with --tools none offers: the catalog (the platform's worker published it), and
+    // no handler of its own.
+    const view = new CatalogView({ db: platform.db, pollIntervalMs: 3_600_000, logger: silentLogger });
+    await view.start();
+    const remote = await startApi(platform, database.url, {
+      tools: new CatalogTools(view, { logger: silentLogger }),
+    });
+    try {
+      const response = await remote.app.inject({
+        method: 'POST',
+        url: '/mcp',
+        headers: headers('echo_inline'),
+        payload: call('r', 'echo_inline', { text: 'via a worker' }),
+      });
+      expect(response.json()).toMatchObject({ id: 'r', result: { content: [{ text: 'via a worker' }] } });
+      const { rows } = await sql<{ mode: string; status: string; worker: unknown }>`
+        SELECT t.mode, t.status, e.data->>'worker' AS worker FROM tasks t
+        JOIN task_events e ON e.task_id = t.id AND e.type = 'attempt_started'
+        WHERE t.tool = 'echo_inline'`.execute(platform.db);
+      expect(rows).toEqual([{ mode: 'request', status: 'completed', worker: platform.worker?.workerId }]);
+    } finally {
+      await remote.close();
+      await view.stop();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { TASK_QUEUE, TaskSweeper } from '@taskgate/db';
+import { TaskSweeper } from '@taskgate/db';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
@@ -32,7 +32,6 @@ describe('the queue bound', () => {
     const sweeper = new TaskSweeper({
       db: platform.db,
       announcer: platform.announcer,
-      queue: TASK_QUEUE,
       maxQueueMs: 0,
       reachableForMs: () => 0,
       logger: silentLogger,

@@ -163,7 +163,9 @@ describe('MCP over stdio', () => {
     expect(byId.get('m')).toMatchObject({ error: { code: -32602 } });
     expect(byId.get('u')).toMatchObject({ error: { code: -32601 } });
     // initialize opens the 2025-11-25 era on this pipe.
-    expect(byId.get('i')).toMatchObject({ result: { protocolVersion: '2025-11-25', capabilities: { tools: {} } } });
+    expect(byId.get('i')).toMatchObject({
+      result: { protocolVersion: '2025-11-25', capabilities: { tools: { listChanged: true } } },
+    });
     client.input.end();
     await client.server.closed;
   });

@@ -51,6 +51,7 @@ const TASK_COLUMNS = {
   input_responses: true,
   job_id: true,
   api_instance_id: true,
+  tool_fingerprint: true,
 } satisfies Record<keyof Database['tasks'], true>;
 const EVENT_COLUMNS = {
   id: true,

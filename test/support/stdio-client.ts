@@ -1,13 +1,14 @@
 import { PassThrough } from 'node:stream';
 import { McpCore, StdioServer, type TaskEventsHub } from '@taskgate/api';
+import type { ToolCatalog } from '@taskgate/tools';
 import { type Platform, silentLogger, waitForTask } from './task-platform.ts';
 
 /** The MCP core over a test platform's services, as `taskgate mcp-stdio` builds it. */
-export function stdioCore(platform: Platform, hub: TaskEventsHub, pollMs = 100): McpCore {
+export function stdioCore(platform: Platform, hub: TaskEventsHub, pollMs = 100, tools?: ToolCatalog): McpCore {
   return new McpCore({
     service: platform.service,
     hub,
-    tools: platform.tools,
+    tools: tools ?? platform.tools,
     server: { name: 'taskgate', version: 'test' },
     pollMs,
   });

@@ -5,13 +5,12 @@ import {
   createKysely,
   createPool,
   type Database,
-  ensureTaskQueue,
   PGBOSS_SCHEMA,
   TaskAnnouncer,
   type TaskRecord,
   type TaskWriter,
 } from '@taskgate/db';
-import { type AnyTool, loadToolModules, ToolRegistry } from '@taskgate/tools';
+import { type AnyTool, loadToolModules, type ToolCatalog, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from '@taskgate/worker';
 import type { FastifyInstance } from 'fastify';
 import { type Kysely, sql } from 'kysely';
@@ -61,7 +60,6 @@ export async function startPlatform(
   });
   boss.on('error', () => {});
   await boss.start();
-  await ensureTaskQueue(boss);
   const announcer = new TaskAnnouncer(db);
   const service = new TaskService({
     db,
@@ -140,6 +138,8 @@ export async function startApi(
     tokens?: ReadonlyMap<string, string>;
     events?: { keepaliveMs?: number; pollMs?: number };
     mcp?: { allowedOrigins?: readonly string[]; loopbackOnly?: boolean; sseAfterMs?: number };
+    /** What /mcp offers (default: the platform's registry). */
+    tools?: ToolCatalog;
   } = {},
 ): Promise<{ app: FastifyInstance; close(): Promise<void> }> {
   const hub = new TaskEventsHub({ connectionString: url, listen: true, logger: silentLogger });
@@ -160,7 +160,7 @@ export async function startApi(
       tenant: bearerTenants(options.tokens ?? new Map(), 'default'),
       ...(options.events ? { events: options.events } : {}),
       mcp: {
-        tools: platform.tools,
+        tools: options.tools ?? platform.tools,
         allowedOrigins: options.mcp?.allowedOrigins ?? [],
         loopbackOnly: options.mcp?.loopbackOnly ?? false,
         ...(options.mcp?.sseAfterMs === undefined ? {} : { sseAfterMs: options.mcp.sseAfterMs }),

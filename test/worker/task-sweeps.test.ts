@@ -1,17 +1,19 @@
 import { TaskEventsHub } from '@taskgate/api';
 import {
   claimAttempt,
+  ensureTaskQueue,
   findTask,
+  LEGACY_TASK_QUEUE,
   listTaskEvents,
   registerInstance,
   releaseAttempt,
   requestCancel,
-  TASK_QUEUE,
   type TaskJobData,
   type TaskNotification,
   type TaskRecord,
   TaskSweeper,
   type TaskSweeperOptions,
+  toolQueue,
 } from '@taskgate/db';
 import { defineTool } from '@taskgate/sdk';
 import { sql } from 'kysely';
@@ -21,6 +23,8 @@ import { barrier, type Platform, silentLogger, startPlatform } from '../support/
 
 const database = useTestDatabase();
 const TENANT = 'acme';
+/** The chore tool's queue: where its tasks' jobs go. */
+const TASK_QUEUE = toolQueue('chore');
 
 /** A tool nobody will run in most of these tests: they play the workers by hand. */
 const chore = defineTool<{ n?: number }>({
@@ -47,7 +51,6 @@ function sweeper(overrides: Partial<TaskSweeperOptions> = {}): TaskSweeper {
   return new TaskSweeper({
     db: platform.db,
     announcer: platform.announcer,
-    queue: TASK_QUEUE,
     maxQueueMs: 3_600_000,
     reachableForMs: () => Number.POSITIVE_INFINITY,
     deadlineGraceMs: 0,
@@ -123,6 +126,29 @@ describe('the task sweeper', () => {
       status: 'failed',
       error: { data: { jobState: 'missing' } },
     });
+  });
+
+  it("looks for a task's job in the legacy single queue too: a live one there is left alone, a failed one ends it", async () => {
+    // As an upgrade leaves it: the task's job in the queue of before, not (yet) in its tool's.
+    await ensureTaskQueue(platform.boss, LEGACY_TASK_QUEUE);
+    const waiting = await create();
+    const failed = await create();
+    for (const task of [waiting, failed]) {
+      await sql`DELETE FROM pgboss.job WHERE name = ${TASK_QUEUE} AND id = ${task.id}::uuid`.execute(platform.db);
+      await platform.boss.insert(LEGACY_TASK_QUEUE, [{ id: task.id, data: { taskId: task.id, tenantId: TENANT } }]);
+    }
+    await sql`UPDATE pgboss.job SET state = 'failed', completed_on = now()
+              WHERE name = ${LEGACY_TASK_QUEUE} AND id = ${failed.id}::uuid`.execute(platform.db);
+    expect((await sweeper().sweep()).jobEnded).toBe(1);
+    expect((await findTask(platform.db, TENANT, waiting.id))?.status).toBe('working');
+    expect(await findTask(platform.db, TENANT, failed.id)).toMatchObject({
+      status: 'failed',
+      error: { data: { jobState: 'failed' } },
+    });
+    await sql`DELETE FROM pgboss.job WHERE name = ${LEGACY_TASK_QUEUE}`.execute(platform.db);
+    await sql`UPDATE tasks SET status = 'cancelled', finished_at = now() WHERE id = ${waiting.id}::uuid`.execute(
+      platform.db,
+    );
   });
 
   it('fails a task whose max clock ran out while it waited in the queue after a hand-back', async () => {

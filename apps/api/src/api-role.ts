@@ -16,9 +16,13 @@ export interface ApiRoleOptions {
   readonly port: number;
   readonly tokens: ReadonlyMap<string, string>;
   readonly unauthenticatedTenant: string;
-  readonly tools: ToolRegistry;
+  /** The modules loaded here: their inline tools run in this process (TaskServicesOptions.localTools). */
+  readonly localTools?: ToolRegistry;
   /** The loaded tool modules: their routes are served under /v1. */
   readonly modules?: readonly ToolModule[];
+  /** TASKGATE_CATALOG_WINDOW_MS. */
+  readonly catalogWindowMs?: number;
+  readonly catalogPollIntervalMs?: number;
   /** Whether NOTIFY reaches this process (false on the embedded Postgres: watchers poll faster). */
   readonly listenNotify: boolean;
   readonly defaultTtlMs?: number;
@@ -62,7 +66,9 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
     connectionString: options.connectionString,
     applicationName: 'taskgate-api',
     logger: options.logger,
-    tools: options.tools,
+    ...(options.localTools ? { localTools: options.localTools } : {}),
+    ...(options.catalogWindowMs === undefined ? {} : { catalogWindowMs: options.catalogWindowMs }),
+    ...(options.catalogPollIntervalMs === undefined ? {} : { catalogPollIntervalMs: options.catalogPollIntervalMs }),
     listenNotify: options.listenNotify,
     ...(options.defaultTtlMs === undefined ? {} : { defaultTtlMs: options.defaultTtlMs }),
     ...(options.idempotencyRetentionMs === undefined ? {} : { idempotencyRetentionMs: options.idempotencyRetentionMs }),
@@ -93,7 +99,7 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
         tenant: bearerTenants(options.tokens, options.unauthenticatedTenant),
         events: { pollMs: options.listenNotify ? 1_000 : 250 },
         mcp: {
-          tools: options.tools,
+          tools: services.tools,
           allowedOrigins: options.allowedOrigins ?? [],
           loopbackOnly: isLoopback(options.host),
           ...(options.clockCaps ? { clockCaps: options.clockCaps } : {}),

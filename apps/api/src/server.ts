@@ -1,6 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Database } from '@taskgate/db';
-import type { ToolModule, ToolRegistry } from '@taskgate/tools';
+import type { ToolCatalog, ToolModule } from '@taskgate/tools';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { type ReadinessProbe, registerHealthRoutes } from './health-routes.ts';
@@ -35,9 +35,9 @@ export interface ApiServerOptions {
       readonly db: Kysely<Database>;
       readonly idempotencyRetentionMs: number;
     };
-    /** POST /mcp: the tools the registry offers, guarded like ARCHITECTURE.md asks. */
+    /** POST /mcp: the tools offered (the catalog), guarded like ARCHITECTURE.md asks. */
     readonly mcp?: {
-      readonly tools: ToolRegistry;
+      readonly tools: ToolCatalog;
       /** With loopbackOnly, these configure the DNS-rebinding guard of every route, not only /mcp. */
       readonly allowedOrigins: readonly string[];
       readonly loopbackOnly: boolean;

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
+  CatalogView,
   createKysely,
   createPool,
   type Database,
-  ensureTaskQueue,
   type InstanceHeartbeat,
   instanceUpkeep,
   PGBOSS_SCHEMA,
@@ -12,7 +12,7 @@ import {
   TaskAnnouncer,
   type TaskSweeper,
 } from '@taskgate/db';
-import type { ToolRegistry } from '@taskgate/tools';
+import { CatalogTools, type ToolCatalog, type ToolRegistry } from '@taskgate/tools';
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { PgBoss } from 'pg-boss';
@@ -26,7 +26,16 @@ export interface TaskServicesOptions {
   readonly connectionString: string;
   readonly applicationName: string;
   readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly error: LogFn };
-  readonly tools: ToolRegistry;
+  /**
+   * The tools of the modules loaded in this process (none with `--tools none`). The tools offered
+   * are the catalog's, which workers publish; of these, only inline tools count here: they run in
+   * this process, and are offered even when no worker serves them.
+   */
+  readonly localTools?: ToolRegistry;
+  /** How long a tool no live worker serves stays offered (TASKGATE_CATALOG_WINDOW_MS; default 30 s). */
+  readonly catalogWindowMs?: number;
+  /** How often the catalog is re-read besides NOTIFY (default 1 s): what sees a tool age out. */
+  readonly catalogPollIntervalMs?: number;
   /** Whether NOTIFY reaches this process (false on the embedded Postgres: watchers poll faster). */
   readonly listenNotify: boolean;
   readonly defaultTtlMs?: number;
@@ -47,6 +56,9 @@ export interface TaskServicesOptions {
 export interface TaskServices {
   readonly pool: pg.Pool;
   readonly db: Kysely<Database>;
+  /** The tools offered: the catalog, with this process's inline tools. */
+  readonly tools: ToolCatalog;
+  readonly catalog: CatalogView;
   readonly service: TaskService;
   readonly ledger: LedgerService;
   readonly hub: TaskEventsHub;
@@ -92,17 +104,28 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     ...(options.sweep === undefined ? {} : { sweep: options.sweep }),
     ...(options.sweeper ? { sweeper: options.sweeper } : {}),
   });
+  // What this process offers is what the catalog lists (one path, whether or not a worker runs in
+  // this process: its own worker publishes there too), plus the inline tools loaded here.
+  const catalog = new CatalogView({
+    db,
+    ...(options.catalogWindowMs === undefined ? {} : { windowMs: options.catalogWindowMs }),
+    ...(options.catalogPollIntervalMs === undefined ? {} : { pollIntervalMs: options.catalogPollIntervalMs }),
+    listen: options.listenNotify
+      ? { connectionString: options.connectionString, applicationName: `${options.applicationName}-catalog` }
+      : null,
+    logger: options.logger,
+  });
+  const tools = new CatalogTools(catalog, { local: options.localTools ?? null, logger: options.logger });
   const stop = async () => {
-    await Promise.allSettled([hub.stop(), boss.stop({ graceful: false, close: true }), upkeep.stop()]);
+    tools.close();
+    await Promise.allSettled([hub.stop(), catalog.stop(), boss.stop({ graceful: false, close: true }), upkeep.stop()]);
     await announcer.settled();
     await db.destroy();
   };
   try {
     await boss.start();
-    // Also warms pg-boss's queue cache: sending inside a task's transaction must not need a second
-    // connection (on the embedded Postgres that would wait for the transaction itself).
-    await ensureTaskQueue(boss);
     await hub.start();
+    await catalog.start();
     await upkeep.start();
   } catch (error) {
     await stop();
@@ -112,7 +135,7 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     db,
     boss,
     announcer,
-    tools: options.tools,
+    tools,
     defaultTtlMs: options.defaultTtlMs ?? DEFAULT_TTL_MS,
     pollIntervalMs: options.listenNotify ? 1_000 : 500,
     instanceId,
@@ -120,5 +143,16 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     ...(options.clockCaps ? { clockCaps: options.clockCaps } : {}),
   });
   const ledger = new LedgerService(db);
-  return { pool, db, service, ledger, hub, heartbeat: upkeep.heartbeat, sweeper: upkeep.sweeper, stop };
+  return {
+    pool,
+    db,
+    tools,
+    catalog,
+    service,
+    ledger,
+    hub,
+    heartbeat: upkeep.heartbeat,
+    sweeper: upkeep.sweeper,
+    stop,
+  };
 }

@@ -76,6 +76,53 @@ describe('loadConfig', () => {
     expect(config.logLevel).toBe('debug');
   });
 
+  it('reads per-tool concurrency and the catalog window, with their defaults', () => {
+    const defaults = loadConfig({}, '/srv').config;
+    expect([defaults.toolConcurrency.size, defaults.catalogWindowMs]).toEqual([0, 30_000]);
+    const { config } = loadConfig(
+      { TASKGATE_TOOL_CONCURRENCY: ' slow_compute=4, charge_account = 16 ,', TASKGATE_CATALOG_WINDOW_MS: '5000' },
+      '/srv',
+    );
+    expect([...config.toolConcurrency]).toEqual([
+      ['slow_compute', 4],
+      ['charge_account', 16],
+    ]);
+    expect(config.catalogWindowMs).toBe(5_000);
+  });
+
+  it('names TASKGATE_TOOL_CONCURRENCY and the entry in each problem', () => {
+    expect(problems({ TASKGATE_TOOL_CONCURRENCY: 'slow_compute,greet=0,a b=2,greet=2000,x=1,x=2' })).toEqual([
+      {
+        field: 'TASKGATE_TOOL_CONCURRENCY',
+        message: 'entry 1 ("slow_compute") must look like tool=n, with a tool name of 1-128 of A-Z a-z 0-9 _ . -',
+      },
+      {
+        field: 'TASKGATE_TOOL_CONCURRENCY',
+        message: 'entry 2 ("greet=0") must give greet a concurrency from 1 to 1024',
+      },
+      {
+        field: 'TASKGATE_TOOL_CONCURRENCY',
+        message: 'entry 3 ("a b=2") must look like tool=n, with a tool name of 1-128 of A-Z a-z 0-9 _ . -',
+      },
+      {
+        field: 'TASKGATE_TOOL_CONCURRENCY',
+        message: 'entry 4 ("greet=2000") must give greet a concurrency from 1 to 1024',
+      },
+      { field: 'TASKGATE_TOOL_CONCURRENCY', message: 'entry 6 ("x=2") names x again' },
+    ]);
+    expect(problems({ TASKGATE_CATALOG_WINDOW_MS: '-1' })).toEqual([
+      { field: 'TASKGATE_CATALOG_WINDOW_MS', message: 'must be an integer from 0 to 86400000 (got "-1")' },
+    ]);
+  });
+
+  it('TASKGATE_TOOLS=none loads no module, and cannot be combined with modules', async () => {
+    const { config } = loadConfig({ TASKGATE_TOOLS: 'none', TASKGATE_CONFORMANCE: '1' }, '/srv');
+    expect(await toolModulesOf([], config, '/srv')).toEqual([]);
+    expect(problems({ TASKGATE_TOOLS: 'none, ./tools.ts' })).toEqual([
+      { field: 'TASKGATE_TOOLS', message: 'none loads no module, so it cannot be combined with modules' },
+    ]);
+  });
+
   it('offers the conformance tools only with TASKGATE_CONFORMANCE=1, and names any other value', async () => {
     const names = async (env: Record<string, string>) =>
       (await toolModulesOf([], loadConfig(env, '/srv').config, '/srv')).flatMap((module) =>

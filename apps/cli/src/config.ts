@@ -20,6 +20,10 @@ export interface Config {
   readonly allowedOrigins: readonly string[];
   readonly shutdownGraceMs: number;
   readonly workerConcurrency: number;
+  /** TASKGATE_TOOL_CONCURRENCY: per tool, the most handlers one worker runs at once (under workerConcurrency). */
+  readonly toolConcurrency: ReadonlyMap<string, number>;
+  /** How long a tool no live worker serves stays offered (tools/list, calls) after its last sign of life. */
+  readonly catalogWindowMs: number;
   /** How long an idempotency key is remembered after its call committed. */
   readonly idempotencyRetentionMs: number;
   /** How long delivered outbox rows are kept. */
@@ -36,7 +40,10 @@ export interface Config {
   readonly maxQueueMs: number;
   /** Also offer the tools that ask for input (the MCP conformance suite's fixtures). */
   readonly conformanceTools: boolean;
-  /** TASKGATE_TOOLS: the tool modules to load when `--tools` is not given; empty: the demo modules. */
+  /**
+   * TASKGATE_TOOLS: the tool modules to load when `--tools` is not given; empty: the demo modules;
+   * `['none']` (NO_TOOLS): none at all (an API process that offers the catalog's tools only).
+   */
   readonly toolModules: readonly string[];
   readonly relay: RelayConfig;
 }
@@ -75,7 +82,11 @@ export const SETTINGS = {
   TASKGATE_ALLOWED_ORIGINS:
     'browser origins allowed to call the API, comma-separated (loopback origins are always allowed)',
   TASKGATE_SHUTDOWN_GRACE_MS: 'how long in-flight work may take to stop after SIGTERM (default 3000)',
-  TASKGATE_WORKER_CONCURRENCY: 'tool handlers one worker process runs at once (default 32)',
+  TASKGATE_WORKER_CONCURRENCY: 'tool handlers one worker process runs at once, all tools together (default 32)',
+  TASKGATE_TOOL_CONCURRENCY:
+    'per-tool caps under TASKGATE_WORKER_CONCURRENCY as tool=n pairs, comma-separated, e.g. slow_compute=4,charge_account=16 (default: unset, each tool up to the worker-wide cap)',
+  TASKGATE_CATALOG_WINDOW_MS:
+    'how long a tool stays in tools/list and callable after the last worker serving it stopped or went silent; calls meanwhile wait in the queue up to TASKGATE_MAX_QUEUE_MS (default 30000)',
   TASKGATE_IDEMPOTENCY_RETENTION_MS:
     'how long an idempotency key and its stored result are kept after the call committed (default 86400000, 24 h)',
   TASKGATE_OUTBOX_RETENTION_MS: 'how long delivered outbox rows are kept before deletion (default 604800000, 7 days)',
@@ -87,7 +98,7 @@ export const SETTINGS = {
   TASKGATE_MCP_SSE_AFTER_MS:
     'an MCP tools/call still running after this long is answered as an SSE stream with keepalives (default 1000)',
   TASKGATE_TOOLS:
-    'tool modules, comma-separated: paths relative to the working directory, or package names; start serves their tools and migrate applies their migrations; --tools replaces it (default: unset, the demo modules under examples/)',
+    'tool modules, comma-separated: paths relative to the working directory, or package names; start serves their tools and migrate applies their migrations; none loads no module (an API that offers the catalog only); --tools replaces it (default: unset, the demo modules under examples/)',
   TASKGATE_CONFORMANCE:
     "1 also offers confirm_delete, multi_input and test_tool_with_task, the MCP conformance suite's tools that ask for input (default: unset)",
   TASKGATE_MCP_TASK_AFTER_MS:
@@ -101,6 +112,9 @@ export const SETTINGS = {
 } as const;
 
 export const DEFAULT_TENANT = 'default';
+/** `--tools none` / TASKGATE_TOOLS=none: load no tool module at all. */
+export const NO_TOOLS = 'none';
+const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 const MIN_TOKEN_LENGTH = 16;
 const MIN_RELAY_SECRET_LENGTH = 16;
 const TENANT_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
@@ -146,6 +160,16 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
     1,
     1_024,
     'TASKGATE_WORKER_CONCURRENCY',
+    problem,
+  );
+
+  const toolConcurrency = parseToolConcurrency(value('TASKGATE_TOOL_CONCURRENCY'), problem);
+  const catalogWindowMs = parseInteger(
+    value('TASKGATE_CATALOG_WINDOW_MS'),
+    30_000,
+    0,
+    86_400_000,
+    'TASKGATE_CATALOG_WINDOW_MS',
     problem,
   );
 
@@ -214,6 +238,9 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
   }
   const conformanceTools = conformanceRaw === '1';
   const toolModules = splitList(value('TASKGATE_TOOLS') ?? '');
+  if (toolModules.includes(NO_TOOLS) && toolModules.length > 1) {
+    problem('TASKGATE_TOOLS', `${NO_TOOLS} loads no module, so it cannot be combined with modules`);
+  }
 
   const relay = parseRelay(value, problem);
 
@@ -258,6 +285,8 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       allowedOrigins,
       shutdownGraceMs,
       workerConcurrency,
+      toolConcurrency,
+      catalogWindowMs,
       idempotencyRetentionMs,
       outboxRetentionMs,
       maxCallMs,
@@ -318,6 +347,33 @@ function parseInteger(
     return fallback;
   }
   return Number(raw);
+}
+
+/** `slow_compute=4,charge_account=16`: each tool named once, each cap from 1 to 1024. */
+function parseToolConcurrency(
+  raw: string | undefined,
+  problem: (field: string, message: string) => void,
+): Map<string, number> {
+  const caps = new Map<string, number>();
+  const field = 'TASKGATE_TOOL_CONCURRENCY';
+  for (const [index, part] of (raw ?? '').split(',').entries()) {
+    const entry = part.trim();
+    if (entry === '') continue;
+    const where = `entry ${index + 1} (${JSON.stringify(entry)})`;
+    const separator = entry.lastIndexOf('=');
+    const tool = entry.slice(0, separator).trim();
+    const limit = entry.slice(separator + 1).trim();
+    if (separator <= 0 || !TOOL_NAME_PATTERN.test(tool)) {
+      problem(field, `${where} must look like tool=n, with a tool name of 1-128 of A-Z a-z 0-9 _ . -`);
+    } else if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 1_024) {
+      problem(field, `${where} must give ${tool} a concurrency from 1 to 1024`);
+    } else if (caps.has(tool)) {
+      problem(field, `${where} names ${tool} again`);
+    } else {
+      caps.set(tool, Number(limit));
+    }
+  }
+  return caps;
 }
 
 function parseRelay(

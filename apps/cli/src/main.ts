@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { isTaskgateError, TaskgateError } from '@taskgate/errors';
-import { type LogLevel, loadConfig, splitList } from './config.ts';
+import { type LogLevel, loadConfig, NO_TOOLS, splitList } from './config.ts';
 import { createLogger } from './logger.ts';
 import { ROLES, type Role } from './roles.ts';
 import { DUPLICATE_SIGNAL_WINDOW_MS } from './stop-signals.ts';
@@ -11,7 +11,8 @@ Commands:
   start [--role api,worker,relay] [--no-migrate] [--tools MODULE[,MODULE]]
                               run migrations, then the chosen roles (default: all three),
                               serving the tools of the given modules (default: TASKGATE_TOOLS,
-                              else the demo modules under examples/)
+                              else the demo modules under examples/); --tools none loads no
+                              module: an API that offers what the workers publish
   migrate up [--to N]         apply pending migrations and install/upgrade pg-boss's schema,
                               then each tool module's (once Taskgate's are all applied)
   migrate down [--to N|--all] revert Taskgate's newest migration, those above N, or all of
@@ -34,7 +35,8 @@ Commands:
 
 Configuration comes from the environment: DATABASE_URL, HOST, PORT, TASKGATE_TOKENS,
 TASKGATE_DATA_DIR, TASKGATE_ALLOWED_ORIGINS, TASKGATE_SHUTDOWN_GRACE_MS, TASKGATE_WORKER_CONCURRENCY,
-TASKGATE_HEALTH_PORT, TASKGATE_TOOLS, LOG_LEVEL (see README.md).
+TASKGATE_HEALTH_PORT, TASKGATE_TOOLS, TASKGATE_TOOL_CONCURRENCY, TASKGATE_CATALOG_WINDOW_MS,
+LOG_LEVEL (see README.md).
 
 SIGTERM or SIGINT stops gracefully; the same signal again within ${DUPLICATE_SIGNAL_WINDOW_MS / 1_000} s is the
 same request; another signal (or the same one later) exits at once.`;
@@ -177,11 +179,17 @@ function parseStartArgs(argv: readonly string[]): { roles: Role[]; migrate: bool
   };
 }
 
-/** `--tools a.ts --tools b.ts` or `--tools a.ts,b.ts`. */
+/** `--tools a.ts --tools b.ts` or `--tools a.ts,b.ts`; `--tools none` alone loads no module. */
 function toolsOption(values: readonly string[] | undefined): string[] {
   const specs = (values ?? []).flatMap((value) => splitList(value));
   if (values !== undefined && specs.length === 0)
     throw new TaskgateError('TG_USAGE', '--tools takes a module path or package name');
+  if (specs.includes(NO_TOOLS) && specs.length > 1) {
+    throw new TaskgateError(
+      'TG_USAGE',
+      `--tools ${NO_TOOLS} loads no module, so it cannot be combined with modules (a file named ${NO_TOOLS} is ./${NO_TOOLS})`,
+    );
+  }
   return specs;
 }
 

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { loadToolModules, type ToolModule } from '@taskgate/tools';
-import type { Config } from './config.ts';
+import { type Config, NO_TOOLS } from './config.ts';
 import type { Logger } from './logger.ts';
 
 /** The modules served when none is given: the README's walkthrough works on a fresh clone. */
@@ -13,7 +13,9 @@ const CONFORMANCE_MODULE = fileURLToPath(new URL('../../../examples/conformance/
 /**
  * The tool modules this process loads: `--tools` if given, else TASKGATE_TOOLS, else the demo
  * modules (said in the log, so nobody mistakes them for their own); plus the conformance fixtures
- * with TASKGATE_CONFORMANCE=1.
+ * with TASKGATE_CONFORMANCE=1. `none` (alone: main.ts and loadConfig refuse it with modules)
+ * loads nothing at all, the conformance fixtures included: an API process that offers the tools
+ * its workers publish to the catalog, and runs none itself.
  */
 export async function toolModulesOf(
   specs: readonly string[],
@@ -22,6 +24,10 @@ export async function toolModulesOf(
   logger?: Logger,
 ): Promise<ToolModule[]> {
   const given = specs.length > 0 ? specs : config.toolModules;
+  if (given.length === 1 && given[0] === NO_TOOLS) {
+    logger?.info({}, `${NO_TOOLS}: no tool module loaded; the tools offered are those workers publish to the catalog`);
+    return [];
+  }
   const chosen = given.length > 0 ? [...given] : [...DEFAULT_MODULES];
   if (config.conformanceTools) chosen.push(CONFORMANCE_MODULE);
   const modules = await loadToolModules(chosen, cwd);

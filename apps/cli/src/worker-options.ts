@@ -19,6 +19,7 @@ export function workerOptions(
     // NOTIFY crosses connections on a real Postgres only; embedded, everything polls (faster).
     listenNotify: database.kind === 'external',
     concurrency: config.workerConcurrency,
+    toolConcurrency: config.toolConcurrency,
     outboxRetentionMs: config.outboxRetentionMs,
     sweeper: { maxQueueMs: config.maxQueueMs },
   };

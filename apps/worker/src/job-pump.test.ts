@@ -2,7 +2,7 @@ import type { ClaimedAttempt, TaskJobData } from '@taskgate/db';
 import type { Job, PgBoss } from 'pg-boss';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { type FetchedJob, JobPump } from './job-pump.ts';
+import { type FetchedJob, type FetchRequest, JobPump } from './job-pump.ts';
 
 function deferred<T = void>() {
   let resolve!: (value: T) => void;
@@ -12,8 +12,8 @@ function deferred<T = void>() {
   return { promise, resolve };
 }
 
-function job(id: string): FetchedJob {
-  return { job: { id, retryCount: 0, data: { taskId: id, tenantId: 't' } } as Job<TaskJobData>, claim: null };
+function job(id: string, queue = 'q'): FetchedJob {
+  return { queue, job: { id, retryCount: 0, data: { taskId: id, tenantId: 't' } } as Job<TaskJobData>, claim: null };
 }
 
 const quiet = { info: () => {}, warn: () => {}, debug: () => {} };
@@ -38,11 +38,12 @@ function onePump(runs: Promise<void>[]) {
   } as unknown as PgBoss;
   const pump = new JobPump({
     boss,
-    queue: 'q',
+    queues: [{ name: 'q', concurrency: 1 }],
     concurrency: 1,
     pollIntervalMs: 60_000,
     heartbeatIntervalMs: 60_000,
-    fetch: async (count) => {
+    fetch: async ([request]) => {
+      const count = (request as FetchRequest).count;
       fetches.push(count);
       if (fetches.length === 2) secondFetch.resolve();
       return queue.splice(0, count);
@@ -62,7 +63,7 @@ describe('JobPump', () => {
     let fetches = 0;
     const pump = new JobPump({
       boss: { complete: async () => {}, fail: async () => {}, touch: async () => {} } as unknown as PgBoss,
-      queue: 'q',
+      queues: [{ name: 'q', concurrency: 1 }],
       concurrency: 1,
       pollIntervalMs: 60_000,
       heartbeatIntervalMs: 60_000,
@@ -132,4 +133,81 @@ describe('JobPump', () => {
     await pump.close();
     expect(pump.running).toBe(1);
   }, 5_000);
+});
+
+/**
+ * A pump over several fake queues whose jobs never end until the test ends them: each fetch is
+ * recorded with what it asked of each queue, so shares and caps can be read off exactly.
+ */
+function manyQueues(depths: Record<string, number>, caps: Record<string, number>, concurrency: number) {
+  const waiting = new Map(Object.entries(depths).map(([queue, depth]) => [queue, depth]));
+  const asks: Record<string, number>[] = [];
+  let waitedFor = 0;
+  const pump = new JobPump({
+    boss: { complete: async () => {}, fail: async () => {}, touch: async () => {} } as unknown as PgBoss,
+    queues: Object.entries(caps).map(([name, cap]) => ({ name, concurrency: cap })),
+    concurrency,
+    pollIntervalMs: 60_000,
+    heartbeatIntervalMs: 60_000,
+    fetch: async (requests) => {
+      asks.push(Object.fromEntries(requests.map((request) => [request.queue, request.count])));
+      const jobs: FetchedJob[] = [];
+      for (const { queue, count } of requests) {
+        const take = Math.min(count, waiting.get(queue) ?? 0);
+        waiting.set(queue, (waiting.get(queue) ?? 0) - take);
+        for (let n = 0; n < take; n++) jobs.push(job(`${queue}-${asks.length}-${n}`, queue));
+      }
+      return jobs;
+    },
+    // Handlers that never end: every slot a fetch fills stays taken.
+    run: () => new Promise<void>(() => {}),
+    logger: quiet,
+  });
+  return {
+    pump,
+    asks,
+    /** Resolves once the next fetch (counting from the last call) has been made and its jobs started. */
+    waitForFetch: async () => {
+      const target = ++waitedFor;
+      while (asks.length < target) await new Promise((resolve) => setImmediate(resolve));
+      // The jobs of that fetch start in the same turn; let the loop decide its next step.
+      for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+    },
+  };
+}
+
+describe('JobPump over several queues', () => {
+  it('shares the free slots fairly between queues that have work, one fetch for all of them', async () => {
+    const { pump, asks, waitForFetch } = manyQueues({ a: 100, b: 100 }, { a: 32, b: 32 }, 8);
+    pump.start();
+    await waitForFetch();
+    await pump.stopFetching();
+    await pump.close();
+    // Both queues in one fetch, four slots each; then every slot is taken (handlers never end).
+    expect(asks).toEqual([{ a: 4, b: 4 }]);
+    expect([pump.runningIn('a'), pump.runningIn('b'), pump.running]).toEqual([4, 4, 8]);
+  });
+
+  it('keeps a tool under its own cap and gives the rest of the slots to the others', async () => {
+    const { pump, asks, waitForFetch } = manyQueues({ slow: 100, fast: 100 }, { slow: 2, fast: 32 }, 10);
+    pump.start();
+    await waitForFetch();
+    await pump.stopFetching();
+    await pump.close();
+    expect(asks[0]).toEqual({ slow: 2, fast: 8 });
+    expect(pump.runningIn('slow')).toBe(2);
+  });
+
+  it('stops asking a queue that came back short until a wake-up names it', async () => {
+    const { pump, asks, waitForFetch } = manyQueues({ a: 1, b: 100 }, { a: 32, b: 32 }, 6);
+    pump.start();
+    await waitForFetch(); // a: asked 3, got 1 (drained); b: asked 3, got 3 (full)
+    await waitForFetch(); // only b is asked for the 2 slots left
+    pump.wake('a');
+    pump.wake('not-a-queue-of-this-pump');
+    await pump.stopFetching();
+    await pump.close();
+    expect(asks.slice(0, 2)).toEqual([{ a: 3, b: 3 }, { b: 2 }]);
+    expect(pump.running).toBe(6);
+  });
 });

@@ -35,6 +35,9 @@ export interface TaskRunnerOptions {
   readonly hooks?: AttemptHooks;
 }
 
+/** JSON-RPC Invalid params: what a call whose arguments the tool's schema rejects gets. */
+const INVALID_PARAMS = -32602;
+
 /** A Postgres restart takes seconds; a failover a minute or two. Past this, the attempt is given up. */
 const DEFAULT_OUTAGE_RETRY_MS = 5 * 60_000;
 
@@ -131,6 +134,8 @@ export class TaskRunner {
       return;
     }
 
+    if (!(await this.#fitsServedVersion(task, finish))) return;
+
     const store = new TaskRowStore(task, {
       db,
       announcer,
@@ -157,6 +162,48 @@ export class TaskRunner {
       this.#inFlight.delete(task.id);
       if (this.#inFlight.size === 0) for (const resolve of this.#idleWaiters) resolve();
     }
+  }
+
+  /**
+   * Version skew (README, "Version skew"): a task accepted under another definition of its tool
+   * than the one this worker serves runs when its arguments still fit this worker's input schema
+   * (said in the log, with both fingerprints); otherwise it fails with -32602 naming both. Only the
+   * arguments are judged: the schema is the contract a call was accepted under, and a handler may
+   * rely on what its own schema guarantees. Tasks from before migration 0007 carry no fingerprint.
+   */
+  async #fitsServedVersion(task: ClaimedAttempt['task'], finish: (outcome: Outcome) => Promise<unknown>) {
+    const { tools, logger } = this.#options;
+    const accepted = task.toolFingerprint;
+    const served = tools.fingerprint(task.tool);
+    if (accepted === null || accepted === served) return true;
+    const fields = { taskId: task.id, tool: task.tool, acceptedFingerprint: accepted, servedFingerprint: served };
+    const check = tools.check(task.tool, task.arguments);
+    if (check.ok) {
+      logger.info(fields, 'running a task accepted under another version of its tool: its arguments fit this one');
+      return true;
+    }
+    const problems = check.kind === 'invalid-arguments' ? check.problems : [];
+    const message = `version skew: the call was accepted under ${task.tool} ${accepted}, but this worker serves ${task.tool} ${served}, whose input schema rejects its arguments: ${problems
+      .map((problem) => `${problem.path || '(arguments)'} ${problem.message}`)
+      .join('; ')}`;
+    logger.warn(fields, 'failing a task accepted under another version of its tool: its arguments do not fit this one');
+    await finish({
+      status: 'failed',
+      error: {
+        code: INVALID_PARAMS,
+        message,
+        data: {
+          code: 'TG_TOOL_VERSION_SKEW',
+          tool: task.tool,
+          acceptedFingerprint: accepted,
+          servedFingerprint: served,
+          errors: problems,
+        },
+      },
+      statusMessage: message,
+      reason: 'version skew: arguments rejected',
+    });
+    return false;
   }
 
   /** From now on, running handlers hand their task back at their next checkpoint. */

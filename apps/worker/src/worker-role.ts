@@ -4,21 +4,23 @@ import {
   claimAttempts,
   createKysely,
   createPool,
-  ensureTaskQueue,
   type InstanceHeartbeat,
   instanceUpkeep,
   PGBOSS_SCHEMA,
+  publishTools,
   type SweeperSettings,
-  TASK_QUEUE,
   TaskAnnouncer,
   type TaskJobData,
   TaskListener,
+  TaskQueues,
   type TaskSweeper,
+  toolQueue,
 } from '@taskgate/db';
 import type { ToolRegistry } from '@taskgate/tools';
 import { fromKysely, PgBoss } from 'pg-boss';
 import { CancelWatcher } from './cancel-watcher.ts';
-import { JobPump } from './job-pump.ts';
+import { type FetchedJob, JobPump } from './job-pump.ts';
+import { LegacyQueueDrain } from './legacy-queue-drain.ts';
 import { DEFAULT_OUTBOX_RETENTION_MS, RetentionSweeper } from './retention-sweeper.ts';
 import type { AttemptHooks } from './task-row-store.ts';
 import { TaskRunner } from './task-runner.ts';
@@ -41,6 +43,13 @@ export interface WorkerRoleOptions {
    * larger pool also means larger fetch, claim and completion batches under load.
    */
   readonly concurrency?: number;
+  /**
+   * Per tool, the most of its handlers run at once (TASKGATE_TOOL_CONCURRENCY); a tool not named
+   * gets `concurrency`, which stays the cap over all tools together.
+   */
+  readonly toolConcurrency?: ReadonlyMap<string, number>;
+  /** Between moves of jobs out of the legacy single queue (default 30 s; LegacyQueueDrain). */
+  readonly legacyDrainIntervalMs?: number;
   readonly checkpointReadIntervalMs?: number;
   /** LISTEN for cancels (default: listenNotify). Off, cancels arrive by poll and checkpoint reads only. */
   readonly listenForCancels?: boolean;
@@ -70,6 +79,9 @@ export interface WorkerRole {
   readonly workerId: string;
   readonly runner: TaskRunner;
   readonly pump: JobPump;
+  readonly legacyDrain: LegacyQueueDrain;
+  /** Publishes this worker's tools to the catalog again (what a re-registration does). */
+  publish(): Promise<void>;
   readonly sweeper: RetentionSweeper;
   /** Null with `sweep: false`. */
   readonly tasks: TaskSweeper | null;
@@ -81,11 +93,22 @@ export interface WorkerRole {
  * The worker process role: takes task jobs from pg-boss and runs their handlers. pg-boss never
  * migrates here (`taskgate migrate up` owns the schema) and supervises heartbeats, so a job whose
  * worker died goes to another worker.
+ *
+ * It fetches only its tools' queues (one per tool), and publishes its tools' definitions to the
+ * catalog once its instance is registered, and again whenever its heartbeat has to register it
+ * again: API processes offer what the catalog lists, so a tool is offered while a worker serves it.
  */
 export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
   const workerId = options.workerId ?? `worker-${randomUUID().slice(0, 8)}`;
   const concurrency = options.concurrency ?? 32;
-  const { logger } = options;
+  const { logger, tools } = options;
+  const served = tools.list().map((tool) => tool.name);
+  if (served.length === 0) throw new TypeError('a worker needs at least one tool to serve');
+  for (const [tool, limit] of options.toolConcurrency ?? []) {
+    if (!served.includes(tool)) {
+      logger.warn({ tool, limit }, 'TASKGATE_TOOL_CONCURRENCY names a tool this worker does not serve; ignored here');
+    }
+  }
   const boss = new PgBoss({
     connectionString: options.connectionString,
     schema: PGBOSS_SCHEMA,
@@ -124,6 +147,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     logger,
   });
   const announcer = new TaskAnnouncer(db, { logger });
+  const entries = tools.catalogEntries();
+  // Definitions only: handlers never leave this process. Identical rows are left as they were.
+  const publish = async () => {
+    const report = await publishTools(db, workerId, entries);
+    logger.info({ workerId, tools: served, ...report }, 'tools published to the catalog');
+  };
   // The worker id in tasks.worker_id is this instance's row: a sweeper elsewhere tells from its
   // heartbeat whether a task's worker is still there.
   const upkeep = instanceUpkeep({
@@ -131,6 +160,9 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     announcer,
     identity: { id: workerId, kind: 'worker', host: hostname(), pid: process.pid },
     logger,
+    // Registered, then published (the catalog's rows hang off the instance row): at start, and
+    // again after a re-registration (retention may have deleted the row, and the rows with it).
+    onRegistered: publish,
     ...(options.heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: options.heartbeatIntervalMs }),
     ...(options.sweep === undefined ? {} : { sweep: options.sweep }),
     ...(options.sweeper ? { sweeper: options.sweeper } : {}),
@@ -152,31 +184,51 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     logger,
     options.outboxRetentionMs ?? DEFAULT_OUTBOX_RETENTION_MS,
   );
+  const queues = new TaskQueues(boss);
   const pump = new JobPump({
     boss,
-    queue: TASK_QUEUE,
+    queues: served.map((tool) => ({
+      name: toolQueue(tool),
+      concurrency: options.toolConcurrency?.get(tool) ?? concurrency,
+    })),
     concurrency,
     pollIntervalMs: options.listenNotify ? 1_000 : 250,
     heartbeatIntervalMs: 4_000,
     // The fetch and the claim of its tasks commit together: one commit per batch, and no job is
-    // ever active without its task knowing which attempt and worker hold it.
-    fetch: (count) =>
+    // ever active without its task knowing which attempt and worker hold it. A fetch of several
+    // queues is one fetch statement per queue, still in the one transaction and the one claim.
+    fetch: (requests) =>
       announcer.transaction(db, async (writer) => {
-        const jobs = await boss.fetch<TaskJobData>(TASK_QUEUE, { batchSize: count, db: fromKysely(writer.db) });
+        const adapter = fromKysely(writer.db);
+        const fetched: { queue: string; job: FetchedJob['job'] }[] = [];
+        for (const { queue, count } of requests) {
+          const jobs = await boss.fetch<TaskJobData>(queue, { batchSize: count, db: adapter });
+          for (const job of jobs) fetched.push({ queue, job });
+        }
         const claims = await claimAttempts(
           writer,
-          jobs.map((job) => job.data.taskId),
+          fetched.map(({ job }) => job.data.taskId),
           workerId,
         );
         const byTask = new Map(claims.map((claim) => [claim.task.id, claim]));
-        return jobs.map((job) => ({ job, claim: byTask.get(job.data.taskId) ?? null }));
+        return fetched.map(({ queue, job }) => ({ queue, job, claim: byTask.get(job.data.taskId) ?? null }));
       }),
     run: (claim) => runner.run(claim),
     logger,
   });
+  const legacyDrain = new LegacyQueueDrain({
+    db,
+    boss,
+    queues,
+    logger,
+    ...(options.legacyDrainIntervalMs === undefined ? {} : { intervalMs: options.legacyDrainIntervalMs }),
+  });
   listener?.onNotification((notification) => {
-    // A new task, or a parked one whose input was answered (its next run was just enqueued).
-    if (notification.event === 'created' || notification.event === 'resumed') pump.wake();
+    // A new task, or a parked one whose input was answered (its next run was just enqueued): only
+    // its tool's queue is worth a fetch (a notification from an older API names no tool: all are).
+    if (notification.event === 'created' || notification.event === 'resumed') {
+      pump.wake(notification.tool === undefined ? undefined : toolQueue(notification.tool));
+    }
   });
   // LISTEN was down for a while: tasks created and cancels requested meanwhile went unheard.
   listener?.onReconnect(() => {
@@ -186,25 +238,38 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
 
   try {
     await boss.start();
-    await ensureTaskQueue(boss);
+    // Before the first fetch (and before the tools are listed anywhere): an API may send to a
+    // tool's queue as soon as the catalog lists it.
+    await queues.ensureAll(served);
     // Registered before the first claim: a task never names a worker the sweeper cannot find.
     await upkeep.start();
     await listener?.start();
     watcher.start();
     pump.start();
     sweeper.start();
+    legacyDrain.start();
   } catch (error) {
     watcher.stop();
     await Promise.allSettled([listener?.stop(), upkeep.stop(), boss.stop({ graceful: false, close: true })]);
     await db.destroy();
     throw error;
   }
-  logger.info({ workerId, concurrency, tools: options.tools.list().map((tool) => tool.name) }, 'worker started');
+  logger.info(
+    {
+      workerId,
+      concurrency,
+      tools: served,
+      ...(options.toolConcurrency?.size ? { toolConcurrency: Object.fromEntries(options.toolConcurrency) } : {}),
+    },
+    'worker started',
+  );
 
   return {
     workerId,
     runner,
     pump,
+    legacyDrain,
+    publish,
     sweeper,
     tasks: upkeep.sweeper,
     heartbeat: upkeep.heartbeat,
@@ -221,6 +286,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         await runner.settled(1_000);
       }
       await pump.close();
+      await legacyDrain.stop();
       await sweeper.stop();
       watcher.stop();
       await listener?.stop();

@@ -86,7 +86,16 @@ export { OUTBOX_CHANNEL, OutboxListener, type OutboxListenerOptions } from './ou
 export { addOutboxEvents, insertOutboxEvents, type OutboxEvent } from './outbox/outbox-store.ts';
 export { MAX_PREPARED_PER_CONNECTION, REPLAN_AFTER_EXECUTIONS } from './preparing-client.ts';
 export type { Database, InstanceKind, TaskEventType, TaskMode, TaskStatus } from './schema.ts';
-export { ensureTaskQueue, TASK_QUEUE, TASK_QUEUE_OPTIONS, type TaskJobData } from './task-queue.ts';
+export {
+  ensureTaskQueue,
+  LEGACY_TASK_QUEUE,
+  TASK_QUEUE_OPTIONS,
+  type TaskJobData,
+  TaskQueues,
+  TOOL_QUEUE_PREFIX,
+  toolQueue,
+} from './task-queue.ts';
+export { type LegacyJob, legacyJobTools, lockLegacyJobs } from './tasks/legacy-jobs.ts';
 export {
   listOpenReconciliationItems,
   openReconciliationItem,

@@ -59,6 +59,8 @@ export interface TasksTable {
   job_id: string | null;
   /** The API instance whose request a request-mode task serves. */
   api_instance_id: string | null;
+  /** The fingerprint of the tool definition the task was accepted under (migration 0007). */
+  tool_fingerprint: string | null;
 }
 
 export interface TaskEventsTable {

@@ -49,6 +49,11 @@ export const errorRegistry = {
   TG_ORIGIN_NOT_ALLOWED: { title: 'Origin not allowed', httpStatus: 403, exitCode: 77 },
   TG_TOOL_UNKNOWN: { title: 'Unknown tool', httpStatus: 422, exitCode: 65 },
   TG_TOOL_ARGUMENTS_INVALID: { title: 'Tool arguments do not match its input schema', httpStatus: 422, exitCode: 65 },
+  TG_TOOL_VERSION_SKEW: {
+    title: "Arguments accepted under another version of the tool do not fit the worker's",
+    httpStatus: 422,
+    exitCode: 65,
+  },
   TG_TASK_NOT_FOUND: { title: 'Task not found', httpStatus: 404, exitCode: 65 },
   TG_CURSOR_INVALID: { title: 'Invalid pagination cursor', httpStatus: 400, exitCode: 65 },
   TG_IDEMPOTENCY_KEY_MISSING: { title: 'Idempotency key required', httpStatus: 400, exitCode: 65 },

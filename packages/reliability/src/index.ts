@@ -27,6 +27,7 @@ export {
 } from './request-coordinator.ts';
 export { canonicalJson, fingerprintInput, mayRetryAutomatically, type RetryClass } from './retry-policy.ts';
 export { sha256Hex } from './sha256.ts';
+export { type QueueRoom, shareSlots } from './slot-shares.ts';
 export {
   checkTransition,
   isTaskStatus,

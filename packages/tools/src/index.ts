@@ -1,4 +1,5 @@
 export type { AnyTool } from './any-tool.ts';
+export { type CatalogSource, CatalogTools } from './catalog-tools.ts';
 export { InlineStore } from './inline-store.ts';
 export { loadToolModules, registryOf } from './module-loader.ts';
 export type {
@@ -10,6 +11,7 @@ export type {
   RunTask,
 } from './run-store.ts';
 export { taskSupportOf } from './task-support.ts';
+export type { ToolCatalog, ToolSpec } from './tool-catalog.ts';
 export { MODULE_EXPORTS, type ModuleErrorDefinition, type ModuleRoutes, type ToolModule } from './tool-module.ts';
 export { type ArgumentCheck, type ArgumentProblem, ToolRegistry } from './tool-registry.ts';
 export { INTERNAL_ERROR, REQUEST_TIMEOUT, type RunSettings, ToolRun } from './tool-run.ts';

@@ -1,7 +1,9 @@
+import { type ToolCatalogEntry, toolCatalogEntry } from '@taskgate/reliability';
 import { type ToolDefinition, toolDefinitionProblem } from '@taskgate/sdk';
-import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormats from 'ajv-formats';
+import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { AnyTool } from './any-tool.ts';
+import { checkWith, SchemaValidators } from './schema-validators.ts';
+import type { ToolCatalog } from './tool-catalog.ts';
 
 export interface ArgumentProblem {
   /** JSON Pointer into the arguments ("" for the arguments object itself). */
@@ -14,47 +16,77 @@ export type ArgumentCheck =
   | { readonly ok: false; readonly kind: 'unknown-tool' }
   | { readonly ok: false; readonly kind: 'invalid-arguments'; readonly problems: readonly ArgumentProblem[] };
 
-/** The tools a server offers, with their argument validators compiled once. */
-export class ToolRegistry {
-  readonly #tools = new Map<string, { tool: ToolDefinition; validate: ValidateFunction }>();
+interface Entry {
+  readonly tool: ToolDefinition;
+  readonly validate: ValidateFunction;
+  readonly catalog: ToolCatalogEntry;
+}
+
+/**
+ * The tools of the modules this process loaded, with their handlers and their argument validators
+ * compiled once: what a worker serves (and publishes), and a fixed ToolCatalog for tests.
+ */
+export class ToolRegistry implements ToolCatalog {
+  readonly #tools = new Map<string, Entry>();
+  readonly #list: readonly ToolDefinition[];
 
   constructor(tools: readonly AnyTool[]) {
-    const ajv = new Ajv2020({ allErrors: true, strict: false });
-    (addFormats as unknown as (ajv: Ajv2020) => void)(ajv);
+    const validators = new SchemaValidators();
     for (const tool of tools) {
       // A module may export plain objects that never went through defineTool.
       const problem = toolDefinitionProblem(tool);
       if (problem !== null) throw new TypeError(problem);
       if (this.#tools.has(tool.name)) throw new TypeError(`tool ${tool.name} is defined twice`);
+      const catalog = toolCatalogEntry(tool as unknown as Record<string, unknown>);
       let validate: ValidateFunction;
       try {
-        validate = ajv.compile(tool.inputSchema);
+        validate = validators.compile(catalog.fingerprint, tool.inputSchema);
       } catch (error) {
         throw new TypeError(`tool ${tool.name}: inputSchema does not compile: ${(error as Error).message}`);
       }
-      this.#tools.set(tool.name, { tool: tool as unknown as ToolDefinition, validate });
+      this.#tools.set(tool.name, { tool: tool as unknown as ToolDefinition, validate, catalog });
     }
+    this.#list = Object.freeze(
+      [...this.#tools.values()].map((entry) => entry.tool).sort((a, b) => (a.name < b.name ? -1 : 1)),
+    );
   }
 
   get(name: string): ToolDefinition | undefined {
     return this.#tools.get(name)?.tool;
   }
 
-  list(): ToolDefinition[] {
-    return [...this.#tools.values()].map((entry) => entry.tool);
+  /** Sorted by name, as the catalog lists. */
+  list(): readonly ToolDefinition[] {
+    return this.#list;
   }
 
   /** Checks a call before anything is created: the tool exists and the arguments fit its schema. */
   check(name: string, args: unknown): ArgumentCheck {
     const entry = this.#tools.get(name);
     if (!entry) return { ok: false, kind: 'unknown-tool' };
-    if (entry.validate(args)) return { ok: true };
-    return { ok: false, kind: 'invalid-arguments', problems: (entry.validate.errors ?? []).map(toProblem) };
+    return checkWith(entry.validate, args);
   }
-}
 
-function toProblem(error: ErrorObject): ArgumentProblem {
-  const missing = error.keyword === 'required' ? `/${String(error.params.missingProperty)}` : '';
-  const extra = error.keyword === 'additionalProperties' ? `/${String(error.params.additionalProperty)}` : '';
-  return { path: `${error.instancePath}${missing}${extra}`, message: error.message ?? error.keyword };
+  fingerprint(name: string): string | undefined {
+    return this.#tools.get(name)?.catalog.fingerprint;
+  }
+
+  /** Every tool here has its handler. */
+  local(name: string): AnyTool | undefined {
+    return this.#tools.get(name)?.tool as AnyTool | undefined;
+  }
+
+  /** What a worker publishes: each tool's definition without its handler, and its fingerprint. */
+  catalogEntries(): ToolCatalogEntry[] {
+    return [...this.#tools.values()].map((entry) => entry.catalog);
+  }
+
+  /** A registry never changes. */
+  get version(): string {
+    return 'static';
+  }
+
+  onChange(): () => void {
+    return () => {};
+  }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Capabilities } from '@taskgate/protocol';
 import { RequestCoordinator } from '@taskgate/reliability';
+import type { SseStream } from '../sse/sse-stream.ts';
 
 /**
  * Sessions of the 2025-11-25 era (initialize handshake, Mcp-Session-Id). They exist for one reason
@@ -22,6 +23,8 @@ interface Session {
   readonly tenantId: string;
   lastSeen: number;
   readonly scope: CallScope;
+  /** The session's GET stream, if the client opened one: where server notifications go. */
+  stream: SseStream | null;
 }
 
 export class LegacySessions {
@@ -41,8 +44,37 @@ export class LegacySessions {
   open(tenantId: string, clientCapabilities?: Capabilities): string {
     this.#evict();
     const id = randomUUID();
-    this.#sessions.set(id, { tenantId, lastSeen: this.#now(), scope: newScope(clientCapabilities) });
+    this.#sessions.set(id, { tenantId, lastSeen: this.#now(), scope: newScope(clientCapabilities), stream: null });
     return id;
+  }
+
+  /**
+   * The session's GET stream (transports "Listening for Messages from the Server"): messages
+   * unrelated to any request go there. One per session, since a message goes on one stream only
+   * ("Multiple Connections"): a newer GET replaces the older, which is closed. False when the
+   * session is unknown, expired or another tenant's.
+   */
+  attachStream(sessionId: string, tenantId: string, stream: SseStream): boolean {
+    const session = this.#sessions.get(sessionId);
+    if (!session || this.scopeOf(sessionId, tenantId) === null) return false;
+    session.stream?.close();
+    session.stream = stream;
+    stream.onClose(() => {
+      if (session.stream === stream) session.stream = null;
+    });
+    return true;
+  }
+
+  /** Sends `message` on every session's GET stream (replacing one of the same key still undelivered). */
+  notifyStreams(message: Record<string, unknown>, key: string): void {
+    for (const session of this.#sessions.values()) {
+      session.stream?.push({ kind: 'replaceable', key, value: { data: message } });
+    }
+  }
+
+  /** Ends every GET stream (the server is closing; a client reopens it elsewhere). */
+  closeStreams(): void {
+    for (const session of this.#sessions.values()) session.stream?.close();
   }
 
   /** The session's scope, or null when the id is unknown, expired, or another tenant's (all 404). */
@@ -67,6 +99,7 @@ export class LegacySessions {
   close(sessionId: string, tenantId: string): boolean {
     const session = this.#sessions.get(sessionId);
     if (!session || session.tenantId !== tenantId) return false;
+    session.stream?.close();
     this.#sessions.delete(sessionId);
     return true;
   }
@@ -74,10 +107,13 @@ export class LegacySessions {
   #evict(): void {
     const now = this.#now();
     for (const [id, session] of this.#sessions) {
-      if (now - session.lastSeen > this.#idleMs && session.scope.controllers.size === 0) this.#sessions.delete(id);
+      if (now - session.lastSeen > this.#idleMs && session.scope.controllers.size === 0 && !session.stream) {
+        this.#sessions.delete(id);
+      }
     }
     while (this.#sessions.size >= this.#max) {
       const oldest = this.#sessions.keys().next().value as string;
+      this.#sessions.get(oldest)?.stream?.close();
       this.#sessions.delete(oldest);
     }
   }

@@ -1,8 +1,7 @@
 import type { TaskRecord } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
 import { ErrorCode, type JsonRpcError } from '@taskgate/protocol';
-import type { ToolDefinition } from '@taskgate/sdk';
-import { taskSupportOf } from '@taskgate/tools';
+import { type ToolSpec, taskSupportOf } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import { MAX_TTL_MS } from '../tasks/task-limits.ts';
 import type { TaskService } from '../tasks/task-service.ts';
@@ -64,7 +63,7 @@ export function requestedTask(
  * Whether a 2025-11-25 tools/call may go ahead as asked: a task for a tool that forbids tasks, or
  * no task for one that requires one, is -32601 (tasks.mdx "Tool-Level Negotiation").
  */
-export function legacyTaskRefusal(tool: ToolDefinition | undefined, asTask: boolean): JsonRpcError | null {
+export function legacyTaskRefusal(tool: ToolSpec | undefined, asTask: boolean): JsonRpcError | null {
   if (!tool) return null;
   const support = taskSupportOf(tool);
   if (asTask && support === 'forbidden') {

@@ -12,8 +12,7 @@ import {
   TASKS_REQUIRED,
 } from '@taskgate/protocol';
 import { isTerminalStatus } from '@taskgate/reliability';
-import type { ToolDefinition } from '@taskgate/sdk';
-import { type ToolRegistry, taskSupportOf } from '@taskgate/tools';
+import { type AnyTool, type ToolCatalog, type ToolSpec, taskSupportOf } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import { type ClockCaps, type CreateTaskInput, cappedClocks, type TaskService } from '../tasks/task-service.ts';
 import { runInline } from './inline-call.ts';
@@ -27,6 +26,7 @@ import {
   readCallParams,
   refusal,
   type ServerIdentity,
+  shareResult,
   toolsListResult,
   withServerInfo,
 } from './mcp-methods.ts';
@@ -37,7 +37,12 @@ import { type ListenSink, readListenFilter, SharedTaskReads, TaskSubscription } 
 export interface McpCoreOptions {
   readonly service: TaskService;
   readonly hub: TaskEventsHub;
-  readonly tools: ToolRegistry;
+  /**
+   * The tools offered (the catalog, in a deployment). An inline tool runs in this process only
+   * when `tools.local()` has its handler (its module is loaded here); otherwise its calls go to a
+   * worker as durable tasks, like any other tool's.
+   */
+  readonly tools: ToolCatalog;
   readonly server: ServerIdentity;
   /** The floor under NOTIFY while a call waits for its task. */
   readonly pollMs: number;
@@ -98,6 +103,8 @@ export class McpCore {
   readonly #options: McpCoreOptions;
   readonly #legacyTasks: LegacyTaskMethods;
   readonly #reads: SharedTaskReads;
+  /** tools/list of the current offer, per era: built once per change of the tool list. */
+  #listed: { version: string; modern: MethodOutcome; legacy: MethodOutcome } | null = null;
 
   constructor(options: McpCoreOptions) {
     this.#options = options;
@@ -114,10 +121,7 @@ export class McpCore {
       case 'server/discover':
         return { kind: 'result', result: discoverResult(this.#options.server) };
       case 'tools/list':
-        return {
-          kind: 'result',
-          result: toolsListResult(this.#options.tools, this.#options.server, context.era === 'legacy'),
-        };
+        return this.#toolsList(context.era === 'legacy');
       case 'tools/call':
         return this.#call(params, context);
       case 'tasks/get':
@@ -137,6 +141,25 @@ export class McpCore {
       httpStatus: 404,
       error: { code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` },
     };
+  }
+
+  /** Calls `listener` after each change of the tools offered (for list-changed notifications). */
+  onToolsChanged(listener: () => void): () => void {
+    return this.#options.tools.onChange(listener);
+  }
+
+  #toolsList(legacy: boolean): MethodOutcome {
+    const { tools, server } = this.#options;
+    const version = tools.version;
+    if (this.#listed?.version !== version) {
+      const list = tools.list();
+      this.#listed = {
+        version,
+        modern: { kind: 'result', result: shareResult(toolsListResult(list, server)) },
+        legacy: { kind: 'result', result: toolsListResult(list, server, true) },
+      };
+    }
+    return legacy ? this.#listed.legacy : this.#listed.modern;
   }
 
   /**
@@ -183,11 +206,7 @@ export class McpCore {
     );
   }
 
-  async #inline(
-    tool: ToolDefinition,
-    args: Record<string, unknown>,
-    context: RequestContext,
-  ): Promise<MethodOutcome | null> {
+  async #inline(tool: AnyTool, args: Record<string, unknown>, context: RequestContext): Promise<MethodOutcome | null> {
     const check = this.#options.tools.check(tool.name, args);
     if (!check.ok) {
       return refusal(
@@ -227,7 +246,8 @@ export class McpCore {
     const missing = missingCapabilities(required, context.clientCapabilities);
     if (missing)
       return missingCapability(missing, `tool ${call.name} needs client capabilities this request did not declare`);
-    if (tool?.inline) return this.#inline(tool, call.arguments, context);
+    const local = tool?.inline ? this.#options.tools.local(call.name) : undefined;
+    if (local) return this.#inline(local, call.arguments, context);
     // Input asked in the call, before any task (multi round-trip): until every key is answered in
     // params.inputResponses, the call is answered with the outstanding requests and creates nothing.
     let inputResponses: Record<string, unknown> | undefined;
@@ -263,7 +283,7 @@ export class McpCore {
    * `{task}` as soon as the row is committed; without one, the call waits for its task as usual.
    */
   async #legacyCall(
-    tool: ToolDefinition | undefined,
+    tool: ToolSpec | undefined,
     call: { name: string; arguments: Record<string, unknown> },
     params: Readonly<Record<string, unknown>> | undefined,
     context: RequestContext,
@@ -277,7 +297,8 @@ export class McpCore {
       : null;
     if (missing)
       return missingCapability(missing, `tool ${call.name} needs client capabilities this session did not declare`);
-    if (tool?.inline) return this.#inline(tool, call.arguments, context);
+    const local = tool?.inline ? this.#options.tools.local(call.name) : undefined;
+    if (local) return this.#inline(local, call.arguments, context);
     const task = await this.#submit(context, {
       tool: call.name,
       arguments: call.arguments,

@@ -8,7 +8,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
   TASKS_EXTENSION,
 } from '@taskgate/protocol';
-import { type ToolRegistry, taskSupportOf } from '@taskgate/tools';
+import { type ToolSpec, taskSupportOf } from '@taskgate/tools';
 
 /** What a method handler produces: a result, or a JSON-RPC error (with the HTTP status to use). */
 export type MethodOutcome =
@@ -20,8 +20,18 @@ export interface ServerIdentity {
   readonly version: string;
 }
 
-/** Cache hints (server/utilities/caching): the tool list changes only with a deploy. */
+/**
+ * Cache hints (server/utilities/caching): the tool list changes when workers that serve other
+ * tools come and go, and a client that listens (toolsListChanged) hears of each change.
+ */
 const LIST_TTL_MS = 60_000;
+
+/**
+ * The tools capability: the list changes as workers come and go (the catalog), and this server
+ * says so — on subscriptions/listen streams (2026-07-28), and as notifications/tools/list_changed
+ * on a 2025-11-25 client's stdio pipe or GET stream.
+ */
+export const TOOLS_CAPABILITY = { listChanged: true } as const;
 
 export const discoverInstructions =
   'Every tools/call runs as a durable task. Mutations take an idempotencyKey argument; a retry with the same key and arguments returns the first result.';
@@ -31,7 +41,7 @@ export function discoverResult(server: ServerIdentity): Record<string, unknown> 
     resultType: 'complete',
     supportedVersions: [...SUPPORTED_PROTOCOL_VERSIONS],
     // The Tasks extension: a client that declares it per request may get a task for a tools/call.
-    capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } },
+    capabilities: { tools: TOOLS_CAPABILITY, extensions: { [TASKS_EXTENSION]: {} } },
     instructions: discoverInstructions,
     ttlMs: 3_600_000,
     cacheScope: 'public',
@@ -40,13 +50,36 @@ export function discoverResult(server: ServerIdentity): Record<string, unknown> 
 }
 
 /**
+ * Results a server hands out again and again unchanged (tools/list of one version of the offer):
+ * their JSON is made once and reused, since serialising 200 tools' schemas (~100 KB) would
+ * otherwise be most of what answering tools/list costs. Entries go with their results.
+ */
+const serialized = new WeakMap<object, string>();
+
+/** Marks `result` as shared and unchanging: sent by its cached JSON from now on (resultJson). */
+export function shareResult<T extends object>(result: T): T {
+  serialized.set(result, JSON.stringify(result));
+  return result;
+}
+
+/** The JSON-RPC response of `result` as text, reusing the JSON of a shared result. */
+export function resultJson(id: unknown, result: Readonly<Record<string, unknown>>): string {
+  const json = serialized.get(result) ?? JSON.stringify(result);
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${json}}`;
+}
+
+/**
  * tools/list. For a 2025-11-25 client each tool also says whether it runs as a task
  * (`execution.taskSupport`, that revision's tool-level negotiation).
  */
-export function toolsListResult(tools: ToolRegistry, server: ServerIdentity, legacy = false): Record<string, unknown> {
+export function toolsListResult(
+  tools: readonly ToolSpec[],
+  server: ServerIdentity,
+  legacy = false,
+): Record<string, unknown> {
   return {
     resultType: 'complete',
-    tools: tools.list().map((tool) => ({
+    tools: tools.map((tool) => ({
       name: tool.name,
       ...(tool.title ? { title: tool.title } : {}),
       description: tool.description,
@@ -158,7 +191,7 @@ export function initializeResult(server: ServerIdentity, protocolVersion: string
   return {
     protocolVersion,
     // That revision's tasks: task-augmented tools/call, tasks/list and tasks/cancel.
-    capabilities: { tools: {}, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+    capabilities: { tools: TOOLS_CAPABILITY, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
     serverInfo: server,
     instructions: discoverInstructions,
   };

@@ -30,6 +30,7 @@ import {
   initializeResult,
   legacyResult,
   type MethodOutcome,
+  resultJson,
   type ServerIdentity,
 } from './mcp-methods.ts';
 import { ProgressStream } from './progress-stream.ts';
@@ -80,7 +81,13 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
   // before the server closes, or close() would wait for them forever.
   const listens = new Set<TaskSubscription>();
   const calls: CallsInFlight = new Set();
+  // A 2025-11-25 client hears of tool list changes on its session's GET stream, if it opened one.
+  const unsubscribeTools = options.core.onToolsChanged(() =>
+    sessions.notifyStreams({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, 'tools'),
+  );
   app.addHook('preClose', async () => {
+    unsubscribeTools();
+    sessions.closeStreams();
     for (const listen of listens) listen.endGracefully();
     // Not awaited: close() goes on (no new connections) while the calls get their grace period.
     // A call that ends sooner leaves the set; those still there then get an answer, not a cut.
@@ -116,8 +123,9 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
       }
     });
     // 2026-07-28 has no GET stream and no sessions ("Backward Compatibility"); a 2025-11-25 client
-    // may DELETE the session it was given, and gets 405 for GET (this server opens no standalone
-    // stream). Other methods get the same JSON-RPC 405, not the REST API's problem+json 404.
+    // may DELETE the session it was given, and may GET its session's stream, which carries
+    // notifications/tools/list_changed (the one message this server sends unrelated to a request).
+    // GET without a session gets 405, as do other methods: a JSON-RPC 405, not problem+json's 404.
     scope.route({
       method: ['GET', 'DELETE', 'PUT', 'PATCH', 'OPTIONS'],
       url: '/mcp',
@@ -128,6 +136,9 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
         if (request.method === 'DELETE' && sessionId !== undefined) {
           const closed = sessions.close(sessionId, tenants.get(request) as string);
           return reply.code(closed ? 204 : 404).send();
+        }
+        if (request.method === 'GET' && sessionId !== undefined) {
+          return openSessionStream(request, reply, sessionId, sessions, options.keepaliveMs ?? 15_000);
         }
         return reply
           .code(405)
@@ -365,12 +376,13 @@ async function listen(
     return reply.code(refused.httpStatus).send(errorResponse(id, refused.error));
   }
   reply.hijack();
-  // One slot per watched task (a task's statuses coalesce in it), plus the acknowledgement and the
-  // result: a stalled reader holds at most the latest status of each task, and nothing is dropped.
+  // One slot per watched task (a task's statuses coalesce in it), one for the tool list's changes,
+  // plus the acknowledgement and the result: a stalled reader holds at most the latest status of
+  // each task and one list change, and nothing is dropped.
   const taskIds = (params?.notifications as { taskIds?: unknown } | undefined)?.taskIds;
   const watched = Array.isArray(taskIds) ? taskIds.length : 0;
   stream = new SseStream(reply.raw, {
-    capacity: watched + 2,
+    capacity: watched + 3,
     coalesce: 'by-key',
     keepaliveMs: options.keepaliveMs ?? 15_000,
   });
@@ -386,6 +398,44 @@ async function listen(
     // The stream's 200 is out: a subscription that could not start ends with its error.
     sink.finish(errorResponse(id, logged(reply.request, error).error));
   }
+}
+
+/**
+ * A 2025-11-25 session's GET stream (transports "Listening for Messages from the Server"): SSE
+ * with keepalives, carrying notifications/tools/list_changed; never a response. An unknown session
+ * is 404 (the client initializes again); an Accept without text/event-stream is 406.
+ */
+function openSessionStream(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  sessionId: string,
+  sessions: LegacySessions,
+  keepaliveMs: number,
+) {
+  const tenantId = tenants.get(request) as string;
+  if (sessions.scopeOf(sessionId, tenantId) === null) {
+    return reply
+      .code(404)
+      .type('application/json')
+      .send(errorResponse(null, { code: ErrorCode.InvalidRequest, message: 'unknown session; send initialize again' }));
+  }
+  const accept = (request.headers.accept ?? '').toLowerCase();
+  if (!accept.includes('text/event-stream') && !accept.includes('*/*')) {
+    return reply
+      .code(406)
+      .type('application/json')
+      .send(
+        errorResponse(null, {
+          code: ErrorCode.InvalidRequest,
+          message: 'the Accept header must list text/event-stream',
+        }),
+      );
+  }
+  reply.hijack();
+  // One slot: the only message is "the list changed", and one undelivered says it all.
+  const stream = new SseStream(reply.raw, { capacity: 1, coalesce: 'by-key', keepaliveMs });
+  stream.open();
+  sessions.attachStream(sessionId, tenantId, stream);
 }
 
 function single(value: string | string[] | undefined): string | undefined {
@@ -499,7 +549,10 @@ async function callTool(
 }
 
 function send(reply: FastifyReply, id: JsonRpcId, outcome: MethodOutcome) {
-  if (outcome.kind === 'result') return reply.send(resultResponse(id, outcome.result));
+  // As text: a shared result (tools/list) is serialised once per version, not once per request.
+  if (outcome.kind === 'result') {
+    return reply.type('application/json; charset=utf-8').send(resultJson(id, outcome.result));
+  }
   return reply.code(outcome.httpStatus).send(errorResponse(id, outcome.error));
 }
 

@@ -13,7 +13,6 @@ import {
   LEGACY_PROTOCOL_VERSIONS,
   META,
   parseCancelledParams,
-  resultResponse,
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import { legacyTask } from './legacy-tasks.ts';
@@ -23,6 +22,7 @@ import {
   initializeResult,
   legacyResult,
   type MethodOutcome,
+  resultJson,
   type ServerIdentity,
 } from './mcp-methods.ts';
 import { rpcFailure } from './rpc-failures.ts';
@@ -61,6 +61,10 @@ export class StdioServer {
   #legacy = false;
   /** What a 2025-11-25 client declared at initialize (that era declares once per connection). */
   #legacyCapabilities: Capabilities | undefined;
+  /** A 2025-11-25 client hears of tool list changes from initialize on; null until then. */
+  #unsubscribeTools: (() => void) | null = null;
+  /** A list change that found stdout full: written once it drains (one says it all). */
+  #toolsChangedPending = false;
 
   constructor(options: StdioServerOptions) {
     this.#options = options;
@@ -77,6 +81,8 @@ export class StdioServer {
             }),
           ),
         onEnd: () => {
+          this.#unsubscribeTools?.();
+          this.#unsubscribeTools = null;
           const cancelled = this.#requests.cancelAll('stdin closed');
           for (const id of cancelled) this.#inFlight.get(requestIdKey(id))?.controller.abort(new Error('stdin closed'));
           void Promise.allSettled([...this.#inFlight.values()].map((call) => call.done)).then(() => resolve());
@@ -158,6 +164,9 @@ export class StdioServer {
     if (method === 'initialize' && !modern) {
       this.#legacy = true;
       this.#legacyCapabilities = capabilitiesOf(params?.capabilities);
+      // stdio is one stream both ways: 2025-11-25's notifications/tools/list_changed goes on it
+      // whenever the tools offered change (the initialize result declares listChanged).
+      this.#unsubscribeTools ??= this.#options.core.onToolsChanged(() => this.#toolsChanged());
       this.#answer(id, {
         kind: 'result',
         result: initializeResult(this.#options.server, LEGACY_PROTOCOL_VERSIONS[0] as string),
@@ -323,8 +332,24 @@ export class StdioServer {
     });
   }
 
+  #toolsChanged(): void {
+    const output = this.#options.output;
+    if (!output.writableNeedDrain) {
+      this.#write({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+      return;
+    }
+    if (this.#toolsChangedPending) return;
+    this.#toolsChangedPending = true;
+    output.once('drain', () => {
+      this.#toolsChangedPending = false;
+      this.#toolsChanged();
+    });
+  }
+
   /** Ends every subscription gracefully (its result, then notifications/cancelled), e.g. on SIGTERM. */
   shutdown(): void {
+    this.#unsubscribeTools?.();
+    this.#unsubscribeTools = null;
     for (const [subscription, stop] of this.#listens) {
       subscription.endGracefully();
       stop();
@@ -334,7 +359,9 @@ export class StdioServer {
   /** Writes the answer unless a cancel won the race (then the request gets nothing). */
   #answer(id: JsonRpcId, outcome: MethodOutcome): void {
     if (this.#requests.complete(id) === 'drop') return;
-    this.#write(outcome.kind === 'result' ? resultResponse(id, outcome.result) : errorResponse(id, outcome.error));
+    // A shared result (tools/list) goes out as its cached JSON.
+    if (outcome.kind === 'result') this.#options.output.write(`${resultJson(id, outcome.result)}\n`);
+    else this.#write(errorResponse(id, outcome.error));
   }
 
   /**

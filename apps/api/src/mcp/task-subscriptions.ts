@@ -133,6 +133,8 @@ export interface TaskSubscriptionOptions {
   readonly server: ServerIdentity;
   /** The floor under NOTIFY: subscribed tasks are re-read this often. */
   readonly pollMs: number;
+  /** The tools offered: a toolsListChanged subscription hears of each change (CatalogView.onChange). */
+  readonly tools?: { onChange(listener: () => void): () => void };
 }
 
 /**
@@ -140,6 +142,12 @@ export interface TaskSubscriptionOptions {
  * task (what tasks/get would answer) whenever a subscribed task's status changes — woken by the
  * task's notifications across API instances, with a poll under them. Per task only the latest
  * status matters, so undelivered ones are replaced (the sink's key). Closing it never touches a task.
+ *
+ * With `toolsListChanged`, `notifications/tools/list_changed` whenever the tools offered change
+ * (a worker serving other tools started, or the last one serving a tool left the catalog window).
+ * It carries nothing but the subscription id — the client re-reads tools/list — so undelivered ones
+ * fold into one, and one that comes before the acknowledgement is sent right after it
+ * (basic/patterns/subscriptions: nothing on the subscription before its acknowledgement).
  */
 export class TaskSubscription {
   readonly #options: TaskSubscriptionOptions;
@@ -153,6 +161,9 @@ export class TaskSubscription {
   readonly #reading = new Set<string>();
   readonly #again = new Set<string>();
   #poll: NodeJS.Timeout | undefined;
+  #unsubscribeTools: (() => void) | null = null;
+  #acknowledged = false;
+  #toolsChangedBeforeAck = false;
   #stopped = false;
 
   constructor(
@@ -169,11 +180,17 @@ export class TaskSubscription {
 
   /**
    * Subscribes, reads each task once (so a change during the read is not lost), and sends the
-   * acknowledgement naming what it honours: the tool list (which changes only with a deploy) and the
+   * acknowledgement naming what it honours: the tool list (whose changes it sends) and the
    * task ids this tenant has; other tenants' and unknown ids are left out, as are resources and
    * prompts, which this server does not have.
    */
   async start(): Promise<void> {
+    if (this.#filter.toolsListChanged && this.#options.tools) {
+      this.#unsubscribeTools = this.#options.tools.onChange(() => {
+        if (this.#acknowledged) this.#toolsChanged();
+        else this.#toolsChangedBeforeAck = true;
+      });
+    }
     const wanted = [...new Set(this.#filter.taskIds ?? [])];
     for (const id of wanted)
       this.#unsubscribe.set(
@@ -205,13 +222,15 @@ export class TaskSubscription {
         params: {
           _meta: { [SUBSCRIPTION_ID]: this.#listenId },
           notifications: {
-            ...(this.#filter.toolsListChanged ? { toolsListChanged: true } : {}),
+            ...(this.#filter.toolsListChanged && this.#options.tools ? { toolsListChanged: true } : {}),
             ...(this.#filter.taskIds ? { taskIds: known } : {}),
           },
         },
       },
       'acknowledged',
     );
+    this.#acknowledged = true;
+    if (this.#toolsChangedBeforeAck) this.#toolsChanged();
     if (this.#unsubscribe.size > 0) {
       // The poll only backs up NOTIFY. Its phase is random, so subscriptions opened together do
       // not all re-read their tasks in the same instant.
@@ -231,6 +250,8 @@ export class TaskSubscription {
   /** The client went away (stream closed, notifications/cancelled, EOF): forget everything. */
   stop(): void {
     this.#stopped = true;
+    this.#unsubscribeTools?.();
+    this.#unsubscribeTools = null;
     clearTimeout(this.#poll); // clears the first timeout and the interval after it alike
     for (const unsubscribe of this.#unsubscribe.values()) unsubscribe();
     this.#unsubscribe.clear();
@@ -245,6 +266,18 @@ export class TaskSubscription {
       id: this.#listenId,
       result: { resultType: 'complete', _meta: { [SUBSCRIPTION_ID]: this.#listenId } },
     });
+  }
+
+  #toolsChanged(): void {
+    if (this.#stopped) return;
+    this.#sink.push(
+      {
+        jsonrpc: '2.0',
+        method: 'notifications/tools/list_changed',
+        params: { _meta: { [SUBSCRIPTION_ID]: this.#listenId } },
+      },
+      'tools',
+    );
   }
 
   #pollAll(): void {

@@ -12,18 +12,18 @@ import {
   listTasks,
   type NewTask,
   requestCancel,
-  TASK_QUEUE,
   type TaskAnnouncer,
   type TaskJobData,
   type TaskMode,
+  TaskQueues,
   type TaskRecord,
   type TaskStatus,
   type TaskWriter,
+  toolQueue,
 } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import { Batcher } from '@taskgate/reliability';
-import type { ToolDefinition } from '@taskgate/sdk';
-import type { ToolRegistry } from '@taskgate/tools';
+import type { ToolCatalog, ToolSpec } from '@taskgate/tools';
 import type { Kysely, Transaction } from 'kysely';
 import { fromKysely, type PgBoss } from 'pg-boss';
 import { keyInProgress, keyMismatch } from '../ledger/key-errors.ts';
@@ -35,7 +35,8 @@ export interface TaskServiceOptions {
   readonly boss: PgBoss;
   /** Announces each change after it commits (workers and waiting calls listen for it). */
   readonly announcer: TaskAnnouncer;
-  readonly tools: ToolRegistry;
+  /** The tools this API offers (the catalog, in a deployment): what calls are checked against. */
+  readonly tools: ToolCatalog;
   readonly defaultTtlMs: number;
   readonly pollIntervalMs: number;
   /**
@@ -81,7 +82,7 @@ export interface ClockCaps {
 
 /** A tool's clocks under the server's caps: the smaller of the two, or the cap if the tool has none. */
 export function cappedClocks(
-  tool: ToolDefinition,
+  tool: ToolSpec,
   caps: ClockCaps | undefined,
 ): { idleTimeoutMs: number | null; maxTimeoutMs: number | null } {
   const cap = (own: number | undefined, ceiling: number | undefined) =>
@@ -111,9 +112,12 @@ export class TaskService {
   readonly #creates: GroupCommit<TaskWriter, NewTask, TaskRecord>;
   // Concurrent reads (every waiting MCP call reads its task when it ends) share one statement.
   readonly #reads: Batcher<{ tenantId: string; id: string }, TaskRecord | null>;
+  /** Each tool's queue, ensured before the first send to it (never inside the sending transaction). */
+  readonly #queues: TaskQueues;
 
   constructor(options: TaskServiceOptions) {
     this.#options = options;
+    this.#queues = new TaskQueues(options.boss);
     this.#creates = new GroupCommit(
       (work) => options.announcer.transaction(options.db, work),
       (writer, tasks) => this.#insertAndEnqueue(writer, tasks),
@@ -138,11 +142,14 @@ export class TaskService {
     const tool = this.#checkCall(input);
     const key = this.#idempotencyKey(tool, input.arguments, options.idempotencyKey);
     const task = this.#newTask(tenantId, input, tool);
+    // A tool the catalog lists may have no queue yet (its worker has not started since the upgrade
+    // or its queue was never needed here): made now, once per process, outside any transaction.
+    if (!this.#queues.has(tool.name)) await this.#queues.ensure(tool.name);
     if (key === null) return { task: await this.#creates.run(task), replayed: false };
     return this.#submitWithKey({ ...task, id: randomUUID(), idempotencyKey: key });
   }
 
-  #checkCall(input: CreateTaskInput): ToolDefinition {
+  #checkCall(input: CreateTaskInput): ToolSpec {
     const { tools } = this.#options;
     const check = tools.check(input.tool, input.arguments ?? {});
     if (!check.ok && check.kind === 'unknown-tool') {
@@ -159,11 +166,11 @@ export class TaskService {
         { details: { errors: check.problems } },
       );
     }
-    return tools.get(input.tool) as ToolDefinition;
+    return tools.get(input.tool) as ToolSpec;
   }
 
   /** The call's key, from the header or the `idempotencyKey` argument; they may not disagree. */
-  #idempotencyKey(tool: ToolDefinition, args: unknown, header: string | undefined): string | null {
+  #idempotencyKey(tool: ToolSpec, args: unknown, header: string | undefined): string | null {
     const argument =
       args !== null && typeof args === 'object' ? (args as { idempotencyKey?: unknown }).idempotencyKey : undefined;
     if (argument !== undefined && typeof argument !== 'string') {
@@ -194,7 +201,7 @@ export class TaskService {
     return key;
   }
 
-  #newTask(tenantId: string, input: CreateTaskInput, tool: ToolDefinition): NewTask {
+  #newTask(tenantId: string, input: CreateTaskInput, tool: ToolSpec): NewTask {
     const mode = input.mode ?? 'task';
     return {
       tenantId,
@@ -205,6 +212,8 @@ export class TaskService {
       ttlMs: input.ttlMs ?? this.#options.defaultTtlMs,
       ...(input.inputResponses ? { inputResponses: input.inputResponses } : {}),
       pollIntervalMs: this.#options.pollIntervalMs,
+      // The version this call was checked against: the worker compares it with the one it serves.
+      toolFingerprint: this.#options.tools.fingerprint(input.tool) ?? null,
       ...cappedClocks(tool, this.#options.clockCaps),
     };
   }
@@ -273,6 +282,7 @@ export class TaskService {
       inputRequests: null,
       inputResponses: {},
       apiInstanceId: null,
+      toolFingerprint: null,
     };
   }
 
@@ -280,12 +290,15 @@ export class TaskService {
   async #insertAndEnqueue(writer: TaskWriter, tasks: readonly NewTask[]): Promise<TaskRecord[]> {
     const trx = writer.db as Transaction<Database>;
     const created = await insertTasks(writer, tasks);
-    const jobs = created.map((task) => ({
-      id: task.id,
-      data: { taskId: task.id, tenantId: task.tenantId } satisfies TaskJobData,
-    }));
-    // The same transaction as the rows, through pg-boss's Kysely adapter.
-    await this.#options.boss.insert(TASK_QUEUE, jobs, { db: fromKysely(trx) });
+    // Each task to its tool's queue (one insert per tool in the batch), in the same transaction as
+    // the rows, through pg-boss's Kysely adapter.
+    const byTool = new Map<string, { id: string; data: TaskJobData }[]>();
+    for (const task of created) {
+      const jobs = byTool.get(task.tool) ?? [];
+      jobs.push({ id: task.id, data: { taskId: task.id, tenantId: task.tenantId } });
+      byTool.set(task.tool, jobs);
+    }
+    for (const [tool, jobs] of byTool) await this.#options.boss.insert(toolQueue(tool), jobs, { db: fromKysely(trx) });
     for (const task of created) await this.#options.afterEnqueue?.(task, trx);
     return created;
   }
@@ -321,12 +334,17 @@ export class TaskService {
     responses: Readonly<Record<string, unknown>>,
   ): Promise<{ task: TaskRecord; accepted: readonly string[]; resumed: boolean }> {
     const { db, announcer, boss } = this.#options;
+    // The queue the next run goes to is the task's tool's, which never changes: read first, so the
+    // queue is ensured before the transaction that sends to it.
+    const current = await findTask(db, tenantId, id);
+    if (!current) throw notFound(id);
+    await this.#queues.ensure(current.tool);
     const answered = await announcer.transaction(db, async (writer) => {
       const jobId = randomUUID();
       const outcome = await answerInput(writer, tenantId, id, responses, jobId);
       if (outcome.resumed && outcome.task) {
         const data = { taskId: outcome.task.id, tenantId: outcome.task.tenantId } satisfies TaskJobData;
-        await boss.insert(TASK_QUEUE, [{ id: jobId, data }], { db: fromKysely(writer.db) });
+        await boss.insert(toolQueue(outcome.task.tool), [{ id: jobId, data }], { db: fromKysely(writer.db) });
       }
       return outcome;
     });

@@ -1,5 +1,6 @@
 import { McpCore, openTaskServices, StdioServer } from '@taskgate/api';
 import { loadMigrations, MigrationRunner } from '@taskgate/db';
+import { TaskgateError } from '@taskgate/errors';
 import { registryOf } from '@taskgate/tools';
 import { startWorkerRole } from '@taskgate/worker';
 import { type Config, clockCaps, DEFAULT_TENANT } from '../config.ts';
@@ -27,6 +28,12 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
   lifecycle.installSignalHandlers();
   try {
     const tools = registryOf(await toolModulesOf(args.tools, config, args.cwd, logger));
+    if (args.worker && tools.list().length === 0) {
+      throw new TaskgateError(
+        'TG_USAGE',
+        'mcp-stdio has no tools to run in-process (--tools none); add --no-worker to serve the catalog of workers elsewhere',
+      );
+    }
     const database = await openDatabase(config, logger);
     lifecycle.onStop('database', () => database.stop());
     await new MigrationRunner({
@@ -43,7 +50,10 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
       connectionString: database.connectionString,
       applicationName: 'taskgate-mcp-stdio',
       logger,
-      tools,
+      // Offered: the catalog (the in-process worker publishes there), with the inline tools of the
+      // modules loaded here, which run in this process.
+      localTools: tools,
+      catalogWindowMs: config.catalogWindowMs,
       listenNotify,
       idempotencyRetentionMs: config.idempotencyRetentionMs,
       clockCaps: clockCaps(config),
@@ -56,7 +66,7 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
       core: new McpCore({
         service: services.service,
         hub: services.hub,
-        tools,
+        tools: services.tools,
         server: { name: 'taskgate', version: '0.1.0' },
         pollMs: listenNotify ? 1_000 : 250,
         clockCaps: clockCaps(config),

@@ -1,5 +1,6 @@
 import { startApiRole } from '@taskgate/api';
-import { loadMigrations, MigrationRunner, type ModuleMigrations } from '@taskgate/db';
+import { loadMigrations, MigrationRunner } from '@taskgate/db';
+import { TaskgateError } from '@taskgate/errors';
 import { startRelayRole } from '@taskgate/relay';
 import { registryOf, type ToolModule } from '@taskgate/tools';
 import { startWorkerRole } from '@taskgate/worker';
@@ -62,6 +63,12 @@ export async function bootTaskgate(
     // Before anything starts: a module that does not load stops start-up with nothing running.
     const modules = await toolModulesOf(args.tools, config, args.cwd, logger);
     const tools = registryOf(modules);
+    if (args.roles.includes('worker') && tools.list().length === 0) {
+      throw new TaskgateError(
+        'TG_USAGE',
+        'the worker role has no tools to serve (--tools none); run the API alone with --role api, or load modules',
+      );
+    }
     const migrations = await moduleMigrationsOf(modules);
     const database = await openDatabase(config, logger);
     lifecycle.onStop('database', () => database.stop());
@@ -131,8 +138,11 @@ export async function bootTaskgate(
         mcpTaskAfterMs: config.mcpTaskAfterMs,
         idempotencyRetentionMs: config.idempotencyRetentionMs,
         unauthenticatedTenant: DEFAULT_TENANT,
-        tools,
+        // What it offers is the catalog (this process's own worker publishes there too); of the
+        // modules loaded here, the inline tools run in this process.
+        localTools: tools,
         modules,
+        catalogWindowMs: config.catalogWindowMs,
         listenNotify,
         // One sweeper per process is plenty: the worker's, when this process runs one.
         sweep: !args.roles.includes('worker'),

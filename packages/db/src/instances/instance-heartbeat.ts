@@ -17,6 +17,13 @@ export interface InstanceHeartbeatOptions {
   readonly intervalMs?: number;
   readonly logger: { readonly info: LogFn; readonly warn: LogFn };
   readonly now?: () => number;
+  /**
+   * Runs after every registration: in start() (a failure fails the start) and after a heartbeat
+   * found the row gone or marked stopped and registered it again (then a failure is retried at the
+   * next heartbeat until it succeeds). A worker publishes its tools here: retention that deleted
+   * the row during an outage took its catalog rows with it (ON DELETE CASCADE).
+   */
+  readonly onRegistered?: () => Promise<void>;
 }
 
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 2_000;
@@ -35,6 +42,8 @@ export class InstanceHeartbeat {
   #beating: Promise<void> | null = null;
   /** Local time since which every database call seen answered; null while it does not. */
   #reachableSince: number | null = null;
+  /** A re-registration whose onRegistered has not succeeded yet. */
+  #registeredPending = false;
   #stopped = false;
 
   constructor(options: InstanceHeartbeatOptions) {
@@ -49,6 +58,13 @@ export class InstanceHeartbeat {
   /** Registers the instance (a failure here fails the role's start) and heartbeats from then on. */
   async start(): Promise<void> {
     await registerInstance(this.#options.db, this.#options.identity);
+    try {
+      await this.#options.onRegistered?.();
+    } catch (error) {
+      // Not started: the row must not keep saying this instance runs (nor list its tools).
+      await markInstanceStopped(this.#options.db, this.id).catch(() => {});
+      throw error;
+    }
     this.#reachableSince = this.#now();
     this.#schedule();
   }
@@ -102,7 +118,15 @@ export class InstanceHeartbeat {
     try {
       // Gone (retention deleted a row that aged during a long outage) or marked stopped by mistake:
       // this instance runs, so it says so again.
-      if (!(await heartbeatInstance(db, identity.id))) await registerInstance(db, identity);
+      if (!(await heartbeatInstance(db, identity.id))) {
+        await registerInstance(db, identity);
+        this.#registeredPending = this.#options.onRegistered !== undefined;
+        logger.warn({ instance: identity.id }, 'the instance row was gone or marked stopped: registered it again');
+      }
+      if (this.#registeredPending) {
+        await this.#options.onRegistered?.();
+        this.#registeredPending = false;
+      }
       if (this.#reachableSince === null) {
         this.#reachableSince = this.#now();
         logger.info({ instance: identity.id }, 'the database is reachable again');

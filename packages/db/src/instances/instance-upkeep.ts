@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema.ts';
-import { TASK_QUEUE } from '../task-queue.ts';
 import type { TaskAnnouncer } from '../tasks/task-announcer.ts';
 import { DEFAULT_MAX_QUEUE_MS, TaskSweeper, type TaskSweeperOptions } from '../tasks/task-sweeper.ts';
 import { InstanceHeartbeat } from './instance-heartbeat.ts';
@@ -22,6 +21,8 @@ export interface InstanceUpkeepOptions {
   /** Run a task sweeper beside the heartbeat (default true); one per process is plenty. */
   readonly sweep?: boolean;
   readonly sweeper?: SweeperSettings;
+  /** After each registration (InstanceHeartbeatOptions.onRegistered): a worker publishes its tools. */
+  readonly onRegistered?: () => Promise<void>;
 }
 
 export interface InstanceUpkeep {
@@ -44,6 +45,7 @@ export function instanceUpkeep(options: InstanceUpkeepOptions): InstanceUpkeep {
     identity: options.identity,
     logger: options.logger,
     ...(options.heartbeatIntervalMs === undefined ? {} : { intervalMs: options.heartbeatIntervalMs }),
+    ...(options.onRegistered ? { onRegistered: options.onRegistered } : {}),
   });
   const sweeper =
     options.sweep === false
@@ -51,7 +53,6 @@ export function instanceUpkeep(options: InstanceUpkeepOptions): InstanceUpkeep {
       : new TaskSweeper({
           db: options.db,
           announcer: options.announcer,
-          queue: TASK_QUEUE,
           maxQueueMs: DEFAULT_MAX_QUEUE_MS,
           ...options.sweeper,
           reachableForMs: () => heartbeat.reachableForMs(),

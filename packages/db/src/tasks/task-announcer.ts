@@ -68,7 +68,14 @@ export class TaskAnnouncer implements TaskChanges {
   changed(change: TaskChange, tasks: Iterable<AnnouncedTask | null | undefined>): void {
     for (const task of tasks) {
       if (!task) continue;
-      const notification: TaskNotification = { id: task.id, tenant: task.tenantId, event: change, status: task.status };
+      const notification: TaskNotification = {
+        id: task.id,
+        tenant: task.tenantId,
+        event: change,
+        status: task.status,
+        // New work names its tool, so that only the workers serving it fetch (one queue per tool).
+        ...((change === 'created' || change === 'resumed') && task.tool !== undefined ? { tool: task.tool } : {}),
+      };
       this.#pending.push(JSON.stringify(notification));
     }
     if (this.#pending.length > 0 && !this.#flushing) this.#flushing = this.#flush();

@@ -33,6 +33,8 @@ export interface TaskRecord {
   readonly inputResponses: Readonly<Record<string, unknown>>;
   /** For a request-mode task, the API instance whose caller waits for it. */
   readonly apiInstanceId: string | null;
+  /** toolFingerprint of the definition the API accepted the call under; null before migration 0007. */
+  readonly toolFingerprint: string | null;
 }
 
 export interface TaskProgress {
@@ -73,6 +75,7 @@ export interface TaskRow {
   input_responses: Record<string, unknown> | null;
   job_id: string | null;
   api_instance_id: string | null;
+  tool_fingerprint: string | null;
 }
 
 export function toTaskRecord(row: TaskRow): TaskRecord {
@@ -107,6 +110,7 @@ export function toTaskRecord(row: TaskRow): TaskRecord {
     inputRequests: row.input_requests ?? null,
     inputResponses: row.input_responses ?? {},
     apiInstanceId: row.api_instance_id ?? null,
+    toolFingerprint: row.tool_fingerprint ?? null,
   };
 }
 
@@ -123,6 +127,8 @@ export interface TaskNotification {
    */
   readonly event: 'created' | 'started' | 'status' | 'progress' | 'cancel' | 'resumed' | 'released';
   readonly status: TaskStatus;
+  /** The task's tool, on `created` and `resumed` (new work for that tool's queue); absent otherwise. */
+  readonly tool?: string;
 }
 
 export function parseTaskNotification(payload: string | undefined): TaskNotification | null {

@@ -17,8 +17,6 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 export interface TaskSweeperOptions {
   readonly db: Kysely<Database>;
   readonly announcer: TaskAnnouncer;
-  /** The pg-boss queue that carries tasks. */
-  readonly queue: string;
   /** TASKGATE_MAX_QUEUE_MS: a task no worker started within this long of its creation fails. */
   readonly maxQueueMs: number;
   /** An instance silent for this long (and not stopped) is lost (default 10 s). */
@@ -116,7 +114,7 @@ export class TaskSweeper {
   }
 
   async #sweep(): Promise<SweepReport> {
-    const { announcer, db, queue, logger } = this.#options;
+    const { announcer, db, logger } = this.#options;
     const writer = announcer.writer(db);
     const batch = this.#options.batch ?? 500;
     const lostAfterMs = this.#options.lostAfterMs ?? DEFAULT_LOST_AFTER_MS;
@@ -141,13 +139,13 @@ export class TaskSweeper {
       this.#lastJobSweepAt === null
         ? JOB_LOOKBACK_LIMIT_MS
         : Math.min(JOB_LOOKBACK_LIMIT_MS, startedAt - this.#lastJobSweepAt + JOB_LOOKBACK_OVERLAP_MS);
-    const jobEnded = await drain((limit) => failOrphanedByEndedJobs(writer, queue, lookbackMs, limit), batch);
+    const jobEnded = await drain((limit) => failOrphanedByEndedJobs(writer, lookbackMs, limit), batch);
     this.#lastJobSweepAt = startedAt;
     if (
       this.#lastFullCheckAt === null ||
       startedAt - this.#lastFullCheckAt >= (this.#options.fullCheckIntervalMs ?? 60_000)
     ) {
-      jobEnded.push(...(await drain((limit) => failWithoutLiveJob(writer, queue, limit), batch)));
+      jobEnded.push(...(await drain((limit) => failWithoutLiveJob(writer, limit), batch)));
       this.#lastFullCheckAt = startedAt;
     }
 

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { PGBOSS_SCHEMA } from '../migrations/pgboss-schema.ts';
+import { LEGACY_TASK_QUEUE, TOOL_QUEUE_PREFIX } from '../task-queue.ts';
 import { type TaskRecord, type TaskRow, toTaskRecord } from './task-record.ts';
 import type { TaskWriter } from './task-writer.ts';
 
@@ -18,6 +19,21 @@ const REQUEST_TIMEOUT = -32001;
 const INTERNAL_ERROR = -32603;
 
 const pgboss = sql.id(PGBOSS_SCHEMA);
+
+/**
+ * Where a task's job can be: its tool's queue, or (left there by an upgrade until a worker forwards
+ * it) the single queue of before. `t` is the task row; the id is the job's, unique per queue.
+ */
+const jobOfTask = (job: string) =>
+  sql`${sql.ref(`${job}.name`)} IN (${TOOL_QUEUE_PREFIX} || t.tool, ${LEGACY_TASK_QUEUE})
+      AND ${sql.ref(`${job}.id`)} = coalesce(t.job_id, t.id)`;
+
+/**
+ * The task queues as an array of names, for an index probe per queue on pg-boss's
+ * (name, completed_on) index: a LIKE on the prefix could not use it under a non-C collation.
+ */
+const taskQueues = sql`ARRAY(SELECT q.name FROM ${pgboss}.queue q
+  WHERE q.name = ${LEGACY_TASK_QUEUE} OR starts_with(q.name, ${TOOL_QUEUE_PREFIX}))`;
 
 /**
  * Tasks whose max clock ran out more than `graceMs` ago and that are still open: a worker that
@@ -147,21 +163,26 @@ export async function cancelUnheld(
  */
 export async function failOrphanedByEndedJobs(
   writer: TaskWriter,
-  queue: string,
   lookbackMs: number,
   limit: number,
 ): Promise<TaskRecord[]> {
+  // A job forwarded from the legacy queue is deleted there, never ended, so an ended job of the
+  // task in either queue means its delivery is over; the NOT EXISTS only guards the moment of an
+  // upgrade, when one old worker might still end a legacy job another already forwarded.
   const { rows } = await sql<TaskRow>`
     WITH ended_jobs AS (
-      SELECT j.id AS job_id, j.state::text AS job_state, j.retry_limit,
+      SELECT j.name AS job_queue, j.id AS job_id, j.state::text AS job_state, j.retry_limit,
              CASE WHEN j.data->>'taskId' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
                   THEN (j.data->>'taskId')::uuid END AS task_id
       FROM ${pgboss}.job j
-      WHERE j.name = ${queue} AND j.completed_on >= now() - ${lookbackMs} * interval '1 millisecond'
+      WHERE j.name = ANY(${taskQueues}) AND j.completed_on >= now() - ${lookbackMs} * interval '1 millisecond'
         AND j.state IN ('failed', 'cancelled', 'completed')
     ), due AS (
       SELECT t.id, e.job_state, e.retry_limit FROM tasks t JOIN ended_jobs e ON t.id = e.task_id
       WHERE coalesce(t.job_id, t.id) = e.job_id AND t.status = 'working'
+        AND e.job_queue IN (${TOOL_QUEUE_PREFIX} || t.tool, ${LEGACY_TASK_QUEUE})
+        AND NOT EXISTS (
+          SELECT 1 FROM ${pgboss}.job l WHERE ${jobOfTask('l')} AND l.state IN ('created', 'retry', 'active'))
       ORDER BY t.id LIMIT ${limit}
       FOR NO KEY UPDATE OF t SKIP LOCKED
     )
@@ -174,12 +195,17 @@ export async function failOrphanedByEndedJobs(
  * longer ago than failOrphanedByEndedJobs looks, or was deleted. A full pass over the open tasks,
  * so it runs rarely; the recent-jobs sweep finds the usual case sooner.
  */
-export async function failWithoutLiveJob(writer: TaskWriter, queue: string, limit: number): Promise<TaskRecord[]> {
+export async function failWithoutLiveJob(writer: TaskWriter, limit: number): Promise<TaskRecord[]> {
+  // The task's job in its tool's queue or the legacy one, a live one first: only a task none of
+  // whose jobs is live is given up, and the state named is that of the job it had.
   const { rows } = await sql<TaskRow>`
     WITH due AS (
       SELECT t.id, coalesce(j.state::text, 'missing') AS job_state, j.retry_limit FROM tasks t
-      LEFT JOIN ${pgboss}.job j ON j.name = ${queue} AND j.id = coalesce(t.job_id, t.id)
-      WHERE t.status = 'working' AND (j.id IS NULL OR j.state NOT IN ('created', 'retry', 'active'))
+      LEFT JOIN LATERAL (
+        SELECT j.state, j.retry_limit FROM ${pgboss}.job j WHERE ${jobOfTask('j')}
+        ORDER BY j.state IN ('created', 'retry', 'active') DESC LIMIT 1
+      ) j ON true
+      WHERE t.status = 'working' AND (j.state IS NULL OR j.state NOT IN ('created', 'retry', 'active'))
       ORDER BY t.id LIMIT ${limit}
       FOR NO KEY UPDATE OF t SKIP LOCKED
     )

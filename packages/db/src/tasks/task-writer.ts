@@ -7,6 +7,8 @@ export interface AnnouncedTask {
   readonly id: string;
   readonly tenantId: string;
   readonly status: TaskStatus;
+  /** Named in `created` and `resumed` notifications: a worker wakes only for its own tools' work. */
+  readonly tool?: string;
 }
 
 export type TaskChange = TaskNotification['event'];

@@ -1,0 +1,157 @@
+import { toolDefinitionProblem } from '@taskgate/sdk';
+import type { ValidateFunction } from 'ajv/dist/2020.js';
+import type { AnyTool } from './any-tool.ts';
+import { checkWith, SchemaValidators } from './schema-validators.ts';
+import type { ToolCatalog, ToolSpec } from './tool-catalog.ts';
+import type { ArgumentCheck, ToolRegistry } from './tool-registry.ts';
+
+type LogFn = (fields: Record<string, unknown>, message: string) => void;
+
+/** What CatalogTools reads: packages/db's CatalogView (the API's cached copy of the catalog). */
+export interface CatalogSource {
+  entries(): readonly {
+    readonly name: string;
+    readonly fingerprint: string;
+    readonly definition: Readonly<Record<string, unknown>>;
+  }[];
+  /** Moves exactly when the listing (names and fingerprints) does. */
+  readonly version: string;
+  onChange(listener: () => void): () => void;
+}
+
+interface Offered {
+  readonly spec: ToolSpec;
+  readonly fingerprint: string;
+  readonly validate: ValidateFunction | null;
+  /** Set for an inline tool of a module this process loaded: it runs here. */
+  readonly local: AnyTool | null;
+}
+
+/**
+ * The tools an API process offers: what the catalog lists (definitions the workers published,
+ * never their handlers), plus the inline tools of modules this process loaded itself. An inline
+ * tool runs only where its module is loaded, so a local inline tool is offered with this process's
+ * own definition (even over a catalog entry of the same name) and run here; a catalog tool marked
+ * inline that this process did not load is offered all the same, and its calls go to a worker as
+ * durable tasks.
+ *
+ * Definitions are checked as they arrive (the same checks defineTool makes, and the schema must
+ * compile): one that fails is left out of the offer and logged once, so a broken or foreign
+ * publisher cannot make tools/list or a call throw. Validators are compiled once per fingerprint.
+ */
+export class CatalogTools implements ToolCatalog {
+  readonly #source: CatalogSource;
+  readonly #localInline: readonly AnyTool[];
+  readonly #localRegistry: ToolRegistry | null;
+  readonly #logger: { readonly warn: LogFn };
+  readonly #validators = new SchemaValidators();
+  readonly #listeners = new Set<() => void>();
+  /** Fingerprints already reported as unusable: said once, not at every refresh. */
+  readonly #refused = new Set<string>();
+  #builtFor: string | null = null;
+  #byName = new Map<string, Offered>();
+  #list: readonly ToolSpec[] = Object.freeze([]);
+  readonly #unsubscribe: () => void;
+
+  constructor(source: CatalogSource, options: { local?: ToolRegistry | null; logger: { readonly warn: LogFn } }) {
+    this.#source = source;
+    this.#localRegistry = options.local ?? null;
+    this.#localInline = (options.local?.list() ?? []).filter((tool) => tool.inline === true) as AnyTool[];
+    this.#logger = options.logger;
+    this.#unsubscribe = source.onChange(() => {
+      this.#current();
+      for (const listener of this.#listeners) {
+        try {
+          listener();
+        } catch (error) {
+          this.#logger.warn({ error: (error as Error).message }, 'a tool list change listener failed');
+        }
+      }
+    });
+  }
+
+  list(): readonly ToolSpec[] {
+    return this.#current().list;
+  }
+
+  get(name: string): ToolSpec | undefined {
+    return this.#current().byName.get(name)?.spec;
+  }
+
+  check(name: string, args: unknown): ArgumentCheck {
+    const offered = this.#current().byName.get(name);
+    if (!offered) return { ok: false, kind: 'unknown-tool' };
+    if (offered.local) return (this.#localRegistry as ToolRegistry).check(name, args);
+    return checkWith(offered.validate as ValidateFunction, args);
+  }
+
+  fingerprint(name: string): string | undefined {
+    return this.#current().byName.get(name)?.fingerprint;
+  }
+
+  local(name: string): AnyTool | undefined {
+    return this.#current().byName.get(name)?.local ?? undefined;
+  }
+
+  get version(): string {
+    return this.#source.version;
+  }
+
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Stops following the source (the source itself is its owner's to stop). */
+  close(): void {
+    this.#unsubscribe();
+    this.#listeners.clear();
+  }
+
+  /** The offer for the source's current version, rebuilt when that moved. */
+  #current(): { list: readonly ToolSpec[]; byName: ReadonlyMap<string, Offered> } {
+    const version = this.#source.version;
+    if (version !== this.#builtFor) this.#rebuild(version);
+    return { list: this.#list, byName: this.#byName };
+  }
+
+  #rebuild(version: string): void {
+    const byName = new Map<string, Offered>();
+    for (const tool of this.#localInline) {
+      const fingerprint = this.#localRegistry?.fingerprint(tool.name) as string;
+      byName.set(tool.name, { spec: tool, fingerprint, validate: null, local: tool });
+    }
+    for (const entry of this.#source.entries()) {
+      if (byName.has(entry.name)) continue;
+      const spec = entry.definition as unknown as ToolSpec;
+      const validate = this.#usable(entry.name, entry.fingerprint, spec);
+      if (validate) byName.set(entry.name, { spec, fingerprint: entry.fingerprint, validate, local: null });
+    }
+    const sorted = [...byName.values()].sort((a, b) => (a.spec.name < b.spec.name ? -1 : 1));
+    this.#validators.retain(new Set(sorted.map((offered) => offered.fingerprint)));
+    this.#byName = new Map(sorted.map((offered) => [offered.spec.name, offered]));
+    this.#list = Object.freeze(sorted.map((offered) => offered.spec));
+    this.#builtFor = version;
+  }
+
+  #usable(name: string, fingerprint: string, spec: ToolSpec): ValidateFunction | null {
+    if (this.#refused.has(fingerprint)) return null;
+    // defineTool's own checks; the handler is the one thing a catalog entry never has.
+    let problem = toolDefinitionProblem({ ...spec, handler: async () => ({ content: [] }) });
+    let validate: ValidateFunction | null = null;
+    if (problem === null) {
+      try {
+        validate = this.#validators.compile(fingerprint, spec.inputSchema);
+      } catch (error) {
+        problem = `tool ${name}: inputSchema does not compile: ${(error as Error).message}`;
+      }
+    }
+    if (problem === null) return validate;
+    this.#refused.add(fingerprint);
+    this.#logger.warn(
+      { tool: name, fingerprint, problem },
+      'a catalog definition cannot be offered; the tool is left out of tools/list',
+    );
+    return null;
+  }
+}

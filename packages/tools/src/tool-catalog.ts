@@ -1,0 +1,34 @@
+import type { ToolDefinition } from '@taskgate/sdk';
+import type { AnyTool } from './any-tool.ts';
+import type { ArgumentCheck } from './tool-registry.ts';
+
+/**
+ * A tool as a caller sees it: its whole definition but the handler. This is what the catalog
+ * stores and what an API process decides by (listing, validation, task support, required
+ * capabilities, idempotency-key rules, retry class, clocks), whether or not it loaded the module.
+ */
+export type ToolSpec = Omit<ToolDefinition<never, unknown>, 'handler'>;
+
+/**
+ * The tools a front door (the HTTP API, MCP over stdio) can offer. An API process reads them from
+ * the catalog the workers publish (CatalogTools); a test may hand it a ToolRegistry. Either way the
+ * API never needs a handler, except for an inline tool whose module this process loaded (local).
+ */
+export interface ToolCatalog {
+  /** The offered tools, sorted by name: the same array until the offer changes. */
+  list(): readonly ToolSpec[];
+  get(name: string): ToolSpec | undefined;
+  /** Whether `args` fit the offered definition's input schema (an unknown name says so). */
+  check(name: string, args: unknown): ArgumentCheck;
+  /** toolFingerprint of the offered definition: what a task records it was accepted under. */
+  fingerprint(name: string): string | undefined;
+  /**
+   * The definition with its handler, when this process loaded the module of the offered tool and
+   * may run it itself (inline tools); undefined otherwise.
+   */
+  local(name: string): AnyTool | undefined;
+  /** Moves exactly when list() does. */
+  readonly version: string;
+  /** Calls `listener` after each change of the offer; returns the unsubscribe function. */
+  onChange(listener: () => void): () => void;
+}

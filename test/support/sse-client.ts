@@ -1,0 +1,93 @@
+import http from 'node:http';
+import { waitForTask } from './task-platform.ts';
+
+export interface SseClient {
+  /** The response's status, once the headers arrived. */
+  readonly status: Promise<number>;
+  /** Every `data:` message, parsed, in order. */
+  readonly messages: Record<string, unknown>[];
+  /** Every message, once `predicate` holds for them. */
+  until(
+    predicate: (messages: Record<string, unknown>[]) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>[]>;
+  /** Resolves when the server ends the stream (or it is closed). */
+  readonly ended: Promise<void>;
+  close(): void;
+}
+
+/** An SSE response over a raw socket (a listen POST, a 2025-11-25 GET stream): its messages as they arrive. */
+export function openSse(
+  url: URL,
+  request: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string },
+): SseClient {
+  const messages: Record<string, unknown>[] = [];
+  let text = '';
+  let resolveStatus!: (status: number) => void;
+  const status = new Promise<number>((resolve) => {
+    resolveStatus = resolve;
+  });
+  const outgoing = http.request({
+    host: url.hostname,
+    port: url.port,
+    path: url.pathname,
+    method: request.method,
+    headers: {
+      ...request.headers,
+      ...(request.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(request.body)) }),
+    },
+  });
+  outgoing.on('error', () => {});
+  const ended = new Promise<void>((resolve) => {
+    outgoing.on('close', () => resolve());
+    outgoing.on('response', (response) => {
+      resolveStatus(response.statusCode ?? 0);
+      response.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+        const frames = text.split('\n\n');
+        text = frames.pop() ?? '';
+        for (const frame of frames) {
+          const data = frame
+            .split('\n')
+            .find((line) => line.startsWith('data: '))
+            ?.slice(6);
+          if (data !== undefined && data !== '') messages.push(JSON.parse(data));
+        }
+      });
+      response.on('end', () => resolve());
+    });
+  });
+  outgoing.end(request.body);
+  return {
+    status,
+    messages,
+    ended,
+    until: (predicate, timeoutMs = 20_000) => waitForTask(async () => messages, predicate, timeoutMs),
+    close: () => outgoing.destroy(),
+  };
+}
+
+/** A 2026-07-28 subscriptions/listen on `mcpUrl`, with the given notification filter. */
+export function listenStream(mcpUrl: URL, id: string, notifications: Record<string, unknown>): SseClient {
+  return openSse(mcpUrl, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'subscriptions/listen',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'subscriptions/listen',
+      params: {
+        notifications,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    }),
+  });
+}
