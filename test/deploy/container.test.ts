@@ -67,6 +67,9 @@ describe('docker-compose.yml', () => {
       expect(service(role).image, role).toBe(service('migrate').image);
     }
     expect(service('worker').deploy?.replicas).toBe(2);
+    // A split deployment: the API holds no user code and offers the catalog the workers publish.
+    expect(service('api').environment?.TASKGATE_TOOLS).toBe('none');
+    expect(service('worker').environment?.TASKGATE_TOOLS).toBe(service('migrate').environment?.TASKGATE_TOOLS);
     expect(service('api').ports).toEqual(['127.0.0.1:8080:8080']);
     expect(service('api').healthcheck?.test.join(' ')).toContain('/readyz');
   });

@@ -84,7 +84,7 @@ export const SETTINGS = {
   TASKGATE_SHUTDOWN_GRACE_MS: 'how long in-flight work may take to stop after SIGTERM (default 3000)',
   TASKGATE_WORKER_CONCURRENCY: 'tool handlers one worker process runs at once, all tools together (default 32)',
   TASKGATE_TOOL_CONCURRENCY:
-    'per-tool caps under TASKGATE_WORKER_CONCURRENCY as tool=n pairs, comma-separated, e.g. slow_compute=4,charge_account=16 (default: unset, each tool up to the worker-wide cap)',
+    'per-tool caps under TASKGATE_WORKER_CONCURRENCY as tool=n pairs, comma-separated, e.g. slow_compute=4,greet=16 (default: unset, each tool up to the worker-wide cap)',
   TASKGATE_CATALOG_WINDOW_MS:
     'how long a tool stays in tools/list and callable after the last worker serving it stopped or went silent; calls meanwhile wait in the queue up to TASKGATE_MAX_QUEUE_MS (default 30000)',
   TASKGATE_IDEMPOTENCY_RETENTION_MS:
@@ -349,7 +349,7 @@ function parseInteger(
   return Number(raw);
 }
 
-/** `slow_compute=4,charge_account=16`: each tool named once, each cap from 1 to 1024. */
+/** `slow_compute=4,greet=16`: each tool named once, each cap from 1 to 1024. */
 function parseToolConcurrency(
   raw: string | undefined,
   problem: (field: string, message: string) => void,

@@ -1,10 +1,7 @@
-import { isTaskgateError } from '@taskgate/errors';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { tenantOf } from '../http/auth.ts';
 import type { LedgerService } from '../ledger/ledger-service.ts';
-import type { TaskService } from '../tasks/task-service.ts';
-import { IdempotencyHeaders, idempotencyKeyOf, sendSubmission, submitWithKey } from './idempotent-submit.ts';
 
 export interface ReconciliationRoutesOptions {
   readonly ledger: LedgerService;
