@@ -138,6 +138,7 @@ describe('loadConfig', () => {
 
   it('reads TASKGATE_TOOLS as a comma list of modules, and serves the demo modules without it', async () => {
     expect(loadConfig({ TASKGATE_TOOLS: ' ./a.ts, pkg-b ,,' }, '/srv').config.toolModules).toEqual(['./a.ts', 'pkg-b']);
+    expect(problems({ TASKGATE_TOOLS: ' , ' }).map((p) => p.field)).toEqual(['TASKGATE_TOOLS']);
     const modules = await toolModulesOf([], loadConfig({}, '/srv').config, '/srv');
     expect(modules.map((module) => module.name)).toEqual(['demo', 'ledger']);
   });

@@ -238,6 +238,11 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
   }
   const conformanceTools = conformanceRaw === '1';
   const toolModules = splitList(value('TASKGATE_TOOLS') ?? '');
+  const toolsRaw = value('TASKGATE_TOOLS');
+  if (toolsRaw !== undefined && toolsRaw.trim() !== '' && toolModules.length === 0) {
+    // "," names nothing: refused rather than read as unset, which would serve the example modules.
+    problem('TASKGATE_TOOLS', `names no module (got ${JSON.stringify(toolsRaw)}); use none for no module`);
+  }
   if (toolModules.includes(NO_TOOLS) && toolModules.length > 1) {
     problem('TASKGATE_TOOLS', `${NO_TOOLS} loads no module, so it cannot be combined with modules`);
   }

@@ -152,6 +152,7 @@ export class TaskRunner {
       checkpointReadIntervalMs: this.#options.checkpointReadIntervalMs,
       progressWriteIntervalMs: this.#options.progressWriteIntervalMs,
       now: this.#options.now ?? Date.now,
+      resultProblem: (result) => tools.resultProblem(task.tool, result),
     });
     this.#inFlight.set(task.id, attempt);
     const unwatch = this.#options.watcher.watch(task.id, (how) => attempt.cancel(how));

@@ -2,6 +2,7 @@ export type { AnyTool } from './any-tool.ts';
 export { type CatalogSource, CatalogTools } from './catalog-tools.ts';
 export { InlineStore } from './inline-store.ts';
 export { loadToolModules, registryOf } from './module-loader.ts';
+export { toolResultProblem } from './result-check.ts';
 export type {
   CommitOutcome,
   RunCancelState,

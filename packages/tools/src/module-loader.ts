@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -25,6 +25,8 @@ export async function loadToolModules(specs: readonly string[], cwd: string): Pr
     const file = resolveSpec(spec, cwd);
     if (modules.some((module) => module.file === file)) continue;
     const loaded = await loadOne(file);
+    const sameName = modules.find((module) => module.name === loaded.name);
+    if (sameName) throw invalid(file, `its name ${JSON.stringify(loaded.name)} is also the name of ${sameName.file}`);
     for (const code of Object.keys(loaded.errors)) {
       const other = codes.get(code);
       if (other !== undefined) throw invalid(file, `error code ${code} is also defined by ${other}`);
@@ -139,23 +141,10 @@ async function nameOf(exported: unknown, file: string): Promise<string> {
     if (exported === 'taskgate') throw invalid(file, 'the name taskgate is reserved for the platform itself');
     return exported;
   }
-  const packageName = await packageNameOf(path.dirname(file));
-  return packageName ?? path.basename(file).replace(/\.[cm]?[jt]s$/, '');
-}
-
-async function packageNameOf(dir: string): Promise<string | null> {
-  for (let current = dir; ; current = path.dirname(current)) {
-    const manifest = await readFile(path.join(current, 'package.json'), 'utf8').catch(() => null);
-    if (manifest !== null) {
-      try {
-        const parsed = JSON.parse(manifest) as { name?: unknown };
-        return typeof parsed.name === 'string' ? parsed.name : null;
-      } catch {
-        return null;
-      }
-    }
-    if (path.dirname(current) === current) return null;
-  }
+  // The file's name (its folder's, for an index file): what the logs call it. A package.json up
+  // the tree names the package, not necessarily this module (inside a checkout, the checkout).
+  const base = path.basename(file).replace(/\.[cm]?[jt]s$/, '');
+  return base === 'index' ? path.basename(path.dirname(file)) : base;
 }
 
 async function migrationsOf(exported: unknown, file: string): Promise<string | null> {

@@ -2,6 +2,7 @@ import { type ToolCatalogEntry, toolCatalogEntry } from '@taskgate/reliability';
 import { type ToolDefinition, toolDefinitionProblem } from '@taskgate/sdk';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { AnyTool } from './any-tool.ts';
+import { toolResultProblem } from './result-check.ts';
 import { checkWith, SchemaValidators } from './schema-validators.ts';
 import type { ToolCatalog } from './tool-catalog.ts';
 
@@ -19,6 +20,8 @@ export type ArgumentCheck =
 interface Entry {
   readonly tool: ToolDefinition;
   readonly validate: ValidateFunction;
+  /** Of the tool's outputSchema, when it has one: structuredContent must fit it (MCP's MUST). */
+  readonly validateOutput: ValidateFunction | null;
   readonly catalog: ToolCatalogEntry;
 }
 
@@ -44,7 +47,15 @@ export class ToolRegistry implements ToolCatalog {
       } catch (error) {
         throw new TypeError(`tool ${tool.name}: inputSchema does not compile: ${(error as Error).message}`);
       }
-      this.#tools.set(tool.name, { tool: tool as unknown as ToolDefinition, validate, catalog });
+      let validateOutput: ValidateFunction | null = null;
+      if (tool.outputSchema !== undefined) {
+        try {
+          validateOutput = validators.compile(`${catalog.fingerprint}:output`, tool.outputSchema);
+        } catch (error) {
+          throw new TypeError(`tool ${tool.name}: outputSchema does not compile: ${(error as Error).message}`);
+        }
+      }
+      this.#tools.set(tool.name, { tool: tool as unknown as ToolDefinition, validate, validateOutput, catalog });
     }
     this.#list = Object.freeze(
       [...this.#tools.values()].map((entry) => entry.tool).sort((a, b) => (a.name < b.name ? -1 : 1)),
@@ -65,6 +76,23 @@ export class ToolRegistry implements ToolCatalog {
     const entry = this.#tools.get(name);
     if (!entry) return { ok: false, kind: 'unknown-tool' };
     return checkWith(entry.validate, args);
+  }
+
+  /**
+   * What is wrong with a result of the tool's handler, or null: the CallToolResult shape, and its
+   * structuredContent against the tool's outputSchema.
+   */
+  resultProblem(name: string, result: unknown): string | null {
+    const shape = toolResultProblem(result);
+    if (shape !== null) return shape;
+    const validateOutput = this.#tools.get(name)?.validateOutput;
+    if (!validateOutput) return null;
+    const structured = (result as { structuredContent?: unknown }).structuredContent;
+    // An error result need not carry the declared structure (MCP: structured results are the successes').
+    if ((result as { isError?: unknown }).isError === true && structured === undefined) return null;
+    if (validateOutput(structured ?? null)) return null;
+    const first = validateOutput.errors?.[0];
+    return `its structuredContent does not match its outputSchema${first ? ` (${first.instancePath || '/'} ${first.message})` : ''}`;
   }
 
   fingerprint(name: string): string | undefined {

@@ -29,6 +29,8 @@ export interface RunSettings {
   /** At most one progress write (and notification) per task per interval; the latest wins. */
   readonly progressWriteIntervalMs: number;
   readonly now: () => number;
+  /** What is wrong with a result of this tool's handler, or null (ToolRegistry.resultProblem). */
+  readonly resultProblem?: (result: unknown) => string | null;
 }
 
 /** How long a checkpoint waits for its read of the cancel flag before the handler goes on. */
@@ -96,7 +98,7 @@ export class ToolRun {
     this.#armDeadline();
     try {
       const result = await this.#tool.handler(this.task.arguments as never, this.#context());
-      if (!this.#committed) await this.#complete(result);
+      if (!this.#committed) await this.#complete(this.#checked(result));
     } catch (error) {
       await this.#settleFailure(error);
     } finally {
@@ -340,7 +342,8 @@ export class ToolRun {
     if (this.#controller.signal.aborted && !(this.#controller.signal.reason instanceof TaskCancelledError)) {
       throw this.#controller.signal.reason;
     }
-    const outcome = await this.#store.commit(effects, reason);
+    // Checked inside the transaction: an invalid result rolls the effects back with it.
+    const outcome = await this.#store.commit(async (tx) => this.#checked(await effects(tx)), reason);
 
     if (outcome.kind === 'completed') {
       this.#committed = true;
@@ -355,6 +358,13 @@ export class ToolRun {
     throw this.#controller.signal.aborted
       ? this.#controller.signal.reason
       : new Error(`task is already ${outcome.status}`);
+  }
+
+  /** The result, if it is one a client can take; else the task fails, naming what is wrong. */
+  #checked(result: ToolResult): ToolResult {
+    const problem = this.#settings.resultProblem?.(result) ?? null;
+    if (problem !== null) throw new Error(`tool ${this.task.tool} returned an invalid result: ${problem}`);
+    return result;
   }
 
   #guardCommit(): void {

@@ -58,12 +58,22 @@ export async function registerModuleRoutes(
     if (!module.routes) continue;
     const services = routeServices(module, options);
     // Each module in its own encapsulated context: its hooks and decorators stay its own.
-    await scope.register(async (moduleScope) => {
-      await (module.routes as (app: FastifyInstance, services: RouteServices) => Promise<void> | void)(
-        moduleScope,
-        services,
+    try {
+      await scope.register(async (moduleScope) => {
+        await (module.routes as (app: FastifyInstance, services: RouteServices) => Promise<void> | void)(
+          moduleScope,
+          services,
+        );
+      });
+    } catch (error) {
+      // A route that throws or collides with another (the platform's own included) is the
+      // module's fault: said as a bad module, naming its file, not as an internal error.
+      throw new TaskgateError(
+        'TG_TOOL_MODULE_INVALID',
+        `tool module ${module.file}: its routes did not register: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
       );
-    });
+    }
   }
 }
 

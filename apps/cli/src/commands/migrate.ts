@@ -50,6 +50,12 @@ export async function runMigrate(args: MigrateArgs, config: Config, logger: Logg
       logger: logger.child({ component: 'migrate' }),
     });
     if (!args.json) out.write(`database: ${database.description}`);
+    if (!args.json && (args.tools ?? []).length === 0 && config.toolModules.length === 0) {
+      // Said, so nobody applies the ledger's tables to a database of their own by following "run up".
+      out.write(
+        'tool modules: none named (--tools, TASKGATE_TOOLS), so the example modules under examples/ are included',
+      );
+    }
     switch (args.action) {
       case 'status': {
         const report = await runner.status();
@@ -123,9 +129,9 @@ export function statusTable(report: Pick<MigrationReport, 'status' | 'pgBoss' | 
       .map((cell, column) => cell.padEnd(widths[column] as number))
       .join('  ')
       .trimEnd();
-  const pending = [status, ...modules.map((entry) => entry.status)]
-    .flat()
-    .filter((row) => row.state === 'pending').length;
+  const loadedRows = [status, ...modules.filter((entry) => entry.loaded).map((entry) => entry.status)].flat();
+  const pending = loadedRows.filter((row) => row.state === 'pending').length;
+  const troubled = loadedRows.filter((row) => row.state === 'edited' || row.state === 'unknown').length;
   const pgBossLine =
     pgBoss.installed === null
       ? `pg-boss schema: not installed (needs version ${pgBoss.required})`
@@ -143,6 +149,10 @@ export function statusTable(report: Pick<MigrationReport, 'status' | 'pgBoss' | 
     ...rows.map(format),
     pgBossLine,
     ...unloaded,
-    pending === 0 ? 'all migrations applied' : `${pending} pending: run taskgate migrate up`,
+    troubled > 0
+      ? `${troubled} edited or unknown: the database does not match this code (see below)`
+      : pending === 0
+        ? 'all migrations applied'
+        : `${pending} pending: run taskgate migrate up`,
   ];
 }

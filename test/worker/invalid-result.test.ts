@@ -1,0 +1,66 @@
+import type { TaskRecord } from '@taskgate/db';
+import { defineTool } from '@taskgate/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/databases.ts';
+import { type Platform, startPlatform, waitForTask } from '../support/task-platform.ts';
+
+// A handler's result reaches clients as a CallToolResult: one that is not fails the task, naming
+// the tool, instead of completing it with something every client refuses.
+const database = useTestDatabase();
+const TENANT = 'acme';
+const returns = (name: string, result: unknown, extra: Record<string, unknown> = {}) =>
+  defineTool({
+    name,
+    description: 'returns what it is told to',
+    inputSchema: { type: 'object' },
+    retry: 'safe',
+    ...extra,
+    handler: async () => result as never,
+  });
+const tools = [
+  returns('returns_string_content', { content: 'nope' }),
+  returns('returns_nothing', undefined),
+  returns(
+    'returns_off_schema',
+    { content: [], structuredContent: { n: 'not a number' } },
+    { outputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } },
+  ),
+  returns(
+    'returns_on_schema',
+    { content: [], structuredContent: { n: 1 } },
+    { outputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] } },
+  ),
+];
+
+let platform: Platform;
+beforeAll(async () => {
+  platform = await startPlatform(database.url, { tools: tools as never });
+  await platform.startWorker();
+});
+afterAll(async () => {
+  await platform.stop();
+});
+
+async function run(tool: string): Promise<TaskRecord> {
+  const created = await platform.service.create(TENANT, { tool, arguments: {} });
+  return waitForTask(
+    () => platform.service.get(TENANT, created.id),
+    (task) => ['completed', 'failed', 'cancelled'].includes(task.status),
+  );
+}
+
+describe("a handler's result", () => {
+  it.each([
+    ['returns_string_content', 'its result has no content array'],
+    ['returns_nothing', 'it returned nothing, not a { content: [...] } result'],
+    ['returns_off_schema', 'its structuredContent does not match its outputSchema (/n must be number)'],
+  ])('fails the task when %s', async (tool, problem) => {
+    const task = await run(tool);
+    expect(task.status).toBe('failed');
+    expect(task.error).toMatchObject({ code: -32603, message: `tool ${tool} returned an invalid result: ${problem}` });
+  });
+
+  it('completes the task when it fits', async () => {
+    expect((await run('returns_on_schema')).status).toBe('completed');
+  });
+});
