@@ -16,7 +16,8 @@ const REPO = path.resolve(import.meta.dirname, '..');
 const BASE_REF = process.env.BENCH_BASE_REF ?? '5b563df';
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
 const SECONDS = Number(process.env.SECONDS ?? 10);
-const ROUNDS = Number(process.env.ROUNDS ?? 2);
+// Four rounds a side: on this 2-core machine one side's rounds differ by up to 15%, so two decided nothing.
+const ROUNDS = Number(process.env.ROUNDS ?? 4);
 
 /** How each side runs: its checkout and the arguments its API and worker processes get. */
 interface Side {
