@@ -12,7 +12,7 @@ import { defineTool } from '@taskgate/sdk';
 import { z } from 'zod';
 import { startApi, startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
-import { type LoadRequest, type LoadResult, loadFromChild } from './support/http-load.ts';
+import { greetCall, type LoadRequest, type LoadResult, loadFromChild } from './support/http-load.ts';
 import { aheadOfAnchor, atLeast, figure, printTable, reportGoals } from './support/report.ts';
 
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
@@ -37,33 +37,10 @@ try {
   const api = await startApi(platform, database.url);
   await api.app.listen({ host: '127.0.0.1', port: 0 });
   const ours = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
-  const modernCall = (tool: string): LoadRequest => ({
-    expect: 'Hello',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': tool,
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: '{{id}}',
-      method: 'tools/call',
-      params: {
-        name: tool,
-        arguments: { name: 'bench' },
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientCapabilities': {},
-        },
-      },
-    }),
-  });
-  const inline = modernCall('greet_inline');
+  const inline = greetCall('greet_inline');
   await load(ours, inline, 2); // warm-up
   rows.push(row('taskgate /mcp, inline (safe tool, API process, no task row)', await load(ours, inline, SECONDS)));
-  const durable = modernCall('greet');
+  const durable = greetCall('greet');
   await load(ours, durable, 2);
   // First on the brand-new database (no statistics yet, as in a deployment's first minute), then
   // after the ANALYZE autovacuum would have run by then (see BenchDatabase.analyze).

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { type BenchDatabase, benchDatabase } from './support/bench-database.ts';
-import { type LoadRequest, type LoadResult, loadFromChild } from './support/http-load.ts';
+import { greetCall, type LoadResult, loadFromChild } from './support/http-load.ts';
 import { atLeastShareOfAnchor, printTable, reportGoals } from './support/report.ts';
 
 const REPO = path.resolve(import.meta.dirname, '..');
@@ -55,13 +55,13 @@ try {
     databases.push(database);
     origins.push(await startSide(side, database.url));
     // Warm-up, then statistics, as a running system has them after its first minute.
-    await loadFromChild(origins.at(-1) as string, greetCall(), { connections: CONNECTIONS, seconds: 3 });
+    await loadFromChild(origins.at(-1) as string, greetCall('greet'), { connections: CONNECTIONS, seconds: 3 });
     await database.analyze();
   }
   const results: LoadResult[][] = sides.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
     for (const [index, side] of sides.entries()) {
-      const result = await loadFromChild(origins[index] as string, greetCall(), {
+      const result = await loadFromChild(origins[index] as string, greetCall('greet'), {
         connections: CONNECTIONS,
         seconds: SECONDS,
       });
@@ -155,32 +155,6 @@ function startCli(side: Side, args: string[], databaseUrl: string): Promise<Reco
       }
     });
   });
-}
-
-function greetCall(): LoadRequest {
-  return {
-    expect: 'Hello',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': 'greet',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: '{{id}}',
-      method: 'tools/call',
-      params: {
-        name: 'greet',
-        arguments: { name: 'bench' },
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientCapabilities': {},
-        },
-      },
-    }),
-  };
 }
 
 function median(values: readonly number[]): number {

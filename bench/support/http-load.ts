@@ -24,6 +24,33 @@ export interface LoadResult {
   readonly p99: number;
 }
 
+/** A 2026-07-28 tools/call of `tool` greeting "bench" (greet and its variants), as the load sends it. */
+export function greetCall(tool: string): LoadRequest {
+  return {
+    expect: 'Hello',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'tools/call',
+      'mcp-name': tool,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: '{{id}}',
+      method: 'tools/call',
+      params: {
+        name: tool,
+        arguments: { name: 'bench' },
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    }),
+  };
+}
+
 /** Runs the generator as a child process and resolves with its result. */
 export function loadFromChild(
   origin: string,

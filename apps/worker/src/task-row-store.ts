@@ -8,6 +8,7 @@ import {
   type OutageRetryOptions,
   type OutboxEvent,
   parkForInput,
+  rawQuery,
   readCancelStates,
   readSteps,
   recordCancelObserved,
@@ -21,7 +22,7 @@ import {
 } from '@taskgate/db';
 import type { CommitContext, InputRequest, ToolResult } from '@taskgate/sdk';
 import type { CommitOutcome, RunCancelState, RunOutcome, RunProgress, RunStore } from '@taskgate/tools';
-import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -132,10 +133,7 @@ export class TaskRowStore implements RunStore {
         let open = true;
         const result = await effects({
           db: trx as unknown as Transaction<unknown>,
-          query: async <Row>(text: string, values: readonly unknown[] = []) => {
-            const { rows, numAffectedRows } = await trx.executeQuery<Row>(CompiledQuery.raw(text, [...values]));
-            return { rows, rowCount: numAffectedRows === undefined ? rows.length : Number(numAffectedRows) };
-          },
+          query: rawQuery(trx as unknown as Kysely<unknown>),
           outbox: {
             add: (event) => {
               if (!open) throw new Error('outbox.add was called after its commit had ended');

@@ -85,6 +85,7 @@ export {
 export { OUTBOX_CHANNEL, OutboxListener, type OutboxListenerOptions } from './outbox/outbox-listener.ts';
 export { addOutboxEvents, insertOutboxEvents, type OutboxEvent } from './outbox/outbox-store.ts';
 export { MAX_PREPARED_PER_CONNECTION, REPLAN_AFTER_EXECUTIONS } from './preparing-client.ts';
+export { rawQuery } from './raw-query.ts';
 export type { Database, InstanceKind, TaskEventType, TaskMode, TaskStatus } from './schema.ts';
 export {
   ensureTaskQueue,

@@ -6,12 +6,13 @@ import {
   type KeyRecord,
   keyFingerprint,
   type LedgerOutcome,
+  rawQuery,
   type OutboxEvent as StoredOutboxEvent,
 } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import { Batcher } from '@taskgate/reliability';
 import type { OutboxEvent, QueryResult } from '@taskgate/sdk';
-import { CompiledQuery, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { keyInProgress, keyMismatch } from '../ledger/key-errors.ts';
 
 /** One call of a mutation: who, under which key, with what input. */
@@ -168,10 +169,7 @@ export class IdempotentMutation<Input, DB> {
     const results = await this.#definition.effects(
       {
         db: trx as unknown as Transaction<DB>,
-        query: async <Row>(text: string, values: readonly unknown[] = []) => {
-          const { rows, numAffectedRows } = await trx.executeQuery<Row>(CompiledQuery.raw(text, [...values]));
-          return { rows, rowCount: numAffectedRows === undefined ? rows.length : Number(numAffectedRows) };
-        },
+        query: rawQuery(trx as unknown as Kysely<unknown>),
         outbox: {
           add: (tenantId, event) => {
             events.push({
