@@ -152,7 +152,7 @@ describe('an API with no module and two workers with one module each', () => {
     expect(mixed.stderr).toContain('--tools none loads no module, so it cannot be combined with modules');
     const idle = start(['--role', 'worker', '--tools', 'none']);
     expect(await idle.closed).toBe(64);
-    expect(idle.stderr).toContain('the worker role has no tools to serve (--tools none)');
+    expect(idle.stderr).toContain('the worker role has no tools to serve: name a tool module with --tools');
     const env = start(['--role', 'api'], { PORT: '0', TASKGATE_TOOLS: `none,${modules.alpha}` });
     expect(await env.closed).toBe(78);
     expect(env.stderr).toContain('TASKGATE_TOOLS none loads no module, so it cannot be combined with modules');

@@ -38,9 +38,13 @@ if (projectNode !== null && projectNode !== realpathSync(process.execPath)) {
     );
     process.exit(64);
   }
-  const { noteParentAtStart } = await import('../src/parent-watch.ts');
+  // A checkout runs the TypeScript sources; an installed package (built by scripts/pack-packages.ts)
+  // has them compiled to dist/, since Node strips no types under node_modules.
+  const built = existsSync(new URL('../dist/main.js', import.meta.url));
+  const entry = (name) => (built ? `../dist/${name}.js` : `../src/${name}.ts`);
+  const { noteParentAtStart } = await import(entry('parent-watch'));
   noteParentAtStart(parentAtStart);
-  const { main } = await import('../src/main.ts');
+  const { main } = await import(entry('main'));
   const code = await main(process.argv.slice(2), {
     env: process.env,
     cwd: process.cwd(),

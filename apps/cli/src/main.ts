@@ -226,9 +226,9 @@ function parseMigrateArgs(argv: readonly string[]) {
   return { action, to, all: values.all === true, json: values.json === true, tools, module: values.module } as const;
 }
 
-/** The version of the checkout or package this CLI belongs to (its root package.json). */
+/** The version of this CLI: its package's package.json, one level up from src/ or dist/. */
 async function version(): Promise<string> {
   const { readFile } = await import('node:fs/promises');
-  const manifest = JSON.parse(await readFile(new URL('../../../package.json', import.meta.url), 'utf8'));
+  const manifest = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'));
   return String(manifest.version);
 }

@@ -1,9 +1,14 @@
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadToolModules, type ToolModule } from '@taskgate/tools';
 import { type Config, NO_TOOLS } from './config.ts';
 import type { Logger } from './logger.ts';
 
-/** The modules served when none is given: the README's walkthrough works on a fresh clone. */
+/**
+ * The modules served when none is given, so the README's walkthrough works on a fresh clone. They
+ * exist only in a checkout: an installed @taskgate/cli has no examples/ beside it, and there a
+ * process given no module loads none (start then refuses a worker role with nothing to serve).
+ */
 export const DEFAULT_MODULES = [
   fileURLToPath(new URL('../../../examples/demo/index.ts', import.meta.url)),
   fileURLToPath(new URL('../../../examples/ledger/index.ts', import.meta.url)),
@@ -28,6 +33,10 @@ export async function toolModulesOf(
     logger?.info({}, `${NO_TOOLS}: no tool module loaded; the tools offered are those workers publish to the catalog`);
     return [];
   }
+  if (given.length === 0 && !examplesPresent()) {
+    logger?.info({}, 'no --tools or TASKGATE_TOOLS given, and this installation has no example modules: none loaded');
+    return [];
+  }
   const chosen = given.length > 0 ? [...given] : [...DEFAULT_MODULES];
   if (config.conformanceTools) chosen.push(CONFORMANCE_MODULE);
   const modules = await loadToolModules(chosen, cwd);
@@ -44,4 +53,9 @@ export async function toolModulesOf(
     );
   }
   return modules;
+}
+
+/** Whether this CLI runs from a checkout, with examples/ beside it (see DEFAULT_MODULES). */
+export function examplesPresent(): boolean {
+  return DEFAULT_MODULES.every((file) => existsSync(file));
 }

@@ -11,7 +11,7 @@ import type { Config } from '../config.ts';
 import { openDatabase } from '../database.ts';
 import type { Logger } from '../logger.ts';
 import { moduleMigrationsOf } from '../module-migrations.ts';
-import { toolModulesOf } from '../tool-modules.ts';
+import { examplesPresent, toolModulesOf } from '../tool-modules.ts';
 
 export interface MigrateArgs {
   readonly action: 'up' | 'down' | 'status' | 'plan';
@@ -51,9 +51,12 @@ export async function runMigrate(args: MigrateArgs, config: Config, logger: Logg
     });
     if (!args.json) out.write(`database: ${database.description}`);
     if (!args.json && (args.tools ?? []).length === 0 && config.toolModules.length === 0) {
-      // Said, so nobody applies the ledger's tables to a database of their own by following "run up".
+      // Said, so nobody applies the ledger's tables to a database of their own by following "run up",
+      // and nobody wonders where their module's tables went after forgetting --tools.
       out.write(
-        'tool modules: none named (--tools, TASKGATE_TOOLS), so the example modules under examples/ are included',
+        examplesPresent()
+          ? 'tool modules: none named (--tools, TASKGATE_TOOLS), so the example modules under examples/ are included'
+          : "tool modules: none named (--tools, TASKGATE_TOOLS), so only Taskgate's own migrations are included",
       );
     }
     switch (args.action) {

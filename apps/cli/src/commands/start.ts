@@ -66,7 +66,7 @@ export async function bootTaskgate(
     if (args.roles.includes('worker') && tools.list().length === 0) {
       throw new TaskgateError(
         'TG_USAGE',
-        'the worker role has no tools to serve (--tools none); run the API alone with --role api, or load modules',
+        'the worker role has no tools to serve: name a tool module with --tools <file or package> (or TASKGATE_TOOLS), or run the API alone with --role api',
       );
     }
     const migrations = await moduleMigrationsOf(modules);

@@ -18,8 +18,8 @@ export interface Migration {
   readonly downFile: string;
 }
 
-/** migrations/ at the repository root: the single source of schema truth. */
-export const defaultMigrationsDir = fileURLToPath(new URL('../../../../migrations/', import.meta.url));
+/** The db package's migrations/ folder, shipped inside the package: the single source of schema truth. */
+export const defaultMigrationsDir = fileURLToPath(new URL('../../migrations/', import.meta.url));
 
 /**
  * Taskgate's own migrations whose text changed after release, and the checksums of the texts they
