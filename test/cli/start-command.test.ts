@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -39,7 +39,7 @@ describe('taskgate start with DATABASE_URL', () => {
         status: 200,
         body: {
           status: 'ready',
-          checks: { api: 'ok', worker: 'ok', relay: 'ok', database: 'ok', notifications: 'ok' },
+          checks: { api: 'ok', worker: 'ok', relay: 'ok', database: 'ok', catalog: 'ok', notifications: 'ok' },
         },
       });
       // The same command used the database it was given.
@@ -66,7 +66,12 @@ describe('taskgate start with DATABASE_URL', () => {
     try {
       const taskgate = track(startCli(['start', '--role', 'api'], cleanEnv({ DATABASE_URL: database.url, PORT: '0' })));
       const url = await started(taskgate);
-      expect((await getJson(`${url}/readyz`)).body.checks).toEqual({ api: 'ok', database: 'ok', notifications: 'ok' });
+      expect((await getJson(`${url}/readyz`)).body.checks).toEqual({
+        api: 'ok',
+        database: 'ok',
+        catalog: 'ok',
+        notifications: 'ok',
+      });
       expect(taskgate.logs.some((line) => line.msg === 'worker started')).toBe(false);
       expect((await taskgate.stop('SIGINT')).code).toBe(0);
     } finally {
@@ -101,6 +106,52 @@ describe('taskgate start with DATABASE_URL', () => {
       );
     } finally {
       blocker.close();
+      await database.drop();
+    }
+  });
+});
+
+describe('taskgate start with a module whose routes do not register', () => {
+  it('stops with one line naming the module before the worker has started, with nothing left open', async () => {
+    const database = await createTestDatabase();
+    const folder = await mkdtemp(path.join(tmpdir(), 'taskgate-bad-routes-'));
+    const file = path.join(folder, 'bad-routes.mjs');
+    // Plain objects: a module need not import @taskgate/sdk (defineTool's checks run on load anyway).
+    await writeFile(
+      file,
+      [
+        "export const tools = [{ name: 'bad_routes_ping', description: 'answers', inputSchema: { type: 'object' },",
+        "  retry: 'safe', handler: async () => ({ content: [] }) }];",
+        "export async function routes() { throw new Error('boom'); }",
+        '',
+      ].join('\n'),
+    );
+    try {
+      const result = await runCli(['start', '--tools', file], cleanEnv({ DATABASE_URL: database.url, PORT: '0' }));
+      expect(result.code).toBe(78);
+      expect(result.stderr.trimEnd().split('\n')).toEqual([
+        expect.stringContaining(`tool module ${file}: its routes did not register: boom [TG_TOOL_MODULE_INVALID]`),
+      ]);
+      const messages = result.stdout
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line).msg);
+      expect(messages).toContain('tool module loaded');
+      expect(messages).not.toContain('worker started');
+      const client = new pg.Client({ connectionString: database.url });
+      await client.connect();
+      try {
+        // No worker instance registered, no tool published: no task could have been claimed.
+        const { rows } = await client.query(
+          `SELECT (SELECT count(*) FROM instances WHERE kind = 'worker')::int AS workers,
+                  (SELECT count(*) FROM tool_catalog)::int AS tools`,
+        );
+        expect(rows[0]).toEqual({ workers: 0, tools: 0 });
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await rm(folder, { recursive: true, force: true });
       await database.drop();
     }
   });

@@ -60,8 +60,24 @@ export interface ApiRole {
   stop(): Promise<void>;
 }
 
+/**
+ * The API role built but not yet listening: its services are open and every route is registered,
+ * a module's included, so a route that fails to register has failed before the caller starts
+ * anything else (the worker role, which would otherwise already be claiming tasks).
+ */
+export interface PreparedApiRole {
+  /** Starts listening; the returned role's stop() closes everything. */
+  listen(): Promise<ApiRole>;
+  /** Closes what prepare opened, for a start-up that ends before listen. */
+  discard(): Promise<void>;
+}
+
 /** The API process role: the HTTP server and what it needs (a pool, a send-only pg-boss, the events hub). */
 export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
+  return (await prepareApiRole(options)).listen();
+}
+
+export async function prepareApiRole(options: ApiRoleOptions): Promise<PreparedApiRole> {
   const services = await openTaskServices({
     connectionString: options.connectionString,
     applicationName: 'taskgate-api',
@@ -78,7 +94,6 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
   });
   const cleanup = () => services.stop();
   let app: FastifyInstance;
-  let url: string;
   try {
     app = await createApiServer({
       logger: options.logger,
@@ -109,33 +124,49 @@ export async function startApiRole(options: ApiRoleOptions): Promise<ApiRole> {
         },
       },
     });
-    try {
-      url = await app.listen({ host: options.host, port: options.port });
-    } catch (error) {
-      throw new TaskgateError(
-        'TG_STARTUP_FAILED',
-        `the API could not listen on ${options.host}:${options.port}: ${(error as Error).message}`,
-        { cause: error },
-      );
-    }
+    // Plugins load lazily: ready() is where a module's route plugin runs, and fails.
+    await app.ready();
   } catch (error) {
     await cleanup();
     throw error;
   }
   return {
-    url,
-    app,
-    stop: async () => {
-      const closing = app.close();
-      // MCP calls are answered at the end of the grace period (mcp-route); a second later, whatever
-      // still holds a connection is cut.
-      const cut = setTimeout(() => app.server.closeAllConnections(), (options.graceMs ?? 3_000) + 1_000);
-      try {
-        await closing;
-      } finally {
-        clearTimeout(cut);
-      }
+    discard: async () => {
+      await app.close();
       await cleanup();
+    },
+    listen: async () => {
+      // Read the catalog again first: a worker of this process published its tools after prepare
+      // read it, and a client told "started" must find them (embedded, no NOTIFY would say so).
+      await services.catalog.refresh();
+      let url: string;
+      try {
+        url = await app.listen({ host: options.host, port: options.port });
+      } catch (error) {
+        await app.close().catch(() => {});
+        await cleanup();
+        throw new TaskgateError(
+          'TG_STARTUP_FAILED',
+          `the API could not listen on ${options.host}:${options.port}: ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
+      return {
+        url,
+        app,
+        stop: async () => {
+          const closing = app.close();
+          // MCP calls are answered at the end of the grace period (mcp-route); a second later, whatever
+          // still holds a connection is cut.
+          const cut = setTimeout(() => app.server.closeAllConnections(), (options.graceMs ?? 3_000) + 1_000);
+          try {
+            await closing;
+          } finally {
+            clearTimeout(cut);
+          }
+          await cleanup();
+        },
+      };
     },
   };
 }
@@ -148,7 +179,12 @@ function readiness(services: TaskServices, options: ApiRoleOptions): Promise<Rea
     roles: options.checks(),
     stopping: options.stopping(),
     database: services.pool,
-    ...(listening === null ? {} : { more: { notifications: listening ? 'ok' : 'failing' } }),
+    more: {
+      // A view whose refreshes fail still answers with the last good catalog, which may list a
+      // tool that is gone or miss a new one: likewise, an instance to avoid while others read it.
+      catalog: services.catalog.failing ? 'failing' : 'ok',
+      ...(listening === null ? {} : { notifications: listening ? 'ok' : 'failing' }),
+    },
   });
 }
 

@@ -1,4 +1,4 @@
-export { type ApiRole, type ApiRoleOptions, startApiRole } from './api-role.ts';
+export { type ApiRole, type ApiRoleOptions, type PreparedApiRole, prepareApiRole, startApiRole } from './api-role.ts';
 export {
   type CheckState,
   type ReadinessProbe,

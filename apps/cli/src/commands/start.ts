@@ -1,4 +1,4 @@
-import { startApiRole } from '@taskgate/api';
+import { type PreparedApiRole, prepareApiRole } from '@taskgate/api';
 import { loadMigrations, MigrationRunner } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import { startRelayRole } from '@taskgate/relay';
@@ -58,6 +58,8 @@ export async function bootTaskgate(
   lifecycle: Lifecycle,
 ): Promise<Booted | null> {
   const roleState = new Map<Role, RoleState>(args.roles.map((role) => [role, 'starting']));
+  // Built before the worker starts, listening only once everything else is up (below).
+  let preparedApi: PreparedApiRole | null = null;
 
   try {
     // Before anything starts: a module that does not load stops start-up with nothing running.
@@ -102,31 +104,11 @@ export async function bootTaskgate(
     // NOTIFY crosses connections on a real Postgres only; embedded, everything polls (faster).
     const listenNotify = database.kind === 'external';
 
-    if (args.roles.includes('worker')) {
-      const worker = await startWorkerRole(workerOptions(config, database, tools, logger));
-      lifecycle.onStop('worker', () => worker.stop());
-      roleState.set('worker', 'ok');
-    }
-    if (lifecycle.stopping) return null;
-
-    if (args.roles.includes('relay')) {
-      const relay = await startRelayRole({
-        connectionString: database.connectionString,
-        logger: logger.child({ role: 'relay' }),
-        listenNotify,
-        ...config.relay,
-        // An abandoned delivery is only redelivered after its lease, so the relay takes at most 1 s
-        // of the shutdown budget and leaves the rest to the worker's handlers.
-        graceMs: Math.min(config.shutdownGraceMs, 1_000),
-      });
-      lifecycle.onStop('relay', () => relay.stop());
-      roleState.set('relay', 'ok');
-    }
-    if (lifecycle.stopping) return null;
-
-    let url: string | null = null;
+    // The API is built first, its modules' routes included, but listens last: a route that fails
+    // to register stops start-up before the worker has claimed anything, and the API still stops
+    // first (it is registered with the lifecycle last), so no call arrives for a worker that left.
     if (args.roles.includes('api')) {
-      const api = await startApiRole({
+      preparedApi = await prepareApiRole({
         connectionString: database.connectionString,
         logger: logger.child({ role: 'api' }),
         host: config.host,
@@ -151,6 +133,35 @@ export async function bootTaskgate(
         checks: () => Object.fromEntries(roleState),
         stopping: () => lifecycle.stopping,
       });
+    }
+    if (lifecycle.stopping) return null;
+
+    if (args.roles.includes('worker')) {
+      const worker = await startWorkerRole(workerOptions(config, database, tools, logger));
+      lifecycle.onStop('worker', () => worker.stop());
+      roleState.set('worker', 'ok');
+    }
+    if (lifecycle.stopping) return null;
+
+    if (args.roles.includes('relay')) {
+      const relay = await startRelayRole({
+        connectionString: database.connectionString,
+        logger: logger.child({ role: 'relay' }),
+        listenNotify,
+        ...config.relay,
+        // An abandoned delivery is only redelivered after its lease, so the relay takes at most 1 s
+        // of the shutdown budget and leaves the rest to the worker's handlers.
+        graceMs: Math.min(config.shutdownGraceMs, 1_000),
+      });
+      lifecycle.onStop('relay', () => relay.stop());
+      roleState.set('relay', 'ok');
+    }
+    if (lifecycle.stopping) return null;
+
+    let url: string | null = null;
+    if (preparedApi !== null) {
+      const api = await preparedApi.listen();
+      preparedApi = null;
       url = api.url;
       lifecycle.onStop('api', async () => {
         roleState.set('api', 'stopping');
@@ -171,6 +182,9 @@ export async function bootTaskgate(
     // Start-up failed part-way: stop what did start, then report the original error.
     await lifecycle.stopAll();
     throw error;
+  } finally {
+    // Built but never listening: start-up failed or was stopped before the API's turn came.
+    await preparedApi?.discard();
   }
 }
 
