@@ -58,13 +58,27 @@ const busyInline = defineTool({
   },
 });
 
+const offSchemaInline = defineTool({
+  name: 'off_schema_inline',
+  description: 'returns structuredContent its outputSchema refuses',
+  inputSchema: { type: 'object' },
+  outputSchema: { type: 'object', properties: { n: { type: 'number' } }, required: ['n'] },
+  retry: 'safe',
+  inline: true,
+  async handler() {
+    return { content: [], structuredContent: { n: 'one' } };
+  },
+});
+
 /** The same handler and clocks as busy_inline, run by a worker: one ToolRun serves both. */
 const busyDurable = defineTool({ ...busyInline, name: 'busy_durable', inline: false });
 
 let platform: Platform;
 let api: { app: FastifyInstance; close(): Promise<void> };
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [echoInline, spinInline, busyInline, busyDurable] as never });
+  platform = await startPlatform(database.url, {
+    tools: [echoInline, spinInline, busyInline, busyDurable, offSchemaInline] as never,
+  });
   await platform.startWorker();
   api = await startApi(platform, database.url);
 });
@@ -113,6 +127,20 @@ describe('inline tools over /mcp', () => {
       payload: call('b', 'echo_inline', { text: 5 }),
     });
     expect(bad.json().error).toMatchObject({ code: -32602, data: { reason: 'invalid_arguments' } });
+  });
+
+  it('checks the result against the outputSchema, as a worker does', async () => {
+    const response = await api.app.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: headers('off_schema_inline'),
+      payload: call('o', 'off_schema_inline', {}),
+    });
+    expect(response.json().error).toMatchObject({
+      code: -32603,
+      message:
+        'tool off_schema_inline returned an invalid result: its structuredContent does not match its outputSchema (/n must be number)',
+    });
   });
 
   it('keeps cancellation: closing the response stream aborts the handler', async () => {

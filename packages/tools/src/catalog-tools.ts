@@ -1,6 +1,7 @@
 import { toolDefinitionProblem } from '@taskgate/sdk';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { AnyTool } from './any-tool.ts';
+import { toolResultProblem } from './result-check.ts';
 import { checkWith, SchemaValidators } from './schema-validators.ts';
 import type { ToolCatalog, ToolSpec } from './tool-catalog.ts';
 import type { ArgumentCheck, ToolRegistry } from './tool-registry.ts';
@@ -91,6 +92,13 @@ export class CatalogTools implements ToolCatalog {
 
   local(name: string): AnyTool | undefined {
     return this.#current().byName.get(name)?.local ?? undefined;
+  }
+
+  resultProblem(name: string, result: unknown): string | null {
+    // Only a local tool runs here; it is checked by the registry that compiled its outputSchema.
+    if (this.#current().byName.get(name)?.local)
+      return (this.#localRegistry as ToolRegistry).resultProblem(name, result);
+    return toolResultProblem(result);
   }
 
   get version(): string {

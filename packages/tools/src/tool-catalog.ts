@@ -20,6 +20,11 @@ export interface ToolCatalog {
   get(name: string): ToolSpec | undefined;
   /** Whether `args` fit the offered definition's input schema (an unknown name says so). */
   check(name: string, args: unknown): ArgumentCheck;
+  /**
+   * What is wrong with a result of the tool's handler run in this process (an inline tool), or
+   * null: its CallToolResult shape and structuredContent against the tool's outputSchema.
+   */
+  resultProblem(name: string, result: unknown): string | null;
   /** toolFingerprint of the offered definition: what a task records it was accepted under. */
   fingerprint(name: string): string | undefined;
   /**

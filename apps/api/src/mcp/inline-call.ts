@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TaskProgress } from '@taskgate/db';
 import type { ToolResult } from '@taskgate/sdk';
-import { type AnyTool, InlineStore, ToolRun, toolResultProblem } from '@taskgate/tools';
+import { type AnyTool, InlineStore, ToolRun } from '@taskgate/tools';
 import { type MethodOutcome, runError } from './mcp-methods.ts';
 
 /** No task row, so no flag to read: the request's signal is the only way a cancel arrives. */
@@ -25,6 +25,8 @@ export async function runInline(
     /** The tool's clocks under the server's caps. */
     limits: { idleMs: number | null; maxMs: number | null };
     onProgress?: (progress: TaskProgress) => void;
+    /** The result check a worker applies too: the CallToolResult shape and the outputSchema. */
+    resultProblem: (result: unknown) => string | null;
     logger: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogFn };
   },
 ): Promise<ToolResult | MethodOutcome | null> {
@@ -55,8 +57,7 @@ export async function runInline(
       // The MCP progress stream coalesces on its own; the run passes every increase on.
       progressWriteIntervalMs: 0,
       now: Date.now,
-      // The CallToolResult shape; its outputSchema is checked where the tool's registry is (workers).
-      resultProblem: toolResultProblem,
+      resultProblem: context.resultProblem,
     },
   );
   const onCancel = () => run.cancel('the request was cancelled', reasonOf(context.signal.reason));

@@ -222,6 +222,7 @@ export class McpCore {
       tenantId: context.tenantId,
       signal: context.signal,
       limits: { idleMs: clocks.idleTimeoutMs, maxMs: clocks.maxTimeoutMs },
+      resultProblem: (result) => this.#options.tools.resultProblem(tool.name, result),
       logger: this.#options.logger ?? SILENT,
       ...(context.onProgress ? { onProgress: context.onProgress } : {}),
     });
