@@ -1,5 +1,6 @@
 import type { TaskRecord } from '@taskgate/db';
 import { defineTool } from '@taskgate/sdk';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { type Platform, startPlatform, waitForTask } from '../support/task-platform.ts';
@@ -17,7 +18,7 @@ const returns = (name: string, result: unknown, extra: Record<string, unknown> =
     ...extra,
     handler: async () => result as never,
   });
-const tools = [
+const tools: unknown[] = [
   returns('returns_string_content', { content: 'nope' }),
   returns('returns_nothing', undefined),
   returns(
@@ -32,10 +33,39 @@ const tools = [
   ),
 ];
 
+// Handlers that go on after their ctx.commit completed the task: the task keeps what committed.
+const text = (value: string) => ({ content: [{ type: 'text', text: value }] });
+tools.push(
+  defineTool({
+    name: 'commits_twice',
+    description: 'commits, then commits again',
+    inputSchema: { type: 'object' },
+    retry: 'safe',
+    async handler(_input, ctx) {
+      const first = await ctx.commit(async () => text('first'));
+      await ctx.commit(async () => text('second'));
+      return first;
+    },
+  }),
+  defineTool({
+    name: 'returns_other_than_commit',
+    description: 'commits one result and returns another',
+    inputSchema: { type: 'object' },
+    retry: 'safe',
+    async handler(_input, ctx) {
+      await ctx.commit(async () => text('committed'));
+      return text('returned');
+    },
+  }),
+);
+
+const logs: { level: number; msg: string; tool?: string }[] = [];
 let platform: Platform;
 beforeAll(async () => {
   platform = await startPlatform(database.url, { tools: tools as never });
-  await platform.startWorker();
+  await platform.startWorker({
+    logger: pino({ level: 'warn' }, { write: (line: string) => logs.push(JSON.parse(line)) }),
+  });
 });
 afterAll(async () => {
   await platform.stop();
@@ -58,6 +88,24 @@ describe("a handler's result", () => {
     const task = await run(tool);
     expect(task.status).toBe('failed');
     expect(task.error).toMatchObject({ code: -32603, message: `tool ${tool} returned an invalid result: ${problem}` });
+  });
+
+  it.each([
+    [
+      'commits_twice',
+      'first',
+      'the handler threw after its ctx.commit completed the task; the task keeps the committed result',
+    ],
+    [
+      'returns_other_than_commit',
+      'committed',
+      'the handler returned a result other than the one its ctx.commit stored; the task keeps the committed one',
+    ],
+  ])('keeps the committed result when %s, and says so in the log', async (tool, kept, warning) => {
+    const task = await run(tool);
+    expect(task.status).toBe('completed');
+    expect(task.result).toEqual(text(kept));
+    expect(logs).toContainEqual(expect.objectContaining({ level: 40, tool, msg: warning }));
   });
 
   it('completes the task when it fits', async () => {

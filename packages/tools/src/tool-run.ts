@@ -66,6 +66,8 @@ export class ToolRun {
   /** The checkpoint's read of the cancel flag still under way (at most one at a time). */
   #flagRead: Promise<void> | null = null;
   #committed = false;
+  /** The result this run's own commit completed the task with (not set when superseded). */
+  #committedResult: ToolResult | null = null;
   #cancelSeenHow: string | null = null;
   #releaseRequested: string | null = null;
   #steps: Map<string, unknown> | null = null;
@@ -99,6 +101,13 @@ export class ToolRun {
     try {
       const result = await this.#tool.handler(this.task.arguments as never, this.#context());
       if (!this.#committed) await this.#complete(this.#checked(result));
+      else if (this.#committedResult !== null && JSON.stringify(result) !== JSON.stringify(this.#committedResult)) {
+        // The task completed with its commit's result; a different return value reaches nobody.
+        this.#settings.logger.warn(
+          { taskId: this.task.id, tool: this.task.tool },
+          'the handler returned a result other than the one its ctx.commit stored; the task keeps the committed one',
+        );
+      }
     } catch (error) {
       await this.#settleFailure(error);
     } finally {
@@ -347,6 +356,7 @@ export class ToolRun {
 
     if (outcome.kind === 'completed') {
       this.#committed = true;
+      this.#committedResult = outcome.result;
       return outcome.result;
     }
     if (outcome.kind === 'cancel-requested') {
@@ -393,7 +403,17 @@ export class ToolRun {
     // signal's reason says why.
     const error = this.#controller.signal.aborted ? this.#controller.signal.reason : thrown;
     if (error instanceof TaskTimeoutError) return; // failed at the deadline already
-    if (this.#committed) return; // superseded at the final commit
+    if (this.#committed) {
+      // Superseded at the final commit (nothing to say), or the handler threw after its own commit
+      // (a second ctx.commit, say): the task completed already, and keeps that result.
+      if (this.#committedResult !== null) {
+        this.#settings.logger.warn(
+          { taskId: this.task.id, tool: this.task.tool, error: error instanceof Error ? error.message : String(error) },
+          'the handler threw after its ctx.commit completed the task; the task keeps the committed result',
+        );
+      }
+      return;
+    }
     if (this.#parked) return; // input_required: the answer queues the next run
     if (error instanceof TaskReleasedError) {
       if (await this.#store.release(error.message)) {
