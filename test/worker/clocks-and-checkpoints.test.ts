@@ -1,5 +1,7 @@
 import { findTask, listTaskEvents, type TaskRecord } from '@taskgate/db';
 import { defineTool } from '@taskgate/sdk';
+import { INSTANCE_RETENTION_MS } from '@taskgate/worker';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { barrier, type Platform, startPlatform, waitForTask } from '../support/task-platform.ts';
@@ -136,6 +138,32 @@ describe('a lost notification', () => {
 });
 
 describe('retention', () => {
+  it('deletes instances gone longer than the retention, with their catalog rows, and keeps the rest', async () => {
+    const worker = await platform.startWorker();
+    try {
+      const longAgo = `${INSTANCE_RETENTION_MS + 60_000} milliseconds`;
+      const justInside = `${INSTANCE_RETENTION_MS - 60_000} milliseconds`;
+      await sql`
+        INSERT INTO instances (id, kind, host, pid, heartbeat_at, stopped_at) VALUES
+          ('retention-silent', 'worker', 'h', 1, now() - ${longAgo}::interval, NULL),
+          ('retention-stopped', 'worker', 'h', 2, now(), now() - ${longAgo}::interval),
+          ('retention-recent', 'worker', 'h', 3, now() - ${justInside}::interval, NULL)`.execute(platform.db);
+      await sql`
+        INSERT INTO tool_catalog (instance_id, name, fingerprint, definition)
+        SELECT id, 'retention_tool', repeat('a', 64), jsonb_build_object('name', 'retention_tool') FROM instances WHERE id LIKE 'retention-%'`.execute(
+        platform.db,
+      );
+      expect(await worker.sweeper.sweep()).toBeGreaterThanOrEqual(2);
+      const { rows } = await sql<{ id: string; tools: number }>`
+        SELECT i.id, (SELECT count(*)::int FROM tool_catalog c WHERE c.instance_id = i.id) AS tools
+        FROM instances i WHERE i.id LIKE 'retention-%'`.execute(platform.db);
+      expect(rows).toEqual([{ id: 'retention-recent', tools: 1 }]);
+    } finally {
+      await platform.worker?.stop();
+      platform.worker = null;
+    }
+  });
+
   it('an expired task reads as not found, and the sweep deletes it with its history', async () => {
     const worker = await platform.startWorker();
     try {

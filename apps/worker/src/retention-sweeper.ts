@@ -1,14 +1,27 @@
-import { type Database, deleteDeliveredOutbox, deleteExpiredKeys, deleteExpiredTasks } from '@taskgate/db';
+import {
+  type Database,
+  deleteDeliveredOutbox,
+  deleteExpiredKeys,
+  deleteExpiredTasks,
+  deleteStaleInstances,
+} from '@taskgate/db';
 import type { Kysely } from 'kysely';
 
 /** Delivered outbox rows are kept a week: long enough to answer "was it sent, and when?". */
 export const DEFAULT_OUTBOX_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
+/**
+ * Instances stopped or silent this long are deleted, with their tool catalog rows. Longer than the
+ * longest catalog window (TASKGATE_CATALOG_WINDOW_MS, at most 24 h), so no row that still keeps a
+ * tool listed goes; and far longer than the sweeps' "lost" bound, for which a missing row is lost.
+ */
+export const INSTANCE_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 /**
- * Deletes terminal tasks past their ttl, idempotency keys past their retention window and
- * delivered outbox rows past theirs, a batch at a time. Reads already treat expired tasks and keys
+ * Deletes terminal tasks past their ttl, idempotency keys past their retention window, delivered
+ * outbox rows past theirs (a batch at a time) and instances long gone (INSTANCE_RETENTION_MS). Reads already treat expired tasks and keys
  * as not found, so the sweep only reclaims space; several workers may sweep at once.
  */
 export class RetentionSweeper {
@@ -47,10 +60,12 @@ export class RetentionSweeper {
         (limit) => deleteDeliveredOutbox(this.#db, this.#outboxRetentionMs, limit),
         batch,
       );
-      if (tasks + keys + outbox > 0) {
-        this.#logger.info({ tasks, idempotencyKeys: keys, deliveredOutbox: outbox }, 'expired rows deleted');
+      // A few rows per deployment and restart: one statement, no batches.
+      const instances = await deleteStaleInstances(this.#db, INSTANCE_RETENTION_MS);
+      if (tasks + keys + outbox + instances > 0) {
+        this.#logger.info({ tasks, idempotencyKeys: keys, deliveredOutbox: outbox, instances }, 'expired rows deleted');
       }
-      return tasks + keys + outbox;
+      return tasks + keys + outbox + instances;
     })().finally(() => {
       this.#running = null;
     });
