@@ -6,7 +6,9 @@
 // transport per request as the SDK's stateless example does), driven by the same load generator in
 // the same run. The load generator is a process of its own (bench/support/http-load.ts). A third
 // row is the floor of this machine: a bare Fastify route sending the same bytes (no MCP, no
-// catalog), so a p99 over the goal can be told apart from one the machine itself imposes.
+// catalog), so a p99 over the goal can be told apart from one the machine itself imposes. Every
+// row's figure is from writing the request to reading the last byte of a complete answer (the
+// load generator checks each one; see http-load.ts for why it does not build the body as text).
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- tools-list
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -52,10 +54,18 @@ function definition(index: number) {
 }
 const definitions = Array.from({ length: TOOLS }, (_, index) => definition(index));
 
-const listRequest = (legacy: boolean): LoadRequest => ({
+/**
+ * tools/list as a 2026-07-28 client sends it, or as a 2025-11-25 one does without a session
+ * (`legacy`; the SDK v1 anchor is sent that, without MCP-Protocol-Version, which it defaults).
+ */
+const listRequest = (legacy: boolean, versionHeader = false): LoadRequest => ({
   expect: definitions.at(-1)?.name as string,
   headers: legacy
-    ? { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }
+    ? {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        ...(versionHeader ? { 'mcp-protocol-version': '2025-11-25' } : {}),
+      }
     : {
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
@@ -112,8 +122,15 @@ try {
       ),
     );
   }
-  // The same answer's bytes, for the floor below.
-  const answer = await (await fetch(`${ours}/mcp`, { method: 'POST', ...listRequest(false) })).text();
+  // The clients deployed today speak 2025-11-25: the same list in that revision's shape.
+  await load(ours, listRequest(true, true), 1, 2);
+  rows.push(
+    row(`taskgate /mcp 2025-11-25 request, catalog of ${TOOLS}, 1 conn.`, await load(ours, listRequest(true, true), 1)),
+  );
+  // The same answer's bytes, for the floor below: a Buffer, the cheapest body Fastify sends.
+  const answer = Buffer.from(
+    await (await fetch(`${ours}/mcp`, { method: 'POST', ...listRequest(false) })).arrayBuffer(),
+  );
   await api.stop();
   await heartbeat.stop();
   await db.destroy();

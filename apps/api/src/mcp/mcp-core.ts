@@ -21,6 +21,7 @@ import {
   callOutcome,
   discoverResult,
   invalidParams,
+  legacyResult,
   type MethodOutcome,
   missingCapability,
   readCallParams,
@@ -103,7 +104,11 @@ export class McpCore {
   readonly #options: McpCoreOptions;
   readonly #legacyTasks: LegacyTaskMethods;
   readonly #reads: SharedTaskReads;
-  /** tools/list of the current offer, per era: built once per change of the tool list. */
+  /**
+   * tools/list of the current offer, per era: built and serialised once per change of the tool
+   * list (tools.version). The legacy one is already in its era's shape, since a shared result is
+   * sent as it was serialised.
+   */
   #listed: { version: string; modern: MethodOutcome; legacy: MethodOutcome } | null = null;
 
   constructor(options: McpCoreOptions) {
@@ -156,7 +161,7 @@ export class McpCore {
       this.#listed = {
         version,
         modern: { kind: 'result', result: shareResult(toolsListResult(list, server)) },
-        legacy: { kind: 'result', result: toolsListResult(list, server, true) },
+        legacy: { kind: 'result', result: shareResult(legacyResult(toolsListResult(list, server, true))) },
       };
     }
     return legacy ? this.#listed.legacy : this.#listed.modern;

@@ -32,6 +32,7 @@ import {
   type MethodOutcome,
   resultJson,
   type ServerIdentity,
+  sharedResponse,
 } from './mcp-methods.ts';
 import { ProgressStream } from './progress-stream.ts';
 import { type RpcFailure, rpcFailure } from './rpc-failures.ts';
@@ -340,10 +341,13 @@ async function handleLegacy(
     (stream as SseStream | null)?.close();
     return;
   }
-  const message =
-    outcome.kind === 'result' ? resultResponse(id, legacyResult(outcome.result)) : errorResponse(id, outcome.error);
-  if (stream) return (stream as SseStream).push({ kind: 'final', value: { data: message } });
-  return reply.code(200).send(message);
+  if (stream) {
+    const message =
+      outcome.kind === 'result' ? resultResponse(id, legacyResult(outcome.result)) : errorResponse(id, outcome.error);
+    return (stream as SseStream).push({ kind: 'final', value: { data: message } });
+  }
+  if (outcome.kind === 'error') return reply.code(200).send(errorResponse(id, outcome.error));
+  return send(reply, id, { kind: 'result', result: legacyResult(outcome.result) });
 }
 
 /**
@@ -549,11 +553,34 @@ async function callTool(
 }
 
 function send(reply: FastifyReply, id: JsonRpcId, outcome: MethodOutcome) {
-  // As text: a shared result (tools/list) is serialised once per version, not once per request.
   if (outcome.kind === 'result') {
+    const shared = sharedResponse(id, outcome.result);
+    if (shared) return sendShared(reply, shared);
     return reply.type('application/json; charset=utf-8').send(resultJson(id, outcome.result));
   }
   return reply.code(outcome.httpStatus).send(errorResponse(id, outcome.error));
+}
+
+/**
+ * A shared result (tools/list), serialised once per version, written as its byte pieces in one
+ * writev. As one string, the answer would be concatenated and encoded to UTF-8 again for every
+ * request (for 200 tools' 104 KB, 0.1-0.2 ms of the server's time each; see shareResult).
+ */
+function sendShared(reply: FastifyReply, pieces: readonly Buffer[]) {
+  reply.hijack();
+  const res = reply.raw;
+  // Headers set on the reply so far would otherwise be lost with Fastify's send.
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (value !== undefined) res.setHeader(name, value);
+  }
+  res.writeHead(200, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': pieces.reduce((length, piece) => length + piece.length, 0),
+  });
+  res.cork();
+  for (const piece of pieces) res.write(piece);
+  res.end();
+  res.uncork();
 }
 
 /** A failure as its JSON-RPC error on this response, with its status and headers (Retry-After on a 503). */
