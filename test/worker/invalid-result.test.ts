@@ -34,7 +34,7 @@ const tools: unknown[] = [
 ];
 
 // Handlers that go on after their ctx.commit completed the task: the task keeps what committed.
-const text = (value: string) => ({ content: [{ type: 'text', text: value }] });
+const text = (value: string) => ({ content: [{ type: 'text' as const, text: value }] });
 tools.push(
   defineTool({
     name: 'commits_twice',

@@ -4,11 +4,17 @@
  * its tests need only this package.
  */
 export type {
+  AudioContent,
   CommitContext,
+  ContentAnnotations,
   ContentBlock,
+  EmbeddedResource,
+  ImageContent,
   InputRequest,
   OutboxEvent,
   QueryResult,
+  ResourceLink,
+  TextContent,
   ToolContext,
   ToolResult,
 } from './tool-context.ts';

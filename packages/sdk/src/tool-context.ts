@@ -1,10 +1,70 @@
 import type { Transaction } from 'kysely';
 
-/** An MCP content block (text, image, resource link, ...). */
-export interface ContentBlock {
-  readonly type: string;
-  readonly [field: string]: unknown;
+/** Hints for the client about a content block (MCP Annotations). */
+export interface ContentAnnotations {
+  readonly audience?: readonly ('user' | 'assistant')[];
+  readonly priority?: number;
+  readonly lastModified?: string;
 }
+
+interface ContentBlockBase {
+  readonly annotations?: ContentAnnotations;
+  readonly _meta?: Readonly<Record<string, unknown>>;
+}
+
+export interface TextContent extends ContentBlockBase {
+  readonly type: 'text';
+  readonly text: string;
+}
+
+/** An image: base64 `data` of the given MIME type. */
+export interface ImageContent extends ContentBlockBase {
+  readonly type: 'image';
+  readonly data: string;
+  readonly mimeType: string;
+}
+
+/** Audio: base64 `data` of the given MIME type. */
+export interface AudioContent extends ContentBlockBase {
+  readonly type: 'audio';
+  readonly data: string;
+  readonly mimeType: string;
+}
+
+/** A resource the client may read, by URI. */
+export interface ResourceLink extends ContentBlockBase {
+  readonly type: 'resource_link';
+  readonly uri: string;
+  readonly name: string;
+  readonly title?: string;
+  readonly description?: string;
+  readonly mimeType?: string;
+  readonly size?: number;
+}
+
+/** A resource's contents, embedded: text, or a base64 blob. */
+export interface EmbeddedResource extends ContentBlockBase {
+  readonly type: 'resource';
+  readonly resource:
+    | {
+        readonly uri: string;
+        readonly mimeType?: string;
+        readonly text: string;
+        readonly _meta?: Readonly<Record<string, unknown>>;
+      }
+    | {
+        readonly uri: string;
+        readonly mimeType?: string;
+        readonly blob: string;
+        readonly _meta?: Readonly<Record<string, unknown>>;
+      };
+}
+
+/**
+ * An MCP content block: the five kinds a CallToolResult may carry. A result with any other block
+ * is refused (the task fails naming the tool), since MCP clients reject it.
+ */
+export type ContentBlock = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource;
 
 /** What a handler returns: an MCP CallToolResult. `isError: true` is a tool error, not a failure. */
 export interface ToolResult {
