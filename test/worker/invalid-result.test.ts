@@ -59,6 +59,21 @@ tools.push(
   }),
 );
 
+tools.push(
+  defineTool({
+    name: 'progress_not_numbers',
+    description: 'reports progress wrongly twice, then rightly',
+    inputSchema: { type: 'object' },
+    retry: 'safe',
+    async handler(_input, ctx) {
+      ctx.progress(Number.NaN);
+      ctx.progress(1, Number.POSITIVE_INFINITY);
+      ctx.progress(1, 2, 'half way');
+      return text('done');
+    },
+  }),
+);
+
 const logs: { level: number; msg: string; tool?: string }[] = [];
 let platform: Platform;
 beforeAll(async () => {
@@ -110,5 +125,20 @@ describe("a handler's result", () => {
 
   it('completes the task when it fits', async () => {
     expect((await run('returns_on_schema')).status).toBe('completed');
+  });
+});
+
+describe('ctx.progress', () => {
+  it('ignores a value or total that is not a finite number, says so once, and takes the next good one', async () => {
+    const task = await run('progress_not_numbers');
+    expect(task.status).toBe('completed');
+    expect(task.progress).toMatchObject({ value: 1, total: 2, message: 'half way' });
+    const warnings = logs.filter((line) => line.tool === 'progress_not_numbers');
+    expect(warnings).toEqual([
+      expect.objectContaining({
+        level: 40,
+        msg: 'ctx.progress ignored a call: value and total must be finite numbers and message a string',
+      }),
+    ]);
   });
 });

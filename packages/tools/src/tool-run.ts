@@ -68,6 +68,7 @@ export class ToolRun {
   #committed = false;
   /** The result this run's own commit completed the task with (not set when superseded). */
   #committedResult: ToolResult | null = null;
+  #warnedProgress = false;
   #cancelSeenHow: string | null = null;
   #releaseRequested: string | null = null;
   #steps: Map<string, unknown> | null = null;
@@ -241,7 +242,23 @@ export class ToolRun {
   }
 
   #progress(value: number, total?: number, message?: string): void {
-    if (this.#controller.signal.aborted || !Number.isFinite(value) || value <= this.#highestProgress) return;
+    if (this.#controller.signal.aborted) return;
+    if (
+      !Number.isFinite(value) ||
+      (total !== undefined && !Number.isFinite(total)) ||
+      (message !== undefined && typeof message !== 'string')
+    ) {
+      // Ignored, as a value that does not increase is; said once, since only the author can fix it.
+      if (!this.#warnedProgress) {
+        this.#warnedProgress = true;
+        this.#settings.logger.warn(
+          { taskId: this.task.id, tool: this.task.tool, value: String(value), total: String(total) },
+          'ctx.progress ignored a call: value and total must be finite numbers and message a string',
+        );
+      }
+      return;
+    }
+    if (value <= this.#highestProgress) return;
     this.#highestProgress = value;
     this.#latestProgress = { progress: value, total, message };
     const now = this.#settings.now();
