@@ -99,9 +99,17 @@ describe('taskgate refuses bad configuration with one line and a sysexits code',
     expect(result.stdout).toContain('Usage: taskgate <command>');
   });
 
-  it('--version and version print the package version and exit 0', async () => {
+  it("start, migrate and mcp-stdio --help print that command's usage and exit 0", async () => {
+    for (const command of ['start', 'migrate', 'mcp-stdio']) {
+      const result = await runCli([command, '--help'], cleanEnv());
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+      expect(result.stdout).toMatch(new RegExp(`^Usage: taskgate ${command} `));
+    }
+  });
+
+  it('--version, -v and version print the package version and exit 0', async () => {
     const { version } = JSON.parse(await readFile(path.join(REPO_ROOT, 'package.json'), 'utf8'));
-    for (const args of [['--version'], ['version']]) {
+    for (const args of [['--version'], ['-v'], ['version']]) {
       const result = await runCli(args, cleanEnv());
       expect(result).toMatchObject({ code: 0, stdout: `taskgate ${version}\n`, stderr: '' });
     }
