@@ -93,6 +93,15 @@ describe('taskgate refuses bad configuration with one line and a sysexits code',
     );
   });
 
+  it('mcp-stdio with no tools to run in-process says to name a tool module, or --no-worker', async () => {
+    expectOneLine(
+      // Its logs go to stderr too: only the error line here.
+      await runCli(['mcp-stdio', '--tools', 'none'], cleanEnv({ LOG_LEVEL: 'warn' })),
+      64,
+      /^taskgate: mcp-stdio has no tools to run in-process: name a tool module with --tools <file or package> \(or TASKGATE_TOOLS\), or add --no-worker .*\[TG_USAGE\]$/,
+    );
+  });
+
   it('help prints the usage and exits 0', async () => {
     const result = await runCli(['help'], cleanEnv());
     expect(result.code).toBe(0);
