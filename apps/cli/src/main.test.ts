@@ -58,6 +58,17 @@ describe('taskgate <command> --help', () => {
   });
 });
 
+describe('the usage text', () => {
+  it('says the demo modules are the default tool modules in a checkout only', () => {
+    const flat = USAGE.replace(/\s+/g, ' ');
+    expect(flat).toContain(
+      'else, in a checkout, the demo modules under examples/; an installed CLI loads none); --tools none loads no module',
+    );
+    expect(flat).toContain('else, in a checkout, the demo modules; an installed CLI includes none)');
+    expect(flat).not.toMatch(/else the demo modules/);
+  });
+});
+
 describe('taskgate -v', () => {
   it('prints the version as --version does', async () => {
     const version = await run('--version');

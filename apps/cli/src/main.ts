@@ -10,8 +10,9 @@ const COMMAND_USAGE = {
   start: `  start [--role api,worker,relay] [--no-migrate] [--tools MODULE[,MODULE]]
                               run migrations, then the chosen roles (default: all three),
                               serving the tools of the given modules (default: TASKGATE_TOOLS,
-                              else the demo modules under examples/); --tools none loads no
-                              module: an API that offers what the workers publish`,
+                              else, in a checkout, the demo modules under examples/; an
+                              installed CLI loads none); --tools none loads no module: an API
+                              that offers what the workers publish`,
   migrate: `  migrate up [--to N]         apply pending migrations and install/upgrade pg-boss's schema,
                               then each tool module's (once Taskgate's are all applied)
   migrate down [--to N|--all] revert Taskgate's newest migration, those above N, or all of
@@ -25,10 +26,12 @@ const COMMAND_USAGE = {
   migrate plan [--to N]       print the SQL that 'up' would run, without running it
   migrate … --tools SPEC      tool modules whose migrations to include: a path (./tools.ts)
                               or a package name, repeatable or comma-separated (default:
-                              TASKGATE_TOOLS, else the demo modules)`,
-  'mcp-stdio': `  mcp-stdio [--no-worker] [--tools MODULE]
-                              serve MCP on stdin/stdout (logs on stderr), running tool handlers
-                              in-process unless --no-worker`,
+                              TASKGATE_TOOLS, else, in a checkout, the demo modules; an
+                              installed CLI includes none)`,
+  'mcp-stdio': `  mcp-stdio [--no-worker] [--tools MODULE[,MODULE]]
+                              serve MCP on stdin/stdout (logs on stderr), running the tool
+                              handlers of the given modules (default as for start) in-process
+                              unless --no-worker`,
 } as const;
 type Command = keyof typeof COMMAND_USAGE;
 
