@@ -93,15 +93,32 @@ describe('taskgate refuses bad configuration with one line and a sysexits code',
     );
   });
 
+  it('mcp-stdio with no tools to run in-process says to name a tool module, or --no-worker', async () => {
+    expectOneLine(
+      // Its logs go to stderr too: only the error line here.
+      await runCli(['mcp-stdio', '--tools', 'none'], cleanEnv({ LOG_LEVEL: 'warn' })),
+      64,
+      /^taskgate: mcp-stdio has no tools to run in-process: name a tool module with --tools <file or package> \(or TASKGATE_TOOLS\), or add --no-worker .*\[TG_USAGE\]$/,
+    );
+  });
+
   it('help prints the usage and exits 0', async () => {
     const result = await runCli(['help'], cleanEnv());
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('Usage: taskgate <command>');
   });
 
-  it('--version and version print the package version and exit 0', async () => {
+  it("start, migrate and mcp-stdio --help print that command's usage and exit 0", async () => {
+    for (const command of ['start', 'migrate', 'mcp-stdio']) {
+      const result = await runCli([command, '--help'], cleanEnv());
+      expect(result).toMatchObject({ code: 0, stderr: '' });
+      expect(result.stdout).toMatch(new RegExp(`^Usage: taskgate ${command} `));
+    }
+  });
+
+  it('--version, -v and version print the package version and exit 0', async () => {
     const { version } = JSON.parse(await readFile(path.join(REPO_ROOT, 'package.json'), 'utf8'));
-    for (const args of [['--version'], ['version']]) {
+    for (const args of [['--version'], ['-v'], ['version']]) {
       const result = await runCli(args, cleanEnv());
       expect(result).toMatchObject({ code: 0, stdout: `taskgate ${version}\n`, stderr: '' });
     }

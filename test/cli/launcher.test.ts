@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtemp, readlink, realpath, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, readlink, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -188,5 +189,48 @@ describe('node_modules/.bin/taskgate with an old Node first on PATH', () => {
     } finally {
       child.kill('SIGKILL');
     }
+  });
+});
+
+describe('the launcher on a Node too old for Taskgate, with no project Node to move to', () => {
+  // A copy of the launcher in a folder of its own, run by the system's Node: what it does depends
+  // only on where it sits (a checkout's src/, or an installed package's dist/), not on the cwd.
+  async function tooOldMessage(layout: 'checkout' | 'installed'): Promise<string> {
+    const root = await mkdtemp(path.join(tmpdir(), `taskgate-old-node-${layout}-`));
+    try {
+      const cli = path.join(root, 'cli');
+      await mkdir(path.join(cli, 'bin'), { recursive: true });
+      await copyFile(path.join(REPO_ROOT, 'apps/cli/bin/taskgate.js'), path.join(cli, 'bin/taskgate.js'));
+      await writeFile(path.join(cli, 'package.json'), JSON.stringify({ type: 'module' }));
+      const entry = layout === 'checkout' ? 'src/main.ts' : 'dist/main.js';
+      await mkdir(path.dirname(path.join(cli, entry)), { recursive: true });
+      await writeFile(path.join(cli, entry), 'export {};\n');
+      // Without this the launcher would move to a Node it found above the temporary folder.
+      for (let directory = root; path.dirname(directory) !== directory; directory = path.dirname(directory)) {
+        expect(existsSync(path.join(directory, 'node_modules/.bin/node')), directory).toBe(false);
+      }
+      const result = await runCommand(SYSTEM_NODE, [path.join(cli, 'bin/taskgate.js'), 'version'], cleanEnv(), {
+        cwd,
+      });
+      expect(result.code).toBe(64);
+      expect(result.stdout).toBe('');
+      const lines = result.stderr.trimEnd().split('\n');
+      expect(lines).toHaveLength(1);
+      return lines[0] as string;
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  }
+
+  it('in a checkout, says to run npm ci there', async () => {
+    expect(await tooOldMessage('checkout')).toMatch(
+      /^taskgate: Node\.js 20\.\S+ is too old for Taskgate, which needs Node\.js >= 22\.12: run npm ci in the Taskgate checkout .*\[TG_USAGE\]$/,
+    );
+  });
+
+  it('in a project that installed the packages, says to install node@24 there', async () => {
+    const message = await tooOldMessage('installed');
+    expect(message).toMatch(/: run npm install node@24 in your project .*\[TG_USAGE\]$/);
+    expect(message).not.toContain('npm ci');
   });
 });

@@ -104,6 +104,28 @@ describe('taskgate start with DATABASE_URL', () => {
       expect(result.stderr).toMatch(
         new RegExp(`the API could not listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE.*\\[TG_STARTUP_FAILED\\]`),
       );
+      // The worker had started when the API failed to listen: everything stops once, cleanly, and
+      // says so in the instance rows (a second stop of the API's services used to warn that it
+      // "could not mark the instance stopped": its pool was destroyed by the first).
+      const logs = result.stdout
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as { level: string; msg: string });
+      expect(logs.map((line) => line.msg)).toContain('worker stopped');
+      expect(logs.filter((line) => line.level !== 'info' && line.level !== 'debug')).toEqual([]);
+      const client = new pg.Client({ connectionString: database.url });
+      await client.connect();
+      try {
+        const { rows } = await client.query(
+          'SELECT kind, stopped_at IS NOT NULL AS stopped FROM instances ORDER BY kind',
+        );
+        expect(rows).toEqual([
+          { kind: 'api', stopped: true },
+          { kind: 'worker', stopped: true },
+        ]);
+      } finally {
+        await client.end();
+      }
     } finally {
       blocker.close();
       await database.drop();

@@ -345,6 +345,20 @@ describe('Write your own tool (README), on the packed packages', () => {
     }
   }, 60_000);
 
+  it('without --tools, mcp-stdio says to name a tool module (an installed CLI has no demo modules)', async () => {
+    const result = await execFileAsync('npx', ['taskgate', 'mcp-stdio'], { cwd: project, env }).then(
+      () => {
+        throw new Error('npx taskgate mcp-stdio without --tools succeeded');
+      },
+      (error: { code?: number; stderr?: string }) => error,
+    );
+    expect(result.code).toBe(64);
+    expect(result.stderr).toContain(
+      'mcp-stdio has no tools to run in-process: name a tool module with --tools <file or package> (or TASKGATE_TOOLS)',
+    );
+    expect(result.stderr).not.toContain('--tools none');
+  }, 60_000);
+
   it('stops on Ctrl-C with nothing left running', async () => {
     const running = taskgate as RunningProcess;
     const pid = running.taskgatePid;

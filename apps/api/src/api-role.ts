@@ -66,7 +66,7 @@ export interface ApiRole {
  * anything else (the worker role, which would otherwise already be claiming tasks).
  */
 export interface PreparedApiRole {
-  /** Starts listening; the returned role's stop() closes everything. */
+  /** Starts listening; the returned role's stop() closes everything, as a failed listen does itself. */
   listen(): Promise<ApiRole>;
   /** Closes what prepare opened, for a start-up that ends before listen. */
   discard(): Promise<void>;

@@ -116,11 +116,22 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     logger: options.logger,
   });
   const tools = new CatalogTools(catalog, { local: options.localTools ?? null, logger: options.logger });
-  const stop = async () => {
-    tools.close();
-    await Promise.allSettled([hub.stop(), catalog.stop(), boss.stop({ graceful: false, close: true }), upkeep.stop()]);
-    await announcer.settled();
-    await db.destroy();
+  // Once: a caller's clean-up may run after a failed step already stopped everything (the API's
+  // listen, then start-up's discard), and a second upkeep stop would write to a destroyed pool.
+  let stopped: Promise<void> | null = null;
+  const stop = () => {
+    stopped ??= (async () => {
+      tools.close();
+      await Promise.allSettled([
+        hub.stop(),
+        catalog.stop(),
+        boss.stop({ graceful: false, close: true }),
+        upkeep.stop(),
+      ]);
+      await announcer.settled();
+      await db.destroy();
+    })();
+    return stopped;
   };
   try {
     await boss.start();

@@ -29,18 +29,20 @@ const projectNode = findProjectNode(path.dirname(launcher));
 if (projectNode !== null && projectNode !== realpathSync(process.execPath)) {
   relaunch(projectNode);
 } else {
-  const [major, minor] = process.versions.node.split('.').map(Number);
-  if (major < 22 || (major === 22 && minor < 12)) {
-    process.stderr.write(
-      `taskgate: Node.js ${process.versions.node} is too old; Taskgate needs Node.js >= 22.12. ` +
-        "Run npm ci in the project: it installs the project's own Node in node_modules/.bin, which " +
-        'this command then uses. [TG_USAGE]\n',
-    );
-    process.exit(64);
-  }
   // A checkout runs the TypeScript sources; an installed package (built by scripts/pack-packages.ts)
   // has them compiled to dist/, since Node strips no types under node_modules.
   const built = existsSync(new URL('../dist/main.js', import.meta.url));
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  if (major < 22 || (major === 22 && minor < 12)) {
+    // A checkout has the `node` package among its devDependencies (npm ci installs it); a project
+    // that installed the packages has it only if it asks for it.
+    const remedy = built ? 'run npm install node@24 in your project' : 'run npm ci in the Taskgate checkout';
+    process.stderr.write(
+      `taskgate: Node.js ${process.versions.node} is too old for Taskgate, which needs Node.js >= 22.12: ` +
+        `${remedy} to install a Node in its node_modules/.bin, which this command then uses [TG_USAGE]\n`,
+    );
+    process.exit(64);
+  }
   const entry = (name) => (built ? `../dist/${name}.js` : `../src/${name}.ts`);
   const { noteParentAtStart } = await import(entry('parent-watch'));
   noteParentAtStart(parentAtStart);

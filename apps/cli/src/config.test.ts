@@ -1,6 +1,6 @@
 import { isTaskgateError } from '@taskgate/errors';
 import { describe, expect, it } from 'vitest';
-import { isLoopbackHost, loadConfig } from './config.ts';
+import { isLoopbackHost, loadConfig, SETTINGS } from './config.ts';
 import { toolModulesOf } from './tool-modules.ts';
 
 const TOKEN = 'a'.repeat(24);
@@ -141,6 +141,13 @@ describe('loadConfig', () => {
     expect(problems({ TASKGATE_TOOLS: ' , ' }).map((p) => p.field)).toEqual(['TASKGATE_TOOLS']);
     const modules = await toolModulesOf([], loadConfig({}, '/srv').config, '/srv');
     expect(modules.map((module) => module.name)).toEqual(['demo', 'ledger']);
+  });
+
+  it('describes the demo modules as the default of TASKGATE_TOOLS in a checkout only', () => {
+    // An installed @taskgate/cli has no examples/ beside it (tool-modules.ts, examplesPresent).
+    expect(SETTINGS.TASKGATE_TOOLS).toMatch(
+      /default: unset, which in a checkout loads the demo modules under examples\/; an installed CLI loads none\)$/,
+    );
   });
 
   it('names TASKGATE_IDEMPOTENCY_RETENTION_MS when it is shorter than a minute or not a number', () => {

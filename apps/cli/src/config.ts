@@ -41,7 +41,8 @@ export interface Config {
   /** Also offer the tools that ask for input (the MCP conformance suite's fixtures). */
   readonly conformanceTools: boolean;
   /**
-   * TASKGATE_TOOLS: the tool modules to load when `--tools` is not given; empty: the demo modules;
+   * TASKGATE_TOOLS: the tool modules to load when `--tools` is not given; empty: the demo modules
+   * in a checkout, none in an installed CLI (tool-modules.ts);
    * `['none']` (NO_TOOLS): none at all (an API process that offers the catalog's tools only).
    */
   readonly toolModules: readonly string[];
@@ -98,7 +99,7 @@ export const SETTINGS = {
   TASKGATE_MCP_SSE_AFTER_MS:
     'an MCP tools/call still running after this long is answered as an SSE stream with keepalives (default 1000)',
   TASKGATE_TOOLS:
-    'tool modules, comma-separated: paths relative to the working directory, or package names; start serves their tools and migrate applies their migrations; none loads no module (an API that offers the catalog only); --tools replaces it (default: unset, the demo modules under examples/)',
+    'tool modules, comma-separated: paths relative to the working directory, or package names; start serves their tools and migrate applies their migrations; none loads no module (an API that offers the catalog only); --tools replaces it (default: unset, which in a checkout loads the demo modules under examples/; an installed CLI loads none)',
   TASKGATE_CONFORMANCE:
     "1 also offers confirm_delete, multi_input and test_tool_with_task, the MCP conformance suite's tools that ask for input (default: unset)",
   TASKGATE_MCP_TASK_AFTER_MS:

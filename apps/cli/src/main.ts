@@ -5,15 +5,15 @@ import { createLogger } from './logger.ts';
 import { ROLES, type Role } from './roles.ts';
 import { DUPLICATE_SIGNAL_WINDOW_MS } from './stop-signals.ts';
 
-export const USAGE = `Usage: taskgate <command>
-
-Commands:
-  start [--role api,worker,relay] [--no-migrate] [--tools MODULE[,MODULE]]
+/** Each command's lines of the usage text; `taskgate <command> --help` prints its own. */
+const COMMAND_USAGE = {
+  start: `  start [--role api,worker,relay] [--no-migrate] [--tools MODULE[,MODULE]]
                               run migrations, then the chosen roles (default: all three),
                               serving the tools of the given modules (default: TASKGATE_TOOLS,
-                              else the demo modules under examples/); --tools none loads no
-                              module: an API that offers what the workers publish
-  migrate up [--to N]         apply pending migrations and install/upgrade pg-boss's schema,
+                              else, in a checkout, the demo modules under examples/; an
+                              installed CLI loads none); --tools none loads no module: an API
+                              that offers what the workers publish`,
+  migrate: `  migrate up [--to N]         apply pending migrations and install/upgrade pg-boss's schema,
                               then each tool module's (once Taskgate's are all applied)
   migrate down [--to N|--all] revert Taskgate's newest migration, those above N, or all of
                               them (a tool module's tables may depend on Taskgate's: revert
@@ -26,20 +26,55 @@ Commands:
   migrate plan [--to N]       print the SQL that 'up' would run, without running it
   migrate … --tools SPEC      tool modules whose migrations to include: a path (./tools.ts)
                               or a package name, repeatable or comma-separated (default:
-                              TASKGATE_TOOLS, else the demo modules)
-  mcp-stdio [--no-worker] [--tools MODULE]
-                              serve MCP on stdin/stdout (logs on stderr), running tool handlers
-                              in-process unless --no-worker
-  version                     print the version (also --version)
-  help                        show this text
+                              TASKGATE_TOOLS, else, in a checkout, the demo modules; an
+                              installed CLI includes none)`,
+  'mcp-stdio': `  mcp-stdio [--no-worker] [--tools MODULE[,MODULE]]
+                              serve MCP on stdin/stdout (logs on stderr), running the tool
+                              handlers of the given modules (default as for start) in-process
+                              unless --no-worker`,
+} as const;
+type Command = keyof typeof COMMAND_USAGE;
 
-Configuration comes from the environment: DATABASE_URL, HOST, PORT, TASKGATE_TOKENS,
+const CONFIGURATION = `Configuration comes from the environment: DATABASE_URL, HOST, PORT, TASKGATE_TOKENS,
 TASKGATE_DATA_DIR, TASKGATE_ALLOWED_ORIGINS, TASKGATE_SHUTDOWN_GRACE_MS, TASKGATE_WORKER_CONCURRENCY,
 TASKGATE_HEALTH_PORT, TASKGATE_TOOLS, TASKGATE_TOOL_CONCURRENCY, TASKGATE_CATALOG_WINDOW_MS,
-LOG_LEVEL (see README.md).
+LOG_LEVEL (see README.md).`;
 
-SIGTERM or SIGINT stops gracefully; the same signal again within ${DUPLICATE_SIGNAL_WINDOW_MS / 1_000} s is the
+const SIGNALS = `SIGTERM or SIGINT stops gracefully; the same signal again within ${DUPLICATE_SIGNAL_WINDOW_MS / 1_000} s is the
 same request; another signal (or the same one later) exits at once.`;
+
+export const USAGE = `Usage: taskgate <command>
+
+Commands:
+${COMMAND_USAGE.start}
+${COMMAND_USAGE.migrate}
+${COMMAND_USAGE['mcp-stdio']}
+  version                     print the version (also --version, -v)
+  help [COMMAND]              show this text, or one command's (also COMMAND --help, -h)
+
+${CONFIGURATION}
+
+${SIGNALS}`;
+
+/** `taskgate <command> --help`: that command's lines of the usage text. */
+export function commandUsage(command: Command): string {
+  const synopsis = command === 'migrate' ? 'migrate up|down|status|plan [options]' : `${command} [options]`;
+  const tail = command === 'migrate' ? '' : `\n\n${SIGNALS}`;
+  return `Usage: taskgate ${synopsis}\n\n${COMMAND_USAGE[command]}\n\n${CONFIGURATION}${tail}`;
+}
+
+function isCommand(name: string | undefined): name is Command {
+  return name !== undefined && Object.hasOwn(COMMAND_USAGE, name);
+}
+
+/**
+ * `--help` or `-h` among a command's arguments (before a `--`, after which nothing is an option),
+ * wherever it stands: `migrate up --help` asks for help as much as `migrate --help` does.
+ */
+function asksForHelp(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end < 0 ? args : args.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
+}
 
 export interface Io {
   readonly env: Readonly<Record<string, string | undefined>>;
@@ -54,11 +89,22 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   try {
     const [command, ...rest] = argv;
     if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
-      io.stdout(USAGE);
+      const topic = command === 'help' ? rest[0] : undefined;
+      if (topic !== undefined && !isCommand(topic)) {
+        throw new TaskgateError(
+          'TG_USAGE',
+          `help knows no command ${JSON.stringify(topic)}; run taskgate help for the list`,
+        );
+      }
+      io.stdout(topic === undefined ? USAGE : commandUsage(topic));
       return command === undefined ? 64 : 0;
     }
-    if (command === 'version' || command === '--version') {
+    if (command === 'version' || command === '--version' || command === '-v') {
       io.stdout(`taskgate ${await version()}`);
+      return 0;
+    }
+    if (isCommand(command) && asksForHelp(rest)) {
+      io.stdout(commandUsage(command));
       return 0;
     }
     if (command === 'start') {
@@ -105,7 +151,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     }
     throw new TaskgateError('TG_USAGE', `unknown command ${JSON.stringify(command)}; run taskgate help`);
   } catch (error) {
-    return report(await asOutage(error), logLevel, io);
+    return report(await asOutage(error), logLevel, io, argv[0]);
   }
 }
 
@@ -126,12 +172,12 @@ async function asOutage(error: unknown): Promise<unknown> {
 }
 
 /** One line on stderr naming the problem and its code; a stack trace only at debug level. */
-function report(error: unknown, logLevel: LogLevel, io: Io): number {
+function report(error: unknown, logLevel: LogLevel, io: Io, command: string | undefined): number {
   if (isTaskgateError(error)) {
     io.stderr(`taskgate: ${error.message} [${error.code}]`);
     return error.definition.exitCode;
   }
-  const usage = usageError(error);
+  const usage = usageError(error, command);
   if (usage) {
     io.stderr(`taskgate: ${usage.message} [${usage.code}]`);
     return usage.definition.exitCode;
@@ -145,12 +191,21 @@ function report(error: unknown, logLevel: LogLevel, io: Io): number {
   return internal.definition.exitCode;
 }
 
-function usageError(error: unknown): TaskgateError | null {
+function usageError(error: unknown, command: string | undefined): TaskgateError | null {
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) {
-    return new TaskgateError('TG_USAGE', `${oneLine((error as Error).message)}; run taskgate help`);
+    let message = oneLine((error as Error).message);
+    // Where a command takes positionals (migrate), Node goes on about putting "-x" after a `--`,
+    // quoting it unbalanced; no Taskgate command takes such an argument, so its first clause is all.
+    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') message = /^Unknown option '[^']*'/.exec(message)?.[0] ?? message;
+    return new TaskgateError('TG_USAGE', `${message}; run ${helpCommand(command)}`);
   }
   return null;
+}
+
+/** Where to read how to call `command`: its own usage if it is one, else the list of commands. */
+function helpCommand(command: string | undefined): string {
+  return isCommand(command) ? `taskgate ${command} --help` : 'taskgate help';
 }
 
 function oneLine(text: string): string {
@@ -208,7 +263,7 @@ function parseMigrateArgs(argv: readonly string[]) {
   });
   const [action, ...extra] = positionals;
   if (action !== 'up' && action !== 'down' && action !== 'status' && action !== 'plan') {
-    throw new TaskgateError('TG_USAGE', 'migrate takes one of up, down, status, plan; run taskgate help');
+    throw new TaskgateError('TG_USAGE', 'migrate takes one of up, down, status, plan; run taskgate migrate --help');
   }
   if (extra.length > 0) throw new TaskgateError('TG_USAGE', `unexpected argument ${JSON.stringify(extra[0])}`);
   let to: number | undefined;

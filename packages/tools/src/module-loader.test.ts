@@ -1,8 +1,10 @@
-import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { isTaskgateError } from '@taskgate/errors';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { loadToolModules } from './module-loader.ts';
 
 /** A tool as a plain module exports it (no SDK import needed in a .mjs file). */
@@ -118,5 +120,92 @@ describe('loadToolModules', () => {
     expect(await failure(['./a.mjs', './b.mjs'], cwd)).toBe(
       `tool module ${cwd}/b.mjs: tool shared is also defined by ${cwd}/a.mjs; tool names must be unique`,
     );
+  });
+});
+
+describe('loadToolModules on a tool package as npm installs it', () => {
+  const SDK = path.resolve(import.meta.dirname, '../../sdk');
+  const created: string[] = [];
+  afterEach(async () => {
+    await Promise.all(created.splice(0).map((root) => rm(root, { recursive: true, force: true })));
+  });
+  async function made(files: Readonly<Record<string, string>>): Promise<string> {
+    const root = await realpath(await folder(files));
+    created.push(root);
+    return root;
+  }
+  /**
+   * Loads in a Node of its own: Vitest imports modules through its own resolver and transform,
+   * which strips types under node_modules too and does not resolve as Node does from a real path.
+   */
+  async function loadInNode(
+    specs: string[],
+    cwd: string,
+  ): Promise<{ names?: string[]; code?: string; message?: string }> {
+    const script = `
+      import { loadToolModules } from ${JSON.stringify(path.join(import.meta.dirname, 'module-loader.ts'))};
+      try {
+        const modules = await loadToolModules(${JSON.stringify(specs)}, ${JSON.stringify(cwd)});
+        console.log(JSON.stringify({ names: modules.map((module) => module.name) }));
+      } catch (error) {
+        console.log(JSON.stringify({ code: error.code, message: error.message }));
+      }`;
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], { cwd });
+    return JSON.parse(stdout);
+  }
+  async function failure(specs: string[], cwd: string): Promise<string> {
+    const result = await loadInNode(specs, cwd);
+    expect(result.code, JSON.stringify(result)).toBe('TG_TOOL_MODULE_INVALID');
+    expect(result.message).not.toContain('\n');
+    return result.message as string;
+  }
+  const PACKAGE = (name: string, entry: string) => JSON.stringify({ name, type: 'module', exports: entry });
+  const SDK_TOOLS = `import { defineTool } from '@taskgate/sdk';\nexport const tools = [defineTool(${tool('linked_add')})];\n`;
+
+  it('says a TypeScript package under node_modules must be compiled, or loaded by path from outside', async () => {
+    const cwd = await made({
+      'node_modules/ts-tools/package.json': PACKAGE('ts-tools', './index.ts'),
+      'node_modules/ts-tools/index.ts': `export const tools: unknown[] = [${tool('ts_add')}];\n`,
+      // The same file outside node_modules loads: type stripping applies there.
+      'tools.ts': `export const tools: unknown[] = [${tool('ts_add')}];\n`,
+    });
+    for (const spec of ['ts-tools', './node_modules/ts-tools/index.ts']) {
+      const message = await failure([spec], cwd);
+      expect(message).toMatch(/^tool module \S+\/node_modules\/ts-tools\/index\.ts: does not load: Stripping types /);
+      expect(message).toMatch(
+        /; a tool package installed under node_modules must be JavaScript: compile it before packing it, or keep the \.ts file outside node_modules and give its path$/,
+      );
+    }
+    expect(await loadInNode(['./tools.ts'], cwd)).toEqual({ names: ['tools'] });
+  });
+
+  it('says a linked folder dependency resolves its imports from its real folder, and to install it packed', async () => {
+    // npm installs a `file:` folder dependency as a link: the project has @taskgate/sdk, the
+    // module's real folder (outside the project) has no node_modules.
+    const outside = await made({ 'package.json': PACKAGE('linked-tools', './index.mjs'), 'index.mjs': SDK_TOOLS });
+    const cwd = await made({
+      'node_modules/copied-tools/package.json': PACKAGE('copied-tools', './index.mjs'),
+      'node_modules/copied-tools/index.mjs': SDK_TOOLS.replace('linked_add', 'copied_add'),
+      'inside/index.mjs': `import 'no-such-package-anywhere';\n${TOOLS}`,
+    });
+    await mkdir(path.join(cwd, 'node_modules/@taskgate'));
+    await symlink(SDK, path.join(cwd, 'node_modules/@taskgate/sdk'));
+    await symlink(outside, path.join(cwd, 'node_modules/linked-tools'));
+
+    const hint =
+      `; its imports resolve from its real folder ${outside}, outside ${cwd}, not from this project's node_modules, ` +
+      `so install it packed (npm pack in its folder, then npm install the .tgz) or give it a node_modules of its own (npm install in ${outside})`;
+    for (const spec of ['linked-tools', './node_modules/linked-tools/index.mjs']) {
+      const message = await failure([spec], cwd);
+      expect(message).toContain(
+        `does not load: Cannot find package '@taskgate/sdk' imported from ${outside}/index.mjs`,
+      );
+      expect(message.endsWith(hint), message).toBe(true);
+    }
+    // Installed as a copy (what installing the packed tarball does), the same file loads.
+    expect(await loadInNode(['copied-tools'], cwd)).toEqual({ names: ['copied-tools'] });
+    // A package missing for a module inside the project is only that: no word about real folders.
+    const missing = await failure(['./inside/index.mjs'], cwd);
+    expect(missing).toMatch(/Cannot find package 'no-such-package-anywhere' imported from \S+$/);
   });
 });

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -24,7 +24,7 @@ export async function loadToolModules(specs: readonly string[], cwd: string): Pr
   for (const spec of specs) {
     const file = resolveSpec(spec, cwd);
     if (modules.some((module) => module.file === file)) continue;
-    const loaded = await loadOne(file);
+    const loaded = await loadOne(file, cwd);
     const sameName = modules.find((module) => module.name === loaded.name);
     if (sameName) throw invalid(file, `its name ${JSON.stringify(loaded.name)} is also the name of ${sameName.file}`);
     for (const code of Object.keys(loaded.errors)) {
@@ -63,14 +63,14 @@ function resolveSpec(spec: string, cwd: string): string {
   }
 }
 
-async function loadOne(file: string): Promise<ToolModule> {
+async function loadOne(file: string, cwd: string): Promise<ToolModule> {
   const info = await stat(file).catch(() => null);
   if (!info?.isFile()) throw invalid(file, 'no such file (give a path to a .ts or .js file, or a package name)');
   let namespace: Record<string, unknown>;
   try {
     namespace = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   } catch (error) {
-    throw invalid(file, `does not load${lineIn(file, error)}: ${firstLine(error)}`, error);
+    throw invalid(file, `does not load${lineIn(file, error)}: ${firstLine(error)}${loadHint(file, error, cwd)}`, error);
   }
   // Named exports, or the same fields on a default export object.
   const fallback = namespace.default;
@@ -169,6 +169,40 @@ async function migrationsOf(exported: unknown, file: string): Promise<string | n
     throw invalid(file, `its migrations folder ${dir} ${info ? 'is not a folder' : 'does not exist'}`);
   }
   return dir;
+}
+
+/**
+ * What to do about the two load failures a tool package meets once installed, which Node's own
+ * message leaves a newcomer to puzzle out; '' for any other.
+ */
+function loadHint(file: string, error: unknown, cwd: string): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code === 'ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING') {
+    return '; a tool package installed under node_modules must be JavaScript: compile it before packing it, or keep the .ts file outside node_modules and give its path';
+  }
+  // Node resolves a module's imports from its real path. npm links a `file:` folder dependency, so
+  // such a module's imports look in its own folder and above, never in the project's node_modules.
+  if (code === 'ERR_MODULE_NOT_FOUND' && /^Cannot find package /.test((error as Error).message)) {
+    const real = realOrNull(file);
+    const base = realOrNull(cwd) ?? path.resolve(cwd);
+    if (real === null || isWithin(base, real)) return '';
+    const folder = path.dirname(real);
+    return `; its imports resolve from its real folder ${folder}, outside ${base}, not from this project's node_modules, so install it packed (npm pack in its folder, then npm install the .tgz) or give it a node_modules of its own (npm install in ${folder})`;
+  }
+  return '';
+}
+
+function realOrNull(file: string): string | null {
+  try {
+    return realpathSync(file);
+  } catch {
+    return null;
+  }
+}
+
+function isWithin(folder: string, file: string): boolean {
+  const relative = path.relative(folder, file);
+  return relative !== '' && !relative.startsWith(`..${path.sep}`) && relative !== '..' && !path.isAbsolute(relative);
 }
 
 /** The first line of an error: a syntax error's code frame or a require stack would make one line many. */

@@ -31,7 +31,7 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
     if (args.worker && tools.list().length === 0) {
       throw new TaskgateError(
         'TG_USAGE',
-        'mcp-stdio has no tools to run in-process (--tools none); add --no-worker to serve the catalog of workers elsewhere',
+        'mcp-stdio has no tools to run in-process: name a tool module with --tools <file or package> (or TASKGATE_TOOLS), or add --no-worker to serve the catalog of workers elsewhere',
       );
     }
     const database = await openDatabase(config, logger);

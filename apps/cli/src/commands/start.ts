@@ -160,8 +160,10 @@ export async function bootTaskgate(
 
     let url: string | null = null;
     if (preparedApi !== null) {
-      const api = await preparedApi.listen();
+      // From here listen() owns the prepared role: a listen that fails has closed it already.
+      const prepared = preparedApi;
       preparedApi = null;
+      const api = await prepared.listen();
       url = api.url;
       lifecycle.onStop('api', async () => {
         roleState.set('api', 'stopping');
