@@ -21,6 +21,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { TenantResolver } from '../http/auth.ts';
 import { logFailure } from '../http/problem.ts';
 import { SseStream } from '../sse/sse-stream.ts';
+import { progressTokenOf } from './dispatch/progress.ts';
 import { checkMcpAccept } from './http-guards.ts';
 import { type CallScope, LegacySessions } from './legacy-sessions.ts';
 import { legacyTask } from './legacy-tasks.ts';
@@ -488,9 +489,7 @@ async function callTool(
   // A progress token asks for progress: the answer becomes an SSE stream of notifications/progress
   // followed by the response (basic/patterns/progress). A call that outlives sseAfterMs becomes an
   // SSE stream too, with keepalives and, if there is no token, no progress.
-  const meta = params?._meta as Record<string, unknown> | undefined;
-  const progressToken =
-    typeof meta?.progressToken === 'string' || typeof meta?.progressToken === 'number' ? meta.progressToken : null;
+  const progressToken = progressTokenOf(params);
   const keepaliveMs = options.keepaliveMs ?? 15_000;
   let progress: ProgressStream | null = null;
   const toSse = () => {

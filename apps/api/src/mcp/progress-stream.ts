@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { TaskProgress } from '@taskgate/db';
 import { errorResponse, type JsonRpcId, resultResponse } from '@taskgate/protocol';
 import { SseStream } from '../sse/sse-stream.ts';
+import { progressNotification } from './dispatch/progress.ts';
 import type { MethodOutcome } from './mcp-methods.ts';
 
 /** Set in the final response's _meta when progress was dropped for a slow reader. */
@@ -61,18 +62,7 @@ export class ProgressStream {
     this.#stream.push({
       kind: 'replaceable',
       key: String(this.#token),
-      value: {
-        data: {
-          jsonrpc: '2.0',
-          method: 'notifications/progress',
-          params: {
-            progressToken: this.#token,
-            progress: progress.value,
-            ...(progress.total === null ? {} : { total: progress.total }),
-            ...(progress.message === null ? {} : { message: progress.message }),
-          },
-        },
-      },
+      value: { data: progressNotification(this.#token, progress) },
     });
   }
 

@@ -15,6 +15,7 @@ import {
   parseCancelledParams,
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
+import { progressNotification, progressTokenOf } from './dispatch/progress.ts';
 import { legacyTask } from './legacy-tasks.ts';
 import type { McpCore } from './mcp-core.ts';
 import {
@@ -383,20 +384,9 @@ function progressForwarder(
   params: Readonly<Record<string, unknown>> | undefined,
   send: (notification: unknown) => void,
 ): ((progress: TaskProgress) => void) | null {
-  const token = (params?._meta as Record<string, unknown> | undefined)?.progressToken;
-  if (typeof token !== 'string' && typeof token !== 'number') return null;
-  return (progress) => {
-    send({
-      jsonrpc: '2.0',
-      method: 'notifications/progress',
-      params: {
-        progressToken: token,
-        progress: progress.value,
-        ...(progress.total === null ? {} : { total: progress.total }),
-        ...(progress.message === null ? {} : { message: progress.message }),
-      },
-    });
-  };
+  const token = progressTokenOf(params);
+  if (token === null) return null;
+  return (progress) => send(progressNotification(token, progress));
 }
 
 function hasMetaVersion(params: Readonly<Record<string, unknown>> | undefined): boolean {
