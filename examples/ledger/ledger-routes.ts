@@ -19,11 +19,10 @@ const ChargeSchema = Type.Object({
   cents: Type.Integer(),
   createdAt: Type.String({ format: 'date-time' }),
 });
-const IdempotencyHeaders = Type.Object({
-  'idempotency-key': Type.Optional(
-    Type.String({ minLength: 1, maxLength: 255, description: 'names one business intent' }),
-  ),
-});
+const IdempotencyKey = Type.String({ minLength: 1, maxLength: 255, description: 'names one business intent' });
+const IdempotencyHeaders = Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKey) });
+/** A charge runs only under a key (a missing one is answered TG_IDEMPOTENCY_KEY_MISSING, not a schema error). */
+const RequiredIdempotencyHeaders = Type.Object({ 'idempotency-key': IdempotencyKey });
 
 /**
  * charge_account as a REST mutation: concurrent charges commit together (one transaction per
@@ -66,7 +65,7 @@ export async function routes(app: FastifyInstance, services: RouteServices<Ledge
           'Idempotent-Replayed: true; another body under the key is 422; a key still held by a running task is 409.',
         tags: ['ledger'],
         security,
-        headers: IdempotencyHeaders,
+        headers: RequiredIdempotencyHeaders,
         params: Type.Object({ account: Type.String({ minLength: 1, maxLength: 128 }) }),
         body: Type.Object(
           { cents: Type.Integer({ minimum: 1, maximum: 100_000_000 }) },

@@ -303,6 +303,10 @@ describe('the OpenAPI document', () => {
     expect(document.paths['/v1/tasks'].post.parameters).toContainEqual(
       expect.objectContaining({ in: 'header', name: 'idempotency-key', required: false }),
     );
+    // A charge runs only under a key: its document says so (a missing key is still its own code).
+    expect(document.paths['/v1/accounts/{account}/charges'].post.parameters).toContainEqual(
+      expect.objectContaining({ in: 'header', name: 'idempotency-key', required: true }),
+    );
     expect(document.components.schemas.Task.properties.status).toBeDefined();
     expect(document.components.securitySchemes.bearer).toEqual({
       type: 'http',

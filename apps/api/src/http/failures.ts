@@ -35,6 +35,11 @@ export function classifyFailure(error: unknown): Failure {
   }
   const framework = (error ?? {}) as FrameworkError;
   if (framework.validation) {
+    // A route whose schema requires the Idempotency-Key header (a mutation that runs only under a
+    // key) answers a missing one with the code every other path gives it, not a schema error.
+    if (framework.validationContext === 'headers' && framework.validation.every(missesIdempotencyKey)) {
+      return { code: 'TG_IDEMPOTENCY_KEY_MISSING', detail: 'this operation requires an Idempotency-Key header' };
+    }
     const errors = framework.validation.map((issue) => ({
       location: framework.validationContext ?? 'body',
       path: issue.instancePath || '',
@@ -94,4 +99,11 @@ function byStatus(status: number): ErrorCode {
 function allowed(params: unknown): string {
   const values = (params as { allowedValues?: unknown } | undefined)?.allowedValues;
   return Array.isArray(values) ? `: ${values.map((value) => JSON.stringify(value)).join(', ')}` : '';
+}
+
+function missesIdempotencyKey(issue: { keyword: string; params?: unknown }): boolean {
+  return (
+    issue.keyword === 'required' &&
+    (issue.params as { missingProperty?: unknown })?.missingProperty === 'idempotency-key'
+  );
 }
