@@ -7,13 +7,12 @@
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- mcp-stream-close
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { defineTool } from '@taskgate/sdk';
 import { z } from 'zod';
 import { startApi, startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
 import { below, figure, printTable, reportGoals, summary } from './support/report.ts';
+import { startSdkAnchor } from './support/sdk-anchor.ts';
 
 const TOTAL = Number(process.env.TOTAL ?? 200);
 const AT_ONCE = 8;
@@ -81,28 +80,23 @@ try {
   const anchorAborted = new Map<number, number>();
   const anchorClosedAt = new Map<number, number>();
   const anchorStarted = new Map<number, () => void>();
-  const server = http.createServer(async (req, res) => {
-    const mcp = new McpServer({ name: 'anchor', version: '1.0.0' });
-    mcp.registerTool('spinner', { inputSchema: { seq: z.number() } }, async ({ seq }, extra) => {
-      await new Promise<void>((resolve) => {
-        extra.signal.addEventListener('abort', () => {
-          anchorAborted.set(seq, performance.now());
-          resolve();
+  const sdkServer = await startSdkAnchor(
+    (mcp) => {
+      mcp.registerTool('spinner', { inputSchema: { seq: z.number() } }, async ({ seq }, extra) => {
+        await new Promise<void>((resolve) => {
+          extra.signal.addEventListener('abort', () => {
+            anchorAborted.set(seq, performance.now());
+            resolve();
+          });
+          anchorStarted.get(seq)?.();
+          setTimeout(resolve, ANCHOR_WAIT_MS + 500);
         });
-        anchorStarted.get(seq)?.();
-        setTimeout(resolve, ANCHOR_WAIT_MS + 500);
+        return { content: [] };
       });
-      return { content: [] };
-    });
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    res.on('close', () => void transport.close());
-    await mcp.connect(transport);
-    let body = '';
-    for await (const chunk of req) body += chunk;
-    await transport.handleRequest(req, res, JSON.parse(body));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const anchorPort = (server.address() as AddressInfo).port;
+    },
+    { json: false },
+  );
+  const anchorPort = sdkServer.port;
   for (let batch = 0; batch < ANCHOR_CALLS / AT_ONCE; batch++) {
     await Promise.all(
       Array.from({ length: AT_ONCE }, async (_, i) => {
@@ -122,8 +116,7 @@ try {
   }
   await new Promise((resolve) => setTimeout(resolve, ANCHOR_WAIT_MS));
   const anchor = summary([...anchorAborted].map(([seq, at]) => at - (anchorClosedAt.get(seq) as number)));
-  server.closeAllConnections();
-  server.close();
+  sdkServer.close();
   rows.push({
     path: `SDK v1 stateless server: close → handler signal aborted within ${ANCHOR_WAIT_MS} ms`,
     n: ANCHOR_CALLS,

@@ -4,16 +4,14 @@
 // the same run. The load generator is a process of its own (bench/support/http-load.ts); the
 // servers run in this one (Taskgate's API and worker together, as `taskgate start` runs them).
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- mcp-throughput
-import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { defineTool } from '@taskgate/sdk';
 import { z } from 'zod';
 import { startApi, startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
 import { greetCall, type LoadRequest, type LoadResult, loadFromChild } from './support/http-load.ts';
 import { aheadOfAnchor, atLeast, figure, printTable, reportGoals } from './support/report.ts';
+import { startSdkAnchor } from './support/sdk-anchor.ts';
 
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
 const SECONDS = Number(process.env.SECONDS ?? 10);
@@ -51,20 +49,14 @@ try {
   await api.close();
   await platform.stop();
 
-  const server = http.createServer(async (req, res) => {
-    const mcp = new McpServer({ name: 'anchor', version: '1.0.0' });
-    mcp.registerTool('greet', { inputSchema: { name: z.string() } }, async ({ name }) => ({
-      content: [{ type: 'text', text: `Hello, ${name}!` }],
-    }));
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    res.on('close', () => void transport.close());
-    await mcp.connect(transport);
-    let body = '';
-    for await (const chunk of req) body += chunk;
-    await transport.handleRequest(req, res, JSON.parse(body));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const anchorUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const anchor = await startSdkAnchor(
+    (mcp) =>
+      mcp.registerTool('greet', { inputSchema: { name: z.string() } }, async ({ name }) => ({
+        content: [{ type: 'text', text: `Hello, ${name}!` }],
+      })),
+    { json: true },
+  );
+  const anchorUrl = anchor.url;
   const legacy: LoadRequest = {
     expect: 'Hello',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
@@ -77,8 +69,7 @@ try {
   };
   await load(anchorUrl, legacy, 2);
   rows.push(row('SDK v1 stateless server (in-process handler, no durability)', await load(anchorUrl, legacy, SECONDS)));
-  server.closeAllConnections();
-  server.close();
+  anchor.close();
 } finally {
   await database.drop();
 }

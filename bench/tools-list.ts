@@ -10,19 +10,15 @@
 // row's figure is from writing the request to reading the last byte of a complete answer (the
 // load generator checks each one; see http-load.ts for why it does not build the body as text).
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- tools-list
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { startApiRole } from '@taskgate/api';
 import { createKysely, createPool, InstanceHeartbeat, publishTools } from '@taskgate/db';
 import { toolCatalogEntry } from '@taskgate/reliability';
 import Fastify from 'fastify';
 import { z } from 'zod';
-import { silentLogger } from '../test/support/task-platform.ts';
+import { silentLogger, startLoopbackApi } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
 import { type LoadRequest, type LoadResult, loadFromChild } from './support/http-load.ts';
 import { below, figure, printTable, reportGoals } from './support/report.ts';
+import { startSdkAnchor } from './support/sdk-anchor.ts';
 
 const TOOLS = Number(process.env.TOOLS ?? 200);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 8);
@@ -101,17 +97,7 @@ try {
     },
   });
   await heartbeat.start();
-  const api = await startApiRole({
-    connectionString: database.url,
-    logger: silentLogger,
-    host: '127.0.0.1',
-    port: 0,
-    tokens: new Map(),
-    unauthenticatedTenant: 'default',
-    listenNotify: true,
-    checks: () => ({}),
-    stopping: () => false,
-  });
+  const api = await startLoopbackApi(database.url);
   const ours = new URL(api.url).origin;
   for (const connections of [1, CONNECTIONS]) {
     await load(ours, listRequest(false), connections, 2); // warm-up
@@ -135,34 +121,29 @@ try {
   await heartbeat.stop();
   await db.destroy();
 
-  const server = http.createServer(async (req, res) => {
-    const mcp = new McpServer({ name: 'anchor', version: '1.0.0' });
-    for (const tool of definitions) {
-      mcp.registerTool(
-        tool.name,
-        {
-          title: tool.title,
-          description: tool.description,
-          inputSchema: {
-            sku: z.string().max(64).describe('the stock keeping unit'),
-            quantity: z.number().int().min(1).max(1000).optional(),
-            warehouse: z.enum(['north', 'south', 'east', 'west']).optional(),
-            note: z.string().max(500).optional(),
+  const anchor = await startSdkAnchor(
+    (mcp) => {
+      for (const tool of definitions) {
+        mcp.registerTool(
+          tool.name,
+          {
+            title: tool.title,
+            description: tool.description,
+            inputSchema: {
+              sku: z.string().max(64).describe('the stock keeping unit'),
+              quantity: z.number().int().min(1).max(1000).optional(),
+              warehouse: z.enum(['north', 'south', 'east', 'west']).optional(),
+              note: z.string().max(500).optional(),
+            },
+            annotations: tool.annotations,
           },
-          annotations: tool.annotations,
-        },
-        async () => ({ content: [] }),
-      );
-    }
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    res.on('close', () => void transport.close());
-    await mcp.connect(transport);
-    let body = '';
-    for await (const chunk of req) body += chunk;
-    await transport.handleRequest(req, res, JSON.parse(body));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const anchorUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+          async () => ({ content: [] }),
+        );
+      }
+    },
+    { json: true },
+  );
+  const anchorUrl = anchor.url;
   for (const connections of [1, CONNECTIONS]) {
     await load(anchorUrl, listRequest(true), connections, 2);
     rows.push(
@@ -172,8 +153,7 @@ try {
       ),
     );
   }
-  server.closeAllConnections();
-  server.close();
+  anchor.close();
 
   const floor = Fastify();
   floor.post('/mcp', async (_request, reply) => reply.type('application/json; charset=utf-8').send(answer));

@@ -1,8 +1,7 @@
-import { startApiRole } from '@taskgate/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { modernRequest } from '../support/mcp-http.ts';
-import { type Platform, silentLogger, startPlatform, waitForTask } from '../support/task-platform.ts';
+import { type Platform, startLoopbackApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 const database = useTestDatabase();
 let platform: Platform;
@@ -17,17 +16,8 @@ afterAll(async () => {
 
 describe('stopping the API role', () => {
   it('ends open event streams and answers calls still waiting after the grace period, instead of hanging', async () => {
-    const api = await startApiRole({
-      connectionString: database.url,
-      logger: silentLogger,
-      host: '127.0.0.1',
-      port: 0,
-      tokens: new Map(),
-      unauthenticatedTenant: 'default',
-      // Offered: what the platform's worker published to the catalog.
-      listenNotify: true,
-      checks: () => ({}),
-      stopping: () => false,
+    // Offered: what the platform's worker published to the catalog.
+    const api = await startLoopbackApi(database.url, {
       sweep: false,
       graceMs: 500,
       // Long enough that the call below is still waiting, not yet handed over, when the stop comes.

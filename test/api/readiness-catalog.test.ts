@@ -1,27 +1,16 @@
-import { startApiRole } from '@taskgate/api';
+import type { ApiRole } from '@taskgate/api';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { silentLogger, waitForTask } from '../support/task-platform.ts';
+import { startLoopbackApi, waitForTask } from '../support/task-platform.ts';
 
 // /readyz says when this API's copy of the tool catalog cannot be refreshed while the database
 // itself answers: the copy it serves may then list a tool that is gone, or miss a new one.
 const database = useTestDatabase();
-let api: Awaited<ReturnType<typeof startApiRole>>;
+let api: ApiRole;
 let admin: pg.Client;
 beforeAll(async () => {
-  api = await startApiRole({
-    connectionString: database.url,
-    logger: silentLogger,
-    host: '127.0.0.1',
-    port: 0,
-    tokens: new Map(),
-    unauthenticatedTenant: 'default',
-    listenNotify: true,
-    catalogPollIntervalMs: 50,
-    checks: () => ({}),
-    stopping: () => false,
-  });
+  api = await startLoopbackApi(database.url, { catalogPollIntervalMs: 50 });
   admin = new pg.Client({ connectionString: database.url });
   await admin.connect();
 });

@@ -1,6 +1,15 @@
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { bearerTenants, createApiServer, LedgerService, TaskEventsHub, TaskService } from '@taskgate/api';
+import {
+  type ApiRole,
+  type ApiRoleOptions,
+  bearerTenants,
+  createApiServer,
+  LedgerService,
+  startApiRole,
+  TaskEventsHub,
+  TaskService,
+} from '@taskgate/api';
 import {
   createKysely,
   createPool,
@@ -101,6 +110,25 @@ export async function startPlatform(
 }
 
 /** Resolves with the task once `predicate` holds, re-reading it on every notification-free tick. */
+/**
+ * The API role as `taskgate start --role api` runs it on loopback with no tokens (tenant
+ * "default"), listening on a port the system picks; `overrides` adds or replaces options.
+ */
+export function startLoopbackApi(connectionString: string, overrides: Partial<ApiRoleOptions> = {}): Promise<ApiRole> {
+  return startApiRole({
+    connectionString,
+    logger: silentLogger,
+    host: '127.0.0.1',
+    port: 0,
+    tokens: new Map(),
+    unauthenticatedTenant: 'default',
+    listenNotify: true,
+    checks: () => ({}),
+    stopping: () => false,
+    ...overrides,
+  });
+}
+
 export async function waitForTask<T>(
   read: () => Promise<T>,
   predicate: (task: T) => boolean,

@@ -102,7 +102,12 @@ export class ToolRun {
     try {
       const result = await this.#tool.handler(this.task.arguments as never, this.#context());
       if (!this.#committed) await this.#complete(this.#checked(result));
-      else if (this.#committedResult !== null && JSON.stringify(result) !== JSON.stringify(this.#committedResult)) {
+      else if (
+        this.#committedResult !== null &&
+        // The usual `return ctx.commit(...)` hands back the very object: no serializing to compare.
+        result !== this.#committedResult &&
+        JSON.stringify(result) !== JSON.stringify(this.#committedResult)
+      ) {
         // The task completed with its commit's result; a different return value reaches nobody.
         this.#settings.logger.warn(
           { taskId: this.task.id, tool: this.task.tool },
