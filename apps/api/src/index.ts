@@ -34,3 +34,4 @@ export {
   TaskService,
   type TaskServiceOptions,
 } from './tasks/task-service.ts';
+export { type TaskReading, TaskWatch, TaskWatcher, type WatchOptions } from './tasks/task-watch.ts';

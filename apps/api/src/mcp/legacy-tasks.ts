@@ -2,12 +2,11 @@ import type { TaskRecord } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
 import { ErrorCode, type JsonRpcError } from '@taskgate/protocol';
 import { type ToolSpec, taskSupportOf } from '@taskgate/tools';
-import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import { MAX_TTL_MS } from '../tasks/task-limits.ts';
 import type { TaskService } from '../tasks/task-service.ts';
+import type { TaskWatcher } from '../tasks/task-watch.ts';
 import { callOutcome, invalidParams, type MethodOutcome, type ServerIdentity } from './mcp-methods.ts';
 import { unknownTask } from './mcp-tasks.ts';
-import { waitForTerminal } from './task-outcome.ts';
 
 /** `_meta` key tying a message to its task (2025-11-25 tasks "Related Task Metadata"). */
 export const RELATED_TASK = 'io.modelcontextprotocol/related-task';
@@ -83,13 +82,13 @@ export function legacyTaskRefusal(tool: ToolSpec | undefined, asTask: boolean): 
  */
 export class LegacyTaskMethods {
   readonly #service: TaskService;
-  readonly #hub: TaskEventsHub;
+  readonly #watcher: TaskWatcher;
   readonly #server: ServerIdentity;
   readonly #pollMs: number;
 
-  constructor(options: { service: TaskService; hub: TaskEventsHub; server: ServerIdentity; pollMs: number }) {
+  constructor(options: { service: TaskService; watcher: TaskWatcher; server: ServerIdentity; pollMs: number }) {
     this.#service = options.service;
-    this.#hub = options.hub;
+    this.#watcher = options.watcher;
     this.#server = options.server;
     this.#pollMs = options.pollMs;
   }
@@ -156,7 +155,7 @@ export class LegacyTaskMethods {
     let last = legacyStatus(current);
     let task: TaskRecord;
     try {
-      task = await waitForTerminal(this.#service, this.#hub, tenantId, taskId, {
+      task = await this.#watcher.untilTerminal(tenantId, taskId, {
         pollMs: this.#pollMs,
         signal,
         ...(onStatus

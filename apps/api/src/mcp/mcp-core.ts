@@ -15,6 +15,7 @@ import { isTerminalStatus } from '@taskgate/reliability';
 import { type AnyTool, type ToolCatalog, type ToolSpec, taskSupportOf } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import { type ClockCaps, type CreateTaskInput, cappedClocks, type TaskService } from '../tasks/task-service.ts';
+import { TaskWatcher } from '../tasks/task-watch.ts';
 import { runInline } from './inline-call.ts';
 import { LegacyTaskMethods, legacyTask, legacyTaskRefusal, requestedTask } from './legacy-tasks.ts';
 import {
@@ -32,8 +33,7 @@ import {
   withServerInfo,
 } from './mcp-methods.ts';
 import { createTaskResult, detailedTask, TASK_ACK, unknownTask } from './mcp-tasks.ts';
-import { waitForTerminal } from './task-outcome.ts';
-import { type ListenSink, readListenFilter, SharedTaskReads, TaskSubscription } from './task-subscriptions.ts';
+import { type ListenSink, readListenFilter, TaskSubscription } from './task-subscriptions.ts';
 
 export interface McpCoreOptions {
   readonly service: TaskService;
@@ -103,7 +103,7 @@ export interface RequestContext {
 export class McpCore {
   readonly #options: McpCoreOptions;
   readonly #legacyTasks: LegacyTaskMethods;
-  readonly #reads: SharedTaskReads;
+  readonly #watcher: TaskWatcher;
   /**
    * tools/list of the current offer, per era: built and serialised once per change of the tool
    * list (tools.version). The legacy one is already in its era's shape, since a shared result is
@@ -113,8 +113,8 @@ export class McpCore {
 
   constructor(options: McpCoreOptions) {
     this.#options = options;
-    this.#legacyTasks = new LegacyTaskMethods(options);
-    this.#reads = new SharedTaskReads(options.service);
+    this.#watcher = new TaskWatcher(options);
+    this.#legacyTasks = new LegacyTaskMethods({ ...options, watcher: this.#watcher });
   }
 
   async request(
@@ -205,7 +205,7 @@ export class McpCore {
     const filter = readListenFilter(params, context.clientCapabilities);
     if ('kind' in filter) return filter;
     return new TaskSubscription(
-      { ...this.#options, reads: this.#reads },
+      { ...this.#options, watcher: this.#watcher },
       { tenantId: context.tenantId, listenId, filter },
       sink,
     );
@@ -337,7 +337,7 @@ export class McpCore {
     context: RequestContext,
     handOverAfterMs: number | null,
   ): Promise<MethodOutcome | null> {
-    const { service, hub } = this.#options;
+    const { service } = this.#options;
     // Awaited before the request settles: a transport that ends (stdin closed, the process
     // stopping) waits for its requests, and so for their cancels to be written, before it lets
     // the worker drain. Unwritten, the worker would hand the task back instead of cancelling it.
@@ -359,7 +359,7 @@ export class McpCore {
     const timer = handOverAfterMs === null ? undefined : setTimeout(() => handOver.abort(), handOverAfterMs);
     const signal = AbortSignal.any([context.signal, handOver.signal]);
     try {
-      const done = await waitForTerminal(service, hub, context.tenantId, task.id, {
+      const done = await this.#watcher.untilTerminal(context.tenantId, task.id, {
         pollMs: this.#options.pollMs,
         signal,
         ...(context.onProgress ? { onChange: progressOf(context.onProgress) } : {}),

@@ -1,8 +1,7 @@
 import type { TaskRecord } from '@taskgate/db';
 import { type Capabilities, declaresTasks, type JsonRpcId, TASKS_REQUIRED } from '@taskgate/protocol';
 import { isTerminalStatus } from '@taskgate/reliability';
-import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
-import type { TaskService } from '../tasks/task-service.ts';
+import { changesStatus, type TaskReading, type TaskWatch, type TaskWatcher } from '../tasks/task-watch.ts';
 import { invalidParams, type MethodOutcome, missingCapability, type ServerIdentity } from './mcp-methods.ts';
 import { detailedTask } from './mcp-tasks.ts';
 
@@ -10,9 +9,6 @@ import { detailedTask } from './mcp-tasks.ts';
 export const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 
 const MAX_TASK_IDS = 1_000;
-
-/** Notifications that may come with a status change (the others never do). */
-const STATUS_EVENTS: ReadonlySet<string> = new Set(['created', 'status', 'cancel', 'resumed']);
 
 /** The notification filter of subscriptions/listen, with the Tasks extension's `taskIds`. */
 export interface ListenFilter {
@@ -62,61 +58,6 @@ export function readListenFilter(
   return read;
 }
 
-interface Flight {
-  readonly promise: Promise<TaskRecord | null>;
-  /** Callers that came while this read was under way: they get the read after it. */
-  next: { promise: Promise<TaskRecord | null>; resolve: (task: TaskRecord | null) => void } | null;
-}
-
-/**
- * Reads of watched tasks, shared by every subscription in the process: one read per task in
- * flight, and at most one more queued behind it. A caller that arrives while a read is under way
- * may have been woken by a change that read does not see, so it gets the next one; however many
- * subscriptions and notifications pile up, a task costs at most two reads at a time.
- */
-export class SharedTaskReads {
-  readonly #service: TaskService;
-  readonly #flights = new Map<string, Flight>();
-
-  constructor(service: TaskService) {
-    this.#service = service;
-  }
-
-  read(tenantId: string, id: string): Promise<TaskRecord | null> {
-    const key = `${tenantId}/${id}`;
-    const flight = this.#flights.get(key);
-    if (!flight) return this.#start(key, tenantId, id).promise;
-    if (!flight.next) {
-      let resolve!: (task: TaskRecord | null) => void;
-      const promise = new Promise<TaskRecord | null>((done) => {
-        resolve = done;
-      });
-      flight.next = { promise, resolve };
-    }
-    return flight.next.promise;
-  }
-
-  #start(key: string, tenantId: string, id: string): Flight {
-    const flight: Flight = {
-      promise: this.#service.get(tenantId, id).then(
-        (task) => task,
-        () => null,
-      ),
-      next: null,
-    };
-    this.#flights.set(key, flight);
-    void flight.promise.then(() => {
-      const waiting = flight.next;
-      if (!waiting) {
-        this.#flights.delete(key);
-        return;
-      }
-      void this.#start(key, tenantId, id).promise.then(waiting.resolve);
-    });
-    return flight;
-  }
-}
-
 /** Where a subscription's messages go: an SSE response, or the stdio pipe. */
 export interface ListenSink {
   /** A notification; one still undelivered with the same `key` is replaced by it. */
@@ -126,10 +67,8 @@ export interface ListenSink {
 }
 
 export interface TaskSubscriptionOptions {
-  readonly service: TaskService;
-  /** Shared by the process's subscriptions (McpCore holds one). */
-  readonly reads: SharedTaskReads;
-  readonly hub: TaskEventsHub;
+  /** The process's task watches: subscriptions share its reads (McpCore holds one). */
+  readonly watcher: TaskWatcher;
   readonly server: ServerIdentity;
   /** The floor under NOTIFY: subscribed tasks are re-read this often. */
   readonly pollMs: number;
@@ -156,11 +95,11 @@ export class TaskSubscription {
   readonly #filter: ListenFilter;
   readonly #sink: ListenSink;
   readonly #seen = new Map<string, string>();
-  readonly #unsubscribe = new Map<string, () => void>();
-  /** Tasks with a read under way, and those woken again meanwhile (one more read after it). */
-  readonly #reading = new Set<string>();
-  readonly #again = new Set<string>();
-  #poll: NodeJS.Timeout | undefined;
+  #watch: TaskWatch | null = null;
+  /** Tasks whose first reading (the one the acknowledgement is built from) has not come yet. */
+  readonly #initial = new Map<string, (reading: TaskReading) => void>();
+  /** Later readings that came before the acknowledgement, latest per task: delivered right after it. */
+  readonly #early = new Map<string, TaskRecord>();
   #unsubscribeTools: (() => void) | null = null;
   #acknowledged = false;
   #toolsChangedBeforeAck = false;
@@ -185,6 +124,7 @@ export class TaskSubscription {
    * prompts, which this server does not have.
    */
   async start(): Promise<void> {
+    if (this.#stopped) return;
     if (this.#filter.toolsListChanged && this.#options.tools) {
       this.#unsubscribeTools = this.#options.tools.onChange(() => {
         if (this.#acknowledged) this.#toolsChanged();
@@ -192,29 +132,35 @@ export class TaskSubscription {
       });
     }
     const wanted = [...new Set(this.#filter.taskIds ?? [])];
-    for (const id of wanted)
-      this.#unsubscribe.set(
-        id,
-        this.#options.hub.subscribe(id, (notification) => {
-          // Progress, a claim or a hand-back leaves the status as it was: nothing to tell.
-          if (notification && !STATUS_EVENTS.has(notification.event)) return;
-          void this.#refresh(id);
-        }),
-      );
-    const tasks = await Promise.all(wanted.map((id) => this.#read(id)));
+    const watch = this.#options.watcher.watch(
+      {
+        tenantId: this.#tenantId,
+        pollMs: this.#options.pollMs,
+        // The poll only backs up NOTIFY; subscriptions opened together do not poll in step.
+        firstPoll: 'jittered',
+        // Progress, a claim or a hand-back leaves the status as it was: nothing to tell.
+        wakeOn: changesStatus,
+        readAtStart: true,
+        shared: true,
+      },
+      (id, reading) => this.#onReading(id, reading),
+    );
+    this.#watch = watch;
+    const initial = wanted.map((id) => new Promise<TaskReading>((resolve) => this.#initial.set(id, resolve)));
+    for (const id of wanted) watch.add(id);
+    const readings = await Promise.all(initial);
+    if (this.#stopped) return;
     const known: string[] = [];
-    for (const [index, task] of tasks.entries()) {
+    for (const [index, reading] of readings.entries()) {
       const id = wanted[index] as string;
-      if (!task) {
-        this.#unsubscribe.get(id)?.();
-        this.#unsubscribe.delete(id);
+      if (reading.kind !== 'task') {
+        watch.remove(id);
         continue;
       }
       known.push(id);
-      this.#seen.set(id, signature(task));
-      if (isTerminalStatus(task.status)) this.#drop(id);
+      this.#seen.set(id, signature(reading.task));
+      if (isTerminalStatus(reading.task.status)) watch.remove(id);
     }
-    if (this.#stopped) return;
     this.#sink.push(
       {
         jsonrpc: '2.0',
@@ -231,20 +177,8 @@ export class TaskSubscription {
     );
     this.#acknowledged = true;
     if (this.#toolsChangedBeforeAck) this.#toolsChanged();
-    if (this.#unsubscribe.size > 0) {
-      // The poll only backs up NOTIFY. Its phase is random, so subscriptions opened together do
-      // not all re-read their tasks in the same instant.
-      const pollMs = this.#options.pollMs;
-      this.#poll = setTimeout(
-        () => {
-          this.#poll = setInterval(() => this.#pollAll(), pollMs);
-          this.#poll.unref();
-          this.#pollAll();
-        },
-        Math.round(pollMs * (0.5 + Math.random())),
-      );
-      this.#poll.unref();
-    }
+    for (const [id, task] of this.#early) this.#deliver(id, task);
+    this.#early.clear();
   }
 
   /** The client went away (stream closed, notifications/cancelled, EOF): forget everything. */
@@ -252,9 +186,11 @@ export class TaskSubscription {
     this.#stopped = true;
     this.#unsubscribeTools?.();
     this.#unsubscribeTools = null;
-    clearTimeout(this.#poll); // clears the first timeout and the interval after it alike
-    for (const unsubscribe of this.#unsubscribe.values()) unsubscribe();
-    this.#unsubscribe.clear();
+    this.#watch?.stop();
+    // A start() still waiting for first readings returns (it sees #stopped) instead of hanging.
+    for (const resolve of this.#initial.values()) resolve({ kind: 'missing' });
+    this.#initial.clear();
+    this.#early.clear();
   }
 
   /** The server ends the subscription (shutdown): the listen request's result, then nothing. */
@@ -280,29 +216,21 @@ export class TaskSubscription {
     );
   }
 
-  #pollAll(): void {
-    if (this.#stopped) return;
-    for (const id of this.#unsubscribe.keys()) void this.#refresh(id);
-  }
-
-  async #refresh(id: string): Promise<void> {
-    // One read per task at a time for this subscription; wake-ups meanwhile fold into one more.
-    if (this.#reading.has(id)) {
-      this.#again.add(id);
+  #onReading(id: string, reading: TaskReading): void {
+    const first = this.#initial.get(id);
+    if (first) {
+      this.#initial.delete(id);
+      first(reading);
       return;
     }
-    this.#reading.add(id);
-    try {
-      await this.#refreshOnce(id);
-    } finally {
-      this.#reading.delete(id);
-    }
-    if (this.#again.delete(id)) await this.#refresh(id);
+    // A failed read (an outage, a task expired meanwhile) tells nothing; the next poll reads again.
+    if (reading.kind !== 'task') return;
+    if (this.#acknowledged) this.#deliver(id, reading.task);
+    else this.#early.set(id, reading.task);
   }
 
-  async #refreshOnce(id: string): Promise<void> {
-    const task = await this.#read(id);
-    if (!task || this.#stopped || !this.#unsubscribe.has(id)) return;
+  #deliver(id: string, task: TaskRecord): void {
+    if (this.#stopped || !this.#watch?.has(id)) return;
     const now = signature(task);
     if (this.#seen.get(id) === now) return;
     this.#seen.set(id, now);
@@ -315,16 +243,7 @@ export class TaskSubscription {
       },
       `task:${id}`,
     );
-    if (isTerminalStatus(task.status)) this.#drop(id);
-  }
-
-  #drop(id: string): void {
-    this.#unsubscribe.get(id)?.();
-    this.#unsubscribe.delete(id);
-  }
-
-  async #read(id: string): Promise<TaskRecord | null> {
-    return this.#options.reads.read(this.#tenantId, id);
+    if (isTerminalStatus(task.status)) this.#watch.remove(id);
   }
 }
 

@@ -1,12 +1,12 @@
 import type { ServerResponse } from 'node:http';
 import type { TaskRecord } from '@taskgate/db';
-import { isTaskgateError } from '@taskgate/errors';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { tenantOf } from '../http/auth.ts';
 import { SseStream } from '../sse/sse-stream.ts';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import type { TaskService } from '../tasks/task-service.ts';
+import { TaskWatcher } from '../tasks/task-watch.ts';
 import { IdempotencyHeaders, sendSubmission, submitWithKey } from './idempotent-submit.ts';
 import {
   CancelTaskBody,
@@ -29,6 +29,7 @@ const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((sta
 /** /v1/tasks: create, read, list, cancel, and watch tasks. Every call is scoped to the caller's tenant. */
 export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOptions): void {
   const { service } = options;
+  const watcher = new TaskWatcher(options);
   // Open event streams end when the server closes (the client reconnects, to another instance, and
   // refetches); a stream left open would hold close() until the shutdown deadline.
   const watching = new Set<SseStream>();
@@ -145,7 +146,7 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
       const id = (request.params as { id: string }).id;
       const first = await service.get(tenantId, id);
       reply.hijack();
-      const stream = watchTask(reply.raw, first, tenantId, options);
+      const stream = watchTask(reply.raw, first, tenantId, options, watcher);
       if (!stream.closed) {
         watching.add(stream);
         stream.onClose(() => watching.delete(stream));
@@ -160,6 +161,7 @@ function watchTask(
   first: TaskRecord,
   tenantId: string,
   options: TaskRoutesOptions,
+  watcher: TaskWatcher,
 ): SseStream {
   // One replaceable slot per task (each event carries the whole task, so only the latest matters)
   // plus the final event: a stalled client costs two events of memory, however long it stalls.
@@ -170,8 +172,6 @@ function watchTask(
   });
   stream.open();
   let last = first;
-  let refreshing = false;
-  let again = false;
 
   const emit = (task: TaskRecord, event: 'status' | 'progress') => {
     const terminal = task.status === 'completed' || task.status === 'failed' || task.status === 'cancelled';
@@ -182,36 +182,20 @@ function watchTask(
         : { kind: 'replaceable', key: 'task', value: { event, data } },
     );
   };
-  const refresh = async () => {
-    if (refreshing) {
-      again = true;
-      return;
-    }
-    refreshing = true;
-    try {
-      do {
-        again = false;
-        const task = await options.service.get(tenantId, first.id);
-        if (task.status !== last.status) emit(task, 'status');
-        else if (JSON.stringify(task.progress) !== JSON.stringify(last.progress)) emit(task, 'progress');
-        last = task;
-      } while (again && !stream.closed);
-    } catch (error) {
-      // The task expired while watched: end the stream; a new request will answer 404.
-      if (isTaskgateError(error, 'TG_TASK_NOT_FOUND')) stream.close();
-    } finally {
-      refreshing = false;
-    }
-  };
 
   emit(first, 'status');
   if (stream.closed) return stream;
-  const unsubscribe = options.hub.subscribe(first.id, () => void refresh());
-  const poll = setInterval(() => void refresh(), options.events.pollMs);
-  poll.unref();
-  stream.onClose(() => {
-    unsubscribe();
-    clearInterval(poll);
+  const watch = watcher.watch({ tenantId, pollMs: options.events.pollMs }, (_id, reading) => {
+    // The task expired while watched: end the stream; a new request will answer 404. Other
+    // failed reads (an outage) are waited out by the next poll.
+    if (reading.kind === 'missing') return stream.close();
+    if (reading.kind !== 'task') return;
+    const task = reading.task;
+    if (task.status !== last.status) emit(task, 'status');
+    else if (JSON.stringify(task.progress) !== JSON.stringify(last.progress)) emit(task, 'progress');
+    last = task;
   });
+  watch.add(first.id);
+  stream.onClose(() => watch.stop());
   return stream;
 }
