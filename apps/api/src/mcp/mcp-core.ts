@@ -15,7 +15,7 @@ import { isTerminalStatus } from '@taskgate/reliability';
 import { type AnyTool, type ToolCatalog, type ToolSpec, taskSupportOf } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import { type ClockCaps, type CreateTaskInput, cappedClocks, type TaskService } from '../tasks/task-service.ts';
-import { TaskWatcher } from '../tasks/task-watch.ts';
+import { changesStatus, TaskWatcher } from '../tasks/task-watch.ts';
 import { runInline } from './inline-call.ts';
 import { LegacyTaskMethods, legacyTask, legacyTaskRefusal, requestedTask } from './legacy-tasks.ts';
 import {
@@ -168,28 +168,38 @@ export class McpCore {
   }
 
   /**
-   * Calls `onStatus` with the task each time its status changes, until it ends (for 2025-11-25's
-   * notifications/tasks/status). Woken by the task's notifications; returns the stop function.
+   * Calls `onStatus` with a task each time its status changes, until it ends (for 2025-11-25's
+   * notifications/tasks/status), for every task added: one watch per connection, so one poll
+   * timer however many tasks it created. Woken by the tasks' notifications, with the poll under
+   * them — on the embedded database there are no notifications, and the poll is all there is.
+   * Each task is read once at once: a task that ended before it was added is still reported.
    */
-  watchStatus(tenantId: string, taskId: string, onStatus: (task: TaskRecord) => void): () => void {
-    let last = 'working'; // tasks start working: only changes are reported
-    let stopped = false;
-    const stop = () => {
-      stopped = true;
-      unsubscribe();
+  watchStatus(tenantId: string, onStatus: (task: TaskRecord) => void): { add(taskId: string): void; stop(): void } {
+    const last = new Map<string, string>();
+    const watch = this.#watcher.watch(
+      { tenantId, pollMs: this.#options.pollMs, wakeOn: changesStatus, readAtStart: true },
+      (taskId, reading) => {
+        // An expired task has nothing more to say; an outage is waited out by the next poll.
+        if (reading.kind === 'missing') {
+          watch.remove(taskId);
+          last.delete(taskId);
+        }
+        if (reading.kind !== 'task' || reading.task.status === last.get(taskId)) return;
+        last.set(taskId, reading.task.status);
+        onStatus(reading.task);
+        if (isTerminalStatus(reading.task.status)) {
+          watch.remove(taskId);
+          last.delete(taskId);
+        }
+      },
+    );
+    return {
+      add: (taskId) => {
+        last.set(taskId, 'working'); // tasks start working: only changes are reported
+        watch.add(taskId);
+      },
+      stop: () => watch.stop(),
     };
-    const unsubscribe = this.#options.hub.subscribe(taskId, () => {
-      void this.#options.service.get(tenantId, taskId).then(
-        (task) => {
-          if (stopped || task.status === last) return;
-          last = task.status;
-          onStatus(task);
-          if (isTerminalStatus(task.status)) stop();
-        },
-        () => {},
-      );
-    });
-    return stop;
   }
 
   /**

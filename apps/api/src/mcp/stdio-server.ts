@@ -58,7 +58,8 @@ export class StdioServer {
   readonly #inFlight = new Map<string, { controller: AbortController; done: Promise<void> }>();
   readonly #closed: Promise<void>;
   readonly #listens = new Map<TaskSubscription, () => void>();
-  readonly #watches = new Set<() => void>();
+  /** 2025-11-25 tasks this pipe created, watched for their status notifications; null until the first. */
+  #statusWatch: { add(taskId: string): void; stop(): void } | null = null;
   #legacy = false;
   /** What a 2025-11-25 client declared at initialize (that era declares once per connection). */
   #legacyCapabilities: Capabilities | undefined;
@@ -323,14 +324,14 @@ export class StdioServer {
    * client must not rely on them, and polls or waits on tasks/result as well). Stops with the pipe.
    */
   #watchLegacyTask(taskId: string): void {
-    const stop = this.#options.core.watchStatus(this.#options.tenantId, taskId, (task) => {
-      this.#write({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) });
-    });
-    this.#watches.add(stop);
-    void this.#closed.then(() => {
-      stop();
-      this.#watches.delete(stop);
-    });
+    if (!this.#statusWatch) {
+      const watch = this.#options.core.watchStatus(this.#options.tenantId, (task) => {
+        this.#write({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) });
+      });
+      this.#statusWatch = watch;
+      void this.#closed.then(() => watch.stop());
+    }
+    this.#statusWatch.add(taskId);
   }
 
   #toolsChanged(): void {
