@@ -24,7 +24,6 @@ import { SseStream } from '../sse/sse-stream.ts';
 import { progressTokenOf } from './dispatch/progress.ts';
 import { checkMcpAccept } from './http-guards.ts';
 import { type CallScope, LegacySessions } from './legacy-sessions.ts';
-import { legacyTask } from './legacy-tasks.ts';
 import { type McpCore, ServerStopping } from './mcp-core.ts';
 import {
   capabilitiesOf,
@@ -36,6 +35,7 @@ import {
   sharedResponse,
 } from './mcp-methods.ts';
 import { ProgressStream } from './progress-stream.ts';
+import { legacyTask } from './revisions/2025-11-25/tasks.ts';
 import { type RpcFailure, rpcFailure } from './rpc-failures.ts';
 import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
 

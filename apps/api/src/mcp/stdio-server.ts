@@ -16,7 +16,6 @@ import {
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import { progressNotification, progressTokenOf } from './dispatch/progress.ts';
-import { legacyTask } from './legacy-tasks.ts';
 import type { McpCore } from './mcp-core.ts';
 import {
   capabilitiesOf,
@@ -26,6 +25,7 @@ import {
   resultJson,
   type ServerIdentity,
 } from './mcp-methods.ts';
+import { legacyTask } from './revisions/2025-11-25/tasks.ts';
 import { rpcFailure } from './rpc-failures.ts';
 import { readStdioLines } from './stdio-lines.ts';
 import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';

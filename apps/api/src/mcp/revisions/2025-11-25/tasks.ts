@@ -2,11 +2,11 @@ import type { TaskRecord } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
 import { ErrorCode, type JsonRpcError } from '@taskgate/protocol';
 import { type ToolSpec, taskSupportOf } from '@taskgate/tools';
-import { MAX_TTL_MS } from '../tasks/task-limits.ts';
-import type { TaskService } from '../tasks/task-service.ts';
-import type { TaskWatcher } from '../tasks/task-watch.ts';
-import { callOutcome, invalidParams, type MethodOutcome, type ServerIdentity } from './mcp-methods.ts';
-import { unknownTask } from './mcp-tasks.ts';
+import { MAX_TTL_MS } from '../../../tasks/task-limits.ts';
+import type { TaskService } from '../../../tasks/task-service.ts';
+import type { TaskWatcher } from '../../../tasks/task-watch.ts';
+import { callOutcome, invalidParams, type MethodOutcome, type ServerIdentity } from '../../mcp-methods.ts';
+import { unknownTask } from '../../mcp-tasks.ts';
 
 /** `_meta` key tying a message to its task (2025-11-25 tasks "Related Task Metadata"). */
 export const RELATED_TASK = 'io.modelcontextprotocol/related-task';

@@ -1,0 +1,180 @@
+import type { TaskProgress, TaskRecord } from '@taskgate/db';
+import { TaskgateError } from '@taskgate/errors';
+import { ErrorCode } from '@taskgate/protocol';
+import type { AnyTool } from '@taskgate/tools';
+import { type CreateTaskInput, cappedClocks } from '../../tasks/task-service.ts';
+import type { TaskWatcher } from '../../tasks/task-watch.ts';
+import { runInline } from '../inline-call.ts';
+import type { McpCoreOptions, RequestContext } from '../mcp-core.ts';
+import {
+  callOutcome,
+  type MethodOutcome,
+  readCallParams,
+  refusal,
+  shareResult,
+  withServerInfo,
+} from '../mcp-methods.ts';
+import { createTaskResult } from '../mcp-tasks.ts';
+
+export const DEFAULT_TASK_AFTER_MS = 500;
+
+/**
+ * The reason a call's signal aborts when the server closes with the call still waiting: a task
+ * the client may be handed is handed over (it polls it elsewhere) instead of being cancelled.
+ */
+export class ServerStopping extends Error {
+  constructor() {
+    super('the server is shutting down');
+    this.name = 'ServerStopping';
+  }
+}
+
+type LogFn = (fields: Record<string, unknown>, message: string) => void;
+const SILENT: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogFn } = {
+  info: () => {},
+  warn: () => {},
+  debug: () => {},
+};
+
+/**
+ * What every revision's tools/call shares, whatever it does first: running an inline tool,
+ * submitting a task, waiting for it (with a hand-over threshold), and results made once per
+ * version of the tool offer. The revisions' method tables call these; none of them branches on a
+ * revision.
+ */
+export class CallRunner {
+  readonly options: McpCoreOptions;
+  readonly #watcher: TaskWatcher;
+  readonly #lists = new Map<object, { readonly version: string; readonly outcome: MethodOutcome }>();
+
+  constructor(options: McpCoreOptions, watcher: TaskWatcher) {
+    this.options = options;
+    this.#watcher = watcher;
+  }
+
+  /**
+   * params.name and params.arguments, checked, and the tool they name (undefined: not offered,
+   * which the task's submission refuses with the catalog's error).
+   */
+  readCall(params: Readonly<Record<string, unknown>> | undefined) {
+    const call = readCallParams(params);
+    if ('code' in call) return { kind: 'error', httpStatus: 200, error: call } as const;
+    return { kind: 'call', call, tool: this.options.tools.get(call.name) } as const;
+  }
+
+  /**
+   * A result built from the tool offer and shared until the offer changes (tools.version): built
+   * and serialised once per change, per `owner` (each revision shapes its own list).
+   */
+  sharedList(owner: object, build: () => Record<string, unknown>): MethodOutcome {
+    const version = this.options.tools.version;
+    const cached = this.#lists.get(owner);
+    if (cached?.version === version) return cached.outcome;
+    const outcome: MethodOutcome = { kind: 'result', result: shareResult(build()) };
+    this.#lists.set(owner, { version, outcome });
+    return outcome;
+  }
+
+  async inline(tool: AnyTool, args: Record<string, unknown>, context: RequestContext): Promise<MethodOutcome | null> {
+    const check = this.options.tools.check(tool.name, args);
+    if (!check.ok) {
+      return refusal(
+        new TaskgateError(
+          'TG_TOOL_ARGUMENTS_INVALID',
+          `the arguments do not match the input schema of ${tool.name}`,
+          check.kind === 'invalid-arguments' ? { details: { errors: check.problems } } : {},
+        ),
+      );
+    }
+    const clocks = cappedClocks(tool, this.options.clockCaps);
+    const outcome = await runInline(tool, args, {
+      tenantId: context.tenantId,
+      signal: context.signal,
+      limits: { idleMs: clocks.idleTimeoutMs, maxMs: clocks.maxTimeoutMs },
+      resultProblem: (result) => this.options.tools.resultProblem(tool.name, result),
+      logger: this.options.logger ?? SILENT,
+      ...(context.onProgress ? { onProgress: context.onProgress } : {}),
+    });
+    if (outcome === null || 'kind' in outcome) return outcome;
+    return {
+      kind: 'result',
+      result: withServerInfo(outcome as unknown as Record<string, unknown>, this.options.server),
+    };
+  }
+
+  /** The call's task, or the refusal a caller can act on (an unexpected failure propagates). */
+  async submit(context: RequestContext, input: CreateTaskInput): Promise<TaskRecord | MethodOutcome> {
+    try {
+      return (await this.options.service.submit(context.tenantId, input)).task;
+    } catch (error) {
+      const outcome = refusal(error);
+      if (outcome.kind === 'error' && outcome.error.code === ErrorCode.InternalError) throw error;
+      return outcome;
+    }
+  }
+
+  /**
+   * Waits for the call's task. With `handOverAfterMs`, a task still running then is answered with
+   * its CreateTaskResult (the client polls it from there). A request cancelled before any answer
+   * cancels the task: nobody else knows its id.
+   */
+  async await(
+    task: TaskRecord,
+    context: RequestContext,
+    handOverAfterMs: number | null,
+  ): Promise<MethodOutcome | null> {
+    const { service } = this.options;
+    // Awaited before the request settles: a transport that ends (stdin closed, the process
+    // stopping) waits for its requests, and so for their cancels to be written, before it lets
+    // the worker drain. Unwritten, the worker would hand the task back instead of cancelling it.
+    const cancel = async () => {
+      const reason =
+        context.signal.reason instanceof Error ? context.signal.reason.message : String(context.signal.reason);
+      await service.cancel(context.tenantId, task.id, reason).catch((error: Error) => {
+        context.log?.(
+          { taskId: task.id, error: error.message },
+          'cancelling the task of a cancelled MCP request failed',
+        );
+      });
+    };
+    if (context.signal.aborted) {
+      await cancel();
+      return null;
+    }
+    const handOver = new AbortController();
+    const timer = handOverAfterMs === null ? undefined : setTimeout(() => handOver.abort(), handOverAfterMs);
+    const signal = AbortSignal.any([context.signal, handOver.signal]);
+    try {
+      const done = await this.#watcher.untilTerminal(context.tenantId, task.id, {
+        pollMs: this.options.pollMs,
+        signal,
+        ...(context.onProgress ? { onChange: progressOf(context.onProgress) } : {}),
+      });
+      return callOutcome(done, this.options.server);
+    } catch (error) {
+      if (context.signal.aborted) {
+        // A durable task outlives this server as it outlives a connection: the client gets it.
+        if (handOverAfterMs !== null && context.signal.reason instanceof ServerStopping) {
+          return { kind: 'result', result: createTaskResult(await service.get(context.tenantId, task.id)) };
+        }
+        await cancel();
+        return null;
+      }
+      if (!handOver.signal.aborted) throw error;
+      // Still running at the threshold: from here on the client polls the task.
+      return { kind: 'result', result: createTaskResult(await service.get(context.tenantId, task.id)) };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** Task readings to strictly increasing progress values. */
+function progressOf(onProgress: (progress: TaskProgress) => void): (task: TaskRecord) => void {
+  let last = Number.NEGATIVE_INFINITY;
+  return (task) => {
+    if (!task.progress || !(task.progress.value > last)) return;
+    last = task.progress.value;
+    onProgress(task.progress);
+  };
+}

@@ -1,0 +1,14 @@
+import type { RequestContext } from '../mcp-core.ts';
+import type { MethodOutcome } from '../mcp-methods.ts';
+
+/** One method of one revision: its outcome, or null for a request cancelled before any answer. */
+export type MethodHandler = (
+  params: Readonly<Record<string, unknown>> | undefined,
+  context: RequestContext,
+) => Promise<MethodOutcome | null> | MethodOutcome | null;
+
+/**
+ * A revision's methods by name. A Map, not an object: a method named `constructor` or `__proto__`
+ * must find nothing rather than Object.prototype's members.
+ */
+export type MethodTable = ReadonlyMap<string, MethodHandler>;

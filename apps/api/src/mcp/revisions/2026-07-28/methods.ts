@@ -1,0 +1,134 @@
+import { isTaskgateError } from '@taskgate/errors';
+import { declaresTasks, missingCapabilities, TASK_METHODS, TASKS_EXTENSION, TASKS_REQUIRED } from '@taskgate/protocol';
+import { taskSupportOf } from '@taskgate/tools';
+import { type CallRunner, DEFAULT_TASK_AFTER_MS } from '../../dispatch/call-runner.ts';
+import type { MethodHandler, MethodTable } from '../../dispatch/method-table.ts';
+import type { RequestContext } from '../../mcp-core.ts';
+import {
+  discoverResult,
+  invalidParams,
+  type MethodOutcome,
+  missingCapability,
+  toolsListResult,
+} from '../../mcp-methods.ts';
+import { createTaskResult, detailedTask, TASK_ACK, unknownTask } from '../../mcp-tasks.ts';
+
+/**
+ * The methods of 2026-07-28 (per-request `_meta`, no initialize) with the Tasks extension. A
+ * method not in the table is -32601.
+ */
+export function perRequestMethods(runner: CallRunner): MethodTable {
+  const { server } = runner.options;
+  const tasks = (params: Params, context: RequestContext, method: string) =>
+    taskMethod(runner, method, params, context);
+  return new Map<string, MethodHandler>([
+    ['server/discover', () => ({ kind: 'result', result: discoverResult(server) })],
+    [
+      'tools/list',
+      () => runner.sharedList(perRequestMethods, () => toolsListResult(runner.options.tools.list(), server)),
+    ],
+    ['tools/call', (params, context) => callTool(runner, params, context)],
+    ['tasks/get', (params, context) => tasks(params, context, 'tasks/get')],
+    ['tasks/cancel', (params, context) => tasks(params, context, 'tasks/cancel')],
+    ['tasks/update', (params, context) => tasks(params, context, 'tasks/update')],
+  ]);
+}
+
+type Params = Readonly<Record<string, unknown>> | undefined;
+
+async function callTool(
+  runner: CallRunner,
+  params: Readonly<Record<string, unknown>> | undefined,
+  context: RequestContext,
+): Promise<MethodOutcome | null> {
+  const read = runner.readCall(params);
+  if (read.kind === 'error') return read;
+  const { call, tool } = read;
+  const support = tool ? taskSupportOf(tool) : 'forbidden';
+  const asTask = support !== 'forbidden' && declaresTasks(context.clientCapabilities);
+  const required = { ...tool?.requiredClientCapabilities, ...(support === 'required' ? TASKS_REQUIRED : {}) };
+  const missing = missingCapabilities(required, context.clientCapabilities);
+  if (missing)
+    return missingCapability(missing, `tool ${call.name} needs client capabilities this request did not declare`);
+  const local = tool?.inline ? runner.options.tools.local(call.name) : undefined;
+  if (local) return runner.inline(local, call.arguments, context);
+  // Input asked in the call, before any task (multi round-trip): until every key is answered in
+  // params.inputResponses, the call is answered with the outstanding requests and creates nothing.
+  let inputResponses: Record<string, unknown> | undefined;
+  if (tool?.askFirst) {
+    const given = params?.inputResponses;
+    const answers = typeof given === 'object' && given !== null && !Array.isArray(given) ? given : {};
+    const outstanding = Object.entries(tool.askFirst).filter(([key]) => !Object.hasOwn(answers, key));
+    if (outstanding.length > 0) {
+      return {
+        kind: 'result',
+        result: { resultType: 'input_required', inputRequests: Object.fromEntries(outstanding) },
+      };
+    }
+    inputResponses = Object.fromEntries(
+      Object.keys(tool.askFirst).map((key) => [key, (answers as Record<string, unknown>)[key]]),
+    );
+  }
+  const task = await runner.submit(context, {
+    tool: call.name,
+    arguments: call.arguments,
+    // A task the client may be handed outlives its connection; a request's task does not.
+    mode: asTask ? 'task' : 'request',
+    ...(inputResponses ? { inputResponses } : {}),
+  });
+  if ('kind' in task) return task;
+  // The row is committed: a required-task tool is answered with its task at once.
+  if (asTask && support === 'required') return { kind: 'result', result: createTaskResult(task) };
+  return runner.await(task, context, asTask ? (runner.options.taskAfterMs ?? DEFAULT_TASK_AFTER_MS) : null);
+}
+
+/**
+ * tasks/get, tasks/update and tasks/cancel (tasks-extension/tasks.md). The client must declare
+ * the extension on the request — checked before the task is looked up, so a client without it
+ * learns nothing about which ids exist. Another tenant's task is as unknown as a made-up id.
+ */
+async function taskMethod(
+  runner: CallRunner,
+  method: string,
+  params: Readonly<Record<string, unknown>> | undefined,
+  context: RequestContext,
+): Promise<MethodOutcome> {
+  if (!TASK_METHODS.includes(method) || !declaresTasks(context.clientCapabilities)) {
+    return missingCapability(
+      TASKS_REQUIRED,
+      `${method} is part of the Tasks extension; declare ${TASKS_EXTENSION} in the request's client capabilities`,
+    );
+  }
+  const taskId = params?.taskId;
+  if (typeof taskId !== 'string' || taskId === '') {
+    return invalidParams(`${method} needs params.taskId, the id of a task`);
+  }
+  const inputResponses = params?.inputResponses;
+  if (
+    method === 'tasks/update' &&
+    (typeof inputResponses !== 'object' || inputResponses === null || Array.isArray(inputResponses))
+  ) {
+    return invalidParams('tasks/update needs params.inputResponses, an object of responses by request key');
+  }
+  const { service } = runner.options;
+  try {
+    if (method === 'tasks/get') {
+      const task = await service.get(context.tenantId, taskId);
+      return { kind: 'result', result: detailedTask(task, runner.options.server) };
+    }
+    if (method === 'tasks/cancel') {
+      // Acknowledged at once; the task stays working until its worker reaches a checkpoint.
+      // On a task that already ended this changes nothing and is acknowledged the same way.
+      await service.cancel(context.tenantId, taskId, 'cancelled with tasks/cancel');
+      return { kind: 'result', result: TASK_ACK };
+    }
+    // tasks/update: answers to outstanding keys are stored (and the task resumes once none is
+    // left) before the ack, so the next tasks/get already shows them; other keys are ignored.
+    await service.answerInput(context.tenantId, taskId, inputResponses as Record<string, unknown>);
+    return { kind: 'result', result: TASK_ACK };
+  } catch (error) {
+    if (isTaskgateError(error, 'TG_TASK_NOT_FOUND'))
+      return { kind: 'error', httpStatus: 200, error: unknownTask(taskId) };
+    throw error;
+  }
+}
