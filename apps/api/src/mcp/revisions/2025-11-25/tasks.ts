@@ -22,12 +22,41 @@ export function legacyStatus(task: TaskRecord): string {
   return isError ? 'failed' : task.status;
 }
 
-/** The Task object of 2025-11-25 (tasks.mdx "Task"): `ttl` and `pollInterval`, not ttlMs. */
+/** How much of a tool error's text becomes its task's statusMessage. */
+const STATUS_MESSAGE_CHARS = 1_000;
+
+/**
+ * What a task filed under `failed` because its tool answered `isError` says: the text of the
+ * tool's answer. Without it a client of this revision shows only "Task failed", since the result
+ * itself is fetched separately (tasks/result).
+ */
+function toolErrorMessage(task: TaskRecord): string | null {
+  if (task.status !== 'completed' || legacyStatus(task) !== 'failed') return null;
+  const content = (task.result as { content?: unknown }).content;
+  if (!Array.isArray(content)) return null;
+  const text = content
+    .filter((block) => block?.type === 'text' && typeof block.text === 'string')
+    .map((block) => block.text as string)
+    .join('\n');
+  if (text === '') return null;
+  if (text.length <= STATUS_MESSAGE_CHARS) return text;
+  // Cut at a code point, not inside a surrogate pair.
+  const cut = /[\uD800-\uDBFF]/.test(text[STATUS_MESSAGE_CHARS - 2] ?? '')
+    ? STATUS_MESSAGE_CHARS - 2
+    : STATUS_MESSAGE_CHARS - 1;
+  return `${text.slice(0, cut)}…`;
+}
+
+/**
+ * The Task object of 2025-11-25 (tasks.mdx "Task"): `ttl` and `pollInterval`, not ttlMs. A tool
+ * error's task carries the tool's text as its statusMessage.
+ */
 export function legacyTask(task: TaskRecord): Record<string, unknown> {
+  const statusMessage = task.statusMessage ?? toolErrorMessage(task);
   return {
     taskId: task.id,
     status: legacyStatus(task),
-    ...(task.statusMessage ? { statusMessage: task.statusMessage } : {}),
+    ...(statusMessage ? { statusMessage } : {}),
     createdAt: task.createdAt.toISOString(),
     lastUpdatedAt: task.lastUpdatedAt.toISOString(),
     ttl: task.ttlMs,
