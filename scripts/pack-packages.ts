@@ -107,10 +107,27 @@ function published(manifest: Manifest, root: Manifest, files: string[]): Manifes
     ...rest,
     description: manifest.description ?? `Part of Taskgate: ${root.description}`,
     license: manifest.license ?? root.license,
-    exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } },
+    exports: compiledExports(manifest.exports),
     files,
     ...(root.engines ? { engines: root.engines } : {}),
   };
+}
+
+/**
+ * Each export of the checkout (`./src/x.ts`, run as TypeScript) at its compiled file and
+ * declarations (`./dist/x.js`, `./dist/x.d.ts`): `@taskgate/api/stdio-front` as well as the root.
+ */
+function compiledExports(exports: unknown): Record<string, { types: string; default: string }> {
+  const entries = typeof exports === 'string' ? { '.': exports } : (exports as Record<string, unknown> | undefined);
+  const compiled: Record<string, { types: string; default: string }> = {};
+  for (const [subpath, source] of Object.entries(entries ?? { '.': './src/index.ts' })) {
+    if (typeof source !== 'string' || !/^\.\/src\/.+\.ts$/.test(source)) {
+      throw new Error(`cannot pack export ${subpath}: ${JSON.stringify(source)} is not a ./src/*.ts file`);
+    }
+    const stem = source.slice('./src/'.length, -'.ts'.length);
+    compiled[subpath] = { types: `./dist/${stem}.d.ts`, default: `./dist/${stem}.js` };
+  }
+  return compiled;
 }
 
 /**

@@ -11,6 +11,7 @@ export { type Problem, problem, toProblem } from './http/problem.ts';
 export { LedgerService } from './ledger/ledger-service.ts';
 export { McpCore, type McpCoreOptions, type RequestContext } from './mcp/mcp-core.ts';
 export { ProgressStream } from './mcp/progress-stream.ts';
+export { StdioFront } from './mcp/stdio-front.ts';
 export { StdioServer, type StdioServerOptions } from './mcp/stdio-server.ts';
 export {
   IdempotentMutation,

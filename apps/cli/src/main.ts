@@ -5,6 +5,9 @@ import { createLogger } from './logger.ts';
 import { ROLES, type Role } from './roles.ts';
 import { DUPLICATE_SIGNAL_WINDOW_MS } from './stop-signals.ts';
 
+/** How long mcp-stdio waits for a client's first message before loading the server. */
+const FIRST_LINE_WAIT_MS = 250;
+
 /** Each command's lines of the usage text; `taskgate <command> --help` prints its own. */
 const COMMAND_USAGE = {
   start: `  start [--role api,worker,relay] [--no-migrate] [--tools MODULE[,MODULE]]
@@ -142,9 +145,17 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       // stdout is the protocol channel: logs go to stderr.
       const logger = createLogger(config.logLevel, 2);
       for (const warning of warnings) logger.warn({}, warning);
+      // Before anything heavy loads: initialize and server/discover are answered from here while
+      // the database, the worker and the catalog start (apps/api/src/mcp/stdio-front.ts).
+      const { StdioFront } = await import('@taskgate/api/stdio-front');
+      const server = { name: 'taskgate', version: await version() };
+      const front = new StdioFront({ input: process.stdin, output: process.stdout, server });
+      // Loading the rest blocks the event loop for most of a second: the client's first message
+      // (a client speaks first, at once) is answered before that, or after 250 ms without one.
+      await front.firstLine(FIRST_LINE_WAIT_MS);
       const { runMcpStdio } = await import('./commands/mcp-stdio.ts');
       return await runMcpStdio(
-        { worker: values['no-worker'] !== true, tools: toolsOption(values.tools), cwd: io.cwd },
+        { worker: values['no-worker'] !== true, tools: toolsOption(values.tools), cwd: io.cwd, front, server },
         config,
         logger,
       );

@@ -1,53 +1,22 @@
 import type { TaskRecord } from '@taskgate/db';
 import { toJsonRpcError } from '@taskgate/errors';
-import {
-  type Capabilities,
-  ErrorCode,
-  type JsonRpcError,
-  META,
-  SUPPORTED_PROTOCOL_VERSIONS,
-  TASKS_EXTENSION,
-} from '@taskgate/protocol';
+import { type Capabilities, ErrorCode, type JsonRpcError, META } from '@taskgate/protocol';
 import { type ToolSpec, taskSupportOf } from '@taskgate/tools';
+import type { ServerIdentity } from './server-info.ts';
 
 /** What a method handler produces: a result, or a JSON-RPC error (with the HTTP status to use). */
 export type MethodOutcome =
   | { readonly kind: 'result'; readonly result: Readonly<Record<string, unknown>> }
   | { readonly kind: 'error'; readonly error: JsonRpcError; readonly httpStatus: number };
 
-export interface ServerIdentity {
-  readonly name: string;
-  readonly version: string;
-}
+export type { ServerIdentity } from './server-info.ts';
+export { discoverInstructions, discoverResult, initializeResult, TOOLS_CAPABILITY } from './server-info.ts';
 
 /**
  * Cache hints (server/utilities/caching): the tool list changes when workers that serve other
  * tools come and go, and a client that listens (toolsListChanged) hears of each change.
  */
 const LIST_TTL_MS = 60_000;
-
-/**
- * The tools capability: the list changes as workers come and go (the catalog), and this server
- * says so — on subscriptions/listen streams (2026-07-28), and as notifications/tools/list_changed
- * on a 2025-11-25 client's stdio pipe or GET stream.
- */
-export const TOOLS_CAPABILITY = { listChanged: true } as const;
-
-export const discoverInstructions =
-  'Every tools/call runs as a durable task. Mutations take an idempotencyKey argument; a retry with the same key and arguments returns the first result.';
-
-export function discoverResult(server: ServerIdentity): Record<string, unknown> {
-  return {
-    resultType: 'complete',
-    supportedVersions: [...SUPPORTED_PROTOCOL_VERSIONS],
-    // The Tasks extension: a client that declares it per request may get a task for a tools/call.
-    capabilities: { tools: TOOLS_CAPABILITY, extensions: { [TASKS_EXTENSION]: {} } },
-    instructions: discoverInstructions,
-    ttlMs: 3_600_000,
-    cacheScope: 'public',
-    _meta: { [META.serverInfo]: server },
-  };
-}
 
 /**
  * Results a server hands out again and again unchanged (tools/list of one version of the offer):
@@ -204,17 +173,6 @@ export function legacyResult(result: Readonly<Record<string, unknown>>): Readonl
   if (serialized.has(result)) return result;
   const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...rest } = result;
   return rest;
-}
-
-/** The initialize result of the 2025-11-25 era (basic/lifecycle). */
-export function initializeResult(server: ServerIdentity, protocolVersion: string): Record<string, unknown> {
-  return {
-    protocolVersion,
-    // That revision's tasks: task-augmented tools/call, tasks/list and tasks/cancel.
-    capabilities: { tools: TOOLS_CAPABILITY, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
-    serverInfo: server,
-    instructions: discoverInstructions,
-  };
 }
 
 /** A capabilities object as a 2025-11-25 initialize declared it, or undefined for anything else. */

@@ -1,5 +1,8 @@
 import type { Readable } from 'node:stream';
 
+/** The longest message accepted on stdin: the same 1 MiB as a POST /mcp body. */
+export const STDIO_MAX_MESSAGE_BYTES = 1024 * 1024;
+
 export interface StdioLinesOptions {
   /** The longest line kept; a longer one is dropped as it arrives, without buffering it. */
   readonly maxLineBytes: number;

@@ -11,7 +11,6 @@ import {
   invalidJsonValueError,
   type JsonRpcId,
   LEGACY_PROTOCOL_VERSIONS,
-  META,
   parseCancelledParams,
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
@@ -27,11 +26,11 @@ import {
 } from './mcp-methods.ts';
 import { legacyTask } from './revisions/2025-11-25/tasks.ts';
 import { rpcFailure } from './rpc-failures.ts';
-import { readStdioLines } from './stdio-lines.ts';
+import { hasMetaVersion } from './stdio-front.ts';
+import { readStdioLines, STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
 import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
 
-/** The longest message accepted on stdin: the same 1 MiB as a POST /mcp body. */
-export const STDIO_MAX_MESSAGE_BYTES = 1024 * 1024;
+export { STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -43,6 +42,11 @@ export interface StdioServerOptions {
   readonly tenantId: string;
   readonly server: ServerIdentity;
   readonly logger: { readonly debug: LogFn; readonly warn: LogFn };
+  /**
+   * True once for each response a StdioFront already sent (initialize, server/discover, ping
+   * answered before this server existed): the request is handled as usual, its response dropped.
+   */
+  readonly answered?: (id: JsonRpcId) => boolean;
 }
 
 /**
@@ -361,6 +365,7 @@ export class StdioServer {
   /** Writes the answer unless a cancel won the race (then the request gets nothing). */
   #answer(id: JsonRpcId, outcome: MethodOutcome): void {
     if (this.#requests.complete(id) === 'drop') return;
+    if (this.#options.answered?.(id)) return;
     // A shared result (tools/list) goes out as its cached JSON.
     if (outcome.kind === 'result') this.#options.output.write(`${resultJson(id, outcome.result)}\n`);
     else this.#write(errorResponse(id, outcome.error));
@@ -388,8 +393,4 @@ function progressForwarder(
   const token = progressTokenOf(params);
   if (token === null) return null;
   return (progress) => send(progressNotification(token, progress));
-}
-
-function hasMetaVersion(params: Readonly<Record<string, unknown>> | undefined): boolean {
-  return typeof (params?._meta as Record<string, unknown> | undefined)?.[META.protocolVersion] === 'string';
 }

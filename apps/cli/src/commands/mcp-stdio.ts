@@ -1,4 +1,4 @@
-import { McpCore, openTaskServices, StdioServer } from '@taskgate/api';
+import { McpCore, openTaskServices, type StdioFront, StdioServer } from '@taskgate/api';
 import { loadMigrations, MigrationRunner } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import { registryOf } from '@taskgate/tools';
@@ -16,6 +16,10 @@ export interface McpStdioArgs {
   /** `--tools`: tool modules to load (empty: TASKGATE_TOOLS, else the demo modules). */
   readonly tools: readonly string[];
   readonly cwd: string;
+  /** What read stdin while this module loaded (main.ts starts it first); none: stdin as it is. */
+  readonly front?: StdioFront;
+  /** The server's name and version, as the front already announced them. */
+  readonly server?: { readonly name: string; readonly version: string };
 }
 
 /**
@@ -24,6 +28,7 @@ export interface McpStdioArgs {
  * stderr. Ends when stdin ends (every call still in flight is cancelled first) or on SIGTERM.
  */
 export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Logger): Promise<number> {
+  const server = args.server ?? { name: 'taskgate', version: '0.1.0' };
   const lifecycle = new Lifecycle(logger, config.shutdownGraceMs + 2_000);
   lifecycle.installSignalHandlers();
   try {
@@ -62,29 +67,34 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
       sweeper: { maxQueueMs: config.maxQueueMs },
     });
     lifecycle.onStop('services', () => services.stop());
-    const server = new StdioServer({
+    // Everything the front held (answered or not) goes to the server first, in order.
+    const handedOver = args.front?.handOver();
+    const stdio = new StdioServer({
       core: new McpCore({
         service: services.service,
         hub: services.hub,
         tools: services.tools,
-        server: { name: 'taskgate', version: '0.1.0' },
+        server,
         pollMs: listenNotify ? 1_000 : 250,
         clockCaps: clockCaps(config),
         taskAfterMs: config.mcpTaskAfterMs,
         logger,
       }),
-      input: process.stdin,
+      input: handedOver?.input ?? process.stdin,
       output: process.stdout,
+      ...(handedOver ? { answered: handedOver.answered } : {}),
       // A subprocess is its launcher's own: one tenant, like unauthenticated loopback HTTP.
       tenantId: DEFAULT_TENANT,
-      server: { name: 'taskgate', version: '0.1.0' },
+      server,
       logger,
     });
     logger.info({ tenant: DEFAULT_TENANT, worker: args.worker, database: database.description }, 'mcp-stdio ready');
-    await Promise.race([server.closed, lifecycle.stopRequested]);
+    await Promise.race([stdio.closed, lifecycle.stopRequested]);
     // Stopping on a signal: open subscriptions get their graceful end before the pipe goes.
-    server.shutdown();
+    stdio.shutdown();
   } catch (error) {
+    // Requests the front held are answered, not left waiting for a server that will not come.
+    args.front?.fail(error instanceof Error ? error.message : String(error));
     await lifecycle.stopAll();
     throw error;
   }

@@ -1,0 +1,44 @@
+import { META, SUPPORTED_PROTOCOL_VERSIONS, TASKS_EXTENSION } from '@taskgate/protocol';
+
+// What the server says about itself, which needs no database, no tool catalog and no task: the
+// light half of the methods, so `taskgate mcp-stdio` can answer initialize and server/discover
+// while the rest still loads (stdio-front.ts imports only this and @taskgate/protocol).
+
+export interface ServerIdentity {
+  readonly name: string;
+  readonly version: string;
+}
+
+/**
+ * The tools capability: the list changes as workers come and go (the catalog), and this server
+ * says so — on subscriptions/listen streams (2026-07-28), and as notifications/tools/list_changed
+ * on a 2025-11-25 client's stdio pipe or GET stream.
+ */
+export const TOOLS_CAPABILITY = { listChanged: true } as const;
+
+export const discoverInstructions =
+  'Every tools/call runs as a durable task. Mutations take an idempotencyKey argument; a retry with the same key and arguments returns the first result.';
+
+export function discoverResult(server: ServerIdentity): Record<string, unknown> {
+  return {
+    resultType: 'complete',
+    supportedVersions: [...SUPPORTED_PROTOCOL_VERSIONS],
+    // The Tasks extension: a client that declares it per request may get a task for a tools/call.
+    capabilities: { tools: TOOLS_CAPABILITY, extensions: { [TASKS_EXTENSION]: {} } },
+    instructions: discoverInstructions,
+    ttlMs: 3_600_000,
+    cacheScope: 'public',
+    _meta: { [META.serverInfo]: server },
+  };
+}
+
+/** The initialize result of the 2025-11-25 era (basic/lifecycle). */
+export function initializeResult(server: ServerIdentity, protocolVersion: string): Record<string, unknown> {
+  return {
+    protocolVersion,
+    // That revision's tasks: task-augmented tools/call, tasks/list and tasks/cancel.
+    capabilities: { tools: TOOLS_CAPABILITY, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+    serverInfo: server,
+    instructions: discoverInstructions,
+  };
+}

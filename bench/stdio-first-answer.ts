@@ -1,0 +1,95 @@
+// How soon `taskgate mcp-stdio` answers a client's first message (initialize) after the client
+// spawns it: the AI SDK gives a stdio server one second, and the database, the worker and the
+// catalog take longer than that to start (seconds on the embedded database). Measured from spawn
+// to the first line on stdout, RUNS times each way a client launches it — the project's Node
+// directly, the bin through the system PATH's Node (the launcher hands over to the project's), and
+// npx — next to the official SDK v1 stdio server launched with the project's Node.
+//   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- stdio-first-answer
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { cleanEnv, REPO_ROOT } from '../test/support/cli.ts';
+import { benchDatabase } from './support/bench-database.ts';
+import { below, figure, printTable, reportGoals, summary } from './support/report.ts';
+
+const RUNS = Number(process.env.RUNS ?? 10);
+const PROJECT_NODE = path.join(REPO_ROOT, 'node_modules/.bin/node');
+const BIN = path.join(REPO_ROOT, 'node_modules/.bin/taskgate');
+const INITIALIZE = `${JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+})}\n`;
+
+/** Milliseconds from spawn to the first stdout line; the child is then told to stop (stdin end). */
+function firstAnswer(command: string, args: readonly string[], env: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(command, args, { cwd: REPO_ROOT, env, stdio: ['pipe', 'pipe', 'ignore'] });
+    let answeredAt: number | null = null;
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (answeredAt === null && output.includes('\n')) {
+        answeredAt = performance.now() - started;
+        const line = JSON.parse(output.slice(0, output.indexOf('\n'))) as { id?: unknown; result?: unknown };
+        if (line.id !== 1 || line.result === undefined) reject(new Error(`not an answer: ${output}`));
+        child.stdin.end();
+      }
+    });
+    child.on('error', reject);
+    child.on('close', (code) =>
+      answeredAt === null ? reject(new Error(`${command} exited ${code} without answering`)) : resolve(answeredAt),
+    );
+    child.stdin.write(INITIALIZE);
+  });
+}
+
+const database = await benchDatabase();
+const rows: Record<string, string | number>[] = [];
+try {
+  // The system PATH first, as an MCP client's environment has it (its Node is whatever is there).
+  const env = cleanEnv({ DATABASE_URL: database.url, PATH: `/usr/local/bin:/usr/bin:/bin` });
+  const ways: [string, string, string[]][] = [
+    [
+      'project Node: node_modules/.bin/node apps/cli/bin/taskgate.js mcp-stdio',
+      PROJECT_NODE,
+      [path.join(REPO_ROOT, 'apps/cli/bin/taskgate.js'), 'mcp-stdio'],
+    ],
+    ['system PATH Node: node_modules/.bin/taskgate mcp-stdio (the launcher hands over)', BIN, ['mcp-stdio']],
+    ['npx taskgate mcp-stdio', 'npx', ['--no-install', 'taskgate', 'mcp-stdio']],
+    [
+      'SDK v1 stdio server (McpServer + StdioServerTransport), project Node',
+      PROJECT_NODE,
+      [path.join(import.meta.dirname, 'support/sdk-stdio-anchor.ts')],
+    ],
+  ];
+  for (const [label, command, args] of ways) {
+    await firstAnswer(command, args, env); // warm the file cache
+    const samples: number[] = [];
+    for (let run = 0; run < RUNS; run += 1) samples.push(await firstAnswer(command, args, env));
+    const stats = summary(samples);
+    rows.push({ path: label, runs: stats.n, 'p50 ms': stats.p50, 'p99 ms': stats.p99, 'max ms': stats.max });
+  }
+} finally {
+  await database.drop();
+}
+printTable(`spawn → first answer (initialize), ${RUNS} runs each, external database`, rows);
+const anchor = { label: 'SDK v1 stdio server', value: figure(rows, 'SDK v1 stdio', 'p99 ms') };
+reportGoals({ RUNS }, [
+  {
+    metric: 'mcp-stdio first answer p99, project Node',
+    unit: 'ms',
+    rule: below(300),
+    ours: figure(rows, 'project Node', 'p99 ms'),
+    anchor,
+  },
+  {
+    metric: 'mcp-stdio first answer p99, npx',
+    unit: 'ms',
+    rule: below(300),
+    ours: figure(rows, 'npx', 'p99 ms'),
+    anchor,
+  },
+]);
+process.exit(0);
