@@ -467,9 +467,9 @@ const mcpCases: McpCase[] = [
     { id: 106 },
   ),
   mcp(
-    'protocol version 2025-03-26',
+    'a protocol version never released',
     {
-      headers: { ...HEADERS, 'mcp-protocol-version': '2025-03-26', 'mcp-session-id': 'x' },
+      headers: { ...HEADERS, 'mcp-protocol-version': '2024-10-07', 'mcp-session-id': 'x' },
       body: '{"jsonrpc":"2.0","id":107,"method":"tools/list"}',
     },
     400,

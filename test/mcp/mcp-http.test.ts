@@ -100,7 +100,7 @@ describe('POST /mcp (2026-07-28)', () => {
       id: 'discover-1',
       result: expect.objectContaining({
         resultType: 'complete',
-        supportedVersions: ['2026-07-28'],
+        supportedVersions: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'],
         capabilities: { tools: { listChanged: true }, extensions: { 'io.modelcontextprotocol/tasks': {} } },
         ttlMs: expect.any(Number),
         cacheScope: 'public',
@@ -191,7 +191,10 @@ describe('POST /mcp (2026-07-28)', () => {
       params: { _meta: { ...META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } },
     };
     const unsupported = expectRpcError(await post(future, { 'mcp-protocol-version': '2099-01-01' }), 400, -32022);
-    expect(unsupported.error.data).toEqual({ supported: ['2026-07-28'], requested: '2099-01-01' });
+    expect(unsupported.error.data).toEqual({
+      supported: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'],
+      requested: '2099-01-01',
+    });
     const bare = { jsonrpc: '2.0', id: 10, method: 'tools/list', params: {} };
     expectRpcError(await post(bare), 400, -32602);
   });

@@ -88,7 +88,9 @@ describe('taskgate mcp-stdio before it is ready', () => {
     const out = (id: string | number) => (pipe.answers(id)[0] as { out: Record<string, unknown> }).out;
     expect(out(1)).toMatchObject({ result: { protocolVersion: '2025-11-25', serverInfo: { name: 'taskgate' } } });
     expect(out(2)).toEqual({ jsonrpc: '2.0', id: 2, result: {} });
-    expect(out('d')).toMatchObject({ result: { supportedVersions: ['2026-07-28'] } });
+    expect(out('d')).toMatchObject({
+      result: { supportedVersions: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'] },
+    });
     expect(out('bad')).toMatchObject({ error: { code: -32602 } }); // refused by the server, not the front
     expect(out(3)).toMatchObject({
       result: { tools: expect.arrayContaining([expect.objectContaining({ name: 'greet' })]) },

@@ -55,7 +55,9 @@ describe('MCP over stdio', () => {
   it('answers server/discover and tools/call, one JSON-RPC message per line', async () => {
     const client = connect();
     client.request('d', 'server/discover');
-    expect(await client.answerTo('d')).toMatchObject({ result: { supportedVersions: ['2026-07-28'] } });
+    expect(await client.answerTo('d')).toMatchObject({
+      result: { supportedVersions: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'] },
+    });
     client.request(1, 'tools/call', { name: 'greet', arguments: { name: 'Grace' } });
     const answer = (await client.answerTo(1)) as { result: { content: unknown[] } };
     expect(JSON.stringify(answer.result.content)).toContain('Grace');

@@ -24,8 +24,12 @@ export {
   LEGACY_PROTOCOL_VERSIONS,
   META,
   MODERN_PROTOCOL_VERSIONS,
+  negotiateHandshake,
   type ProtocolEra,
+  type RevisionInfo,
+  revisionInfo,
   SUPPORTED_PROTOCOL_VERSIONS,
+  WITHOUT_VERSION_HEADER,
 } from './protocol-versions.ts';
 export {
   checkMetaFields,

@@ -5,6 +5,10 @@ export {
   LEGACY_PROTOCOL_VERSIONS,
   META,
   MODERN_PROTOCOL_VERSIONS,
+  negotiateHandshake,
   type ProtocolEra,
+  type RevisionInfo,
+  revisionInfo,
   SUPPORTED_PROTOCOL_VERSIONS,
+  WITHOUT_VERSION_HEADER,
 } from './revisions/index.ts';

@@ -82,7 +82,10 @@ describe('checkRequestMetadata (2026-07-28)', () => {
       error: {
         code: ErrorCode.UnsupportedProtocolVersion,
         message: 'Unsupported protocol version: 2099-01-01',
-        data: { supported: ['2026-07-28'], requested: '2099-01-01' },
+        data: {
+          supported: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'],
+          requested: '2099-01-01',
+        },
       },
     });
   });

@@ -4,7 +4,7 @@ import { RequestCoordinator } from '@taskgate/reliability';
 import type { SseStream } from '../sse/sse-stream.ts';
 
 /**
- * Sessions of the 2025-11-25 era (initialize handshake, Mcp-Session-Id). They exist for one reason
+ * Sessions of the handshake era (initialize, Mcp-Session-Id), each with its negotiated revision. They exist for one reason
  * here: a client of that era cancels by POSTing `notifications/cancelled {requestId}`, and request
  * ids are only unique per client — so a cancel is matched within the session that sent the request
  * (or within the tenant, for a client that ignores the session header). Held in this process's
@@ -17,6 +17,8 @@ export interface CallScope {
   readonly controllers: Map<string, AbortController>;
   /** What the client declared at initialize; undefined without a session (nothing declared). */
   readonly clientCapabilities?: Capabilities;
+  /** The revision negotiated at initialize; undefined without a session (the header says). */
+  readonly revision?: string;
 }
 
 interface Session {
@@ -41,10 +43,15 @@ export class LegacySessions {
   }
 
   /** A new session for an initialize; the oldest ones go when there are too many. */
-  open(tenantId: string, clientCapabilities?: Capabilities): string {
+  open(tenantId: string, revision: string, clientCapabilities?: Capabilities): string {
     this.#evict();
     const id = randomUUID();
-    this.#sessions.set(id, { tenantId, lastSeen: this.#now(), scope: newScope(clientCapabilities), stream: null });
+    this.#sessions.set(id, {
+      tenantId,
+      lastSeen: this.#now(),
+      scope: newScope(clientCapabilities, revision),
+      stream: null,
+    });
     return id;
   }
 
@@ -119,10 +126,11 @@ export class LegacySessions {
   }
 }
 
-function newScope(clientCapabilities?: Capabilities): CallScope {
+function newScope(clientCapabilities?: Capabilities, revision?: string): CallScope {
   return {
     requests: new RequestCoordinator(),
     controllers: new Map(),
     ...(clientCapabilities ? { clientCapabilities } : {}),
+    ...(revision ? { revision } : {}),
   };
 }

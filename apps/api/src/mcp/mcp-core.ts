@@ -1,15 +1,13 @@
-import type { TaskProgress, TaskRecord } from '@taskgate/db';
+import type { TaskProgress } from '@taskgate/db';
 import { type Capabilities, ErrorCode, type JsonRpcId, type ProtocolEra } from '@taskgate/protocol';
-import { isTerminalStatus } from '@taskgate/reliability';
 import type { ToolCatalog } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import type { ClockCaps, TaskService } from '../tasks/task-service.ts';
-import { changesStatus, TaskWatcher } from '../tasks/task-watch.ts';
+import { TaskWatcher } from '../tasks/task-watch.ts';
 import { CallRunner } from './dispatch/call-runner.ts';
-import type { MethodTable } from './dispatch/method-table.ts';
 import type { MethodOutcome, ServerIdentity } from './mcp-methods.ts';
-import { handshakeMethods } from './revisions/2025-11-25/methods.ts';
-import { perRequestMethods } from './revisions/2026-07-28/methods.ts';
+import { defaultVersion, servedRevisions } from './revisions/index.ts';
+import type { Revision } from './revisions/revision.ts';
 import { type ListenSink, readListenFilter, TaskSubscription } from './task-subscriptions.ts';
 
 export interface McpCoreOptions {
@@ -54,10 +52,12 @@ export interface RequestContext {
    * Absent means nothing was declared.
    */
   readonly clientCapabilities?: Capabilities;
-  /** The revision the request speaks: 2025-11-25 (`legacy`) has its own tasks methods. */
+  /** The era the request speaks, when the transport names no `revision`: that era's latest. */
   readonly era?: ProtocolEra;
-  /** Sees each status change of the task a 2025-11-25 tasks/result waits for. */
-  readonly onTaskStatus?: (task: TaskRecord) => void;
+  /** The revision the request speaks (negotiated at initialize, or per request). */
+  readonly revision?: string;
+  /** Sees each status change of the task a 2025-11-25 tasks/result waits for, as its notification. */
+  readonly onTaskStatus?: (notification: Record<string, unknown>) => void;
 }
 
 /**
@@ -68,26 +68,27 @@ export interface RequestContext {
 export class McpCore {
   readonly #options: McpCoreOptions;
   readonly #watcher: TaskWatcher;
-  /** Each era's methods; the transports tell which era a request speaks. */
-  readonly #methods: Readonly<Record<ProtocolEra, MethodTable>>;
+  /** Each served revision's methods; the transports tell which revision a request speaks. */
+  readonly #revisions: ReadonlyMap<string, Revision>;
 
   constructor(options: McpCoreOptions) {
     this.#options = options;
     this.#watcher = new TaskWatcher(options);
     const runner = new CallRunner(options, this.#watcher);
-    this.#methods = { modern: perRequestMethods(runner), legacy: handshakeMethods(runner, this.#watcher) };
+    this.#revisions = servedRevisions(runner, this.#watcher);
   }
 
   /**
-   * One request of the revision the transport determined (`context.era`): its method table's
-   * answer, or -32601 for a method that revision does not have.
+   * One request of the revision the transport determined (`context.revision`, else its era's
+   * latest): its method table's answer, or -32601 for a method that revision does not have.
    */
   async request(
     method: string,
     params: Readonly<Record<string, unknown>> | undefined,
     context: RequestContext,
   ): Promise<MethodOutcome | null> {
-    const handler = this.#methods[context.era ?? 'modern'].get(method);
+    const revision = this.#revisions.get(context.revision ?? defaultVersion(context.era));
+    const handler = revision?.methods.get(method);
     if (handler) return handler(params, context);
     return {
       kind: 'error',
@@ -102,38 +103,12 @@ export class McpCore {
   }
 
   /**
-   * Calls `onStatus` with a task each time its status changes, until it ends (for 2025-11-25's
-   * notifications/tasks/status), for every task added: one watch per connection, so one poll
-   * timer however many tasks it created. Woken by the tasks' notifications, with the poll under
-   * them — on the embedded database there are no notifications, and the poll is all there is.
-   * Each task is read once at once: a task that ended before it was added is still reported.
+   * The status notifications of a revision that has them (2025-11-25's notifications/tasks/status)
+   * for the tasks a connection created: `add` each task, `stop` with the connection. Null for a
+   * revision without them.
    */
-  watchStatus(tenantId: string, onStatus: (task: TaskRecord) => void): { add(taskId: string): void; stop(): void } {
-    const last = new Map<string, string>();
-    const watch = this.#watcher.watch(
-      { tenantId, pollMs: this.#options.pollMs, wakeOn: changesStatus, readAtStart: true },
-      (taskId, reading) => {
-        // An expired task has nothing more to say; an outage is waited out by the next poll.
-        if (reading.kind === 'missing') {
-          watch.remove(taskId);
-          last.delete(taskId);
-        }
-        if (reading.kind !== 'task' || reading.task.status === last.get(taskId)) return;
-        last.set(taskId, reading.task.status);
-        onStatus(reading.task);
-        if (isTerminalStatus(reading.task.status)) {
-          watch.remove(taskId);
-          last.delete(taskId);
-        }
-      },
-    );
-    return {
-      add: (taskId) => {
-        last.set(taskId, 'working'); // tasks start working: only changes are reported
-        watch.add(taskId);
-      },
-      stop: () => watch.stop(),
-    };
+  watchStatus(tenantId: string, revision: string, send: (notification: Record<string, unknown>) => void) {
+    return this.#revisions.get(revision)?.statusWatch?.(tenantId, send) ?? null;
   }
 
   /**

@@ -59,19 +59,31 @@ export function sharedResponse(id: unknown, result: Readonly<Record<string, unkn
 export function toolsListResult(
   tools: readonly ToolSpec[],
   server: ServerIdentity,
-  legacy = false,
+  shape: {
+    /** `execution.taskSupport` on each entry (2025-11-25's tasks). */
+    readonly execution?: boolean;
+    /** Which tools the revision can call at all. */
+    readonly include?: (tool: ToolSpec) => boolean;
+    /** The entry as the revision defines one (the fields it lacks removed). */
+    readonly entry?: (entry: Record<string, unknown>) => Record<string, unknown>;
+  } = {},
 ): Record<string, unknown> {
+  const entry = shape.entry ?? ((value: Record<string, unknown>) => value);
   return {
     resultType: 'complete',
-    tools: tools.map((tool) => ({
-      name: tool.name,
-      ...(tool.title ? { title: tool.title } : {}),
-      description: tool.description,
-      inputSchema: tool.inputSchema,
-      ...(tool.outputSchema ? { outputSchema: tool.outputSchema } : {}),
-      ...(tool.annotations ? { annotations: tool.annotations } : {}),
-      ...(legacy ? { execution: { taskSupport: taskSupportOf(tool) } } : {}),
-    })),
+    tools: tools
+      .filter((tool) => shape.include?.(tool) ?? true)
+      .map((tool) =>
+        entry({
+          name: tool.name,
+          ...(tool.title ? { title: tool.title } : {}),
+          description: tool.description,
+          inputSchema: tool.inputSchema,
+          ...(tool.outputSchema ? { outputSchema: tool.outputSchema } : {}),
+          ...(tool.annotations ? { annotations: tool.annotations } : {}),
+          ...(shape.execution ? { execution: { taskSupport: taskSupportOf(tool) } } : {}),
+        }),
+      ),
     ttlMs: LIST_TTL_MS,
     cacheScope: 'public',
     _meta: { [META.serverInfo]: server },

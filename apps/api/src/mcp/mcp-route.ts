@@ -1,4 +1,4 @@
-import type { TaskProgress, TaskRecord } from '@taskgate/db';
+import type { TaskProgress } from '@taskgate/db';
 import { isTaskgateError, TaskgateError, toJsonRpcError } from '@taskgate/errors';
 import {
   type Capabilities,
@@ -11,10 +11,13 @@ import {
   invalidJsonValueError,
   type JsonRpcId,
   LEGACY_PROTOCOL_VERSIONS,
+  negotiateHandshake,
   type ProtocolEra,
   parseCancelledParams,
   resultResponse,
+  revisionInfo,
   SUPPORTED_PROTOCOL_VERSIONS,
+  WITHOUT_VERSION_HEADER,
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -35,7 +38,6 @@ import {
   sharedResponse,
 } from './mcp-methods.ts';
 import { ProgressStream } from './progress-stream.ts';
-import { legacyTask } from './revisions/2025-11-25/tasks.ts';
 import { type RpcFailure, rpcFailure } from './rpc-failures.ts';
 import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
 
@@ -259,17 +261,19 @@ async function handleLegacy(
 ) {
   const { id, method, params } = call;
   if (method === 'initialize') {
-    const session = sessions.open(context.tenantId, capabilitiesOf(params?.capabilities));
-    // The one version of that era served here; a client that cannot speak it disconnects.
-    return reply
-      .header('mcp-session-id', session)
-      .send(resultResponse(id, initializeResult(options.server, LEGACY_PROTOCOL_VERSIONS[0] as string)));
+    // The client's revision when it is served, else the latest of this era (lifecycle "Version
+    // Negotiation"); a client that cannot speak the answer disconnects.
+    const revision = negotiateHandshake(params?.protocolVersion);
+    const session = sessions.open(context.tenantId, revision, capabilitiesOf(params?.capabilities));
+    return reply.header('mcp-session-id', session).send(resultResponse(id, initializeResult(options.server, revision)));
   }
-  if (context.versionHeader === undefined || !LEGACY_PROTOCOL_VERSIONS.includes(context.versionHeader)) {
+  // Every later request carries the negotiated version (2025-06-18 onwards); without the header,
+  // and without a session that says otherwise, it is the revision from before the header.
+  if (context.versionHeader !== undefined && !LEGACY_PROTOCOL_VERSIONS.includes(context.versionHeader)) {
     return reply.code(400).send(
       errorResponse(id, {
         code: ErrorCode.InvalidRequest,
-        message: `MCP-Protocol-Version ${context.versionHeader ?? '(missing, meaning 2025-03-26)'} is not supported; use ${[...LEGACY_PROTOCOL_VERSIONS, ...SUPPORTED_PROTOCOL_VERSIONS].join(' or ')}`,
+        message: `MCP-Protocol-Version ${context.versionHeader} is not supported; use one of ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`,
       }),
     );
   }
@@ -282,6 +286,15 @@ async function handleLegacy(
       .code(404)
       .send(errorResponse(id, { code: ErrorCode.InvalidRequest, message: 'unknown session; send initialize again' }));
   }
+  const revision = scope.revision ?? context.versionHeader ?? WITHOUT_VERSION_HEADER;
+  if (context.versionHeader === undefined && revisionInfo(revision)?.versionHeader) {
+    return reply.code(400).send(
+      errorResponse(id, {
+        code: ErrorCode.InvalidRequest,
+        message: `MCP-Protocol-Version is required: this session speaks ${revision}`,
+      }),
+    );
+  }
   if (method === 'ping') return reply.send(resultResponse(id, {}));
   if (method === 'tools/call')
     return callTool(
@@ -292,6 +305,7 @@ async function handleLegacy(
       {
         tenantId: context.tenantId,
         era: 'legacy',
+        revision,
         ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
       },
       options,
@@ -306,7 +320,7 @@ async function handleLegacy(
     if (!reply.raw.writableEnded) stop.abort(new Error('the client closed the response stream'));
   });
   let stream: SseStream | null = null;
-  const onTaskStatus = (task: TaskRecord) => {
+  const onTaskStatus = (notification: Record<string, unknown>) => {
     if (!stream) {
       reply.hijack();
       stream = new SseStream(reply.raw, {
@@ -319,7 +333,7 @@ async function handleLegacy(
     stream.push({
       kind: 'replaceable',
       key: 'status',
-      value: { data: { jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) } },
+      value: { data: notification },
     });
   };
   let outcome: MethodOutcome | null;
@@ -328,6 +342,7 @@ async function handleLegacy(
       tenantId: context.tenantId,
       signal: stop.signal,
       era: 'legacy',
+      revision,
       ...(method === 'tasks/result' ? { onTaskStatus } : {}),
       ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
     });
@@ -457,7 +472,12 @@ async function callTool(
   reply: FastifyReply,
   id: JsonRpcId,
   params: Readonly<Record<string, unknown>> | undefined,
-  caller: { readonly tenantId: string; readonly clientCapabilities?: Capabilities; readonly era?: ProtocolEra },
+  caller: {
+    readonly tenantId: string;
+    readonly clientCapabilities?: Capabilities;
+    readonly era?: ProtocolEra;
+    readonly revision?: string;
+  },
   options: RouteOptions,
   scope?: CallScope,
   shape: (result: Readonly<Record<string, unknown>>) => Readonly<Record<string, unknown>> = (result) => result,

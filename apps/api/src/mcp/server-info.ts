@@ -1,4 +1,4 @@
-import { META, SUPPORTED_PROTOCOL_VERSIONS, TASKS_EXTENSION } from '@taskgate/protocol';
+import { META, revisionInfo, SUPPORTED_PROTOCOL_VERSIONS, TASKS_EXTENSION } from '@taskgate/protocol';
 
 // What the server says about itself, which needs no database, no tool catalog and no task: the
 // light half of the methods, so `taskgate mcp-stdio` can answer initialize and server/discover
@@ -32,12 +32,18 @@ export function discoverResult(server: ServerIdentity): Record<string, unknown> 
   };
 }
 
-/** The initialize result of the 2025-11-25 era (basic/lifecycle). */
+/**
+ * The initialize result (basic/lifecycle) for the revision negotiated: the tasks capability only
+ * where the revision has its own tasks (task-augmented tools/call, tasks/list and tasks/cancel).
+ */
 export function initializeResult(server: ServerIdentity, protocolVersion: string): Record<string, unknown> {
+  const tasks = revisionInfo(protocolVersion)?.tasks === true;
   return {
     protocolVersion,
-    // That revision's tasks: task-augmented tools/call, tasks/list and tasks/cancel.
-    capabilities: { tools: TOOLS_CAPABILITY, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+    capabilities: {
+      tools: TOOLS_CAPABILITY,
+      ...(tasks ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
+    },
     serverInfo: server,
     instructions: discoverInstructions,
   };

@@ -7,8 +7,8 @@ import {
   eraOf,
   errorResponse,
   type JsonRpcId,
-  LEGACY_PROTOCOL_VERSIONS,
   META,
+  negotiateHandshake,
   resultResponse,
 } from '@taskgate/protocol';
 import { requestIdKey } from '@taskgate/reliability';
@@ -156,7 +156,8 @@ export class StdioFront {
     let result: Record<string, unknown> | null = null;
     if (method === 'initialize' && handshake) {
       this.#initialized = true;
-      result = initializeResult(this.#server, LEGACY_PROTOCOL_VERSIONS[0] as string);
+      // Negotiated as the StdioServer will when it gets this line: the same function.
+      result = initializeResult(this.#server, negotiateHandshake(params?.protocolVersion));
     } else if (method === 'ping' && this.#initialized && !hasMetaVersion(params)) {
       // After an initialize the pipe speaks that revision (the StdioServer's rule), where ping is.
       result = {};

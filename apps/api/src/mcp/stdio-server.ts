@@ -10,7 +10,9 @@ import {
   errorResponse,
   invalidJsonValueError,
   type JsonRpcId,
+  LATEST_PROTOCOL_VERSION,
   LEGACY_PROTOCOL_VERSIONS,
+  negotiateHandshake,
   parseCancelledParams,
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
@@ -24,7 +26,6 @@ import {
   resultJson,
   type ServerIdentity,
 } from './mcp-methods.ts';
-import { legacyTask } from './revisions/2025-11-25/tasks.ts';
 import { rpcFailure } from './rpc-failures.ts';
 import { hasMetaVersion } from './stdio-front.ts';
 import { readStdioLines, STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
@@ -65,6 +66,8 @@ export class StdioServer {
   /** 2025-11-25 tasks this pipe created, watched for their status notifications; null until the first. */
   #statusWatch: { add(taskId: string): void; stop(): void } | null = null;
   #legacy = false;
+  /** The revision negotiated by initialize (the pipe's, until a request carries its own in _meta). */
+  #revision = LEGACY_PROTOCOL_VERSIONS[0] as string;
   /** What a 2025-11-25 client declared at initialize (that era declares once per connection). */
   #legacyCapabilities: Capabilities | undefined;
   /** A 2025-11-25 client hears of tool list changes from initialize on; null until then. */
@@ -169,13 +172,14 @@ export class StdioServer {
     const modern = eraOf(method, params, undefined) === 'modern' && !(this.#legacy && !hasMetaVersion(params));
     if (method === 'initialize' && !modern) {
       this.#legacy = true;
+      this.#revision = negotiateHandshake(params?.protocolVersion);
       this.#legacyCapabilities = capabilitiesOf(params?.capabilities);
       // stdio is one stream both ways: 2025-11-25's notifications/tools/list_changed goes on it
       // whenever the tools offered change (the initialize result declares listChanged).
       this.#unsubscribeTools ??= this.#options.core.onToolsChanged(() => this.#toolsChanged());
       this.#answer(id, {
         kind: 'result',
-        result: initializeResult(this.#options.server, LEGACY_PROTOCOL_VERSIONS[0] as string),
+        result: initializeResult(this.#options.server, this.#revision),
       });
       return;
     }
@@ -183,7 +187,10 @@ export class StdioServer {
       this.#answer(id, {
         kind: 'error',
         httpStatus: 400,
-        error: { code: ErrorCode.InvalidRequest, message: 'send initialize first, or 2026-07-28 per-request _meta' },
+        error: {
+          code: ErrorCode.InvalidRequest,
+          message: `send initialize first, or ${LATEST_PROTOCOL_VERSION} per-request _meta`,
+        },
       });
       return;
     }
@@ -215,6 +222,7 @@ export class StdioServer {
         ...(progress ? { onProgress: progress } : {}),
         ...(clientCapabilities ? { clientCapabilities } : {}),
         era: modern ? 'modern' : 'legacy',
+        ...(modern ? {} : { revision: this.#revision }),
         log: (fields, message) => this.#options.logger.warn(fields, message),
       })
       .then(
@@ -329,9 +337,10 @@ export class StdioServer {
    */
   #watchLegacyTask(taskId: string): void {
     if (!this.#statusWatch) {
-      const watch = this.#options.core.watchStatus(this.#options.tenantId, (task) => {
-        this.#write({ jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) });
-      });
+      const watch = this.#options.core.watchStatus(this.#options.tenantId, this.#revision, (notification) =>
+        this.#write(notification),
+      );
+      if (!watch) return;
       this.#statusWatch = watch;
       void this.#closed.then(() => watch.stop());
     }

@@ -7,4 +7,8 @@ export interface RevisionInfo {
   readonly era: ProtocolEra;
   /** Listed in server/discover's `supportedVersions` and in -32022's `data.supported`. */
   readonly advertised: boolean;
+  /** Over HTTP, every request after initialize must carry MCP-Protocol-Version (since 2025-06-18). */
+  readonly versionHeader?: boolean;
+  /** The handshake-era tasks (task-augmented requests, tasks/*), declared at initialize. */
+  readonly tasks?: boolean;
 }

@@ -64,6 +64,11 @@ export function legacyTask(task: TaskRecord): Record<string, unknown> {
   };
 }
 
+/** notifications/tasks/status with the full Task (tasks.mdx "Task Status Notification"). */
+export function statusNotification(task: TaskRecord): Record<string, unknown> {
+  return { jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) };
+}
+
 /**
  * tools/call's `task` param (TaskMetadata): present means the client asks for a task. Its `ttl`,
  * when given, is a whole number of milliseconds up to MAX_TTL_MS (REST's bound on ttlMs); anything
@@ -128,7 +133,7 @@ export class LegacyTaskMethods {
     context: {
       readonly tenantId: string;
       readonly signal: AbortSignal;
-      readonly onTaskStatus?: ((task: TaskRecord) => void) | undefined;
+      readonly onTaskStatus?: ((notification: Record<string, unknown>) => void) | undefined;
     },
   ): Promise<MethodOutcome | null> {
     if (method === 'tasks/list') return this.#list(params, context.tenantId);
@@ -178,7 +183,7 @@ export class LegacyTaskMethods {
     tenantId: string,
     taskId: string,
     signal: AbortSignal,
-    onStatus?: (task: TaskRecord) => void,
+    onStatus?: (notification: Record<string, unknown>) => void,
   ): Promise<MethodOutcome | null> {
     const current = await this.#service.get(tenantId, taskId); // an unknown task is -32602 now, not a wait
     let last = legacyStatus(current);
@@ -192,7 +197,7 @@ export class LegacyTaskMethods {
               onChange: (reading: TaskRecord) => {
                 if (legacyStatus(reading) === last) return;
                 last = legacyStatus(reading);
-                onStatus(reading);
+                onStatus(statusNotification(reading));
               },
             }
           : {}),
@@ -201,7 +206,7 @@ export class LegacyTaskMethods {
       if (signal.aborted) return null;
       throw error;
     }
-    if (onStatus && legacyStatus(task) !== last) onStatus(task);
+    if (onStatus && legacyStatus(task) !== last) onStatus(statusNotification(task));
     const outcome = callOutcome(task, this.#server);
     const related = { [RELATED_TASK]: { taskId } };
     if (outcome.kind === 'result') {

@@ -1,5 +1,5 @@
 import { missingCapabilities } from '@taskgate/protocol';
-import type { ToolSpec } from '@taskgate/tools';
+import { type ToolSpec, taskSupportOf } from '@taskgate/tools';
 import type { TaskWatcher } from '../../../tasks/task-watch.ts';
 import type { CallRunner } from '../../dispatch/call-runner.ts';
 import type { MethodHandler, MethodTable } from '../../dispatch/method-table.ts';
@@ -11,47 +11,59 @@ import {
   missingCapability,
   toolsListResult,
 } from '../../mcp-methods.ts';
-import { LegacyTaskMethods, legacyTask, legacyTaskRefusal, requestedTask } from './tasks.ts';
+import { LegacyTaskMethods, legacyTask, legacyTaskRefusal, requestedTask } from '../2025-11-25/tasks.ts';
+import type { HandshakeProfile } from '../revision.ts';
 
 /**
- * The methods of 2025-11-25 (opened by initialize; the transports answer initialize and ping):
- * tools with that revision's task-augmented calls, and its tasks/* methods. tasks/update is
- * the 2026-07-28 extension's and is not here (-32601).
+ * The methods every revision opened by initialize shares (the transports answer initialize and
+ * ping), as `profile` has them: tools, and where the revision has its own tasks, tools/call's
+ * `task` param and tasks/get|result|list|cancel. tasks/update is the 2026-07-28 extension's and
+ * is not here (-32601). A tool that only runs as a task is not offered where there are no tasks.
  */
-export function handshakeMethods(runner: CallRunner, watcher: TaskWatcher): MethodTable {
+export function handshakeMethods(runner: CallRunner, watcher: TaskWatcher, profile: HandshakeProfile): MethodTable {
   const { server, service, pollMs } = runner.options;
-  const tasks = new LegacyTaskMethods({ service, watcher, server, pollMs });
-  const task = (method: string) => (params: Params, context: RequestContext) => tasks.request(method, params, context);
-  return new Map<string, MethodHandler>([
+  const include = profile.tasks ? undefined : (tool: ToolSpec) => taskSupportOf(tool) !== 'required';
+  const methods = new Map<string, MethodHandler>([
     ['server/discover', () => ({ kind: 'result', result: discoverResult(server) })],
     [
       'tools/list',
       () =>
         // Shared results are sent as they were serialised: this one is made in this revision's shape.
         runner.sharedList(
-          handshakeMethods,
-          () => legacyResult(toolsListResult(runner.options.tools.list(), server, true)) as Record<string, unknown>,
+          profile,
+          () =>
+            legacyResult(
+              toolsListResult(runner.options.tools.list(), server, {
+                execution: profile.tasks,
+                entry: profile.toolEntry,
+                ...(include ? { include } : {}),
+              }),
+            ) as Record<string, unknown>,
         ),
     ],
     [
       'tools/call',
-      (params, context) => {
+      async (params, context) => {
         const read = runner.readCall(params);
-        return read.kind === 'error' ? read : callTool(runner, read.tool, read.call, params, context);
+        if (read.kind === 'error') return read;
+        const outcome = await callTool(runner, read.tool, read.call, params, context, profile.tasks);
+        return outcome?.kind === 'result' ? { kind: 'result', result: profile.callResult(outcome.result) } : outcome;
       },
     ],
-    ['tasks/get', task('tasks/get')],
-    ['tasks/cancel', task('tasks/cancel')],
-    ['tasks/result', task('tasks/result')],
-    ['tasks/list', task('tasks/list')],
   ]);
+  if (profile.tasks) {
+    const tasks = new LegacyTaskMethods({ service, watcher, server, pollMs });
+    for (const method of ['tasks/get', 'tasks/cancel', 'tasks/result', 'tasks/list']) {
+      methods.set(method, (params, context) => tasks.request(method, params, context));
+    }
+  }
+  return methods;
 }
 
-type Params = Readonly<Record<string, unknown>> | undefined;
-
 /**
- * A 2025-11-25 tools/call: with a `task` param (and a tool that allows it) the answer is
- * `{task}` as soon as the row is committed; without one, the call waits for its task as usual.
+ * A handshake tools/call. With the revision's tasks, a `task` param (and a tool that allows it)
+ * is answered with `{task}` as soon as the row is committed; without one, or in a revision
+ * without tasks (where the param means nothing and is ignored), the call waits for its task.
  */
 async function callTool(
   runner: CallRunner,
@@ -59,8 +71,9 @@ async function callTool(
   call: { name: string; arguments: Record<string, unknown> },
   params: Readonly<Record<string, unknown>> | undefined,
   context: RequestContext,
+  tasks: boolean,
 ): Promise<MethodOutcome | null> {
-  const asked = requestedTask(params);
+  const asked = tasks ? requestedTask(params) : null;
   if (asked && 'refused' in asked) return { kind: 'error', httpStatus: 200, error: asked.refused };
   const refused = legacyTaskRefusal(tool, asked !== null);
   if (refused) return { kind: 'error', httpStatus: 200, error: refused };

@@ -1,0 +1,9 @@
+import { type HandshakeProfile, unchanged } from '../revision.ts';
+
+/** 2025-11-25: everything the handshake methods offer, with this revision's own tasks. */
+export const PROFILE: HandshakeProfile = {
+  version: '2025-11-25',
+  tasks: true,
+  toolEntry: unchanged,
+  callResult: unchanged,
+};

@@ -1,0 +1,40 @@
+import type { ProtocolEra } from '@taskgate/protocol';
+import { LATEST_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '@taskgate/protocol';
+import type { TaskWatcher } from '../../tasks/task-watch.ts';
+import type { CallRunner } from '../dispatch/call-runner.ts';
+import { PROFILE as R2024_11_05 } from './2024-11-05/revision.ts';
+import { PROFILE as R2025_03_26 } from './2025-03-26/revision.ts';
+import { PROFILE as R2025_06_18 } from './2025-06-18/revision.ts';
+import { PROFILE as R2025_11_25 } from './2025-11-25/revision.ts';
+import { statusWatch } from './2025-11-25/status-notifications.ts';
+import { perRequestMethods } from './2026-07-28/methods.ts';
+import { handshakeMethods } from './handshake/methods.ts';
+import type { Revision } from './revision.ts';
+
+/**
+ * Every revision served, by version, each with its method table. The handshake revisions share
+ * their methods and differ by profile; the list of versions is the protocol registry's
+ * (packages/protocol/src/revisions/), which a test holds these to.
+ */
+export function servedRevisions(runner: CallRunner, watcher: TaskWatcher): ReadonlyMap<string, Revision> {
+  const revisions = new Map<string, Revision>([
+    [LATEST_PROTOCOL_VERSION, { version: LATEST_PROTOCOL_VERSION, era: 'modern', methods: perRequestMethods(runner) }],
+  ]);
+  for (const profile of [R2025_11_25, R2025_06_18, R2025_03_26, R2024_11_05]) {
+    revisions.set(profile.version, {
+      version: profile.version,
+      era: 'legacy',
+      methods: handshakeMethods(runner, watcher, profile),
+      ...(profile.tasks ? { statusWatch: statusWatch(watcher, runner.options.pollMs) } : {}),
+    });
+  }
+  for (const version of LEGACY_PROTOCOL_VERSIONS) {
+    if (!revisions.has(version)) throw new Error(`revision ${version} is in the registry but has no methods`);
+  }
+  return revisions;
+}
+
+/** The revision of a request that names none: its era's latest (callers that predate versions). */
+export function defaultVersion(era: ProtocolEra | undefined): string {
+  return era === 'legacy' ? (LEGACY_PROTOCOL_VERSIONS[0] as string) : LATEST_PROTOCOL_VERSION;
+}
