@@ -5,6 +5,7 @@ import {
   type ApiRoleOptions,
   bearerTenants,
   createApiServer,
+  databaseSessionStore,
   LedgerService,
   startApiRole,
   TaskEventsHub,
@@ -192,6 +193,8 @@ export async function startApi(
         allowedOrigins: options.mcp?.allowedOrigins ?? [],
         loopbackOnly: options.mcp?.loopbackOnly ?? false,
         ...(options.mcp?.sseAfterMs === undefined ? {} : { sseAfterMs: options.mcp.sseAfterMs }),
+        // As the api role keeps them: in Postgres.
+        sessions: databaseSessionStore(platform.db),
       },
     },
   });

@@ -3,6 +3,7 @@ import type { ToolModule, ToolRegistry } from '@taskgate/tools';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { type CheckState, type ReadinessReport, readinessReport } from './health-routes.ts';
 import { bearerTenants } from './http/auth.ts';
+import { databaseSessionStore } from './mcp/legacy-sessions.ts';
 import { createApiServer } from './server.ts';
 import { openTaskServices, type TaskServices } from './task-services.ts';
 import type { ClockCaps } from './tasks/task-service.ts';
@@ -121,6 +122,8 @@ export async function prepareApiRole(options: ApiRoleOptions): Promise<PreparedA
           ...(options.mcpSseAfterMs === undefined ? {} : { sseAfterMs: options.mcpSseAfterMs }),
           ...(options.mcpTaskAfterMs === undefined ? {} : { taskAfterMs: options.mcpTaskAfterMs }),
           ...(options.graceMs === undefined ? {} : { shutdownGraceMs: options.graceMs }),
+          // Sessions in Postgres: any API instance serves any session, across restarts.
+          sessions: databaseSessionStore(services.db),
         },
       },
     });

@@ -9,6 +9,11 @@ export {
 export { bearerTenants, type TenantResolver } from './http/auth.ts';
 export { type Problem, problem, toProblem } from './http/problem.ts';
 export { LedgerService } from './ledger/ledger-service.ts';
+export {
+  databaseSessionStore,
+  memorySessionStore,
+  type SessionStore,
+} from './mcp/legacy-sessions.ts';
 export { McpCore, type McpCoreOptions, type RequestContext } from './mcp/mcp-core.ts';
 export { ProgressStream } from './mcp/progress-stream.ts';
 export { StdioFront } from './mcp/stdio-front.ts';

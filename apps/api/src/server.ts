@@ -10,6 +10,7 @@ import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrors, installProblemHandlers } from './http/problem.ts';
 import { installRequestGuard } from './http/request-guards.ts';
 import type { LedgerService } from './ledger/ledger-service.ts';
+import type { SessionStore } from './mcp/legacy-sessions.ts';
 import { McpCore } from './mcp/mcp-core.ts';
 import { registerMcpRoute } from './mcp/mcp-route.ts';
 import { registerModuleRoutes } from './modules/module-routes.ts';
@@ -48,6 +49,8 @@ export interface ApiServerOptions {
       readonly taskAfterMs?: number;
       /** Calls still running when the server closes are answered after this long (3 s). */
       readonly shutdownGraceMs?: number;
+      /** Where handshake-era sessions are kept (default: this process's memory). */
+      readonly sessions?: SessionStore;
     };
   };
 }
@@ -127,6 +130,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
       ...(tasks.events?.keepaliveMs === undefined ? {} : { keepaliveMs: tasks.events.keepaliveMs }),
       ...(tasks.mcp.sseAfterMs === undefined ? {} : { sseAfterMs: tasks.mcp.sseAfterMs }),
       ...(tasks.mcp.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: tasks.mcp.shutdownGraceMs }),
+      ...(tasks.mcp.sessions ? { sessions: tasks.mcp.sessions } : {}),
     });
   }
   return app;

@@ -3,6 +3,7 @@ import {
   deleteDeliveredOutbox,
   deleteExpiredKeys,
   deleteExpiredTasks,
+  deleteIdleMcpSessions,
   deleteStaleInstances,
 } from '@taskgate/db';
 import type { Kysely } from 'kysely';
@@ -21,7 +22,8 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 /**
  * Deletes terminal tasks past their ttl, idempotency keys past their retention window, delivered
- * outbox rows past theirs (a batch at a time) and instances long gone (INSTANCE_RETENTION_MS). Reads already treat expired tasks and keys
+ * outbox rows past theirs (a batch at a time), instances long gone (INSTANCE_RETENTION_MS) and MCP
+ * sessions idle past their window. Reads already treat expired tasks and keys
  * as not found, so the sweep only reclaims space; several workers may sweep at once.
  */
 export class RetentionSweeper {
@@ -62,10 +64,14 @@ export class RetentionSweeper {
       );
       // A few rows per deployment and restart: one statement, no batches.
       const instances = await deleteStaleInstances(this.#db, INSTANCE_RETENTION_MS);
-      if (tasks + keys + outbox + instances > 0) {
-        this.#logger.info({ tasks, idempotencyKeys: keys, deliveredOutbox: outbox, instances }, 'expired rows deleted');
+      const sessions = await this.#drain((limit) => deleteIdleMcpSessions(this.#db, limit), batch);
+      if (tasks + keys + outbox + instances + sessions > 0) {
+        this.#logger.info(
+          { tasks, idempotencyKeys: keys, deliveredOutbox: outbox, instances, mcpSessions: sessions },
+          'expired rows deleted',
+        );
       }
-      return tasks + keys + outbox + instances;
+      return tasks + keys + outbox + instances + sessions;
     })().finally(() => {
       this.#running = null;
     });

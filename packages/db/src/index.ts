@@ -88,6 +88,14 @@ export { MAX_PREPARED_PER_CONNECTION, REPLAN_AFTER_EXECUTIONS } from './preparin
 export { rawQuery } from './raw-query.ts';
 export type { Database, InstanceKind, TaskEventType, TaskMode, TaskStatus } from './schema.ts';
 export {
+  deleteIdleMcpSessions,
+  deleteMcpSession,
+  findMcpSession,
+  insertMcpSession,
+  MCP_SESSION_IDLE_MS,
+  type McpSessionRecord,
+} from './sessions/mcp-sessions.ts';
+export {
   ensureTaskQueue,
   LEGACY_TASK_QUEUE,
   TASK_QUEUE_OPTIONS,

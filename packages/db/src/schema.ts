@@ -158,8 +158,19 @@ export interface ToolCatalogTable {
   published_at: GeneratedTimestamp;
 }
 
+/** A handshake-era MCP session (migration 0008); packages/db/src/sessions/mcp-sessions.ts owns it. */
+export interface McpSessionsTable {
+  id: string;
+  tenant_id: string;
+  revision: string;
+  client_capabilities: JSONColumnType<Record<string, unknown>, string, string> | null;
+  created_at: GeneratedTimestamp;
+  last_seen_at: GeneratedTimestamp;
+}
+
 export interface Database {
   instances: InstancesTable;
+  mcp_sessions: McpSessionsTable;
   tool_catalog: ToolCatalogTable;
   tasks: TasksTable;
   task_events: TaskEventsTable;

@@ -1,15 +1,25 @@
 import { randomUUID } from 'node:crypto';
+import {
+  type Database,
+  deleteMcpSession,
+  findMcpSession,
+  insertMcpSession,
+  MCP_SESSION_IDLE_MS,
+  type McpSessionRecord,
+} from '@taskgate/db';
 import type { Capabilities } from '@taskgate/protocol';
 import { RequestCoordinator } from '@taskgate/reliability';
+import type { Kysely } from 'kysely';
 import type { SseStream } from '../sse/sse-stream.ts';
 
 /**
- * Sessions of the handshake era (initialize, Mcp-Session-Id), each with its negotiated revision. They exist for one reason
- * here: a client of that era cancels by POSTing `notifications/cancelled {requestId}`, and request
- * ids are only unique per client — so a cancel is matched within the session that sent the request
- * (or within the tenant, for a client that ignores the session header). Held in this process's
- * memory: behind a load balancer, a POSTed cancel must reach the process that holds the request
- * (sticky sessions); closing the response stream cancels wherever it lands.
+ * Sessions of the handshake era (initialize, Mcp-Session-Id), each with its negotiated revision.
+ * What a session is — its tenant, revision and declared capabilities — is in a SessionStore:
+ * Postgres in a deployment, so any API instance serves any session and a session outlives an API
+ * restart. What lives as long as a request stays in the process that holds the request: the
+ * request-id coordinator a POSTed `notifications/cancelled {requestId}` is matched in (request ids
+ * are only unique per client), and the session's GET stream. So a POSTed cancel must reach the
+ * instance holding its request (closing the response stream cancels wherever it lands).
  */
 export interface CallScope {
   /** One terminal state per request of this scope: the POSTed cancel and the result race here. */
@@ -21,75 +31,139 @@ export interface CallScope {
   readonly revision?: string;
 }
 
-interface Session {
-  readonly tenantId: string;
+/** Where sessions are kept beyond one process. */
+export interface SessionStore {
+  insert(session: McpSessionRecord): Promise<void>;
+  /** The tenant's live session, or null (unknown, another tenant's, idle past its window). */
+  find(id: string, tenantId: string): Promise<McpSessionRecord | null>;
+  delete(id: string, tenantId: string): Promise<boolean>;
+}
+
+/** Sessions in Postgres (mcp_sessions), shared by every API instance. */
+export function databaseSessionStore(db: Kysely<Database>): SessionStore {
+  return {
+    insert: (session) => insertMcpSession(db, session),
+    find: (id, tenantId) => findMcpSession(db, id, tenantId),
+    delete: (id, tenantId) => deleteMcpSession(db, id, tenantId),
+  };
+}
+
+/** Sessions in this process only (an API without a database to share, and unit tests). */
+export function memorySessionStore(options: { idleMs?: number; max?: number; now?: () => number } = {}): SessionStore {
+  const idleMs = options.idleMs ?? MCP_SESSION_IDLE_MS;
+  const max = options.max ?? 10_000;
+  const now = options.now ?? Date.now;
+  const sessions = new Map<string, { record: McpSessionRecord; lastSeen: number }>();
+  return {
+    insert: async (record) => {
+      for (const [id, entry] of sessions) if (now() - entry.lastSeen > idleMs) sessions.delete(id);
+      while (sessions.size >= max) sessions.delete(sessions.keys().next().value as string);
+      sessions.set(record.id, { record, lastSeen: now() });
+    },
+    find: async (id, tenantId) => {
+      const entry = sessions.get(id);
+      if (!entry || entry.record.tenantId !== tenantId || now() - entry.lastSeen > idleMs) return null;
+      entry.lastSeen = now();
+      return entry.record;
+    },
+    delete: async (id, tenantId) => {
+      const entry = sessions.get(id);
+      if (!entry || entry.record.tenantId !== tenantId) return false;
+      sessions.delete(id);
+      return true;
+    },
+  };
+}
+
+interface Local {
   lastSeen: number;
   readonly scope: CallScope;
-  /** The session's GET stream, if the client opened one: where server notifications go. */
+  /** The session's GET stream in this process, if the client opened one here. */
   stream: SseStream | null;
 }
 
 export class LegacySessions {
-  readonly #sessions = new Map<string, Session>();
+  readonly #store: SessionStore;
+  /** This process's part of the sessions it has seen: their request scopes and GET streams. */
+  readonly #local = new Map<string, Local>();
   readonly #tenantScopes = new Map<string, CallScope>();
   readonly #idleMs: number;
   readonly #max: number;
   readonly #now: () => number;
 
-  constructor(options: { idleMs?: number; max?: number; now?: () => number } = {}) {
-    this.#idleMs = options.idleMs ?? 3_600_000;
+  constructor(options: { store?: SessionStore; idleMs?: number; max?: number; now?: () => number } = {}) {
+    this.#idleMs = options.idleMs ?? MCP_SESSION_IDLE_MS;
     this.#max = options.max ?? 10_000;
     this.#now = options.now ?? Date.now;
+    this.#store = options.store ?? memorySessionStore(options);
   }
 
-  /** A new session for an initialize; the oldest ones go when there are too many. */
-  open(tenantId: string, revision: string, clientCapabilities?: Capabilities): string {
-    this.#evict();
+  /** A new session for an initialize, stored before its id is handed out. */
+  async open(tenantId: string, revision: string, clientCapabilities?: Capabilities): Promise<string> {
     const id = randomUUID();
-    this.#sessions.set(id, {
-      tenantId,
-      lastSeen: this.#now(),
-      scope: newScope(clientCapabilities, revision),
-      stream: null,
-    });
+    await this.#store.insert({ id, tenantId, revision, clientCapabilities: clientCapabilities ?? null });
+    this.#evict();
+    this.#local.set(id, { lastSeen: this.#now(), scope: newScope(clientCapabilities, revision), stream: null });
     return id;
   }
 
   /**
    * The session's GET stream (transports "Listening for Messages from the Server"): messages
-   * unrelated to any request go there. One per session, since a message goes on one stream only
-   * ("Multiple Connections"): a newer GET replaces the older, which is closed. False when the
-   * session is unknown, expired or another tenant's.
+   * unrelated to any request go there. One per session in this process, since a message goes on
+   * one stream only ("Multiple Connections"): a newer GET replaces the older, which is closed.
+   * False when the session is unknown, expired or another tenant's.
    */
-  attachStream(sessionId: string, tenantId: string, stream: SseStream): boolean {
-    const session = this.#sessions.get(sessionId);
-    if (!session || this.scopeOf(sessionId, tenantId) === null) return false;
-    session.stream?.close();
-    session.stream = stream;
+  async attachStream(sessionId: string, tenantId: string, stream: SseStream): Promise<boolean> {
+    if ((await this.scopeOf(sessionId, tenantId)) === null) return false;
+    const local = this.#local.get(sessionId);
+    if (!local) return false;
+    local.stream?.close();
+    local.stream = stream;
     stream.onClose(() => {
-      if (session.stream === stream) session.stream = null;
+      if (local.stream === stream) local.stream = null;
     });
     return true;
   }
 
-  /** Sends `message` on every session's GET stream (replacing one of the same key still undelivered). */
+  /** Sends `message` on every GET stream of this process (replacing one of the same key still undelivered). */
   notifyStreams(message: Record<string, unknown>, key: string): void {
-    for (const session of this.#sessions.values()) {
-      session.stream?.push({ kind: 'replaceable', key, value: { data: message } });
+    for (const local of this.#local.values()) {
+      local.stream?.push({ kind: 'replaceable', key, value: { data: message } });
     }
   }
 
   /** Ends every GET stream (the server is closing; a client reopens it elsewhere). */
   closeStreams(): void {
-    for (const session of this.#sessions.values()) session.stream?.close();
+    for (const local of this.#local.values()) local.stream?.close();
   }
 
-  /** The session's scope, or null when the id is unknown, expired, or another tenant's (all 404). */
-  scopeOf(sessionId: string, tenantId: string): CallScope | null {
-    const session = this.#sessions.get(sessionId);
-    if (!session || session.tenantId !== tenantId || this.#now() - session.lastSeen > this.#idleMs) return null;
-    session.lastSeen = this.#now();
-    return session.scope;
+  /**
+   * The session's scope in this process, or null when the id is unknown, expired, or another
+   * tenant's (all 404). A session opened by another instance gets its scope here on first use.
+   */
+  async scopeOf(sessionId: string, tenantId: string): Promise<CallScope | null> {
+    const record = await this.#store.find(sessionId, tenantId);
+    const local = this.#local.get(sessionId);
+    if (!record) {
+      // Deleted or expired (perhaps through another instance): its local part goes too.
+      if (local && local.scope.controllers.size === 0) {
+        local.stream?.close();
+        this.#local.delete(sessionId);
+      }
+      return null;
+    }
+    if (local) {
+      local.lastSeen = this.#now();
+      return local.scope;
+    }
+    this.#evict();
+    const created: Local = {
+      lastSeen: this.#now(),
+      scope: newScope(record.clientCapabilities ?? undefined, record.revision),
+      stream: null,
+    };
+    this.#local.set(sessionId, created);
+    return created.scope;
   }
 
   /** The scope of a tenant's requests sent without a session id. */
@@ -102,26 +176,29 @@ export class LegacySessions {
     return scope;
   }
 
-  /** DELETE with the session id: the client is done with it. */
-  close(sessionId: string, tenantId: string): boolean {
-    const session = this.#sessions.get(sessionId);
-    if (!session || session.tenantId !== tenantId) return false;
-    session.stream?.close();
-    this.#sessions.delete(sessionId);
-    return true;
+  /** DELETE with the session id: the client is done with it, on every instance. */
+  async close(sessionId: string, tenantId: string): Promise<boolean> {
+    const deleted = await this.#store.delete(sessionId, tenantId);
+    const local = this.#local.get(sessionId);
+    if (deleted && local) {
+      local.stream?.close();
+      this.#local.delete(sessionId);
+    }
+    return deleted;
   }
 
+  /** This process's part of sessions idle here, and the oldest beyond the bound, is let go. */
   #evict(): void {
     const now = this.#now();
-    for (const [id, session] of this.#sessions) {
-      if (now - session.lastSeen > this.#idleMs && session.scope.controllers.size === 0 && !session.stream) {
-        this.#sessions.delete(id);
+    for (const [id, local] of this.#local) {
+      if (now - local.lastSeen > this.#idleMs && local.scope.controllers.size === 0 && !local.stream) {
+        this.#local.delete(id);
       }
     }
-    while (this.#sessions.size >= this.#max) {
-      const oldest = this.#sessions.keys().next().value as string;
-      this.#sessions.get(oldest)?.stream?.close();
-      this.#sessions.delete(oldest);
+    while (this.#local.size >= this.#max) {
+      const oldest = this.#local.keys().next().value as string;
+      this.#local.get(oldest)?.stream?.close();
+      this.#local.delete(oldest);
     }
   }
 }

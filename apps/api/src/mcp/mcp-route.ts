@@ -26,7 +26,7 @@ import { logFailure } from '../http/problem.ts';
 import { SseStream } from '../sse/sse-stream.ts';
 import { progressTokenOf } from './dispatch/progress.ts';
 import { checkMcpAccept } from './http-guards.ts';
-import { type CallScope, LegacySessions } from './legacy-sessions.ts';
+import { type CallScope, LegacySessions, type SessionStore } from './legacy-sessions.ts';
 import { type McpCore, ServerStopping } from './mcp-core.ts';
 import {
   capabilitiesOf,
@@ -59,6 +59,11 @@ export interface McpRouteOptions {
    * it at another instance), or a retryable -31503 after its request-mode task is cancelled.
    */
   readonly shutdownGraceMs?: number;
+  /**
+   * Where handshake-era sessions are kept: Postgres in a deployment (any instance serves any
+   * session); this process's memory when absent.
+   */
+  readonly sessions?: SessionStore;
 }
 
 export const DEFAULT_SSE_AFTER_MS = 1_000;
@@ -80,7 +85,7 @@ const tenants = new WeakMap<FastifyRequest, string>();
  * the task is cancelled and nothing more is written for that request.
  */
 export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions): void {
-  const sessions = new LegacySessions();
+  const sessions = new LegacySessions(options.sessions ? { store: options.sessions } : {});
   // Open subscriptions/listen streams: ended gracefully (their result, then the stream closes)
   // before the server closes, or close() would wait for them forever.
   const listens = new Set<TaskSubscription>();
@@ -138,7 +143,7 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
       handler: async (request, reply) => {
         const sessionId = single(request.headers['mcp-session-id']);
         if (request.method === 'DELETE' && sessionId !== undefined) {
-          const closed = sessions.close(sessionId, tenants.get(request) as string);
+          const closed = await sessions.close(sessionId, tenants.get(request) as string);
           return reply.code(closed ? 204 : 404).send();
         }
         if (request.method === 'GET' && sessionId !== undefined) {
@@ -192,7 +197,8 @@ async function handle(
     // 2026-07-28 defines no client notifications on HTTP (a closed stream is the cancel), but the
     // clients deployed today (2025-11-25) POST notifications/cancelled, and it is honoured.
     if (legacyHeaders && message.method === 'notifications/cancelled') {
-      const scope = sessionId === undefined ? sessions.tenantScope(tenantId) : sessions.scopeOf(sessionId, tenantId);
+      const scope =
+        sessionId === undefined ? sessions.tenantScope(tenantId) : await sessions.scopeOf(sessionId, tenantId);
       const cancel = parseCancelledParams(message.params);
       if (scope && cancel) {
         const decision = scope.requests.cancel(cancel.requestId, cancel.reason ?? undefined);
@@ -264,7 +270,7 @@ async function handleLegacy(
     // The client's revision when it is served, else the latest of this era (lifecycle "Version
     // Negotiation"); a client that cannot speak the answer disconnects.
     const revision = negotiateHandshake(params?.protocolVersion);
-    const session = sessions.open(context.tenantId, revision, capabilitiesOf(params?.capabilities));
+    const session = await sessions.open(context.tenantId, revision, capabilitiesOf(params?.capabilities));
     return reply.header('mcp-session-id', session).send(resultResponse(id, initializeResult(options.server, revision)));
   }
   // Every later request carries the negotiated version (2025-06-18 onwards); without the header,
@@ -280,7 +286,7 @@ async function handleLegacy(
   const scope =
     context.sessionId === undefined
       ? sessions.tenantScope(context.tenantId)
-      : sessions.scopeOf(context.sessionId, context.tenantId);
+      : await sessions.scopeOf(context.sessionId, context.tenantId);
   if (!scope) {
     return reply
       .code(404)
@@ -425,7 +431,7 @@ async function listen(
  * with keepalives, carrying notifications/tools/list_changed; never a response. An unknown session
  * is 404 (the client initializes again); an Accept without text/event-stream is 406.
  */
-function openSessionStream(
+async function openSessionStream(
   request: FastifyRequest,
   reply: FastifyReply,
   sessionId: string,
@@ -433,7 +439,7 @@ function openSessionStream(
   keepaliveMs: number,
 ) {
   const tenantId = tenants.get(request) as string;
-  if (sessions.scopeOf(sessionId, tenantId) === null) {
+  if ((await sessions.scopeOf(sessionId, tenantId)) === null) {
     return reply
       .code(404)
       .type('application/json')
@@ -455,7 +461,8 @@ function openSessionStream(
   // One slot: the only message is "the list changed", and one undelivered says it all.
   const stream = new SseStream(reply.raw, { capacity: 1, coalesce: 'by-key', keepaliveMs });
   stream.open();
-  sessions.attachStream(sessionId, tenantId, stream);
+  // Deleted between the check and now (another instance): the stream closes at once.
+  if (!(await sessions.attachStream(sessionId, tenantId, stream))) stream.close();
 }
 
 function single(value: string | string[] | undefined): string | undefined {

@@ -1,0 +1,78 @@
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../schema.ts';
+
+/**
+ * The mcp_sessions table: handshake-era MCP sessions, shared by every API instance. A session idle
+ * for longer than its window is treated as gone (404: the client initializes again) and deleted by
+ * the retention sweep.
+ */
+
+/** How long a session lives without being used. */
+export const MCP_SESSION_IDLE_MS = 60 * 60 * 1000;
+
+/** Use refreshes last_seen_at at most this often: a read per request, a write per minute. */
+const TOUCH_EVERY_MS = 60 * 1000;
+
+export interface McpSessionRecord {
+  readonly id: string;
+  readonly tenantId: string;
+  readonly revision: string;
+  readonly clientCapabilities: Readonly<Record<string, unknown>> | null;
+}
+
+export async function insertMcpSession(db: Kysely<Database>, session: McpSessionRecord): Promise<void> {
+  await sql`
+    INSERT INTO mcp_sessions (id, tenant_id, revision, client_capabilities)
+    VALUES (${session.id}::uuid, ${session.tenantId}, ${session.revision},
+            ${session.clientCapabilities === null ? null : JSON.stringify(session.clientCapabilities)}::jsonb)`.execute(
+    db,
+  );
+}
+
+/**
+ * The tenant's live session with this id, or null (unknown, malformed, another tenant's, idle past
+ * the window). Refreshes its last use when that is more than a minute old.
+ */
+export async function findMcpSession(
+  db: Kysely<Database>,
+  id: string,
+  tenantId: string,
+  idleMs = MCP_SESSION_IDLE_MS,
+): Promise<McpSessionRecord | null> {
+  if (!UUID.test(id)) return null;
+  const { rows } = await sql<{
+    revision: string;
+    client_capabilities: Record<string, unknown> | null;
+    stale: boolean;
+  }>`
+    SELECT revision, client_capabilities, last_seen_at < now() - make_interval(secs => ${TOUCH_EVERY_MS / 1000}) AS stale
+    FROM mcp_sessions
+    WHERE id = ${id}::uuid AND tenant_id = ${tenantId}
+      AND last_seen_at > now() - make_interval(secs => ${idleMs / 1000})`.execute(db);
+  const row = rows[0];
+  if (!row) return null;
+  if (row.stale) await sql`UPDATE mcp_sessions SET last_seen_at = now() WHERE id = ${id}::uuid`.execute(db);
+  return { id, tenantId, revision: row.revision, clientCapabilities: row.client_capabilities };
+}
+
+/** DELETE with the session id: false when there was no such session of this tenant. */
+export async function deleteMcpSession(db: Kysely<Database>, id: string, tenantId: string): Promise<boolean> {
+  if (!UUID.test(id)) return false;
+  const result = await sql`DELETE FROM mcp_sessions WHERE id = ${id}::uuid AND tenant_id = ${tenantId}`.execute(db);
+  return Number(result.numAffectedRows ?? 0) > 0;
+}
+
+/** Retention: sessions idle past the window, at most `limit` of them. */
+export async function deleteIdleMcpSessions(
+  db: Kysely<Database>,
+  limit: number,
+  idleMs = MCP_SESSION_IDLE_MS,
+): Promise<number> {
+  const result = await sql`
+    DELETE FROM mcp_sessions WHERE id IN (
+      SELECT id FROM mcp_sessions WHERE last_seen_at < now() - make_interval(secs => ${idleMs / 1000})
+      ORDER BY last_seen_at LIMIT ${limit})`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
