@@ -1,7 +1,6 @@
 import { parseArgs } from 'node:util';
 import { isTaskgateError, TaskgateError } from '@taskgate/errors';
 import { type LogLevel, loadConfig, NO_TOOLS, splitList } from './config.ts';
-import { createLogger } from './logger.ts';
 import { ROLES, type Role } from './roles.ts';
 import { DUPLICATE_SIGNAL_WINDOW_MS } from './stop-signals.ts';
 
@@ -114,6 +113,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       const args = { ...parseStartArgs(rest), cwd: io.cwd };
       const { config, warnings } = loadConfig(io.env, io.cwd);
       logLevel = config.logLevel;
+      const { createLogger } = await import('./logger.ts');
       const logger = createLogger(config.logLevel);
       for (const warning of warnings) logger.warn({}, warning);
       // Loaded only now: usage and configuration errors answer without loading pg-boss, Fastify and PGlite.
@@ -125,6 +125,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       const { config, warnings } = loadConfig(io.env, io.cwd);
       logLevel = config.logLevel;
       // stdout carries the command's own output; logs go to stderr and only say something when it matters.
+      const { createLogger } = await import('./logger.ts');
       const logger = createLogger(
         config.logLevel === 'debug' || config.logLevel === 'trace' ? config.logLevel : 'warn',
         2,
@@ -142,17 +143,19 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       });
       const { config, warnings } = loadConfig(io.env, io.cwd);
       logLevel = config.logLevel;
-      // stdout is the protocol channel: logs go to stderr.
-      const logger = createLogger(config.logLevel, 2);
-      for (const warning of warnings) logger.warn({}, warning);
-      // Before anything heavy loads: initialize and server/discover are answered from here while
-      // the database, the worker and the catalog start (apps/api/src/mcp/stdio-front.ts).
+      // Before anything heavier loads (even the logger): initialize and server/discover are
+      // answered from here while the database, the worker and the catalog start
+      // (apps/api/src/mcp/stdio-front.ts).
       const { StdioFront } = await import('@taskgate/api/stdio-front');
       const server = { name: 'taskgate', version: await version() };
       const front = new StdioFront({ input: process.stdin, output: process.stdout, server });
       // Loading the rest blocks the event loop for most of a second: the client's first message
       // (a client speaks first, at once) is answered before that, or after 250 ms without one.
       await front.firstLine(FIRST_LINE_WAIT_MS);
+      // stdout is the protocol channel: logs go to stderr.
+      const { createLogger } = await import('./logger.ts');
+      const logger = createLogger(config.logLevel, 2);
+      for (const warning of warnings) logger.warn({}, warning);
       const { runMcpStdio } = await import('./commands/mcp-stdio.ts');
       return await runMcpStdio(
         { worker: values['no-worker'] !== true, tools: toolsOption(values.tools), cwd: io.cwd, front, server },
