@@ -12,7 +12,7 @@ import {
   resultResponse,
 } from '@taskgate/protocol';
 import { discoverResult, initializeResult, type ServerIdentity } from './server-info.ts';
-import { readStdioLines, STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
+import { oversizedLineResponse, readStdioLines, STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
 
 /** What is held before the server is ready; past it stdin is paused, and the client waits. */
 const HELD_BYTES = 16 * 1024 * 1024;
@@ -51,14 +51,7 @@ export class StdioFront {
       maxLineBytes: STDIO_MAX_MESSAGE_BYTES,
       onLine: (line) => this.#onLine(line),
       // Answered here, before and after the hand-over alike: the line itself was never kept.
-      onOversized: () =>
-        this.#write(
-          errorResponse(null, {
-            code: ErrorCode.InvalidRequest,
-            message: `Invalid Request: the message is larger than the ${STDIO_MAX_MESSAGE_BYTES} bytes accepted`,
-            data: { code: 'TG_BODY_TOO_LARGE' },
-          }),
-        ),
+      onOversized: () => this.#write(oversizedLineResponse()),
       onEnd: () => {
         this.#ended = true;
         this.#forward?.end();

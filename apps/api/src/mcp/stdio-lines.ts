@@ -1,7 +1,17 @@
 import type { Readable } from 'node:stream';
+import { ErrorCode, errorResponse } from '@taskgate/protocol';
 
 /** The longest message accepted on stdin: the same 1 MiB as a POST /mcp body. */
 export const STDIO_MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/** The one answer to a line past STDIO_MAX_MESSAGE_BYTES (it has no id: the line was never kept). */
+export function oversizedLineResponse() {
+  return errorResponse(null, {
+    code: ErrorCode.InvalidRequest,
+    message: `Invalid Request: the message is larger than the ${STDIO_MAX_MESSAGE_BYTES} bytes accepted`,
+    data: { code: 'TG_BODY_TOO_LARGE' },
+  });
+}
 
 export interface StdioLinesOptions {
   /** The longest line kept; a longer one is dropped as it arrives, without buffering it. */

@@ -28,7 +28,7 @@ import {
 } from './mcp-methods.ts';
 import { rpcFailure } from './rpc-failures.ts';
 import { hasMetaVersion } from './stdio-front.ts';
-import { readStdioLines, STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
+import { oversizedLineResponse, readStdioLines, STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
 import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
 
 export { STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
@@ -81,14 +81,7 @@ export class StdioServer {
       readStdioLines(options.input, {
         maxLineBytes: STDIO_MAX_MESSAGE_BYTES,
         onLine: (line) => this.#onLine(line),
-        onOversized: () =>
-          this.#write(
-            errorResponse(null, {
-              code: ErrorCode.InvalidRequest,
-              message: `Invalid Request: the message is larger than the ${STDIO_MAX_MESSAGE_BYTES} bytes accepted`,
-              data: { code: 'TG_BODY_TOO_LARGE' },
-            }),
-          ),
+        onOversized: () => this.#write(oversizedLineResponse()),
         onEnd: () => {
           this.#unsubscribeTools?.();
           this.#unsubscribeTools = null;
