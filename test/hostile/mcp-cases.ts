@@ -326,7 +326,7 @@ const mcpCases: McpCase[] = [
     { id: 44 },
   ),
   (() => {
-    const { headers, body } = modern('prompts/list', {}, 45);
+    const { headers, body } = modern('widgets/list', {}, 45);
     return mcp('an unknown method', { headers, body }, 404, -32601, { id: 45 });
   })(),
   ...[
@@ -567,7 +567,26 @@ const stdioCases: StdioCase[] = [
     answer: { id: 1101, rpc: -32602, code: 'TG_JSON_STRING_INVALID' },
   },
   ...[
-    ['an unknown method', 'prompts/list', {}, META, -32601, undefined],
+    ['an unknown method', 'widgets/list', {}, META, -32601, undefined],
+    ['resources/read with a boolean uri', 'resources/read', { uri: true }, META, -32602, undefined],
+    [
+      'resources/read of a uri that names nothing',
+      'resources/read',
+      { uri: 'test://nothing' },
+      META,
+      -32602,
+      undefined,
+    ],
+    ['prompts/get with a number argument', 'prompts/get', { name: 'x', arguments: { a: 1 } }, META, -32602, undefined],
+    ['resources/list with a number cursor', 'resources/list', { cursor: 3 }, META, -32602, undefined],
+    [
+      'completion/complete without a ref',
+      'completion/complete',
+      { argument: { name: 'a', value: '' } },
+      META,
+      -32602,
+      undefined,
+    ],
     ['tools/call without a name', 'tools/call', { arguments: {} }, META, -32602, undefined],
     ['tools/call of an unknown tool', 'tools/call', { name: 'launch_rockets' }, META, -32602, 'TG_TOOL_UNKNOWN'],
     [

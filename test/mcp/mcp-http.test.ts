@@ -101,7 +101,13 @@ describe('POST /mcp (2026-07-28)', () => {
       result: expect.objectContaining({
         resultType: 'complete',
         supportedVersions: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'],
-        capabilities: { tools: { listChanged: true }, extensions: { 'io.modelcontextprotocol/tasks': {} } },
+        capabilities: {
+          tools: { listChanged: true },
+          resources: {},
+          prompts: {},
+          completions: {},
+          extensions: { 'io.modelcontextprotocol/tasks': {} },
+        },
         ttlMs: expect.any(Number),
         cacheScope: 'public',
         _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'taskgate', version: expect.any(String) } },
@@ -167,7 +173,7 @@ describe('POST /mcp (2026-07-28)', () => {
   });
 
   it('answers an unknown method with HTTP 404 and -32601', async () => {
-    expectRpcError(await post(rpc('prompts/list')), 404, -32601);
+    expectRpcError(await post(rpc('widgets/list')), 404, -32601);
   });
 
   it('answers -32020 (400) when the mirrored headers are missing or disagree with the body', async () => {
@@ -393,7 +399,7 @@ describe('POST /mcp: eras, tenancy and loopback', () => {
     const list = await legacy({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, headers);
     expect(list.json().result.tools.length).toBeGreaterThan(0);
     expect(list.json().result.resultType).toBeUndefined();
-    const unknownMethod = await legacy({ jsonrpc: '2.0', id: 2, method: 'prompts/list' }, headers);
+    const unknownMethod = await legacy({ jsonrpc: '2.0', id: 2, method: 'widgets/list' }, headers);
     expect(unknownMethod.statusCode).toBe(200);
     expect(unknownMethod.json().error.code).toBe(-32601);
     const stranger = await legacy(

@@ -155,7 +155,7 @@ describe('MCP over stdio', () => {
     client.send('{"jsonrpc": "2.0", "id": 1, "method": ');
     client.send({ jsonrpc: '2.0', id: 'v', method: 7 });
     client.send({ jsonrpc: '2.0', id: 'm', method: 'tools/list', params: {} });
-    client.request('u', 'prompts/list');
+    client.request('u', 'widgets/list');
     client.send({ jsonrpc: '2.0', id: 'i', method: 'initialize', params: { protocolVersion: '2025-11-25' } });
     await client.answerTo('i');
     await client.answerTo('u');

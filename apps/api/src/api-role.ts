@@ -116,6 +116,8 @@ export async function prepareApiRole(options: ApiRoleOptions): Promise<PreparedA
         events: { pollMs: options.listenNotify ? 1_000 : 250 },
         mcp: {
           tools: services.tools,
+          // The modules' resources and prompts are read here, in the request, like inline tools.
+          ...(options.modules ? { content: options.modules.map((module) => module.content ?? {}) } : {}),
           allowedOrigins: options.allowedOrigins ?? [],
           loopbackOnly: isLoopback(options.host),
           ...(options.clockCaps ? { clockCaps: options.clockCaps } : {}),

@@ -1,6 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Database } from '@taskgate/db';
-import type { ToolCatalog, ToolModule } from '@taskgate/tools';
+import type { ContentSet, ToolCatalog, ToolModule } from '@taskgate/tools';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { type ReadinessProbe, registerHealthRoutes } from './health-routes.ts';
@@ -39,6 +39,8 @@ export interface ApiServerOptions {
     /** POST /mcp: the tools offered (the catalog), guarded like ARCHITECTURE.md asks. */
     readonly mcp?: {
       readonly tools: ToolCatalog;
+      /** The resources, templates and prompts of the modules loaded here. */
+      readonly content?: readonly ContentSet[];
       /** With loopbackOnly, these configure the DNS-rebinding guard of every route, not only /mcp. */
       readonly allowedOrigins: readonly string[];
       readonly loopbackOnly: boolean;
@@ -119,6 +121,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
         service: tasks.service,
         hub: tasks.hub,
         tools: tasks.mcp.tools,
+        ...(tasks.mcp.content ? { content: tasks.mcp.content } : {}),
         server,
         pollMs: tasks.events?.pollMs ?? 1_000,
         logger: options.logger,

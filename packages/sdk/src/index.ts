@@ -1,8 +1,28 @@
 /**
- * @taskgate/sdk: what a tool author depends on. defineTool, the ToolContext a handler gets, and
+ * @taskgate/sdk: what a tool author depends on. defineTool (and defineResource, defineResourceTemplate,
+ * definePrompt), the ToolContext a handler gets, and
  * their types; nothing of the platform (no database, no HTTP), so a tool module stays small and
  * its tests need only this package.
  */
+
+export {
+  type Completer,
+  type ContentContext,
+  definePrompt,
+  defineResource,
+  defineResourceTemplate,
+  type PromptArgument,
+  type PromptDefinition,
+  type PromptMessage,
+  type PromptResult,
+  promptDefinitionProblem,
+  type ResourceContents,
+  type ResourceDefinition,
+  type ResourceTemplateDefinition,
+  resourceDefinitionProblem,
+  resourceTemplateDefinitionProblem,
+  templateVariables,
+} from './content-definition.ts';
 export type {
   AudioContent,
   CommitContext,

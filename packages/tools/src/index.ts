@@ -1,7 +1,24 @@
 export type { AnyTool } from './any-tool.ts';
 export { type CatalogSource, CatalogTools } from './catalog-tools.ts';
+export {
+  ContentRegistry,
+  type ContentSet,
+  type ResolvedResource,
+  type TemplateEntry,
+} from './content-registry.ts';
+export {
+  ContentRunError,
+  complete,
+  DEFAULT_CONTENT_TIMEOUT_MS,
+  getPrompt,
+  MAX_COMPLETION_VALUES,
+  type PromptArgumentsProblem,
+  promptArguments,
+  type ReadContents,
+  readResource,
+} from './content-run.ts';
 export { InlineStore } from './inline-store.ts';
-export { loadToolModules, registryOf } from './module-loader.ts';
+export { contentRegistryOf, loadToolModules, registryOf } from './module-loader.ts';
 export { toolResultProblem } from './result-check.ts';
 export type {
   CommitOutcome,
@@ -16,3 +33,4 @@ export type { ToolCatalog, ToolSpec } from './tool-catalog.ts';
 export { MODULE_EXPORTS, type ModuleErrorDefinition, type ModuleRoutes, type ToolModule } from './tool-module.ts';
 export { type ArgumentCheck, type ArgumentProblem, ToolRegistry } from './tool-registry.ts';
 export { INTERNAL_ERROR, REQUEST_TIMEOUT, type RunSettings, ToolRun } from './tool-run.ts';
+export { UriTemplate } from './uri-template.ts';

@@ -209,3 +209,41 @@ describe('loadToolModules on a tool package as npm installs it', () => {
     expect(missing).toMatch(/Cannot find package 'no-such-package-anywhere' imported from \S+$/);
   });
 });
+
+describe('loadToolModules: resources, resource templates and prompts', () => {
+  const resource = (uri: string) => `{ uri: '${uri}', name: 'r', read: () => [{ text: 'x' }] }`;
+  const prompt = (name: string) => `{ name: '${name}', get: () => ({ messages: [] }) }`;
+
+  it('loads a module that serves only resources and prompts, and keeps them with the module', async () => {
+    const cwd = await folder({
+      'docs.mjs': `export const resources = [${resource('docs://readme')}];\nexport const resourceTemplates = [{ uriTemplate: 'docs://{page}', name: 'page', read: () => null }];\nexport const prompts = [${prompt('summarize')}];\n`,
+    });
+    const [module] = await loadToolModules(['./docs.mjs'], cwd);
+    expect(module?.tools).toEqual([]);
+    expect(module?.content?.resources?.map((r) => r.uri)).toEqual(['docs://readme']);
+    expect(module?.content?.resourceTemplates?.map((t) => t.uriTemplate)).toEqual(['docs://{page}']);
+    expect(module?.content?.prompts?.map((p) => p.name)).toEqual(['summarize']);
+  });
+
+  it('refuses a bad declaration, a URI or prompt twice across modules, and the taskgate: scheme', async () => {
+    const cwd = await folder({
+      'a.mjs': `export const resources = [${resource('docs://readme')}];\nexport const prompts = [${prompt('p')}];\n`,
+      'b.mjs': `export const resources = [${resource('docs://readme')}];\n`,
+      'c.mjs': `export const prompts = [${prompt('p')}];\n`,
+      'own.mjs': `export const resourceTemplates = [{ uriTemplate: 'taskgate://x/{id}', name: 't', read: () => null }];\n`,
+      'relative.mjs': `export const resources = [${resource('readme.md')}];\n`,
+      'operator.mjs': `export const resourceTemplates = [{ uriTemplate: 'docs://{+path}', name: 't', read: () => null }];\n`,
+      'notarray.mjs': `export const prompts = { p: ${prompt('p')} };\n`,
+      'noread.mjs': `export const resources = [{ uri: 'docs://x', name: 'x' }];\n`,
+      'nothing.mjs': 'export const tools = [];\nexport const prompts = [];\n',
+    });
+    expect(await failure(['./a.mjs', './b.mjs'], cwd)).toContain('resource docs://readme is defined twice');
+    expect(await failure(['./a.mjs', './c.mjs'], cwd)).toContain('prompt p is defined twice');
+    expect(await failure(['./own.mjs'], cwd)).toContain("the taskgate: scheme is the platform's own");
+    expect(await failure(['./relative.mjs'], cwd)).toContain('must be an absolute URI');
+    expect(await failure(['./operator.mjs'], cwd)).toContain('{+path} is not a simple {name} expression');
+    expect(await failure(['./notarray.mjs'], cwd)).toContain('its prompts export must be an array');
+    expect(await failure(['./noread.mjs'], cwd)).toContain('resource docs://x: read must be a function');
+    expect(await failure(['./nothing.mjs'], cwd)).toContain('exports no tools');
+  });
+});

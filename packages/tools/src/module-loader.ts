@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { TaskgateError } from '@taskgate/errors';
 import type { AnyTool } from './any-tool.ts';
+import { ContentRegistry, type ContentSet } from './content-registry.ts';
 import type { ModuleErrorDefinition, ModuleRoutes, ToolModule } from './tool-module.ts';
 import { ToolRegistry } from './tool-registry.ts';
 
@@ -41,6 +42,8 @@ export async function loadToolModules(specs: readonly string[], cwd: string): Pr
     }
     modules.push(loaded);
   }
+  // A resource URI, template or prompt name defined by two modules stops start-up here too.
+  contentRegistryOf(modules);
   return modules;
 }
 
@@ -78,16 +81,27 @@ async function loadOne(file: string, cwd: string): Promise<ToolModule> {
     namespace.tools === undefined && typeof fallback === 'object' && fallback !== null
       ? (fallback as Record<string, unknown>)
       : namespace;
-  const tools = source.tools;
-  if (!Array.isArray(tools) || tools.length === 0) {
-    throw invalid(file, 'exports no tools (export const tools = [defineTool({...}), ...])');
+  const tools = source.tools ?? [];
+  const content = contentOf(source, file);
+  if (!Array.isArray(tools)) throw invalid(file, 'its tools export must be an array of defineTool({...})');
+  if (tools.length === 0 && !hasContent(content)) {
+    throw invalid(
+      file,
+      'exports no tools (export const tools = [defineTool({...}), ...]), and no resources, resourceTemplates or prompts',
+    );
   }
   try {
     // Checks each declaration, compiles its schema, and refuses a name defined twice.
     new ToolRegistry(tools as AnyTool[]);
+    new ContentRegistry([content]);
   } catch (error) {
     throw invalid(file, (error as Error).message, error);
   }
+  const reserved = [
+    ...(content.resources ?? []).map((resource) => resource.uri),
+    ...(content.resourceTemplates ?? []).map((template) => template.uriTemplate),
+  ].find((uri) => /^taskgate:/i.test(uri));
+  if (reserved !== undefined) throw invalid(file, `${reserved}: the taskgate: scheme is the platform's own`);
   const name = await nameOf(source.name, file);
   const migrationsDir = await migrationsOf(source.migrations, file);
   if (migrationsDir !== null && source.name === undefined) {
@@ -104,10 +118,38 @@ async function loadOne(file: string, cwd: string): Promise<ToolModule> {
     name,
     file,
     tools: tools as AnyTool[],
+    content,
     migrationsDir,
     routes: (routes as ModuleRoutes | undefined) ?? null,
     errors: errorsOf(source.errors, file),
   };
+}
+
+/** The resources, templates and prompts a module exports: arrays, each entry checked later. */
+function contentOf(source: Record<string, unknown>, file: string): ContentSet {
+  const content: Record<string, unknown[]> = {};
+  for (const field of ['resources', 'resourceTemplates', 'prompts'] as const) {
+    const value = source[field];
+    if (value === undefined) continue;
+    if (!Array.isArray(value)) throw invalid(file, `its ${field} export must be an array`);
+    content[field] = value;
+  }
+  return content as ContentSet;
+}
+
+function hasContent(content: ContentSet): boolean {
+  return (
+    (content.resources?.length ?? 0) + (content.resourceTemplates?.length ?? 0) + (content.prompts?.length ?? 0) > 0
+  );
+}
+
+/** The resources, templates and prompts of the loaded modules, checked together (no URI or name twice). */
+export function contentRegistryOf(modules: readonly ToolModule[], own: readonly ContentSet[] = []): ContentRegistry {
+  try {
+    return new ContentRegistry([...own, ...modules.map((module) => module.content ?? {})]);
+  } catch (error) {
+    throw new TaskgateError('TG_TOOL_MODULE_INVALID', `tool modules: ${(error as Error).message}`, { cause: error });
+  }
 }
 
 const ERROR_CODE = /^[A-Z][A-Z0-9_]{2,63}$/;

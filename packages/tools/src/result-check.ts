@@ -15,7 +15,7 @@ export function toolResultProblem(result: unknown): string | null {
   const { content, structuredContent, isError } = result as Record<string, unknown>;
   if (!Array.isArray(content)) return 'its result has no content array';
   for (const [index, block] of content.entries()) {
-    const problem = blockProblem(block);
+    const problem = contentBlockProblem(block);
     if (problem !== null) return `content[${index}] of its result ${problem}`;
   }
   if (
@@ -46,7 +46,8 @@ const BLOCKS: Readonly<Record<string, Fields>> = {
 };
 const KINDS = [...Object.keys(BLOCKS), 'resource'].join(', ');
 
-function blockProblem(block: unknown): string | null {
+/** What is wrong with one MCP content block (a tool result's, a prompt message's), or null. */
+export function contentBlockProblem(block: unknown): string | null {
   if (typeof block !== 'object' || block === null || Array.isArray(block)) return 'is not a content block object';
   const { type, annotations, _meta } = block as Record<string, unknown>;
   if (typeof type !== 'string') return 'is not a content block with a type';

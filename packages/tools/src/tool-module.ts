@@ -1,4 +1,5 @@
 import type { AnyTool } from './any-tool.ts';
+import type { ContentSet } from './content-registry.ts';
 
 /**
  * Extra HTTP routes a module adds to the API processes that load it: a Fastify plugin (called with
@@ -14,6 +15,8 @@ export interface ToolModule {
   /** The file that was imported (for messages). */
   readonly file: string;
   readonly tools: readonly AnyTool[];
+  /** Its resources, resource templates and prompts (each list possibly empty). */
+  readonly content?: ContentSet;
   /** The folder of its own SQL migrations, or null. */
   readonly migrationsDir: string | null;
   readonly routes: ModuleRoutes | null;
@@ -31,4 +34,13 @@ export interface ModuleErrorDefinition {
 }
 
 /** What a module may export, by name or as the fields of its default export. */
-export const MODULE_EXPORTS = ['name', 'tools', 'migrations', 'routes', 'errors'] as const;
+export const MODULE_EXPORTS = [
+  'name',
+  'tools',
+  'resources',
+  'resourceTemplates',
+  'prompts',
+  'migrations',
+  'routes',
+  'errors',
+] as const;

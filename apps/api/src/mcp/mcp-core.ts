@@ -1,6 +1,6 @@
 import type { TaskProgress } from '@taskgate/db';
 import { type Capabilities, ErrorCode, type JsonRpcId, type ProtocolEra } from '@taskgate/protocol';
-import type { ToolCatalog } from '@taskgate/tools';
+import { ContentRegistry, type ContentSet, type ToolCatalog } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import type { ClockCaps, TaskService } from '../tasks/task-service.ts';
 import { TaskWatcher } from '../tasks/task-watch.ts';
@@ -8,6 +8,7 @@ import { CallRunner } from './dispatch/call-runner.ts';
 import type { MethodOutcome, ServerIdentity } from './mcp-methods.ts';
 import { defaultVersion, servedRevisions } from './revisions/index.ts';
 import type { Revision } from './revisions/revision.ts';
+import { taskResources } from './task-resources.ts';
 import { type ListenSink, readListenFilter, TaskSubscription } from './task-subscriptions.ts';
 
 export interface McpCoreOptions {
@@ -20,6 +21,13 @@ export interface McpCoreOptions {
    */
   readonly tools: ToolCatalog;
   readonly server: ServerIdentity;
+  /**
+   * The resources, resource templates and prompts of the modules loaded in this process (served
+   * here, in the request). Taskgate's own task resources come first and are always there.
+   */
+  readonly content?: readonly ContentSet[];
+  /** Entries per page of resources/list, resources/templates/list and prompts/list (default 100). */
+  readonly listPageSize?: number;
   /** The floor under NOTIFY while a call waits for its task. */
   readonly pollMs: number;
   /** The server's ceiling on tools' clocks (inline calls; durable ones get it from TaskService). */
@@ -75,7 +83,13 @@ export class McpCore {
     this.#options = options;
     this.#watcher = new TaskWatcher(options);
     const runner = new CallRunner(options, this.#watcher);
-    this.#revisions = servedRevisions(runner, this.#watcher);
+    const content = new ContentRegistry([taskResources(options.service, options.server), ...(options.content ?? [])]);
+    this.#revisions = servedRevisions(runner, this.#watcher, {
+      content,
+      server: options.server,
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.listPageSize === undefined ? {} : { pageSize: options.listPageSize }),
+    });
   }
 
   /**

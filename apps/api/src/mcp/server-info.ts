@@ -16,6 +16,13 @@ export interface ServerIdentity {
  */
 export const TOOLS_CAPABILITY = { listChanged: true } as const;
 
+/**
+ * Resources (Taskgate's own task resources are always there, next to the modules'), prompts and
+ * completion. Neither list changes while a process runs (modules load at start-up), so neither
+ * says listChanged; resource subscriptions are not offered.
+ */
+export const CONTENT_CAPABILITIES = { resources: {}, prompts: {}, completions: {} } as const;
+
 export const discoverInstructions =
   'Every tools/call runs as a durable task. Mutations take an idempotencyKey argument; a retry with the same key and arguments returns the first result.';
 
@@ -24,7 +31,7 @@ export function discoverResult(server: ServerIdentity): Record<string, unknown> 
     resultType: 'complete',
     supportedVersions: [...SUPPORTED_PROTOCOL_VERSIONS],
     // The Tasks extension: a client that declares it per request may get a task for a tools/call.
-    capabilities: { tools: TOOLS_CAPABILITY, extensions: { [TASKS_EXTENSION]: {} } },
+    capabilities: { tools: TOOLS_CAPABILITY, ...CONTENT_CAPABILITIES, extensions: { [TASKS_EXTENSION]: {} } },
     instructions: discoverInstructions,
     ttlMs: 3_600_000,
     cacheScope: 'public',
@@ -42,6 +49,7 @@ export function initializeResult(server: ServerIdentity, protocolVersion: string
     protocolVersion,
     capabilities: {
       tools: TOOLS_CAPABILITY,
+      ...CONTENT_CAPABILITIES,
       ...(tasks ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
     },
     serverInfo: server,

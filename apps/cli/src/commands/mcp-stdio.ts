@@ -32,7 +32,8 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
   const lifecycle = new Lifecycle(logger, config.shutdownGraceMs + 2_000);
   lifecycle.installSignalHandlers();
   try {
-    const tools = registryOf(await toolModulesOf(args.tools, config, args.cwd, logger));
+    const modules = await toolModulesOf(args.tools, config, args.cwd, logger);
+    const tools = registryOf(modules);
     if (args.worker && tools.list().length === 0) {
       throw new TaskgateError(
         'TG_USAGE',
@@ -74,6 +75,7 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
         service: services.service,
         hub: services.hub,
         tools: services.tools,
+        content: modules.map((module) => module.content ?? {}),
         server,
         pollMs: listenNotify ? 1_000 : 250,
         clockCaps: clockCaps(config),

@@ -2,6 +2,7 @@ import type { ProtocolEra } from '@taskgate/protocol';
 import { LATEST_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '@taskgate/protocol';
 import type { TaskWatcher } from '../../tasks/task-watch.ts';
 import type { CallRunner } from '../dispatch/call-runner.ts';
+import type { ContentMethodsOptions } from '../dispatch/content-methods.ts';
 import { PROFILE as R2024_11_05 } from './2024-11-05/revision.ts';
 import { PROFILE as R2025_03_26 } from './2025-03-26/revision.ts';
 import { PROFILE as R2025_06_18 } from './2025-06-18/revision.ts';
@@ -16,15 +17,22 @@ import type { Revision } from './revision.ts';
  * their methods and differ by profile; the list of versions is the protocol registry's
  * (packages/protocol/src/revisions/), which a test holds these to.
  */
-export function servedRevisions(runner: CallRunner, watcher: TaskWatcher): ReadonlyMap<string, Revision> {
+export function servedRevisions(
+  runner: CallRunner,
+  watcher: TaskWatcher,
+  content: ContentMethodsOptions,
+): ReadonlyMap<string, Revision> {
   const revisions = new Map<string, Revision>([
-    [LATEST_PROTOCOL_VERSION, { version: LATEST_PROTOCOL_VERSION, era: 'modern', methods: perRequestMethods(runner) }],
+    [
+      LATEST_PROTOCOL_VERSION,
+      { version: LATEST_PROTOCOL_VERSION, era: 'modern', methods: perRequestMethods(runner, content) },
+    ],
   ]);
   for (const profile of [R2025_11_25, R2025_06_18, R2025_03_26, R2024_11_05]) {
     revisions.set(profile.version, {
       version: profile.version,
       era: 'legacy',
-      methods: handshakeMethods(runner, watcher, profile),
+      methods: handshakeMethods(runner, watcher, profile, content),
       ...(profile.tasks ? { statusWatch: statusWatch(watcher, runner.options.pollMs) } : {}),
     });
   }

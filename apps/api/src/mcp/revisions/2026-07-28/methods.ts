@@ -1,7 +1,15 @@
 import { isTaskgateError } from '@taskgate/errors';
-import { declaresTasks, missingCapabilities, TASK_METHODS, TASKS_EXTENSION, TASKS_REQUIRED } from '@taskgate/protocol';
+import {
+  declaresTasks,
+  ErrorCode,
+  missingCapabilities,
+  TASK_METHODS,
+  TASKS_EXTENSION,
+  TASKS_REQUIRED,
+} from '@taskgate/protocol';
 import { taskSupportOf } from '@taskgate/tools';
 import { type CallRunner, DEFAULT_TASK_AFTER_MS } from '../../dispatch/call-runner.ts';
+import { type ContentMethodsOptions, contentMethods } from '../../dispatch/content-methods.ts';
 import type { MethodHandler, MethodTable } from '../../dispatch/method-table.ts';
 import type { RequestContext } from '../../mcp-core.ts';
 import {
@@ -12,12 +20,13 @@ import {
   toolsListResult,
 } from '../../mcp-methods.ts';
 import { createTaskResult, detailedTask, TASK_ACK, unknownTask } from '../../mcp-tasks.ts';
+import { unchanged } from '../revision.ts';
 
 /**
  * The methods of 2026-07-28 (per-request `_meta`, no initialize) with the Tasks extension. A
  * method not in the table is -32601.
  */
-export function perRequestMethods(runner: CallRunner): MethodTable {
+export function perRequestMethods(runner: CallRunner, content: ContentMethodsOptions): MethodTable {
   const { server } = runner.options;
   const tasks = (params: Params, context: RequestContext, method: string) =>
     taskMethod(runner, method, params, context);
@@ -31,6 +40,8 @@ export function perRequestMethods(runner: CallRunner): MethodTable {
     ['tasks/get', (params, context) => tasks(params, context, 'tasks/get')],
     ['tasks/cancel', (params, context) => tasks(params, context, 'tasks/cancel')],
     ['tasks/update', (params, context) => tasks(params, context, 'tasks/update')],
+    // SEP-2164: a URI that names no resource is -32602 with the URI in data; results carry cache hints.
+    ...contentMethods(content, { notFoundCode: ErrorCode.InvalidParams, invalidStatus: 400, result: unchanged }),
   ]);
 }
 

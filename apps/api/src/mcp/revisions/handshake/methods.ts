@@ -2,6 +2,7 @@ import { missingCapabilities } from '@taskgate/protocol';
 import { type ToolSpec, taskSupportOf } from '@taskgate/tools';
 import type { TaskWatcher } from '../../../tasks/task-watch.ts';
 import type { CallRunner } from '../../dispatch/call-runner.ts';
+import { type ContentMethodsOptions, contentMethods } from '../../dispatch/content-methods.ts';
 import type { MethodHandler, MethodTable } from '../../dispatch/method-table.ts';
 import type { RequestContext } from '../../mcp-core.ts';
 import {
@@ -14,13 +15,21 @@ import {
 import { LegacyTaskMethods, legacyTask, legacyTaskRefusal, requestedTask } from '../2025-11-25/tasks.ts';
 import type { HandshakeProfile } from '../revision.ts';
 
+/** server/resources of 2024-11-05 … 2025-11-25: a URI that names no resource. */
+export const RESOURCE_NOT_FOUND = -32002;
+
 /**
  * The methods every revision opened by initialize shares (the transports answer initialize and
  * ping), as `profile` has them: tools, and where the revision has its own tasks, tools/call's
  * `task` param and tasks/get|result|list|cancel. tasks/update is the 2026-07-28 extension's and
  * is not here (-32601). A tool that only runs as a task is not offered where there are no tasks.
  */
-export function handshakeMethods(runner: CallRunner, watcher: TaskWatcher, profile: HandshakeProfile): MethodTable {
+export function handshakeMethods(
+  runner: CallRunner,
+  watcher: TaskWatcher,
+  profile: HandshakeProfile,
+  content: ContentMethodsOptions,
+): MethodTable {
   const { server, service, pollMs } = runner.options;
   const include = profile.tasks ? undefined : (tool: ToolSpec) => taskSupportOf(tool) !== 'required';
   const methods = new Map<string, MethodHandler>([
@@ -50,6 +59,8 @@ export function handshakeMethods(runner: CallRunner, watcher: TaskWatcher, profi
         return outcome?.kind === 'result' ? { kind: 'result', result: profile.callResult(outcome.result) } : outcome;
       },
     ],
+    // Resource not found is -32002 in every handshake revision; results carry no cache hints.
+    ...contentMethods(content, { notFoundCode: RESOURCE_NOT_FOUND, invalidStatus: 200, result: legacyResult }),
   ]);
   if (profile.tasks) {
     const tasks = new LegacyTaskMethods({ service, watcher, server, pollMs });

@@ -1,0 +1,286 @@
+import { ErrorCode, META } from '@taskgate/protocol';
+import {
+  type ContentRegistry,
+  ContentRunError,
+  complete,
+  getPrompt,
+  type PromptArgumentsProblem,
+  promptArguments,
+  readResource,
+} from '@taskgate/tools';
+import { classifyFailure } from '../../http/failures.ts';
+import type { RequestContext } from '../mcp-core.ts';
+import { invalidParams, type MethodOutcome, type ServerIdentity } from '../mcp-methods.ts';
+import { type ListPage, pageOf } from './list-page.ts';
+import type { MethodHandler } from './method-table.ts';
+
+type LogFn = (fields: Record<string, unknown>, message: string) => void;
+
+export interface ContentMethodsOptions {
+  readonly content: ContentRegistry;
+  readonly server: ServerIdentity;
+  readonly logger?: { readonly warn: LogFn };
+  /** Entries per list page (default 100). */
+  readonly pageSize?: number;
+}
+
+/** What a revision does differently with these methods. */
+export interface ContentShape {
+  /** Resource not found: -32602 from 2026-07-28 on (SEP-2164), -32002 before. */
+  readonly notFoundCode: number;
+  /** HTTP status of a malformed request's -32602 (400 on 2026-07-28's HTTP, 200 before). */
+  readonly invalidStatus: number;
+  /** A complete result as the revision sends it (cache hints and resultType, or neither). */
+  readonly result: (result: Record<string, unknown>) => Readonly<Record<string, unknown>>;
+}
+
+/** Lists may be cached a minute: they change only when this process loads other modules (a restart). */
+const LIST_TTL_MS = 60_000;
+export const DEFAULT_PAGE_SIZE = 100;
+
+/**
+ * resources/list, resources/templates/list, resources/read, prompts/list, prompts/get and
+ * completion/complete, the same in every revision but for `shape`. Handlers run in this process
+ * under the request's signal and their own clock; what they throw is logged, and the client gets
+ * -32603 naming the resource or prompt, never the thrown text.
+ */
+export function contentMethods(options: ContentMethodsOptions, shape: ContentShape): [string, MethodHandler][] {
+  const { content, server } = options;
+  const size = options.pageSize ?? DEFAULT_PAGE_SIZE;
+  const bad = (message: string) => invalidParams(message, shape.invalidStatus);
+  const complete_ = (result: Record<string, unknown>, cache: { ttlMs: number; cacheScope: string } | null) =>
+    ok(
+      shape.result({
+        resultType: 'complete',
+        ...result,
+        ...(cache ?? {}),
+        _meta: { [META.serverInfo]: server },
+      }),
+    );
+  const listCache = { ttlMs: LIST_TTL_MS, cacheScope: 'public' };
+  const listed = <T>(
+    name: string,
+    items: readonly T[],
+    key: (item: T) => string,
+    entry: (item: T) => Record<string, unknown>,
+    params: Params,
+  ): MethodOutcome => {
+    const page = pageOf(items, params?.cursor, size, key);
+    if ('problem' in page) return bad(page.problem);
+    return complete_({ [name]: page.items.map(entry), ...nextCursor(page) }, listCache);
+  };
+  const failure = (error: unknown, what: string, context: RequestContext): MethodOutcome | null => {
+    if (!(error instanceof ContentRunError)) throw error;
+    if (error.kind === 'cancelled') return null;
+    // The database away (a task resource's read): the transport's 503 with Retry-After, not a bug.
+    if (error.kind === 'failed' && classifyFailure(error.cause).code === 'TG_SERVICE_UNAVAILABLE') throw error.cause;
+    (context.log ?? options.logger?.warn)?.(
+      { error: error.message, cause: (error.cause as Error | undefined)?.message },
+      `${what} gave no answer`,
+    );
+    return {
+      kind: 'error',
+      httpStatus: 200,
+      error: { code: ErrorCode.InternalError, message: error.message },
+    };
+  };
+
+  return [
+    [
+      'resources/list',
+      (params) =>
+        listed(
+          'resources',
+          content.resources(),
+          (resource) => resource.uri,
+          (resource) => ({
+            uri: resource.uri,
+            name: resource.name,
+            ...pick(resource, ['title', 'description', 'mimeType', 'size', 'annotations']),
+          }),
+          params,
+        ),
+    ],
+    [
+      'resources/templates/list',
+      (params) =>
+        listed(
+          'resourceTemplates',
+          content.templates(),
+          (entry) => entry.definition.uriTemplate,
+          ({ definition }) => ({
+            uriTemplate: definition.uriTemplate,
+            name: definition.name,
+            ...pick(definition, ['title', 'description', 'mimeType', 'annotations']),
+          }),
+          params,
+        ),
+    ],
+    [
+      'resources/read',
+      async (params, context) => {
+        const uri = params?.uri;
+        if (typeof uri !== 'string' || uri === '') return bad('resources/read needs params.uri, a resource URI');
+        const target = content.resolve(uri);
+        try {
+          const contents = target
+            ? await readResource(target, uri, { tenant: context.tenantId, signal: context.signal })
+            : null;
+          if (contents === null) return notFound(shape.notFoundCode, uri);
+          // Contents may be the caller's own (a task, a tenant's data): cached by this client only.
+          return complete_({ contents }, { ttlMs: 0, cacheScope: 'private' });
+        } catch (error) {
+          return failure(error, `resources/read of ${uri}`, context);
+        }
+      },
+    ],
+    [
+      'prompts/list',
+      (params) =>
+        listed(
+          'prompts',
+          content.prompts(),
+          (prompt) => prompt.name,
+          (prompt) => ({
+            name: prompt.name,
+            ...pick(prompt, ['title', 'description']),
+            ...(prompt.arguments ? { arguments: prompt.arguments.map((arg) => ({ ...arg })) } : {}),
+          }),
+          params,
+        ),
+    ],
+    [
+      'prompts/get',
+      async (params, context) => {
+        const name = params?.name;
+        if (typeof name !== 'string' || name === '') return bad('prompts/get needs params.name, the name of a prompt');
+        const prompt = content.prompt(name);
+        if (!prompt) return bad(`there is no prompt named ${JSON.stringify(name)}`);
+        const args = promptArguments(prompt, params?.arguments);
+        if ('problem' in args) return bad(argumentsMessage(name, args));
+        try {
+          const result = await getPrompt(prompt, args.values, { tenant: context.tenantId, signal: context.signal });
+          return complete_({ ...result }, null);
+        } catch (error) {
+          return failure(error, `prompts/get of ${name}`, context);
+        }
+      },
+    ],
+    [
+      'completion/complete',
+      async (params, context) => {
+        const target = completionTarget(content, params);
+        if ('problem' in target) return bad(target.problem);
+        if (!target.completer) return complete_({ completion: { values: [], total: 0, hasMore: false } }, null);
+        try {
+          const completion = await complete(
+            target.label,
+            target.completer,
+            target.value,
+            target.arguments,
+            { tenant: context.tenantId, signal: context.signal },
+            target.timeoutMs,
+          );
+          return complete_({ completion }, null);
+        } catch (error) {
+          return failure(error, `completion/complete of ${target.label}`, context);
+        }
+      },
+    ],
+  ];
+}
+
+type Params = Readonly<Record<string, unknown>> | undefined;
+
+function ok(result: Readonly<Record<string, unknown>>): MethodOutcome {
+  return { kind: 'result', result };
+}
+
+function nextCursor<T>(page: ListPage<T>): Record<string, unknown> {
+  return page.nextCursor === null ? {} : { nextCursor: page.nextCursor };
+}
+
+/** The resource-not-found error (server/resources): its code by revision, the URI in `data`. */
+export function notFound(code: number, uri: string): MethodOutcome {
+  return { kind: 'error', httpStatus: 200, error: { code, message: 'Resource not found', data: { uri } } };
+}
+
+function pick(value: object, fields: readonly string[]): Record<string, unknown> {
+  const picked: Record<string, unknown> = {};
+  for (const field of fields) {
+    const found = (value as Record<string, unknown>)[field];
+    if (found !== undefined) picked[field] = found;
+  }
+  return picked;
+}
+
+function argumentsMessage(name: string, problem: PromptArgumentsProblem): string {
+  return `prompt ${name}: ${problem.problem}`;
+}
+
+interface CompletionTarget {
+  readonly label: string;
+  readonly completer: Parameters<typeof complete>[1] | undefined;
+  readonly value: string;
+  readonly arguments: Readonly<Record<string, string>>;
+  readonly timeoutMs: number | undefined;
+}
+
+/** params.ref and params.argument, checked, and the completer they name (none: no suggestions). */
+function completionTarget(content: ContentRegistry, params: Params): CompletionTarget | { problem: string } {
+  const ref = params?.ref;
+  const argument = params?.argument;
+  if (typeof ref !== 'object' || ref === null || Array.isArray(ref)) {
+    return { problem: 'completion/complete needs params.ref, a ref/prompt or ref/resource reference' };
+  }
+  if (typeof argument !== 'object' || argument === null || Array.isArray(argument)) {
+    return { problem: 'completion/complete needs params.argument, { name, value }' };
+  }
+  const { name, value } = argument as Record<string, unknown>;
+  if (typeof name !== 'string' || typeof value !== 'string') {
+    return { problem: 'params.argument.name and params.argument.value must be strings' };
+  }
+  const given = (params?.context as { arguments?: unknown } | undefined)?.arguments ?? {};
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+    return { problem: 'params.context.arguments must be an object of strings' };
+  }
+  const args: Record<string, string> = {};
+  for (const [key, item] of Object.entries(given)) {
+    if (typeof item !== 'string') return { problem: `params.context.arguments.${key} must be a string` };
+    args[key] = item;
+  }
+  const { type } = ref as Record<string, unknown>;
+  if (type === 'ref/prompt') {
+    const promptName = (ref as Record<string, unknown>).name;
+    const prompt = typeof promptName === 'string' ? content.prompt(promptName) : undefined;
+    if (!prompt) return { problem: `there is no prompt named ${JSON.stringify(promptName)}` };
+    if (!prompt.arguments?.some((arg) => arg.name === name)) {
+      return { problem: `prompt ${prompt.name} has no argument named ${JSON.stringify(name)}` };
+    }
+    return {
+      label: `prompt ${prompt.name} argument ${name}`,
+      completer: prompt.complete?.[name],
+      value,
+      arguments: args,
+      timeoutMs: prompt.timeoutMs,
+    };
+  }
+  if (type === 'ref/resource') {
+    const uri = (ref as Record<string, unknown>).uri;
+    const entry = typeof uri === 'string' ? content.template(uri) : undefined;
+    if (!entry) return { problem: `there is no resource template ${JSON.stringify(uri)}` };
+    if (!entry.matcher.variables.includes(name)) {
+      return {
+        problem: `resource template ${entry.definition.uriTemplate} has no variable named ${JSON.stringify(name)}`,
+      };
+    }
+    return {
+      label: `resource template ${entry.definition.uriTemplate} variable ${name}`,
+      completer: entry.definition.complete?.[name],
+      value,
+      arguments: args,
+      timeoutMs: entry.definition.timeoutMs,
+    };
+  }
+  return { problem: 'params.ref.type must be "ref/prompt" or "ref/resource"' };
+}

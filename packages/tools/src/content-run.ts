@@ -1,0 +1,217 @@
+import { checkJsonValue } from '@taskgate/protocol';
+import type { Completer, ContentContext, PromptDefinition, PromptResult } from '@taskgate/sdk';
+import type { ResolvedResource } from './content-registry.ts';
+import { contentBlockProblem } from './result-check.ts';
+
+/** The default clock of a resource read, a prompt get or a completion. */
+export const DEFAULT_CONTENT_TIMEOUT_MS = 10_000;
+/** completion/complete sends at most this many values (server/utilities/completion). */
+export const MAX_COMPLETION_VALUES = 100;
+
+/**
+ * Why a read, get or completion gave no answer. `cancelled`: the request's signal (nobody is
+ * waiting); `timeout`: its clock; `invalid`: the handler returned something MCP cannot carry;
+ * `failed`: it threw. The message names the handler and never carries the thrown error's text
+ * (that goes to the log, through `cause`).
+ */
+export class ContentRunError extends Error {
+  readonly kind: 'cancelled' | 'timeout' | 'invalid' | 'failed';
+  constructor(kind: ContentRunError['kind'], message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.kind = kind;
+  }
+}
+
+/** One resource's contents as sent: every item with its uri. */
+export type ReadContents = readonly Readonly<Record<string, unknown>>[];
+
+export interface ContentRunContext {
+  readonly tenant: string;
+  /** The request's signal: aborted when the request is cancelled. */
+  readonly signal: AbortSignal;
+}
+
+/** Reads a resolved resource: its contents, or null when its handler says nothing is there. */
+export async function readResource(
+  target: ResolvedResource,
+  uri: string,
+  context: ContentRunContext,
+): Promise<ReadContents | null> {
+  const definition = target.definition;
+  const label = `resource ${'uri' in definition ? definition.uri : definition.uriTemplate}`;
+  const contents = await bounded(label, definition.timeoutMs, context, (ctx) =>
+    target.kind === 'resource' ? target.definition.read(ctx) : target.definition.read(uri, target.variables, ctx),
+  );
+  if (contents === null) return null;
+  if (!Array.isArray(contents) || contents.length === 0) {
+    throw new ContentRunError('invalid', `${label} returned ${describe(contents)}, not an array of contents`);
+  }
+  return contents.map((item, index) => {
+    const problem = contentsProblem(item);
+    if (problem !== null) throw new ContentRunError('invalid', `${label}: contents[${index}] ${problem}`);
+    const fields = item as Record<string, unknown>;
+    return fields.uri === undefined ? { uri, ...fields } : fields;
+  });
+}
+
+/** A prompt's messages for `args` (already checked against its arguments). */
+export async function getPrompt(
+  prompt: PromptDefinition,
+  args: Readonly<Record<string, string>>,
+  context: ContentRunContext,
+): Promise<PromptResult> {
+  const label = `prompt ${prompt.name}`;
+  const result = await bounded(label, prompt.timeoutMs, context, (ctx) => prompt.get(args, ctx));
+  const problem = promptResultProblem(result);
+  if (problem !== null) throw new ContentRunError('invalid', `${label} ${problem}`);
+  return result;
+}
+
+/** A completer's suggestions: at most MAX_COMPLETION_VALUES, with the total and whether there are more. */
+export async function complete(
+  label: string,
+  completer: Completer,
+  value: string,
+  args: Readonly<Record<string, string>>,
+  context: ContentRunContext,
+  timeoutMs?: number,
+): Promise<{ values: string[]; total: number; hasMore: boolean }> {
+  const values = await bounded(label, timeoutMs, context, () => completer(value, { arguments: args }));
+  if (!Array.isArray(values) || values.some((item) => typeof item !== 'string')) {
+    throw new ContentRunError('invalid', `${label} returned ${describe(values)}, not an array of strings`);
+  }
+  const strings = values as string[];
+  return {
+    values: strings.slice(0, MAX_COMPLETION_VALUES),
+    total: strings.length,
+    hasMore: strings.length > MAX_COMPLETION_VALUES,
+  };
+}
+
+/**
+ * Runs a handler under the request's signal and its own clock. The answer does not wait for a
+ * handler that ignores its signal: the race ends at the abort, whatever the handler does after.
+ */
+async function bounded<T>(
+  label: string,
+  timeoutMs: number | undefined,
+  context: ContentRunContext,
+  run: (ctx: ContentContext) => T | Promise<T>,
+): Promise<T> {
+  const ms = timeoutMs ?? DEFAULT_CONTENT_TIMEOUT_MS;
+  const clock = AbortSignal.timeout(ms);
+  const signal = AbortSignal.any([context.signal, clock]);
+  const stopped = () =>
+    context.signal.aborted
+      ? new ContentRunError('cancelled', `${label}: the request was cancelled`)
+      : new ContentRunError('timeout', `${label} did not answer within ${ms} ms`);
+  if (signal.aborted) throw stopped();
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(stopped());
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([
+      Promise.resolve()
+        .then(() => run({ tenant: context.tenant, signal }))
+        .catch((error: unknown) => {
+          if (signal.aborted) throw stopped();
+          throw new ContentRunError('failed', `${label} failed`, { cause: error });
+        }),
+      aborted,
+    ]);
+  } finally {
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+  }
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+function contentsProblem(item: unknown): string | null {
+  if (typeof item !== 'object' || item === null || Array.isArray(item)) return 'is not an object';
+  const { uri, mimeType, text, blob, _meta } = item as Record<string, unknown>;
+  if (uri !== undefined && typeof uri !== 'string') return 'has a uri that is not a string';
+  if (mimeType !== undefined && typeof mimeType !== 'string') return 'has a mimeType that is not a string';
+  if (_meta !== undefined && (typeof _meta !== 'object' || _meta === null || Array.isArray(_meta)))
+    return 'has a _meta that is not an object';
+  if ((text === undefined) === (blob === undefined)) return 'must have exactly one of text and blob';
+  if (text !== undefined && typeof text !== 'string') return 'has a text that is not a string';
+  if (blob !== undefined && (typeof blob !== 'string' || !BASE64.test(blob))) return 'has a blob that is not base64';
+  return jsonProblem(item);
+}
+
+function promptResultProblem(result: unknown): string | null {
+  if (typeof result !== 'object' || result === null || Array.isArray(result)) {
+    return `returned ${describe(result)}, not { messages: [...] }`;
+  }
+  const { messages, description } = result as Record<string, unknown>;
+  if (description !== undefined && typeof description !== 'string')
+    return 'returned a description that is not a string';
+  if (!Array.isArray(messages)) return 'returned no messages array';
+  for (const [index, message] of messages.entries()) {
+    if (typeof message !== 'object' || message === null) return `messages[${index}] is not an object`;
+    const { role, content } = message as Record<string, unknown>;
+    if (role !== 'user' && role !== 'assistant')
+      return `messages[${index}] has a role other than "user" or "assistant"`;
+    const problem = contentBlockProblem(content);
+    if (problem !== null) return `messages[${index}].content ${problem}`;
+  }
+  return jsonProblem(result);
+}
+
+/** A value that JSON.stringify would change or refuse (a BigInt, a cycle) cannot be sent as it is. */
+function jsonProblem(value: object): string | null {
+  try {
+    JSON.stringify(value);
+  } catch (error) {
+    return `is not JSON: ${(error as Error).message.split('\n')[0]}`;
+  }
+  const found = checkJsonValue(value);
+  return found === null ? null : `cannot be sent: ${found.message}`;
+}
+
+function describe(value: unknown): string {
+  if (value === undefined) return 'nothing';
+  try {
+    return JSON.stringify(value)?.slice(0, 60) ?? typeof value;
+  } catch {
+    return typeof value;
+  }
+}
+
+export interface PromptArgumentsProblem {
+  readonly problem: string;
+}
+
+/**
+ * prompts/get's params.arguments for `prompt`: an object of strings (absent: none), every required
+ * argument given, none it does not declare (a misspelt name is said, not dropped).
+ */
+export function promptArguments(
+  prompt: PromptDefinition,
+  given: unknown,
+): { readonly values: Readonly<Record<string, string>> } | PromptArgumentsProblem {
+  const args = given ?? {};
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) {
+    return { problem: 'params.arguments must be an object of strings by argument name' };
+  }
+  const declared = prompt.arguments ?? [];
+  const values: Record<string, string> = {};
+  for (const [name, value] of Object.entries(args)) {
+    if (!declared.some((arg) => arg.name === name)) {
+      const names = declared.map((arg) => arg.name).join(', ');
+      return { problem: `it has no argument named ${JSON.stringify(name)} (its arguments: ${names || 'none'})` };
+    }
+    if (typeof value !== 'string') return { problem: `argument ${name} must be a string, not ${kindOf(value)}` };
+    values[name] = value;
+  }
+  const missing = declared.filter((arg) => arg.required && !Object.hasOwn(values, arg.name)).map((arg) => arg.name);
+  if (missing.length > 0)
+    return { problem: `missing required argument${missing.length > 1 ? 's' : ''} ${missing.join(', ')}` };
+  return { values };
+}
+
+function kindOf(value: unknown): string {
+  return value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`;
+}
