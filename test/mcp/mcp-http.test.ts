@@ -106,6 +106,7 @@ describe('POST /mcp (2026-07-28)', () => {
           resources: {},
           prompts: {},
           completions: {},
+          logging: {},
           extensions: { 'io.modelcontextprotocol/tasks': {} },
         },
         ttlMs: expect.any(Number),

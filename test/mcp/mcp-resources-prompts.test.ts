@@ -258,13 +258,14 @@ describe('prompts/list and prompts/get', () => {
   it('lists every prompt with its arguments, paged', async () => {
     const { items } = await allPages('prompts/list', 'prompts', '2025-06-18');
     expect(items.map((item) => item.name)).toEqual([
+      'test_input_required_result_prompt',
       'test_prompt_with_arguments',
       'test_prompt_with_embedded_resource',
       'test_prompt_with_image',
       'test_simple_prompt',
       'whoami',
     ]);
-    expect(items[0]).toEqual({
+    expect(items[1]).toEqual({
       name: 'test_prompt_with_arguments',
       description: 'A prompt with two required arguments.',
       arguments: [
@@ -373,8 +374,8 @@ describe('completion/complete', () => {
 });
 
 describe('capabilities', () => {
-  it('declares resources, prompts and completions in server/discover', async () => {
+  it('declares resources, prompts, completions and logging in server/discover', async () => {
     const discover = await result('server/discover', {});
-    expect(discover.capabilities).toMatchObject({ resources: {}, prompts: {}, completions: {} });
+    expect(discover.capabilities).toMatchObject({ resources: {}, prompts: {}, completions: {}, logging: {} });
   });
 });

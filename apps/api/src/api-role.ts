@@ -116,6 +116,7 @@ export async function prepareApiRole(options: ApiRoleOptions): Promise<PreparedA
         events: { pollMs: options.listenNotify ? 1_000 : 250 },
         mcp: {
           tools: services.tools,
+          requestStateKey: services.requestStateKey,
           // The modules' resources and prompts are read here, in the request, like inline tools.
           ...(options.modules ? { content: options.modules.map((module) => module.content ?? {}) } : {}),
           allowedOrigins: options.allowedOrigins ?? [],

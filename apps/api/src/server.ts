@@ -41,6 +41,8 @@ export interface ApiServerOptions {
       readonly tools: ToolCatalog;
       /** The resources, templates and prompts of the modules loaded here. */
       readonly content?: readonly ContentSet[];
+      /** The key that signs requestState, the same on every instance (default: this process's own). */
+      readonly requestStateKey?: Buffer;
       /** With loopbackOnly, these configure the DNS-rebinding guard of every route, not only /mcp. */
       readonly allowedOrigins: readonly string[];
       readonly loopbackOnly: boolean;
@@ -122,6 +124,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
         hub: tasks.hub,
         tools: tasks.mcp.tools,
         ...(tasks.mcp.content ? { content: tasks.mcp.content } : {}),
+        ...(tasks.mcp.requestStateKey ? { requestStateKey: tasks.mcp.requestStateKey } : {}),
         server,
         pollMs: tasks.events?.pollMs ?? 1_000,
         logger: options.logger,

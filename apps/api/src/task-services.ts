@@ -9,6 +9,7 @@ import {
   instanceUpkeep,
   PGBOSS_SCHEMA,
   type SweeperSettings,
+  serverSecret,
   TaskAnnouncer,
   type TaskSweeper,
 } from '@taskgate/db';
@@ -62,6 +63,8 @@ export interface TaskServices {
   readonly service: TaskService;
   readonly ledger: LedgerService;
   readonly hub: TaskEventsHub;
+  /** The key that signs MCP requestState, shared by every instance (server_secrets). */
+  readonly requestStateKey: Buffer;
   readonly heartbeat: InstanceHeartbeat;
   readonly sweeper: TaskSweeper | null;
   stop(): Promise<void>;
@@ -133,11 +136,13 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     })();
     return stopped;
   };
+  let requestStateKey: Buffer;
   try {
     await boss.start();
     await hub.start();
     await catalog.start();
     await upkeep.start();
+    requestStateKey = await serverSecret(db, 'mcp-request-state');
   } catch (error) {
     await stop();
     throw error;
@@ -162,6 +167,7 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     service,
     ledger,
     hub,
+    requestStateKey,
     heartbeat: upkeep.heartbeat,
     sweeper: upkeep.sweeper,
     stop,

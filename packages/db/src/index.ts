@@ -87,6 +87,7 @@ export { addOutboxEvents, insertOutboxEvents, type OutboxEvent } from './outbox/
 export { MAX_PREPARED_PER_CONNECTION, REPLAN_AFTER_EXECUTIONS } from './preparing-client.ts';
 export { rawQuery } from './raw-query.ts';
 export type { Database, InstanceKind, TaskEventType, TaskMode, TaskStatus } from './schema.ts';
+export { serverSecret } from './secrets/server-secrets.ts';
 export {
   deleteIdleMcpSessions,
   deleteMcpSession,
@@ -94,6 +95,7 @@ export {
   insertMcpSession,
   MCP_SESSION_IDLE_MS,
   type McpSessionRecord,
+  setMcpSessionLogLevel,
 } from './sessions/mcp-sessions.ts';
 export {
   ensureTaskQueue,

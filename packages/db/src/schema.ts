@@ -159,6 +159,12 @@ export interface ToolCatalogTable {
 }
 
 /** A handshake-era MCP session (migration 0008); packages/db/src/sessions/mcp-sessions.ts owns it. */
+export interface ServerSecretsTable {
+  name: string;
+  secret: Buffer;
+  created_at: GeneratedTimestamp;
+}
+
 export interface McpSessionsTable {
   id: string;
   tenant_id: string;
@@ -166,11 +172,13 @@ export interface McpSessionsTable {
   client_capabilities: JSONColumnType<Record<string, unknown>, string, string> | null;
   created_at: GeneratedTimestamp;
   last_seen_at: GeneratedTimestamp;
+  log_level: string | null;
 }
 
 export interface Database {
   instances: InstancesTable;
   mcp_sessions: McpSessionsTable;
+  server_secrets: ServerSecretsTable;
   tool_catalog: ToolCatalogTable;
   tasks: TasksTable;
   task_events: TaskEventsTable;

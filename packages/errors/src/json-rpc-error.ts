@@ -27,6 +27,8 @@ const INVALID_PARAMS_REASONS: Partial<Record<TaskgateError['code'], string>> = {
   TG_IDEMPOTENCY_KEY_INVALID: 'idempotency_key_invalid',
   TG_IDEMPOTENCY_KEY_MISMATCH: 'idempotency_key_mismatch',
   TG_IDEMPOTENCY_KEY_IN_PROGRESS: 'idempotency_key_in_progress',
+  TG_REQUEST_STATE_INVALID: 'request_state_invalid',
+  TG_INPUT_RESPONSES_INVALID: 'input_responses_invalid',
 };
 
 /**

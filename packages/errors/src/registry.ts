@@ -49,6 +49,16 @@ export const errorRegistry = {
   TG_ORIGIN_NOT_ALLOWED: { title: 'Origin not allowed', httpStatus: 403, exitCode: 77 },
   TG_TOOL_UNKNOWN: { title: 'Unknown tool', httpStatus: 422, exitCode: 65 },
   TG_TOOL_ARGUMENTS_INVALID: { title: 'Tool arguments do not match its input schema', httpStatus: 422, exitCode: 65 },
+  TG_REQUEST_STATE_INVALID: {
+    title: 'requestState is not one this server issued for this request',
+    httpStatus: 400,
+    exitCode: 65,
+  },
+  TG_INPUT_RESPONSES_INVALID: {
+    title: 'inputResponses are not the results of input requests',
+    httpStatus: 400,
+    exitCode: 65,
+  },
   TG_TOOL_VERSION_SKEW: {
     title: "Arguments accepted under another version of the tool do not fit the worker's",
     httpStatus: 422,

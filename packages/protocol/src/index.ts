@@ -18,6 +18,7 @@ export {
   type JsonValueProblemCode,
   MAX_JSON_DEPTH,
 } from './json-value-check.ts';
+export { isLogLevel, LOG_LEVELS, type LogLevel, logLevelPasses } from './logging.ts';
 export {
   eraOf,
   LATEST_PROTOCOL_VERSION,

@@ -1,4 +1,4 @@
-import type { ContentAnnotations, ContentBlock } from './tool-context.ts';
+import type { ContentAnnotations, ContentBlock, InputRequest } from './tool-context.ts';
 
 /**
  * Resources and prompts a module serves next to its tools (MCP server/resources, server/prompts).
@@ -11,6 +11,13 @@ export interface ContentContext {
   readonly tenant: string;
   /** Aborted when the request is cancelled or the read's clock runs out. */
   readonly signal: AbortSignal;
+  /**
+   * Asks the client for input (MCP 2026-07-28 multi round-trip) and resolves with the answers by
+   * key once the client's retry carries every one: until then the request is answered
+   * `input_required` and this handler runs again from the start on the retry. In older revisions
+   * it rejects (they cannot carry such an answer on a read), and the client gets -32603.
+   */
+  input(requests: Readonly<Record<string, InputRequest>>): Promise<Record<string, unknown>>;
 }
 
 /** A resource's contents as a handler returns them: text, or a base64 blob; `uri` defaults to the URI read. */

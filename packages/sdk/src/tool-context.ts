@@ -128,6 +128,18 @@ export interface ToolContext<DB = unknown> {
    * at a bounded interval, so a lost wake-up delays a cancel but never loses it.
    */
   checkpoint(): Promise<void>;
+  /**
+   * A log message for the MCP client (notifications/message on the request's stream), at one of
+   * MCP's levels: sent only to a client that asked for that level or a less severe one
+   * (2026-07-28's per-request logLevel, an older session's logging/setLevel), and only while the
+   * call is answered in its request. `data` is any JSON value; keep secrets out of it. At most 200
+   * messages per call reach the client. A durable task's messages go to the worker's log only.
+   */
+  log(
+    level: 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency',
+    data: unknown,
+    logger?: string,
+  ): void;
   /** Reports progress; only strictly increasing values count, and only they reset the idle clock. */
   progress(value: number, total?: number, message?: string): void;
   /**
@@ -154,6 +166,16 @@ export interface ToolContext<DB = unknown> {
    * When the client has answered every key, the task is queued again and the handler runs from the
    * start; this time input() returns the stored answers at once. Code before input() therefore
    * runs again: keep it repeatable, or put it in step(). Keys must be unique over the task's life.
+   *
+   * An inline tool called over MCP 2026-07-28 asks the same way with no task at all: the call is
+   * answered `input_required` with the missing requests and a signed `requestState`, and the
+   * client's retry runs the handler from the start with every answer so far (multi round-trip).
    */
   input(requests: Readonly<Record<string, InputRequest>>): Promise<Record<string, unknown>>;
+  /**
+   * What the MCP client declared it supports (its ClientCapabilities), for an inline tool called
+   * over MCP 2026-07-28, which declares them per request: a tool asks only for input the client can
+   * give (`elicitation`, `sampling`, `roots`). Undefined in every other call.
+   */
+  readonly clientCapabilities?: Readonly<Record<string, unknown>>;
 }

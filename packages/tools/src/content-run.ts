@@ -1,5 +1,5 @@
 import { checkJsonValue } from '@taskgate/protocol';
-import type { Completer, ContentContext, PromptDefinition, PromptResult } from '@taskgate/sdk';
+import type { Completer, ContentContext, InputRequest, PromptDefinition, PromptResult } from '@taskgate/sdk';
 import type { ResolvedResource } from './content-registry.ts';
 import { contentBlockProblem } from './result-check.ts';
 
@@ -29,6 +29,17 @@ export interface ContentRunContext {
   readonly tenant: string;
   /** The request's signal: aborted when the request is cancelled. */
   readonly signal: AbortSignal;
+  /** A multi round-trip request's answers so far; absent: ctx.input() cannot ask. */
+  readonly answers?: Readonly<Record<string, unknown>>;
+}
+
+/** A handler's ctx.input() of keys the request has no answer for: the request is answered input_required. */
+export class ContentInputAsked extends Error {
+  readonly requests: Readonly<Record<string, InputRequest>>;
+  constructor(requests: Readonly<Record<string, InputRequest>>) {
+    super('the handler asked for input');
+    this.requests = requests;
+  }
 }
 
 /** Reads a resolved resource: its contents, or null when its handler says nothing is there. */
@@ -111,12 +122,28 @@ async function bounded<T>(
     onAbort = () => reject(stopped());
     signal.addEventListener('abort', onAbort, { once: true });
   });
+  const input = async (requests: Readonly<Record<string, InputRequest>>) => {
+    const answers = context.answers;
+    if (answers === undefined) {
+      throw new ContentRunError(
+        'invalid',
+        `${label} asked for input, which only a multi round-trip request can be answered with`,
+      );
+    }
+    const missing = Object.keys(requests).filter((key) => !Object.hasOwn(answers, key));
+    if (missing.length > 0) {
+      throw new ContentInputAsked(Object.fromEntries(missing.map((key) => [key, requests[key] as InputRequest])));
+    }
+    return Object.fromEntries(Object.keys(requests).map((key) => [key, answers[key]]));
+  };
   try {
     return await Promise.race([
       Promise.resolve()
-        .then(() => run({ tenant: context.tenant, signal }))
+        .then(() => run({ tenant: context.tenant, signal, input }))
         .catch((error: unknown) => {
           if (signal.aborted) throw stopped();
+          // Asked for input, or asked where it cannot: the handler's own doing, said as it is.
+          if (error instanceof ContentInputAsked || error instanceof ContentRunError) throw error;
           throw new ContentRunError('failed', `${label} failed`, { cause: error });
         }),
       aborted,

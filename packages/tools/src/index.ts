@@ -7,6 +7,7 @@ export {
   type TemplateEntry,
 } from './content-registry.ts';
 export {
+  ContentInputAsked,
   ContentRunError,
   complete,
   DEFAULT_CONTENT_TIMEOUT_MS,
@@ -32,5 +33,12 @@ export { taskSupportOf } from './task-support.ts';
 export type { ToolCatalog, ToolSpec } from './tool-catalog.ts';
 export { MODULE_EXPORTS, type ModuleErrorDefinition, type ModuleRoutes, type ToolModule } from './tool-module.ts';
 export { type ArgumentCheck, type ArgumentProblem, ToolRegistry } from './tool-registry.ts';
-export { INTERNAL_ERROR, REQUEST_TIMEOUT, type RunSettings, ToolRun } from './tool-run.ts';
+export {
+  INTERNAL_ERROR,
+  type LogEntry,
+  MAX_LOG_MESSAGES,
+  REQUEST_TIMEOUT,
+  type RunSettings,
+  ToolRun,
+} from './tool-run.ts';
 export { UriTemplate } from './uri-template.ts';

@@ -13,6 +13,8 @@ export interface RunTask {
   readonly cancelReason: string | null;
   readonly idleTimeoutMs: number | null;
   readonly maxTimeoutMs: number | null;
+  /** What the MCP client declared for this call, when the call carries it (inline calls). */
+  readonly clientCapabilities?: Readonly<Record<string, unknown>>;
 }
 
 /** Where a task's cancel request stands, as its row says. */
@@ -62,6 +64,14 @@ export interface RunStore {
   recordStep(name: string, result: unknown): Promise<boolean>;
   /** Moves the task to input_required with these outstanding requests. */
   park(requests: Readonly<Record<string, InputRequest>>, message: string): Promise<boolean>;
+  /**
+   * Where the client can be asked in the call itself (an inline call of a handshake revision: the
+   * requests go to the client on the call's stream): the answers by key, instead of parking.
+   */
+  readonly ask?: (
+    requests: Readonly<Record<string, InputRequest>>,
+    signal: AbortSignal,
+  ) => Promise<Readonly<Record<string, unknown>>>;
   /** Completes without local effects (and without an idempotency key). */
   complete(result: ToolResult, reason: string): Promise<boolean>;
   /** The final commit: lock, cancel check, effects, stored result and completion in one transaction. */

@@ -1,4 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
+import { checkJsonValue, isLogLevel, LOG_LEVELS, type LogLevel } from '@taskgate/protocol';
 import { isTerminalStatus, ProgressGate, type ProgressUpdate, TwoClockDeadline } from '@taskgate/reliability';
 import {
   type CommitContext,
@@ -31,7 +32,30 @@ export interface RunSettings {
   readonly now: () => number;
   /** What is wrong with a result of this tool's handler, or null (ToolRegistry.resultProblem). */
   readonly resultProblem?: (result: unknown) => string | null;
+  /** Where ctx.log() messages go (an inline call's client); absent: the run's logger, at debug. */
+  readonly onLog?: (entry: LogEntry) => void;
 }
+
+/** One ctx.log() message. */
+export interface LogEntry {
+  readonly level: LogLevel;
+  readonly data: unknown;
+  readonly logger?: string;
+}
+
+/** Why a value cannot travel as JSON as it is, or null. */
+function jsonValueProblem(value: unknown): string | null {
+  if (value === undefined) return 'undefined';
+  try {
+    JSON.stringify(value);
+  } catch (error) {
+    return (error as Error).message.split('\n')[0] ?? 'not JSON';
+  }
+  return checkJsonValue(value)?.message ?? null;
+}
+
+/** At most this many ctx.log() messages per run go anywhere (server/utilities/logging: rate limit). */
+export const MAX_LOG_MESSAGES = 200;
 
 /** How long a checkpoint waits for its read of the cancel flag before the handler goes on. */
 const CHECKPOINT_READ_WAIT_MS = 100;
@@ -155,9 +179,11 @@ export class ToolRun {
       idempotencyKey: this.task.idempotencyKey,
       checkpoint: () => this.#checkpoint(),
       progress: (value, total, message) => this.#progress(value, total, message),
+      log: (level, data, logger) => this.#log(level, data, logger),
       commit: (effects) => this.#commit(effects, 'handler committed'),
       step: (name, fn) => this.#step(name, fn),
       input: (requests) => this.#input(requests),
+      ...(this.task.clientCapabilities ? { clientCapabilities: this.task.clientCapabilities } : {}),
       sleep: async (ms) => {
         try {
           await delay(ms, undefined, { signal: this.#controller.signal });
@@ -166,6 +192,20 @@ export class ToolRun {
         }
       },
     };
+  }
+
+  #logged = 0;
+
+  #log(level: unknown, data: unknown, logger: unknown): void {
+    if (!isLogLevel(level)) throw new TypeError(`ctx.log level must be one of ${LOG_LEVELS.join(', ')}`);
+    if (logger !== undefined && typeof logger !== 'string') throw new TypeError('ctx.log logger must be a string');
+    const problem = jsonValueProblem(data);
+    if (problem !== null) throw new TypeError(`ctx.log data must be a JSON value: ${problem}`);
+    this.#logged += 1;
+    if (this.#logged > MAX_LOG_MESSAGES) return;
+    const entry: LogEntry = { level, data, ...(logger === undefined ? {} : { logger }) };
+    if (this.#settings.onLog) this.#settings.onLog(entry);
+    else this.#settings.logger.debug({ taskId: this.task.id, tool: this.task.tool, ...entry }, 'tool log message');
   }
 
   async #step<T>(name: string, fn: () => Promise<T>): Promise<T> {
@@ -195,8 +235,20 @@ export class ToolRun {
     const missing = Object.keys(requests).filter((key) => !Object.hasOwn(answers, key));
     if (missing.length === 0) return Object.fromEntries(Object.keys(requests).map((key) => [key, answers[key]]));
     await this.#checkpoint();
-    await this.#flushProgress();
     const outstanding = Object.fromEntries(missing.map((key) => [key, requests[key] as InputRequest]));
+    if (this.#store.ask) {
+      // Asked and answered within the call: nothing parks, the handler goes on with the answers.
+      let got: Readonly<Record<string, unknown>>;
+      try {
+        got = await this.#store.ask(outstanding, this.#controller.signal);
+      } catch (error) {
+        throw this.#controller.signal.aborted ? this.#controller.signal.reason : error;
+      }
+      return Object.fromEntries(
+        Object.keys(requests).map((key) => [key, Object.hasOwn(answers, key) ? answers[key] : got[key]]),
+      );
+    }
+    await this.#flushProgress();
     const parked = await this.#store.park(outstanding, `waiting for input: ${missing.join(', ')}`);
 
     if (parked) {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TaskProgress } from '@taskgate/db';
-import type { ToolResult } from '@taskgate/sdk';
-import { type AnyTool, InlineStore, ToolRun } from '@taskgate/tools';
+import type { InputRequest, ToolResult } from '@taskgate/sdk';
+import { type AnyTool, InlineStore, type LogEntry, ToolRun } from '@taskgate/tools';
 import { type MethodOutcome, runError } from './mcp-methods.ts';
 
 /** No task row, so no flag to read: the request's signal is the only way a cancel arrives. */
@@ -28,11 +28,30 @@ export async function runInline(
     /** The result check a worker applies too: the CallToolResult shape and the outputSchema. */
     resultProblem: (result: unknown) => string | null;
     logger: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogFn };
+    /**
+     * A multi round-trip request (2026-07-28): the answers gathered so far, which ctx.input()
+     * returns, and a missing key ends the run with `{ asked }` instead of failing it.
+     */
+    readonly rounds?: { readonly answers: Readonly<Record<string, unknown>> };
+    readonly clientCapabilities?: Readonly<Record<string, unknown>>;
+    /** Where the handler's ctx.log() messages go. */
+    readonly onLog?: (entry: LogEntry) => void;
+    /**
+     * Asks the client one input request on the call's connection (a handshake revision): its
+     * result. With it, ctx.input() waits for the answers within the call.
+     */
+    readonly askClient?: (request: InputRequest, signal: AbortSignal) => Promise<unknown>;
   },
-): Promise<ToolResult | MethodOutcome | null> {
+): Promise<ToolResult | MethodOutcome | { readonly asked: Readonly<Record<string, InputRequest>> } | null> {
   if (context.signal.aborted) return null;
-  const store = new InlineStore(tool.name, (progress) =>
-    context.onProgress?.({ value: progress.value, total: progress.total ?? null, message: progress.message ?? null }),
+  const store = new InlineStore(
+    tool.name,
+    (progress) =>
+      context.onProgress?.({ value: progress.value, total: progress.total ?? null, message: progress.message ?? null }),
+    {
+      canAsk: context.rounds !== undefined,
+      ...(context.askClient ? { ask: askEach(context.askClient) } : {}),
+    },
   );
   const run = new ToolRun(
     {
@@ -42,7 +61,8 @@ export async function runInline(
       arguments: args,
       attempt: 1,
       idempotencyKey: null,
-      inputResponses: {},
+      inputResponses: context.rounds?.answers ?? {},
+      ...(context.clientCapabilities ? { clientCapabilities: context.clientCapabilities } : {}),
       cancelReason: null,
       idleTimeoutMs: context.limits.idleMs,
       maxTimeoutMs: context.limits.maxMs,
@@ -58,6 +78,8 @@ export async function runInline(
       progressWriteIntervalMs: 0,
       now: Date.now,
       resultProblem: context.resultProblem,
+      // Messages nobody will hear still cost nothing beyond the level check.
+      onLog: context.onLog ?? (() => {}),
     },
   );
   const onCancel = () => run.cancel('the request was cancelled', reasonOf(context.signal.reason));
@@ -68,10 +90,21 @@ export async function runInline(
     context.signal.removeEventListener('abort', onCancel);
   }
   const outcome = store.outcome;
+  if (outcome === null && store.asked !== null && !context.signal.aborted) return { asked: store.asked };
   // Cancelled: the request is gone, and nothing is sent for it.
   if (outcome === null || outcome.status === 'cancelled') return null;
   if (outcome.status === 'completed') return outcome.result as ToolResult;
   return { kind: 'error', httpStatus: 200, error: runError(outcome.error) };
+}
+
+/** Every request of one ctx.input() asked at once; the answers by key once all are in. */
+function askEach(askClient: (request: InputRequest, signal: AbortSignal) => Promise<unknown>) {
+  return async (requests: Readonly<Record<string, InputRequest>>, signal: AbortSignal) => {
+    const entries = await Promise.all(
+      Object.entries(requests).map(async ([key, request]) => [key, await askClient(request, signal)] as const),
+    );
+    return Object.fromEntries(entries);
+  };
 }
 
 function reasonOf(reason: unknown): string | null {

@@ -6,11 +6,14 @@ import {
   insertMcpSession,
   MCP_SESSION_IDLE_MS,
   type McpSessionRecord,
+  setMcpSessionLogLevel,
 } from '@taskgate/db';
-import type { Capabilities } from '@taskgate/protocol';
+import { type Capabilities, isLogLevel, type LogLevel } from '@taskgate/protocol';
 import { RequestCoordinator } from '@taskgate/reliability';
 import type { Kysely } from 'kysely';
 import type { SseStream } from '../sse/sse-stream.ts';
+import { ClientRequests } from './dispatch/client-requests.ts';
+import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 
 /**
  * Sessions of the handshake era (initialize, Mcp-Session-Id), each with its negotiated revision.
@@ -29,6 +32,10 @@ export interface CallScope {
   readonly clientCapabilities?: Capabilities;
   /** The revision negotiated at initialize; undefined without a session (the header says). */
   readonly revision?: string;
+  /** logging/setLevel's level, as the store last said (another instance may have set it). */
+  logLevel: LogLevel | null;
+  /** Requests this server sent the client in this process, awaiting the responses it POSTs. */
+  readonly clientRequests: ClientRequests;
 }
 
 /** Where sessions are kept beyond one process. */
@@ -37,6 +44,8 @@ export interface SessionStore {
   /** The tenant's live session, or null (unknown, another tenant's, idle past its window). */
   find(id: string, tenantId: string): Promise<McpSessionRecord | null>;
   delete(id: string, tenantId: string): Promise<boolean>;
+  /** logging/setLevel; false when the session is gone. */
+  setLogLevel(id: string, tenantId: string, level: LogLevel): Promise<boolean>;
 }
 
 /** Sessions in Postgres (mcp_sessions), shared by every API instance. */
@@ -45,6 +54,7 @@ export function databaseSessionStore(db: Kysely<Database>): SessionStore {
     insert: (session) => insertMcpSession(db, session),
     find: (id, tenantId) => findMcpSession(db, id, tenantId),
     delete: (id, tenantId) => deleteMcpSession(db, id, tenantId),
+    setLogLevel: (id, tenantId, level) => setMcpSessionLogLevel(db, id, tenantId, level),
   };
 }
 
@@ -72,6 +82,12 @@ export function memorySessionStore(options: { idleMs?: number; max?: number; now
       sessions.delete(id);
       return true;
     },
+    setLogLevel: async (id, tenantId, level) => {
+      const entry = sessions.get(id);
+      if (!entry || entry.record.tenantId !== tenantId) return false;
+      entry.record = { ...entry.record, logLevel: level };
+      return true;
+    },
   };
 }
 
@@ -80,6 +96,8 @@ interface Local {
   readonly scope: CallScope;
   /** The session's GET stream in this process, if the client opened one here. */
   stream: SseStream | null;
+  /** Its resources/subscribe set in this process, made on first use. */
+  resources: ResourceSubscriptions | null;
 }
 
 export class LegacySessions {
@@ -103,7 +121,12 @@ export class LegacySessions {
     const id = randomUUID();
     await this.#store.insert({ id, tenantId, revision, clientCapabilities: clientCapabilities ?? null });
     this.#evict();
-    this.#local.set(id, { lastSeen: this.#now(), scope: newScope(clientCapabilities, revision), stream: null });
+    this.#local.set(id, {
+      lastSeen: this.#now(),
+      scope: newScope(clientCapabilities, revision),
+      stream: null,
+      resources: null,
+    });
     return id;
   }
 
@@ -132,9 +155,27 @@ export class LegacySessions {
     }
   }
 
+  /**
+   * The session's resources/subscribe set in this process (made with `create` on first use; its
+   * notifications go to the session's GET stream here), or null for a session not held here.
+   */
+  resourcesOf(sessionId: string, create: (push: (message: Record<string, unknown>) => void) => ResourceSubscriptions) {
+    const local = this.#local.get(sessionId);
+    if (!local) return null;
+    local.resources ??= create((message) => {
+      const uri = String((message.params as { uri?: unknown } | undefined)?.uri);
+      local.stream?.push({ kind: 'replaceable', key: `updated ${uri}`, value: { data: message } });
+    });
+    return local.resources;
+  }
+
   /** Ends every GET stream (the server is closing; a client reopens it elsewhere). */
   closeStreams(): void {
-    for (const local of this.#local.values()) local.stream?.close();
+    for (const local of this.#local.values()) {
+      local.stream?.close();
+      local.resources?.stop();
+      local.resources = null;
+    }
   }
 
   /**
@@ -148,12 +189,14 @@ export class LegacySessions {
       // Deleted or expired (perhaps through another instance): its local part goes too.
       if (local && local.scope.controllers.size === 0) {
         local.stream?.close();
+        local.resources?.stop();
         this.#local.delete(sessionId);
       }
       return null;
     }
     if (local) {
       local.lastSeen = this.#now();
+      local.scope.logLevel = levelOf(record.logLevel);
       return local.scope;
     }
     this.#evict();
@@ -161,7 +204,9 @@ export class LegacySessions {
       lastSeen: this.#now(),
       scope: newScope(record.clientCapabilities ?? undefined, record.revision),
       stream: null,
+      resources: null,
     };
+    created.scope.logLevel = levelOf(record.logLevel);
     this.#local.set(sessionId, created);
     return created.scope;
   }
@@ -176,12 +221,21 @@ export class LegacySessions {
     return scope;
   }
 
+  /** logging/setLevel for the session, for every instance's later requests of it. */
+  async setLogLevel(sessionId: string, tenantId: string, level: LogLevel): Promise<boolean> {
+    const set = await this.#store.setLogLevel(sessionId, tenantId, level);
+    const local = this.#local.get(sessionId);
+    if (set && local) local.scope.logLevel = level;
+    return set;
+  }
+
   /** DELETE with the session id: the client is done with it, on every instance. */
   async close(sessionId: string, tenantId: string): Promise<boolean> {
     const deleted = await this.#store.delete(sessionId, tenantId);
     const local = this.#local.get(sessionId);
     if (deleted && local) {
       local.stream?.close();
+      local.resources?.stop();
       this.#local.delete(sessionId);
     }
     return deleted;
@@ -192,21 +246,29 @@ export class LegacySessions {
     const now = this.#now();
     for (const [id, local] of this.#local) {
       if (now - local.lastSeen > this.#idleMs && local.scope.controllers.size === 0 && !local.stream) {
+        local.resources?.stop();
         this.#local.delete(id);
       }
     }
     while (this.#local.size >= this.#max) {
       const oldest = this.#local.keys().next().value as string;
       this.#local.get(oldest)?.stream?.close();
+      this.#local.get(oldest)?.resources?.stop();
       this.#local.delete(oldest);
     }
   }
+}
+
+function levelOf(value: string | null | undefined): LogLevel | null {
+  return isLogLevel(value) ? value : null;
 }
 
 function newScope(clientCapabilities?: Capabilities, revision?: string): CallScope {
   return {
     requests: new RequestCoordinator(),
     controllers: new Map(),
+    logLevel: null,
+    clientRequests: new ClientRequests(),
     ...(clientCapabilities ? { clientCapabilities } : {}),
     ...(revision ? { revision } : {}),
   };

@@ -1,10 +1,11 @@
 import type { TaskProgress } from '@taskgate/db';
-import { type Capabilities, ErrorCode, type JsonRpcId, type ProtocolEra } from '@taskgate/protocol';
+import { type Capabilities, ErrorCode, type JsonRpcId, type LogLevel, type ProtocolEra } from '@taskgate/protocol';
 import { ContentRegistry, type ContentSet, type ToolCatalog } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import type { ClockCaps, TaskService } from '../tasks/task-service.ts';
 import { TaskWatcher } from '../tasks/task-watch.ts';
 import { CallRunner } from './dispatch/call-runner.ts';
+import { type ResourceSubscriptions, resourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import type { MethodOutcome, ServerIdentity } from './mcp-methods.ts';
 import { defaultVersion, servedRevisions } from './revisions/index.ts';
 import type { Revision } from './revisions/revision.ts';
@@ -26,6 +27,11 @@ export interface McpCoreOptions {
    * here, in the request). Taskgate's own task resources come first and are always there.
    */
   readonly content?: readonly ContentSet[];
+  /**
+   * The key that signs requestState (multi round-trip requests): the same on every instance a
+   * retry may reach (TaskServices reads it from Postgres). Absent: a random key of this process.
+   */
+  readonly requestStateKey?: Buffer;
   /** Entries per page of resources/list, resources/templates/list and prompts/list (default 100). */
   readonly listPageSize?: number;
   /** The floor under NOTIFY while a call waits for its task. */
@@ -64,6 +70,26 @@ export interface RequestContext {
   readonly era?: ProtocolEra;
   /** The revision the request speaks (negotiated at initialize, or per request). */
   readonly revision?: string;
+  /**
+   * The least severe level of notifications/message this request hears (2026-07-28: its `_meta`
+   * logLevel; before: the session's logging/setLevel); absent or null: none.
+   */
+  readonly logLevel?: LogLevel | null;
+  /** Where the request's notifications/message go (its response stream, or the pipe). */
+  readonly onLog?: (notification: Record<string, unknown>) => void;
+  /**
+   * Sends the client a request on this request's connection (elicitation/create and the like, as
+   * handshake revisions make them) and resolves with its result; rejects when `signal` aborts.
+   */
+  readonly askClient?: (
+    method: string,
+    params: Readonly<Record<string, unknown>>,
+    signal: AbortSignal,
+  ) => Promise<unknown>;
+  /** The connection's resources/subscribe set (handshake revisions; absent: none to keep it in). */
+  readonly resourceSubscriptions?: ResourceSubscriptions;
+  /** logging/setLevel: keeps the level for the connection's later requests (handshake revisions). */
+  readonly setLogLevel?: (level: LogLevel) => Promise<void> | void;
   /** Sees each status change of the task a 2025-11-25 tasks/result waits for, as its notification. */
   readonly onTaskStatus?: (notification: Record<string, unknown>) => void;
 }
@@ -123,6 +149,17 @@ export class McpCore {
    */
   watchStatus(tenantId: string, revision: string, send: (notification: Record<string, unknown>) => void) {
     return this.#revisions.get(revision)?.statusWatch?.(tenantId, send) ?? null;
+  }
+
+  /**
+   * A connection's resources/subscribe set (handshake revisions): notifications/resources/updated
+   * go to `send` (the session's GET stream, the pipe). `stop` it with the connection.
+   */
+  resourceSubscriptions(
+    tenantId: string,
+    send: (notification: Record<string, unknown>) => void,
+  ): ResourceSubscriptions {
+    return resourceSubscriptions(this.#watcher, this.#options.pollMs, tenantId, send);
   }
 
   /**

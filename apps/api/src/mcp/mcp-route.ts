@@ -11,6 +11,7 @@ import {
   invalidJsonValueError,
   type JsonRpcId,
   LEGACY_PROTOCOL_VERSIONS,
+  type LogLevel,
   negotiateHandshake,
   type ProtocolEra,
   parseCancelledParams,
@@ -172,12 +173,26 @@ async function handle(
   const message = classifyMessage(request.body);
   if (message.kind === 'invalid') return reply.code(400).send(errorResponse(message.id, message.error));
   if (message.kind === 'response') {
-    return reply.code(400).send(
-      errorResponse(message.id, {
-        code: ErrorCode.InvalidRequest,
-        message: 'clients send requests and notifications only',
-      }),
-    );
+    // A handshake client's answer to a request this server sent it (elicitation/create, ...): 202,
+    // matched in its session's scope. Only the instance holding the call has the request.
+    const sessionHeader = single(request.headers['mcp-session-id']);
+    const scope =
+      sessionHeader === undefined ? null : await sessions.scopeOf(sessionHeader, tenants.get(request) as string);
+    if (!scope) {
+      return reply.code(sessionHeader === undefined ? 400 : 404).send(
+        errorResponse(message.id, {
+          code: ErrorCode.InvalidRequest,
+          message:
+            sessionHeader === undefined
+              ? 'a response answers a request of this server, which only a session receives'
+              : 'unknown session; send initialize again',
+        }),
+      );
+    }
+    if (!scope.clientRequests.answer(request.body as Record<string, unknown>)) {
+      request.log.debug({ id: message.id }, 'a response answered no request waiting in this process');
+    }
+    return reply.code(202).send();
   }
   // The one decoded-input check REST and stdio run too: a value Postgres cannot store (NUL, an
   // unpaired surrogate), a non-finite number or nesting past MAX_JSON_DEPTH is -32602 before any
@@ -246,7 +261,11 @@ async function handle(
     reply,
     id,
     params,
-    { tenantId, clientCapabilities: metadata.metadata.clientCapabilities },
+    {
+      tenantId,
+      clientCapabilities: metadata.metadata.clientCapabilities,
+      logLevel: metadata.metadata.logLevel ?? null,
+    },
     options,
   );
 }
@@ -312,6 +331,7 @@ async function handleLegacy(
         tenantId: context.tenantId,
         era: 'legacy',
         revision,
+        logLevel: scope.logLevel,
         ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
       },
       options,
@@ -342,6 +362,11 @@ async function handleLegacy(
       value: { data: notification },
     });
   };
+  // resources/subscribe's set lives with the session in this process; updates go to its GET stream.
+  const resourceSubscriptions =
+    context.sessionId === undefined
+      ? null
+      : sessions.resourcesOf(context.sessionId, (push) => options.core.resourceSubscriptions(context.tenantId, push));
   let outcome: MethodOutcome | null;
   try {
     outcome = await options.core.request(method, params, {
@@ -351,6 +376,15 @@ async function handleLegacy(
       revision,
       ...(method === 'tasks/result' ? { onTaskStatus } : {}),
       ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
+      // logging/setLevel is kept with the session, for whichever instance serves its next request.
+      ...(context.sessionId === undefined
+        ? {}
+        : {
+            setLogLevel: async (level: LogLevel) => {
+              await sessions.setLogLevel(context.sessionId as string, context.tenantId, level);
+            },
+          }),
+      ...(resourceSubscriptions ? { resourceSubscriptions } : {}),
     });
   } catch (error) {
     // Once the SSE stream is open its status is sent: the failure is its last event.
@@ -484,6 +518,7 @@ async function callTool(
     readonly clientCapabilities?: Capabilities;
     readonly era?: ProtocolEra;
     readonly revision?: string;
+    readonly logLevel?: LogLevel | null;
   },
   options: RouteOptions,
   scope?: CallScope,
@@ -525,6 +560,13 @@ async function callTool(
     return progress;
   };
   const sseTimer = setTimeout(toSse, options.sseAfterMs ?? DEFAULT_SSE_AFTER_MS);
+  // A handshake session's inline tool asks its client on this call's stream (requests of the
+  // server's own, answered by POSTed responses matched in the session's scope).
+  const askClient =
+    scope && caller.era === 'legacy'
+      ? (method: string, askParams: Readonly<Record<string, unknown>>, signal: AbortSignal) =>
+          scope.clientRequests.ask(method, askParams, (message) => toSse()?.message(message), signal)
+      : undefined;
   let outcome: MethodOutcome | null;
   try {
     outcome = await options.core.request('tools/call', params, {
@@ -532,6 +574,9 @@ async function callTool(
       signal: stop.signal,
       // Only a call that asked for progress watches it: the others read their task once, at the end.
       ...(progressToken === null ? {} : { onProgress: (update: TaskProgress) => toSse()?.offer(update) }),
+      // A log message turns the answer into SSE, as progress does: it must go before the response.
+      onLog: (notification: Record<string, unknown>) => toSse()?.message(notification),
+      ...(askClient ? { askClient } : {}),
       log: (fields: Record<string, unknown>, message: string) => request.log.warn(fields, message),
     });
   } catch (error) {

@@ -66,6 +66,17 @@ export class ProgressStream {
     });
   }
 
+  /**
+   * A notification of the request's own (notifications/message): in order with progress, and
+   * dropped, never the response, for a reader that stalls.
+   */
+  message(notification: Record<string, unknown>): void {
+    this.#messages += 1;
+    this.#stream.push({ kind: 'replaceable', key: `message-${this.#messages}`, value: { data: notification } });
+  }
+
+  #messages = 0;
+
   finish(id: JsonRpcId, outcome: MethodOutcome): void {
     // The latest progress goes before the response (it may be coalesced or dropped; the response never is).
     if (this.#held) {

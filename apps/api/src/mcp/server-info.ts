@@ -17,11 +17,11 @@ export interface ServerIdentity {
 export const TOOLS_CAPABILITY = { listChanged: true } as const;
 
 /**
- * Resources (Taskgate's own task resources are always there, next to the modules'), prompts and
- * completion. Neither list changes while a process runs (modules load at start-up), so neither
- * says listChanged; resource subscriptions are not offered.
+ * Resources (Taskgate's own task resources are always there, next to the modules'), prompts,
+ * completion and logging (tools' ctx.log(), as notifications/message). Neither list changes while a
+ * process runs (modules load at start-up), so neither says listChanged.
  */
-export const CONTENT_CAPABILITIES = { resources: {}, prompts: {}, completions: {} } as const;
+export const CONTENT_CAPABILITIES = { resources: {}, prompts: {}, completions: {}, logging: {} } as const;
 
 export const discoverInstructions =
   'Every tools/call runs as a durable task. Mutations take an idempotencyKey argument; a retry with the same key and arguments returns the first result.';
@@ -50,6 +50,8 @@ export function initializeResult(server: ServerIdentity, protocolVersion: string
     capabilities: {
       tools: TOOLS_CAPABILITY,
       ...CONTENT_CAPABILITIES,
+      // resources/subscribe is this era's (2026-07-28 subscribes through subscriptions/listen).
+      resources: { subscribe: true },
       ...(tasks ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
     },
     serverInfo: server,

@@ -12,11 +12,14 @@ import {
   type JsonRpcId,
   LATEST_PROTOCOL_VERSION,
   LEGACY_PROTOCOL_VERSIONS,
+  type LogLevel,
   negotiateHandshake,
   parseCancelledParams,
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
+import { ClientRequests } from './dispatch/client-requests.ts';
 import { progressNotification, progressTokenOf } from './dispatch/progress.ts';
+import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import type { McpCore } from './mcp-core.ts';
 import {
   capabilitiesOf,
@@ -70,6 +73,12 @@ export class StdioServer {
   #revision = LEGACY_PROTOCOL_VERSIONS[0] as string;
   /** What a 2025-11-25 client declared at initialize (that era declares once per connection). */
   #legacyCapabilities: Capabilities | undefined;
+  /** The pipe's resources/subscribe set (handshake revisions), made on first use. */
+  #resources: ResourceSubscriptions | null = null;
+  /** Requests this server sent the client on this pipe, awaiting the client's responses. */
+  readonly #clientRequests = new ClientRequests();
+  /** The pipe's logging/setLevel (handshake revisions); null until the client sets one. */
+  #logLevel: LogLevel | null = null;
   /** A 2025-11-25 client hears of tool list changes from initialize on; null until then. */
   #unsubscribeTools: (() => void) | null = null;
   /** A list change that found stdout full: written once it drains (one says it all). */
@@ -125,7 +134,9 @@ export class StdioServer {
         this.#write(errorResponse(message.id, message.error));
         return;
       case 'response':
-        return; // this server sends no requests, so there is nothing a response could answer
+        // An answer to a request this server sent (elicitation/create, ...); any other is ignored.
+        this.#clientRequests.answer(value as Record<string, unknown>);
+        return;
       case 'notification':
         if (message.method === 'notifications/cancelled') this.#onCancelled(message.params);
         return;
@@ -192,6 +203,7 @@ export class StdioServer {
       return;
     }
     let clientCapabilities = this.#legacyCapabilities;
+    let logLevel = modern ? null : this.#logLevel;
     if (modern) {
       const fields = checkMetaFields(params);
       if (!fields.ok) {
@@ -199,6 +211,7 @@ export class StdioServer {
         return;
       }
       clientCapabilities = fields.metadata.clientCapabilities;
+      logLevel = fields.metadata.logLevel ?? null;
     }
 
     if (modern && method === 'subscriptions/listen') {
@@ -216,6 +229,19 @@ export class StdioServer {
         ...(clientCapabilities ? { clientCapabilities } : {}),
         era: modern ? 'modern' : 'legacy',
         ...(modern ? {} : { revision: this.#revision }),
+        logLevel,
+        // Best effort, like progress: a message is dropped rather than queued behind a full pipe.
+        onLog: (notification) => this.#writeProgress(notification),
+        ...(modern
+          ? {}
+          : {
+              setLogLevel: (level: LogLevel) => {
+                this.#logLevel = level;
+              },
+              askClient: (method: string, askParams: Readonly<Record<string, unknown>>, signal: AbortSignal) =>
+                this.#clientRequests.ask(method, askParams, (message) => this.#write(message), signal),
+              resourceSubscriptions: this.#resourceSubscriptions(),
+            }),
         log: (fields, message) => this.#options.logger.warn(fields, message),
       })
       .then(
@@ -321,6 +347,18 @@ export class StdioServer {
       this.#options.logger.warn({ requestId: id, error: error.message }, 'subscriptions/listen failed to start');
       stop();
     });
+  }
+
+  /** The pipe's resources/subscribe set; notifications/resources/updated go on the pipe. Stops with it. */
+  #resourceSubscriptions(): ResourceSubscriptions {
+    if (!this.#resources) {
+      const subscriptions = this.#options.core.resourceSubscriptions(this.#options.tenantId, (message) =>
+        this.#write(message),
+      );
+      this.#resources = subscriptions;
+      void this.#closed.then(() => subscriptions.stop());
+    }
+    return this.#resources;
   }
 
   /**

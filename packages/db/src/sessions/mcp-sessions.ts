@@ -18,6 +18,8 @@ export interface McpSessionRecord {
   readonly tenantId: string;
   readonly revision: string;
   readonly clientCapabilities: Readonly<Record<string, unknown>> | null;
+  /** logging/setLevel's level; null (or absent on insert): none set. */
+  readonly logLevel?: string | null;
 }
 
 export async function insertMcpSession(db: Kysely<Database>, session: McpSessionRecord): Promise<void> {
@@ -43,16 +45,37 @@ export async function findMcpSession(
   const { rows } = await sql<{
     revision: string;
     client_capabilities: Record<string, unknown> | null;
+    log_level: string | null;
     stale: boolean;
   }>`
-    SELECT revision, client_capabilities, last_seen_at < now() - make_interval(secs => ${TOUCH_EVERY_MS / 1000}) AS stale
+    SELECT revision, client_capabilities, log_level, last_seen_at < now() - make_interval(secs => ${TOUCH_EVERY_MS / 1000}) AS stale
     FROM mcp_sessions
     WHERE id = ${id}::uuid AND tenant_id = ${tenantId}
       AND last_seen_at > now() - make_interval(secs => ${idleMs / 1000})`.execute(db);
   const row = rows[0];
   if (!row) return null;
   if (row.stale) await sql`UPDATE mcp_sessions SET last_seen_at = now() WHERE id = ${id}::uuid`.execute(db);
-  return { id, tenantId, revision: row.revision, clientCapabilities: row.client_capabilities };
+  return {
+    id,
+    tenantId,
+    revision: row.revision,
+    clientCapabilities: row.client_capabilities,
+    logLevel: row.log_level,
+  };
+}
+
+/** logging/setLevel: false when there is no such live session of this tenant. */
+export async function setMcpSessionLogLevel(
+  db: Kysely<Database>,
+  id: string,
+  tenantId: string,
+  level: string,
+): Promise<boolean> {
+  if (!UUID.test(id)) return false;
+  const result = await sql`
+    UPDATE mcp_sessions SET log_level = ${level}, last_seen_at = now()
+    WHERE id = ${id}::uuid AND tenant_id = ${tenantId}`.execute(db);
+  return (result.numAffectedRows ?? 0n) > 0n;
 }
 
 /** DELETE with the session id: false when there was no such session of this tenant. */

@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import type { TaskProgress, TaskRecord } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
-import { ErrorCode } from '@taskgate/protocol';
+import { ErrorCode, logLevelPasses, missingCapabilities } from '@taskgate/protocol';
+import type { InputRequest } from '@taskgate/sdk';
 import type { AnyTool } from '@taskgate/tools';
 import { type CreateTaskInput, cappedClocks } from '../../tasks/task-service.ts';
 import type { TaskWatcher } from '../../tasks/task-watch.ts';
@@ -15,6 +17,8 @@ import {
   withServerInfo,
 } from '../mcp-methods.ts';
 import { createTaskResult } from '../mcp-tasks.ts';
+import { RequestStateSealer } from './request-state.ts';
+import { CAPABILITY_OF, type Round, RoundTrips } from './round-trips.ts';
 
 export const DEFAULT_TASK_AFTER_MS = 500;
 
@@ -44,12 +48,17 @@ const SILENT: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogF
  */
 export class CallRunner {
   readonly options: McpCoreOptions;
+  /** Multi round-trip requests, for the revisions that have them. */
+  readonly rounds: RoundTrips;
   readonly #watcher: TaskWatcher;
   readonly #lists = new Map<object, { readonly version: string; readonly outcome: MethodOutcome }>();
 
   constructor(options: McpCoreOptions, watcher: TaskWatcher) {
     this.options = options;
     this.#watcher = watcher;
+    // Without a shared key (tests, a lone process), one of this process's own: its states are
+    // good here until it restarts.
+    this.rounds = new RoundTrips(new RequestStateSealer({ key: options.requestStateKey ?? randomBytes(32) }));
   }
 
   /**
@@ -75,7 +84,16 @@ export class CallRunner {
     return outcome;
   }
 
-  async inline(tool: AnyTool, args: Record<string, unknown>, context: RequestContext): Promise<MethodOutcome | null> {
+  /**
+   * An inline tool's call. With `round` (a revision with multi round-trip requests), ctx.input()
+   * of a key not yet answered ends the call input_required; without one it fails the call.
+   */
+  async inline(
+    tool: AnyTool,
+    args: Record<string, unknown>,
+    context: RequestContext,
+    round?: Round,
+  ): Promise<MethodOutcome | null> {
     const check = this.options.tools.check(tool.name, args);
     if (!check.ok) {
       return refusal(
@@ -94,11 +112,41 @@ export class CallRunner {
       resultProblem: (result) => this.options.tools.resultProblem(tool.name, result),
       logger: this.options.logger ?? SILENT,
       ...(context.onProgress ? { onProgress: context.onProgress } : {}),
+      ...(round ? { rounds: { answers: round.answers } } : {}),
+      ...(round || !context.askClient ? {} : { askClient: this.#askClient(context, tool.name) }),
+      onLog: (entry) => {
+        if (!logLevelPasses(entry.level, context.logLevel)) return;
+        context.onLog?.({ jsonrpc: '2.0', method: 'notifications/message', params: { ...entry } });
+      },
+      ...(context.clientCapabilities ? { clientCapabilities: context.clientCapabilities } : {}),
     });
     if (outcome === null || 'kind' in outcome) return outcome;
+    if ('asked' in outcome) return this.rounds.ask(round as Round, outcome.asked, context, `tool ${tool.name}`);
     return {
       kind: 'result',
       result: withServerInfo(outcome as unknown as Record<string, unknown>, this.options.server),
+    };
+  }
+
+  /**
+   * An inline tool's input asked on the call's connection: only kinds the client declared at
+   * initialize (a server must not send what the client cannot answer), each as its own request.
+   */
+  #askClient(context: RequestContext, tool: string) {
+    const ask = context.askClient as NonNullable<RequestContext['askClient']>;
+    return (request: InputRequest, signal: AbortSignal) => {
+      const capability = CAPABILITY_OF[request.method];
+      if (capability === undefined) {
+        return Promise.reject(
+          new Error(`tool ${tool} asked for input with method ${request.method}, which MCP does not define`),
+        );
+      }
+      if (missingCapabilities({ [capability]: {} }, context.clientCapabilities)) {
+        return Promise.reject(
+          new Error(`tool ${tool} needs ${request.method}, and the client did not declare ${capability} at initialize`),
+        );
+      }
+      return ask(request.method, request.params, signal);
     };
   }
 

@@ -1,5 +1,6 @@
 import { ErrorCode, META } from '@taskgate/protocol';
 import {
+  ContentInputAsked,
   type ContentRegistry,
   ContentRunError,
   complete,
@@ -13,6 +14,8 @@ import type { RequestContext } from '../mcp-core.ts';
 import { invalidParams, type MethodOutcome, type ServerIdentity } from '../mcp-methods.ts';
 import { type ListPage, pageOf } from './list-page.ts';
 import type { MethodHandler } from './method-table.ts';
+import { MAX_RESOURCE_SUBSCRIPTIONS } from './resource-subscriptions.ts';
+import type { Round, RoundTrips } from './round-trips.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -32,6 +35,10 @@ export interface ContentShape {
   readonly invalidStatus: number;
   /** A complete result as the revision sends it (cache hints and resultType, or neither). */
   readonly result: (result: Record<string, unknown>) => Readonly<Record<string, unknown>>;
+  /** Multi round-trip requests, where the revision has them: handlers' ctx.input() asks the client. */
+  readonly rounds?: RoundTrips;
+  /** resources/subscribe and resources/unsubscribe, where the revision has them. */
+  readonly subscribe?: boolean;
 }
 
 /** Lists may be cached a minute: they change only when this process loads other modules (a restart). */
@@ -58,6 +65,12 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
       }),
     );
   const listCache = { ttlMs: LIST_TTL_MS, cacheScope: 'public' };
+  /** The round a request starts, where the revision has them (an outcome: refused before anything runs). */
+  const begin = (
+    params: Params,
+    context: RequestContext,
+    subject: { method: string; name: string; arguments?: unknown },
+  ): Round | MethodOutcome | undefined => shape.rounds?.begin(params, context, subject);
   const listed = <T>(
     name: string,
     items: readonly T[],
@@ -69,7 +82,15 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
     if ('problem' in page) return bad(page.problem);
     return complete_({ [name]: page.items.map(entry), ...nextCursor(page) }, listCache);
   };
-  const failure = (error: unknown, what: string, context: RequestContext): MethodOutcome | null => {
+  const failure = (
+    error: unknown,
+    what: string,
+    context: RequestContext,
+    round: Round | undefined,
+  ): MethodOutcome | null => {
+    if (error instanceof ContentInputAsked && round && shape.rounds) {
+      return shape.rounds.ask(round, error.requests, context, what);
+    }
     if (!(error instanceof ContentRunError)) throw error;
     if (error.kind === 'cancelled') return null;
     // The database away (a task resource's read): the transport's 503 with Retry-After, not a bug.
@@ -85,7 +106,39 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
     };
   };
 
+  const subscriptions: [string, MethodHandler][] = shape.subscribe
+    ? [
+        [
+          'resources/subscribe',
+          (params, context) => {
+            const uri = params?.uri;
+            if (typeof uri !== 'string' || uri === '')
+              return bad('resources/subscribe needs params.uri, a resource URI');
+            if (!content.resolve(uri)) return notFound(shape.notFoundCode, uri);
+            if (!context.resourceSubscriptions)
+              return bad('resources/subscribe needs a session: send initialize first');
+            if (!context.resourceSubscriptions.subscribe(uri)) {
+              return bad(`this connection is subscribed to ${MAX_RESOURCE_SUBSCRIPTIONS} resources already`);
+            }
+            return ok({});
+          },
+        ],
+        [
+          'resources/unsubscribe',
+          (params, context) => {
+            const uri = params?.uri;
+            if (typeof uri !== 'string' || uri === '') {
+              return bad('resources/unsubscribe needs params.uri, a resource URI');
+            }
+            context.resourceSubscriptions?.unsubscribe(uri);
+            return ok({});
+          },
+        ],
+      ]
+    : [];
+
   return [
+    ...subscriptions,
     [
       'resources/list',
       (params) =>
@@ -122,15 +175,22 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
         const uri = params?.uri;
         if (typeof uri !== 'string' || uri === '') return bad('resources/read needs params.uri, a resource URI');
         const target = content.resolve(uri);
+        if (!target) return notFound(shape.notFoundCode, uri);
+        const round = begin(params, context, { method: 'resources/read', name: uri });
+        if (round && 'kind' in round) return round;
         try {
-          const contents = target
-            ? await readResource(target, uri, { tenant: context.tenantId, signal: context.signal })
-            : null;
+          const contents = await readResource(target, uri, {
+            tenant: context.tenantId,
+            signal: context.signal,
+            ...(round ? { answers: round.answers } : {}),
+          });
           if (contents === null) return notFound(shape.notFoundCode, uri);
           // Contents may be the caller's own (a task, a tenant's data): cached by this client only.
-          return complete_({ contents }, { ttlMs: 0, cacheScope: 'private' });
+          // A retry's result depends on its answers: never cached (server/utilities/caching).
+          const retried = params?.inputResponses !== undefined || params?.requestState !== undefined;
+          return complete_({ contents }, retried ? null : { ttlMs: 0, cacheScope: 'private' });
         } catch (error) {
-          return failure(error, `resources/read of ${uri}`, context);
+          return failure(error, `resource ${uri}`, context, round);
         }
       },
     ],
@@ -158,11 +218,17 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
         if (!prompt) return bad(`there is no prompt named ${JSON.stringify(name)}`);
         const args = promptArguments(prompt, params?.arguments);
         if ('problem' in args) return bad(argumentsMessage(name, args));
+        const round = begin(params, context, { method: 'prompts/get', name, arguments: args.values });
+        if (round && 'kind' in round) return round;
         try {
-          const result = await getPrompt(prompt, args.values, { tenant: context.tenantId, signal: context.signal });
+          const result = await getPrompt(prompt, args.values, {
+            tenant: context.tenantId,
+            signal: context.signal,
+            ...(round ? { answers: round.answers } : {}),
+          });
           return complete_({ ...result }, null);
         } catch (error) {
-          return failure(error, `prompts/get of ${name}`, context);
+          return failure(error, `prompt ${name}`, context, round);
         }
       },
     ],
@@ -183,7 +249,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
           );
           return complete_({ completion }, null);
         } catch (error) {
-          return failure(error, `completion/complete of ${target.label}`, context);
+          return failure(error, target.label, context, undefined);
         }
       },
     ],

@@ -1,5 +1,6 @@
 import { decodeHeaderValue } from '../../header-values.ts';
 import { ErrorCode, type JsonRpcError } from '../../json-rpc.ts';
+import { isLogLevel, LOG_LEVELS, type LogLevel } from '../../logging.ts';
 import { MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS } from '../index.ts';
 import { META } from './version.ts';
 
@@ -10,6 +11,8 @@ export interface RequestMetadata {
   readonly protocolVersion: string;
   readonly clientCapabilities: Readonly<Record<string, unknown>>;
   readonly clientInfo: unknown;
+  /** The request's log level; absent: no notifications/message for it. */
+  readonly logLevel?: LogLevel;
 }
 
 export type MetadataCheck =
@@ -101,12 +104,18 @@ export function checkMetaFields(
   if (capabilities === null || typeof capabilities !== 'object' || Array.isArray(capabilities)) {
     return invalidParams(`params._meta["${META.clientCapabilities}"] is required and must be an object`);
   }
+  const logLevel = meta[META.logLevel];
+  if (logLevel !== undefined && !isLogLevel(logLevel)) {
+    // server/utilities/logging "Error Handling": an unrecognised level is -32602.
+    return invalidParams(`params._meta["${META.logLevel}"] must be one of ${LOG_LEVELS.join(', ')}`);
+  }
   return {
     ok: true,
     metadata: {
       protocolVersion: version,
       clientCapabilities: capabilities as Record<string, unknown>,
       clientInfo: meta[META.clientInfo],
+      ...(logLevel === undefined ? {} : { logLevel }),
     },
   };
 }

@@ -16,4 +16,6 @@ export const META = {
   clientInfo: 'io.modelcontextprotocol/clientInfo',
   clientCapabilities: 'io.modelcontextprotocol/clientCapabilities',
   serverInfo: 'io.modelcontextprotocol/serverInfo',
+  /** server/utilities/logging: the least severe level the request wants notifications/message for. */
+  logLevel: 'io.modelcontextprotocol/logLevel',
 } as const;

@@ -41,7 +41,12 @@ export function perRequestMethods(runner: CallRunner, content: ContentMethodsOpt
     ['tasks/cancel', (params, context) => tasks(params, context, 'tasks/cancel')],
     ['tasks/update', (params, context) => tasks(params, context, 'tasks/update')],
     // SEP-2164: a URI that names no resource is -32602 with the URI in data; results carry cache hints.
-    ...contentMethods(content, { notFoundCode: ErrorCode.InvalidParams, invalidStatus: 400, result: unchanged }),
+    ...contentMethods(content, {
+      notFoundCode: ErrorCode.InvalidParams,
+      invalidStatus: 400,
+      result: unchanged,
+      rounds: runner.rounds,
+    }),
   ]);
 }
 
@@ -62,7 +67,16 @@ async function callTool(
   if (missing)
     return missingCapability(missing, `tool ${call.name} needs client capabilities this request did not declare`);
   const local = tool?.inline ? runner.options.tools.local(call.name) : undefined;
-  if (local) return runner.inline(local, call.arguments, context);
+  if (local) {
+    // Multi round-trip: the answers so far come with the retry (requestState, inputResponses).
+    const round = runner.rounds.begin(params, context, {
+      method: 'tools/call',
+      name: call.name,
+      arguments: call.arguments,
+    });
+    if ('kind' in round) return round;
+    return runner.inline(local, call.arguments, context, round);
+  }
   // Input asked in the call, before any task (multi round-trip): until every key is answered in
   // params.inputResponses, the call is answered with the outstanding requests and creates nothing.
   let inputResponses: Record<string, unknown> | undefined;

@@ -1,4 +1,4 @@
-import { missingCapabilities } from '@taskgate/protocol';
+import { isLogLevel, LOG_LEVELS, missingCapabilities } from '@taskgate/protocol';
 import { type ToolSpec, taskSupportOf } from '@taskgate/tools';
 import type { TaskWatcher } from '../../../tasks/task-watch.ts';
 import type { CallRunner } from '../../dispatch/call-runner.ts';
@@ -7,6 +7,7 @@ import type { MethodHandler, MethodTable } from '../../dispatch/method-table.ts'
 import type { RequestContext } from '../../mcp-core.ts';
 import {
   discoverResult,
+  invalidParams,
   legacyResult,
   type MethodOutcome,
   missingCapability,
@@ -59,8 +60,27 @@ export function handshakeMethods(
         return outcome?.kind === 'result' ? { kind: 'result', result: profile.callResult(outcome.result) } : outcome;
       },
     ],
+    [
+      'logging/setLevel',
+      async (params, context) => {
+        const level = params?.level;
+        if (!isLogLevel(level)) {
+          return invalidParams(`logging/setLevel needs params.level, one of ${LOG_LEVELS.join(', ')}`, 200);
+        }
+        if (!context.setLogLevel) {
+          return invalidParams('logging/setLevel needs a session to keep the level in: send initialize first', 200);
+        }
+        await context.setLogLevel(level);
+        return { kind: 'result', result: {} };
+      },
+    ],
     // Resource not found is -32002 in every handshake revision; results carry no cache hints.
-    ...contentMethods(content, { notFoundCode: RESOURCE_NOT_FOUND, invalidStatus: 200, result: legacyResult }),
+    ...contentMethods(content, {
+      notFoundCode: RESOURCE_NOT_FOUND,
+      invalidStatus: 200,
+      result: legacyResult,
+      subscribe: true,
+    }),
   ]);
   if (profile.tasks) {
     const tasks = new LegacyTaskMethods({ service, watcher, server, pollMs });

@@ -1,0 +1,125 @@
+import { TaskgateError } from '@taskgate/errors';
+import { type Capabilities, ErrorCode, missingCapabilities } from '@taskgate/protocol';
+import { canonicalJson, sha256Hex } from '@taskgate/reliability';
+import type { InputRequest } from '@taskgate/sdk';
+import type { RequestContext } from '../mcp-core.ts';
+import { type MethodOutcome, missingCapability, refusal } from '../mcp-methods.ts';
+import type { RequestStateSealer } from './request-state.ts';
+
+/** Which client capability lets a server send each kind of input request (basic/patterns/mrtr). */
+export const CAPABILITY_OF: Readonly<Record<string, string>> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots',
+};
+
+/** One request of a multi round-trip exchange: what it is about, and the answers gathered so far. */
+export interface Round {
+  /** The method and salient params the state is bound to (a digest). */
+  readonly request: string;
+  readonly answers: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * Multi round-trip requests (2026-07-28 basic/patterns/mrtr), for whatever runs in the request
+ * (inline tools, prompts, resources): a handler's ctx.input() of keys not yet answered ends the
+ * request with `resultType: "input_required"`, the missing requests and a signed `requestState`
+ * carrying every answer so far; the client's retry (a new JSON-RPC id, the same params, the
+ * state echoed, `inputResponses` added) runs the handler again from the start with them. Nothing
+ * is kept on the server between rounds, so the retry may land on any instance.
+ */
+export class RoundTrips {
+  readonly #sealer: RequestStateSealer;
+
+  constructor(sealer: RequestStateSealer) {
+    this.#sealer = sealer;
+  }
+
+  /**
+   * The round a request starts: its answers from the state it echoes (checked: this server's,
+   * unaltered, unexpired, this tenant's, this request's) and from `inputResponses` — of a state's
+   * retry only the keys it asked, so an answer given before cannot be replaced; without a state,
+   * every key given. A state that fails its check, or inputResponses that are not results, is
+   * -32602 and nothing runs.
+   */
+  begin(
+    params: Readonly<Record<string, unknown>> | undefined,
+    context: RequestContext,
+    subject: { readonly method: string; readonly name: string; readonly arguments?: unknown },
+  ): Round | MethodOutcome {
+    const request = sha256Hex(canonicalJson([subject.method, subject.name, subject.arguments ?? null]));
+    const given = params?.inputResponses;
+    if (given !== undefined) {
+      const problem = responsesProblem(given);
+      if (problem !== null) return refusal(new TaskgateError('TG_INPUT_RESPONSES_INVALID', problem));
+    }
+    const responses = (given ?? {}) as Record<string, unknown>;
+    if (params?.requestState === undefined) return { request, answers: responses };
+    const opened = this.#sealer.open(params.requestState, { principal: context.tenantId, request });
+    if ('problem' in opened) {
+      return refusal(
+        new TaskgateError(
+          'TG_REQUEST_STATE_INVALID',
+          `requestState is not valid for this request (${opened.problem})`,
+          {
+            details: { problem: opened.problem },
+          },
+        ),
+      );
+    }
+    const answers: Record<string, unknown> = { ...opened.answers };
+    for (const key of opened.asked) if (Object.hasOwn(responses, key)) answers[key] = responses[key];
+    return { request, answers };
+  }
+
+  /**
+   * The input_required answer asking `requests`: each one of a kind MCP defines and the client
+   * declared (else -32021 naming the capability: a server must not send what the client cannot
+   * answer), with the state of this round's answers.
+   */
+  ask(
+    round: Round,
+    requests: Readonly<Record<string, InputRequest>>,
+    context: RequestContext,
+    who: string,
+  ): MethodOutcome {
+    const needed: Record<string, Record<string, unknown>> = {};
+    for (const request of Object.values(requests)) {
+      const capability = CAPABILITY_OF[request?.method];
+      if (capability === undefined) {
+        return internal(
+          `${who} asked for input with method ${JSON.stringify(request?.method)}, which MCP does not define`,
+        );
+      }
+      needed[capability] = {};
+    }
+    const missing = missingCapabilities(needed as Capabilities, context.clientCapabilities);
+    if (missing) {
+      return missingCapability(missing, `${who} needs input this request's client capabilities do not offer`);
+    }
+    const requestState = this.#sealer.seal({
+      principal: context.tenantId,
+      request: round.request,
+      answers: round.answers,
+      asked: Object.keys(requests),
+    });
+    if (requestState === null) return internal(`${who}: the answers gathered are too large to carry in requestState`);
+    return { kind: 'result', result: { resultType: 'input_required', inputRequests: requests, requestState } };
+  }
+}
+
+function responsesProblem(given: unknown): string | null {
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+    return 'inputResponses must be an object of the client results by input request key';
+  }
+  for (const [key, value] of Object.entries(given)) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      return `inputResponses.${key} must be an object (the client's result for that request)`;
+    }
+  }
+  return null;
+}
+
+function internal(message: string): MethodOutcome {
+  return { kind: 'error', httpStatus: 200, error: { code: ErrorCode.InternalError, message } };
+}

@@ -1,0 +1,247 @@
+import { McpCore, TaskEventsHub } from '@taskgate/api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { askingTools } from '../../examples/conformance/round-trip-fixtures.ts';
+import { useTestDatabase } from '../support/databases.ts';
+import { openSse } from '../support/sse-client.ts';
+import { connectStdio, type StdioClient } from '../support/stdio-client.ts';
+import { type Platform, serveApi, silentLogger, startPlatform, waitForTask } from '../support/task-platform.ts';
+
+// Handshake revisions: an inline tool's ctx.input() sends its requests to the client on the call's
+// own stream (the pipe, the POST's SSE answer) and waits for the responses, which the client sends
+// back as JSON-RPC responses (on stdin, or POSTed with its session). And resources/subscribe: a task
+// resource's status changes send notifications/resources/updated to the connection.
+const database = useTestDatabase();
+let platform: Platform;
+let hub: TaskEventsHub;
+let core: McpCore;
+let api: Awaited<ReturnType<typeof serveApi>>;
+
+beforeAll(async () => {
+  platform = await startPlatform(database.url, { tools: askingTools });
+  // Runs the tasks the subscriptions watch, so that a cancel ends them.
+  await platform.startWorker();
+  hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
+  await hub.start();
+  core = new McpCore({
+    service: platform.service,
+    hub,
+    tools: platform.tools,
+    server: { name: 'taskgate', version: 'test' },
+    pollMs: 100,
+    logger: silentLogger,
+  });
+  api = await serveApi(platform, database.url);
+});
+afterAll(async () => {
+  await hub.stop();
+  await api.close();
+  await platform.stop();
+});
+
+// biome-ignore lint/suspicious/noExplicitAny: a JSON-RPC body, read field by field.
+const json = async (response: Response): Promise<any> => response.json();
+
+async function initialized(capabilities: Record<string, unknown>): Promise<StdioClient> {
+  const client = connectStdio(core);
+  client.send({
+    jsonrpc: '2.0',
+    id: 'i',
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities },
+  });
+  await client.answerTo('i');
+  return client;
+}
+
+/** The request the server sent the client, once it has. */
+async function serverRequest(client: StdioClient, method: string) {
+  const found = await client.until((received) => received.some((m) => m.method === method && 'id' in m));
+  return found.find((m) => m.method === method && 'id' in m) as { id: string; params: Record<string, unknown> };
+}
+
+describe('requests to the client, over stdio', () => {
+  it('sends elicitation/create on the pipe and goes on with the client’s response', async () => {
+    const client = await initialized({ elicitation: {} });
+    client.send({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'test_elicitation', arguments: { message: 'Who?' } },
+    });
+    const asked = await serverRequest(client, 'elicitation/create');
+    expect(asked.id).toMatch(/^taskgate-/);
+    expect(asked.params).toMatchObject({ message: 'Who?', requestedSchema: { required: ['username', 'email'] } });
+    // A response to an id this server never used changes nothing.
+    client.send({ jsonrpc: '2.0', id: 'taskgate-nope', result: { action: 'decline' } });
+    client.send({
+      jsonrpc: '2.0',
+      id: asked.id,
+      result: { action: 'accept', content: { username: 'ada', email: 'a@b' } },
+    });
+    expect(await client.answerTo(1)).toMatchObject({
+      result: {
+        content: [{ text: 'User response: <action: accept, content: {"username":"ada","email":"a@b"}>' }],
+      },
+    });
+    client.input.end();
+    await client.server.closed;
+  });
+
+  it('fails the call when the client did not declare the capability, or answers with an error', async () => {
+    const plain = await initialized({});
+    plain.send({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'test_sampling', arguments: { prompt: 'p' } },
+    });
+    const refused = (await plain.answerTo(1)) as { error: { code: number; message: string } };
+    expect(refused.error.code).toBe(-32603);
+    expect(plain.received.some((m) => m.method === 'sampling/createMessage')).toBe(false);
+    plain.input.end();
+
+    const client = await initialized({ sampling: {} });
+    client.send({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'test_sampling', arguments: { prompt: 'p' } },
+    });
+    const asked = await serverRequest(client, 'sampling/createMessage');
+    client.send({ jsonrpc: '2.0', id: asked.id, error: { code: -1, message: 'user declined' } });
+    expect(await client.answerTo(2)).toMatchObject({ error: { code: -32603 } });
+    client.input.end();
+    await client.server.closed;
+  });
+
+  it('tells the client its request is no longer needed when the call is cancelled', async () => {
+    const client = await initialized({ elicitation: {} });
+    client.send({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'test_elicitation_sep1034_defaults' } });
+    const asked = await serverRequest(client, 'elicitation/create');
+    client.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7 } });
+    const received = await client.until((all) =>
+      all.some(
+        (m) => m.method === 'notifications/cancelled' && (m.params as { requestId?: unknown }).requestId === asked.id,
+      ),
+    );
+    // The cancelled call gets no response.
+    expect(received.some((m) => m.id === 7)).toBe(false);
+    client.input.end();
+    await client.server.closed;
+  });
+});
+
+describe('requests to the client, over Streamable HTTP', () => {
+  const headers = (session?: string) => ({
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': '2025-11-25',
+    ...(session ? { 'mcp-session-id': session } : {}),
+  });
+  const post = (body: Record<string, unknown>, session?: string) =>
+    fetch(api.mcpUrl, { method: 'POST', headers: headers(session), body: JSON.stringify({ jsonrpc: '2.0', ...body }) });
+
+  it('sends the request on the call’s SSE answer and takes the POSTed response of the session', async () => {
+    const init = await post({
+      id: 0,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: { sampling: {} },
+        clientInfo: { name: 't', version: '1' },
+      },
+    });
+    const session = init.headers.get('mcp-session-id') as string;
+    const call = openSse(api.mcpUrl, {
+      method: 'POST',
+      headers: headers(session),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 5,
+        method: 'tools/call',
+        params: { name: 'test_sampling', arguments: { prompt: 'Capital?' } },
+      }),
+    });
+    const [asked] = (await call.until((messages) => messages.some((m) => m.method === 'sampling/createMessage'))) as {
+      id: string;
+      params: { messages: unknown[] };
+    }[];
+    expect(asked?.params.messages).toEqual([{ role: 'user', content: { type: 'text', text: 'Capital?' } }]);
+    // A response needs its session: without one 400, with an unknown one 404.
+    expect((await post({ id: asked?.id, result: {} })).status).toBe(400);
+    expect((await post({ id: asked?.id, result: {} }, crypto.randomUUID())).status).toBe(404);
+    const answered = await post(
+      { id: asked?.id, result: { role: 'assistant', content: { type: 'text', text: 'Paris' }, model: 'm' } },
+      session,
+    );
+    expect(answered.status).toBe(202);
+    const messages = await call.until((all) => all.some((m) => m.id === 5));
+    expect(messages.at(-1)).toMatchObject({ id: 5, result: { content: [{ text: 'LLM response: Paris' }] } });
+  });
+});
+
+describe('resources/subscribe', () => {
+  it('over stdio: a task resource’s status change sends notifications/resources/updated, until unsubscribed', async () => {
+    const client = await initialized({});
+    const watched = await platform.service.create('default', { tool: 'slow_compute', arguments: { seconds: 30 } });
+    const dropped = await platform.service.create('default', { tool: 'slow_compute', arguments: { seconds: 30 } });
+    const uri = (id: string) => `taskgate://tasks/${id}`;
+    client.send({ jsonrpc: '2.0', id: 's1', method: 'resources/subscribe', params: { uri: uri(watched.id) } });
+    client.send({ jsonrpc: '2.0', id: 's2', method: 'resources/subscribe', params: { uri: uri(dropped.id) } });
+    client.send({ jsonrpc: '2.0', id: 'u2', method: 'resources/unsubscribe', params: { uri: uri(dropped.id) } });
+    client.send({ jsonrpc: '2.0', id: 'bad', method: 'resources/subscribe', params: { uri: 'test://nothing' } });
+    expect(await client.answerTo('s1')).toMatchObject({ result: {} });
+    expect(await client.answerTo('u2')).toMatchObject({ result: {} });
+    expect(await client.answerTo('bad')).toMatchObject({ error: { code: -32002, data: { uri: 'test://nothing' } } });
+    // The unsubscribed task ends first, then the watched one.
+    await platform.service.cancel('default', dropped.id, 'test');
+    await waitForTask(
+      () => platform.service.get('default', dropped.id),
+      (task) => task.status === 'cancelled',
+    );
+    await platform.service.cancel('default', watched.id, 'test');
+    const received = await client.until((all) => all.some((m) => m.method === 'notifications/resources/updated'));
+    const updates = received.filter((m) => m.method === 'notifications/resources/updated');
+    expect(updates).toEqual([
+      { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: uri(watched.id) } },
+    ]);
+    client.input.end();
+    await client.server.closed;
+  });
+
+  it('over Streamable HTTP: the update goes to the session’s GET stream', async () => {
+    const headers = (session?: string) => ({
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-06-18',
+      ...(session ? { 'mcp-session-id': session } : {}),
+    });
+    const post = (body: Record<string, unknown>, session?: string) =>
+      fetch(api.mcpUrl, {
+        method: 'POST',
+        headers: headers(session),
+        body: JSON.stringify({ jsonrpc: '2.0', ...body }),
+      });
+    const init = await post({
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
+    expect((await json(init)).result.capabilities.resources).toEqual({ subscribe: true });
+    const session = init.headers.get('mcp-session-id') as string;
+    const stream = openSse(api.mcpUrl, { method: 'GET', headers: headers(session) });
+    expect(await stream.status).toBe(200);
+    const task = await platform.service.create('default', { tool: 'slow_compute', arguments: { seconds: 30 } });
+    const uri = `taskgate://tasks/${task.id}`;
+    const subscribed = await post({ id: 1, method: 'resources/subscribe', params: { uri } }, session);
+    expect((await json(subscribed)).result).toEqual({});
+    await platform.service.cancel('default', task.id, 'test');
+    const messages = await stream.until((all) => all.some((m) => m.method === 'notifications/resources/updated'));
+    expect(messages.find((m) => m.method === 'notifications/resources/updated')).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/resources/updated',
+      params: { uri },
+    });
+    stream.close();
+  });
+});
