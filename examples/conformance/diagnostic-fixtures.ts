@@ -27,6 +27,25 @@ function logsThreeTimes(name: string) {
 }
 
 export const diagnosticTools = [
+  defineTool<{ region: string; priority?: number; dryRun?: boolean }>({
+    name: 'test_custom_headers',
+    description: 'Takes parameters a client mirrors into Mcp-Param-* headers (x-mcp-header), and says what it got.',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        region: { type: 'string', maxLength: 200, 'x-mcp-header': 'Region' },
+        priority: { type: 'integer', 'x-mcp-header': 'Priority' },
+        dryRun: { type: 'boolean', 'x-mcp-header': 'Dry-Run' },
+      },
+      required: ['region'],
+    },
+    annotations: FIXTURE,
+    retry: 'safe',
+    inline: true,
+    async handler(input) {
+      return { content: [{ type: 'text', text: `Headers matched the body: ${JSON.stringify(input)}` }] };
+    },
+  }),
   logsThreeTimes('test_tool_with_logging'),
   logsThreeTimes('test_logging_tool'),
   defineTool({

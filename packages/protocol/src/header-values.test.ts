@@ -21,6 +21,12 @@ describe('header value encoding (2026-07-28 Value Encoding)', () => {
     expect(decodeHeaderValue('a\u0000b')).toBeNull();
     expect(decodeHeaderValue('=?base64?not base64!?=')).toBeNull();
     expect(decodeHeaderValue('=?base64?/w==?=')).toBeNull(); // 0xFF is not UTF-8
-    expect(decodeHeaderValue('=?base64?unterminated')).toBeNull();
+    expect(decodeHeaderValue('=?base64?SGVsbG8?=')).toBeNull(); // padding missing
+    expect(decodeHeaderValue('=?base64?SGVs!!!bG8=?=')).toBeNull();
+  });
+
+  it('takes a value with only one of the two markers as a literal', () => {
+    expect(decodeHeaderValue('=?base64?unterminated')).toBe('=?base64?unterminated');
+    expect(decodeHeaderValue('SGVsbG8=?=')).toBe('SGVsbG8=?=');
   });
 });

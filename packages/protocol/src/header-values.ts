@@ -9,16 +9,19 @@ const SAFE = /^[\x20-\x7e\t]*$/;
 
 /** The value a header carries, decoded; null when it holds characters a header may not, or bad Base64. */
 export function decodeHeaderValue(raw: string): string | null {
-  const encoded = SENTINEL.exec(raw);
-  if (encoded) {
+  // Encoded only with both markers: a value with one of them alone is a literal (clients encode
+  // any literal that has both, so the two never meet).
+  if (raw.startsWith('=?base64?') && raw.endsWith('?=') && raw.length >= '=?base64??='.length) {
+    const encoded = SENTINEL.exec(raw)?.[1];
+    // Canonical Base64 only: whole quads, padding where the length needs it (atob forgives both).
+    if (encoded === undefined || encoded.length % 4 !== 0) return null;
     try {
-      const binary = atob(encoded[1] as string);
+      const binary = atob(encoded);
       return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(binary, (char) => char.charCodeAt(0)));
     } catch {
       return null;
     }
   }
-  if (raw.startsWith('=?base64?')) return null;
   return SAFE.test(raw) ? raw : null;
 }
 

@@ -35,6 +35,9 @@ export {
 export {
   checkMetaFields,
   checkRequestMetadata,
+  type HeaderParameter,
+  headerParameterProblem,
+  headerParametersOf,
   type MetadataCheck,
   type RequestHeaders,
   type RequestMetadata,

@@ -2,6 +2,9 @@
 export {
   checkMetaFields,
   checkRequestMetadata,
+  type HeaderParameter,
+  headerParameterProblem,
+  headerParametersOf,
   type MetadataCheck,
   type RequestHeaders,
   type RequestMetadata,

@@ -1,3 +1,4 @@
+import { headerParametersOf } from '@taskgate/protocol';
 import { type ToolCatalogEntry, toolCatalogEntry } from '@taskgate/reliability';
 import { type ToolDefinition, toolDefinitionProblem } from '@taskgate/sdk';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
@@ -40,6 +41,9 @@ export class ToolRegistry implements ToolCatalog {
       const problem = toolDefinitionProblem(tool);
       if (problem !== null) throw new TypeError(problem);
       if (this.#tools.has(tool.name)) throw new TypeError(`tool ${tool.name} is defined twice`);
+      // A bad x-mcp-header makes the definition one clients must drop: refused here instead.
+      const headers = headerParametersOf(tool.inputSchema);
+      if ('problem' in headers) throw new TypeError(`tool ${tool.name}: ${headers.problem}`);
       const catalog = toolCatalogEntry(tool as unknown as Record<string, unknown>);
       let validate: ValidateFunction;
       try {

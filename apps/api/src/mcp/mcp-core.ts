@@ -1,5 +1,12 @@
 import type { TaskProgress } from '@taskgate/db';
-import { type Capabilities, ErrorCode, type JsonRpcId, type LogLevel, type ProtocolEra } from '@taskgate/protocol';
+import {
+  type Capabilities,
+  ErrorCode,
+  type JsonRpcId,
+  type LogLevel,
+  type ProtocolEra,
+  type RequestHeaders,
+} from '@taskgate/protocol';
 import { ContentRegistry, type ContentSet, type ToolCatalog } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import type { ClockCaps, TaskService } from '../tasks/task-service.ts';
@@ -86,6 +93,8 @@ export interface RequestContext {
     params: Readonly<Record<string, unknown>>,
     signal: AbortSignal,
   ) => Promise<unknown>;
+  /** The HTTP request's headers (2026-07-28 checks a tool's Mcp-Param-* headers against the body). */
+  readonly headers?: RequestHeaders;
   /** The connection's resources/subscribe set (handshake revisions; absent: none to keep it in). */
   readonly resourceSubscriptions?: ResourceSubscriptions;
   /** logging/setLevel: keeps the level for the connection's later requests (handshake revisions). */

@@ -15,6 +15,7 @@ import {
   negotiateHandshake,
   type ProtocolEra,
   parseCancelledParams,
+  type RequestHeaders,
   resultResponse,
   revisionInfo,
   SUPPORTED_PROTOCOL_VERSIONS,
@@ -265,6 +266,7 @@ async function handle(
       tenantId,
       clientCapabilities: metadata.metadata.clientCapabilities,
       logLevel: metadata.metadata.logLevel ?? null,
+      headers: request.headers,
     },
     options,
   );
@@ -519,6 +521,7 @@ async function callTool(
     readonly era?: ProtocolEra;
     readonly revision?: string;
     readonly logLevel?: LogLevel | null;
+    readonly headers?: RequestHeaders;
   },
   options: RouteOptions,
   scope?: CallScope,

@@ -7,6 +7,11 @@ import type { ProtocolEra, RevisionInfo } from './revision-info.ts';
 
 export { WITHOUT_VERSION_HEADER } from './2025-03-26/version.ts';
 export {
+  type HeaderParameter,
+  headerParameterProblem,
+  headerParametersOf,
+} from './2026-07-28/header-parameters.ts';
+export {
   checkMetaFields,
   checkRequestMetadata,
   type MetadataCheck,

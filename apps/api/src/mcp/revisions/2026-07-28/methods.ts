@@ -2,6 +2,9 @@ import { isTaskgateError } from '@taskgate/errors';
 import {
   declaresTasks,
   ErrorCode,
+  type HeaderParameter,
+  headerParameterProblem,
+  headerParametersOf,
   missingCapabilities,
   TASK_METHODS,
   TASKS_EXTENSION,
@@ -52,6 +55,21 @@ export function perRequestMethods(runner: CallRunner, content: ContentMethodsOpt
 
 type Params = Readonly<Record<string, unknown>> | undefined;
 
+/** A tool's header parameters, found once per definition (the catalog hands out the same object). */
+const headerParametersByTool = new WeakMap<object, readonly HeaderParameter[]>();
+function headerParameters(tool: {
+  readonly inputSchema: Readonly<Record<string, unknown>>;
+}): readonly HeaderParameter[] {
+  let found = headerParametersByTool.get(tool.inputSchema);
+  if (!found) {
+    const read = headerParametersOf(tool.inputSchema);
+    // An invalid annotation never reaches here (ToolRegistry refuses it); none is then checked.
+    found = 'problem' in read ? [] : read;
+    headerParametersByTool.set(tool.inputSchema, found);
+  }
+  return found;
+}
+
 async function callTool(
   runner: CallRunner,
   params: Readonly<Record<string, unknown>> | undefined,
@@ -60,6 +78,17 @@ async function callTool(
   const read = runner.readCall(params);
   if (read.kind === 'error') return read;
   const { call, tool } = read;
+  // Over HTTP, each x-mcp-header parameter's Mcp-Param-* header must carry the body's value.
+  if (tool && context.headers) {
+    const mismatch = headerParameterProblem(headerParameters(tool), call.arguments, context.headers);
+    if (mismatch !== null) {
+      return {
+        kind: 'error',
+        httpStatus: 400,
+        error: { code: ErrorCode.HeaderMismatch, message: `Header mismatch: ${mismatch}` },
+      };
+    }
+  }
   const support = tool ? taskSupportOf(tool) : 'forbidden';
   const asTask = support !== 'forbidden' && declaresTasks(context.clientCapabilities);
   const required = { ...tool?.requiredClientCapabilities, ...(support === 'required' ? TASKS_REQUIRED : {}) };
