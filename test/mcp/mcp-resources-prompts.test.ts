@@ -31,6 +31,7 @@ const broken = [
   defineResource({ uri: 'bad://blob', name: 'blob', read: () => [{ blob: 'not base64!' }] }),
   defineResource({ uri: 'bad://nul', name: 'nul', read: () => [{ text: 'a\u0000b' }] }),
 ];
+const bare = defineResource({ uri: 'plain://csv', name: 'csv', mimeType: 'text/csv', read: () => [{ text: 'a,b' }] });
 const echoTenant = definePrompt({
   name: 'whoami',
   get: (_args, ctx) => ({ messages: [{ role: 'user', content: { type: 'text', text: ctx.tenant } }] }),
@@ -48,7 +49,7 @@ beforeAll(async () => {
     pollMs: 100,
     content: [
       { resources, resourceTemplates, prompts },
-      { resources: broken, resourceTemplates: [hanging], prompts: [echoTenant] },
+      { resources: [...broken, bare], resourceTemplates: [hanging], prompts: [echoTenant] },
     ],
     listPageSize: 3,
     logger: silentLogger,
@@ -104,6 +105,7 @@ describe('resources/list and resources/templates/list', () => {
       'bad://empty',
       'bad://nul',
       'bad://throws',
+      'plain://csv',
       'test://static-binary',
       'test://static-text',
       'test://watched-resource',
@@ -171,6 +173,10 @@ describe('resources/read', () => {
       data: 'Data for ID: a b',
     });
     expect(read).toMatchObject({ resultType: 'complete', ttlMs: 0, cacheScope: 'private' });
+    // What an item leaves out comes from its declaration.
+    expect((await result('resources/read', { uri: 'plain://csv' })).contents).toEqual([
+      { uri: 'plain://csv', mimeType: 'text/csv', text: 'a,b' },
+    ]);
   });
 
   it('answers a URI that names nothing with -32602 (2026-07-28) or -32002 (before), the URI in data', async () => {

@@ -20,7 +20,10 @@ export interface ContentContext {
   input(requests: Readonly<Record<string, InputRequest>>): Promise<Record<string, unknown>>;
 }
 
-/** A resource's contents as a handler returns them: text, or a base64 blob; `uri` defaults to the URI read. */
+/**
+ * A resource's contents as a handler returns them: text, or a base64 blob; `uri` defaults to the
+ * URI read, `mimeType` to the declaration's.
+ */
 export type ResourceContents =
   | {
       readonly uri?: string;

@@ -22,7 +22,7 @@ export class ContentRunError extends Error {
   }
 }
 
-/** One resource's contents as sent: every item with its uri. */
+/** One resource's contents as sent: every item with its uri (and the declared MIME type when it has none). */
 export type ReadContents = readonly Readonly<Record<string, unknown>>[];
 
 export interface ContentRunContext {
@@ -60,8 +60,13 @@ export async function readResource(
   return contents.map((item, index) => {
     const problem = contentsProblem(item);
     if (problem !== null) throw new ContentRunError('invalid', `${label}: contents[${index}] ${problem}`);
+    // What the item leaves out, its declaration says: the URI read, the declared MIME type.
     const fields = item as Record<string, unknown>;
-    return fields.uri === undefined ? { uri, ...fields } : fields;
+    return {
+      uri,
+      ...(definition.mimeType === undefined ? {} : { mimeType: definition.mimeType }),
+      ...withoutUndefined(fields),
+    };
   });
 }
 
@@ -196,6 +201,10 @@ function jsonProblem(value: object): string | null {
   }
   const found = checkJsonValue(value);
   return found === null ? null : `cannot be sent: ${found.message}`;
+}
+
+function withoutUndefined(fields: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
 }
 
 function describe(value: unknown): string {
