@@ -110,6 +110,18 @@ describe('requests to the client, over stdio', () => {
     const asked = await serverRequest(client, 'sampling/createMessage');
     client.send({ jsonrpc: '2.0', id: asked.id, error: { code: -1, message: 'user declined' } });
     expect(await client.answerTo(2)).toMatchObject({ error: { code: -32603 } });
+    // A result that is not a sampling result fails the call too, rather than reaching the handler.
+    client.send({
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'tools/call',
+      params: { name: 'test_sampling', arguments: { prompt: 'q' } },
+    });
+    const again = (await client.until((all) => all.filter((m) => m.method === 'sampling/createMessage').length === 2))
+      .filter((m) => m.method === 'sampling/createMessage')
+      .at(-1) as { id: string };
+    client.send({ jsonrpc: '2.0', id: again.id, result: 42 });
+    expect(await client.answerTo(3)).toMatchObject({ error: { code: -32603 } });
     client.input.end();
     await client.server.closed;
   });
@@ -189,6 +201,11 @@ describe('resources/subscribe', () => {
     client.send({ jsonrpc: '2.0', id: 's1', method: 'resources/subscribe', params: { uri: uri(watched.id) } });
     client.send({ jsonrpc: '2.0', id: 's2', method: 'resources/subscribe', params: { uri: uri(dropped.id) } });
     client.send({ jsonrpc: '2.0', id: 'u2', method: 'resources/unsubscribe', params: { uri: uri(dropped.id) } });
+    // Another spelling of the watched task's URI; the first is dropped, and the other still holds.
+    const alias = `taskgate://tasks/%${watched.id.charCodeAt(0).toString(16)}${watched.id.slice(1)}`;
+    client.send({ jsonrpc: '2.0', id: 'a1', method: 'resources/subscribe', params: { uri: alias } });
+    client.send({ jsonrpc: '2.0', id: 'a2', method: 'resources/unsubscribe', params: { uri: uri(watched.id) } });
+    expect(await client.answerTo('a2')).toMatchObject({ result: {} });
     client.send({ jsonrpc: '2.0', id: 'bad', method: 'resources/subscribe', params: { uri: 'test://nothing' } });
     expect(await client.answerTo('s1')).toMatchObject({ result: {} });
     expect(await client.answerTo('u2')).toMatchObject({ result: {} });
@@ -202,9 +219,7 @@ describe('resources/subscribe', () => {
     await platform.service.cancel('default', watched.id, 'test');
     const received = await client.until((all) => all.some((m) => m.method === 'notifications/resources/updated'));
     const updates = received.filter((m) => m.method === 'notifications/resources/updated');
-    expect(updates).toEqual([
-      { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: uri(watched.id) } },
-    ]);
+    expect(updates).toEqual([{ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: alias } }]);
     client.input.end();
     await client.server.closed;
   });

@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { defineTool } from '@taskgate/sdk';
 import { ToolRegistry } from '@taskgate/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,6 +74,39 @@ describe('Mcp-Param-* headers', () => {
       [{ region: 'Hello' }, { 'mcp-param-region': '=?base64?SGVsbG8?=' }, 'bad Base64'],
       [{ region: 'eu' }, { 'mcp-param-region': 'eu', 'mcp-param-dry-run': 'true' }, 'has no value'],
     ];
+    // The same header twice (two header lines): Node would join them as "eu, eu", which the body says.
+    const twice = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const body = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: {
+          name: 'test_custom_headers',
+          arguments: { region: 'eu, eu' },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+        },
+      });
+      const outgoing = http.request(api.mcpUrl, { method: 'POST' }, (response) => {
+        let text = '';
+        response.on('data', (chunk: Buffer) => {
+          text += chunk.toString();
+        });
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+      });
+      outgoing.on('error', reject);
+      outgoing.setHeader('content-type', 'application/json');
+      outgoing.setHeader('accept', 'application/json, text/event-stream');
+      outgoing.setHeader('mcp-protocol-version', '2026-07-28');
+      outgoing.setHeader('mcp-method', 'tools/call');
+      outgoing.setHeader('mcp-name', 'test_custom_headers');
+      outgoing.setHeader('mcp-param-region', ['eu', 'eu']);
+      outgoing.end(body);
+    });
+    expect(twice.status).toBe(400);
+    expect(JSON.parse(twice.body).error.message).toContain('more than once');
     for (const [args, headers, message] of cases) {
       const refused = await call(args, headers);
       expect(refused.status, message).toBe(400);

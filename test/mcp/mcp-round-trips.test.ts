@@ -198,6 +198,34 @@ describe('multi round-trip tools/call of an inline tool', () => {
     expect(done.content[0]?.text).toContain('hello');
   });
 
+  it('takes no answer without a state, nor one not shaped as its request’s result', async () => {
+    // Answers sent before anything was asked are not answers: the first round asks.
+    const first = await asked({ name: 'greeter', arguments: { who: 'z' }, inputResponses: { name: accept({}) } });
+    expect(Object.keys(first.inputRequests)).toEqual(['name']);
+    for (const wrong of [{ action: 'maybe' }, { action: 'accept', content: 'text' }, {}]) {
+      expect(
+        await call({
+          name: 'greeter',
+          arguments: { who: 'z' },
+          requestState: first.requestState,
+          inputResponses: { name: wrong },
+        }),
+      ).toMatchObject({ error: { code: -32602, data: { code: 'TG_INPUT_RESPONSES_INVALID' } } });
+    }
+    const roots = await asked({ name: 'test_input_required_result_list_roots', arguments: {} }, { capabilities: ALL });
+    expect(
+      await call(
+        {
+          name: 'test_input_required_result_list_roots',
+          arguments: {},
+          requestState: roots.requestState,
+          inputResponses: { client_roots: { roots: [{ name: 'no uri' }] } },
+        },
+        { capabilities: ALL },
+      ),
+    ).toMatchObject({ error: { code: -32602, message: expect.stringContaining('a root without a uri') } });
+  });
+
   it('refuses inputResponses that are not results, before the handler runs', async () => {
     const before = greeterRuns;
     for (const inputResponses of ['x', [accept({})], { name: 'yes' }, { name: null }, { name: [1] }]) {

@@ -114,3 +114,29 @@ describe('classifyMessage', () => {
     });
   });
 });
+
+describe('classifyMessage: responses', () => {
+  it('takes a response with exactly one of result and error, and an id (null only for an error)', () => {
+    expect(classifyMessage({ jsonrpc: '2.0', id: 'a', result: {} })).toEqual({ kind: 'response', id: 'a' });
+    expect(classifyMessage({ jsonrpc: '2.0', id: 3, error: { code: -1, message: 'x' } })).toEqual({
+      kind: 'response',
+      id: 3,
+    });
+    expect(classifyMessage({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'x' } })).toEqual({
+      kind: 'response',
+      id: null,
+    });
+    const refused: [Record<string, unknown>, string][] = [
+      [{ jsonrpc: '2.0', id: 'a', result: {}, error: { code: 1, message: 'x' } }, 'not both'],
+      [{ jsonrpc: '2.0', id: { a: 1 }, result: {} }, 'needs the id'],
+      [{ jsonrpc: '2.0', id: null, result: {} }, 'needs the id'],
+      [{ jsonrpc: '2.0', id: 'a', error: 'bad' }, 'numeric code'],
+      [{ jsonrpc: '2.0', id: 'a' }, 'a response has a result or an error'],
+    ];
+    for (const [value, message] of refused) {
+      const classified = classifyMessage(value);
+      expect(classified.kind, JSON.stringify(value)).toBe('invalid');
+      expect((classified as { error: { message: string } }).error.message).toContain(message);
+    }
+  });
+});

@@ -53,9 +53,23 @@ export function classifyMessage(value: unknown): IncomingMessage {
   const id = isId(message.id) ? message.id : null;
   if (message.jsonrpc !== '2.0') return invalid(id, 'jsonrpc must be "2.0"');
   if ('result' in message || 'error' in message) {
-    return 'method' in message
-      ? invalid(id, 'a message is a request or a response, not both')
-      : { kind: 'response', id };
+    if ('method' in message) return invalid(id, 'a message is a request or a response, not both');
+    if ('result' in message && 'error' in message) return invalid(id, 'a response has a result or an error, not both');
+    // An error may answer with id null: the request it answers could not be read (JSON-RPC 5.1).
+    if (!isId(message.id) && !(message.id === null && 'error' in message)) {
+      return invalid(null, 'a response needs the id of the request it answers');
+    }
+    const error = message.error;
+    if (
+      'error' in message &&
+      (typeof error !== 'object' || error === null || typeof (error as { code?: unknown }).code !== 'number')
+    ) {
+      return invalid(id, 'a response error is an object with a numeric code');
+    }
+    return { kind: 'response', id };
+  }
+  if (!('method' in message) && 'id' in message) {
+    return invalid(id, 'a response has a result or an error; a request has a method');
   }
   if (typeof message.method !== 'string' || message.method === '')
     return invalid(id, 'method must be a non-empty string');

@@ -16,6 +16,7 @@ describe('UriTemplate', () => {
       'notes://a/b.json?x',
       'notes://a/%zz.json',
       'notes://a/%ff.json',
+      'notes://a/%00.json',
       'NOTES://a/b.json',
       'notes:///b.json',
       'notes://a/b.jsonx',

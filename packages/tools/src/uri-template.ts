@@ -4,7 +4,9 @@ import { templateVariables } from '@taskgate/sdk';
  * A level-1 RFC 6570 template (`notes://{folder}/{id}`) turned into a matcher. Simple expansion
  * percent-encodes everything but the unreserved characters, so a URI the template produced has
  * only unreserved or %XX characters where a variable was: that is all a variable matches, and it
- * is handed over decoded. A variable that does not decode (a lone surrogate's bytes) is no match.
+ * is handed over decoded — so it may hold a "/" (from %2F): a handler that makes a path of it must
+ * check it. A variable that does not decode (a lone surrogate's bytes), or decodes to a NUL, is no
+ * match.
  */
 export class UriTemplate {
   readonly template: string;
@@ -29,11 +31,15 @@ export class UriTemplate {
     if (found === null) return null;
     const values: Record<string, string> = {};
     for (const [index, name] of this.variables.entries()) {
+      let value: string;
       try {
-        values[name] = decodeURIComponent(found[index + 1] as string);
+        value = decodeURIComponent(found[index + 1] as string);
       } catch {
         return null;
       }
+      // NUL reaches no handler, as in every other input (a `%00` is the only way to spell one here).
+      if (value.includes('\u0000')) return null;
+      values[name] = value;
     }
     return values;
   }

@@ -266,7 +266,9 @@ async function handle(
       tenantId,
       clientCapabilities: metadata.metadata.clientCapabilities,
       logLevel: metadata.metadata.logLevel ?? null,
-      headers: request.headers,
+      // Each header's values apart: Node joins a repeated header with ", " in request.headers, and
+      // a repeated Mcp-Param-* must be refused, not read as one value.
+      headers: request.raw.headersDistinct,
     },
     options,
   );

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { inputResultProblem } from './input-results.ts';
 
 interface Pending {
   readonly method: string;
@@ -71,6 +72,11 @@ export class ClientRequests {
     const error = message.error;
     if (error !== undefined) {
       pending.reject(new ClientAnsweredError(pending.method, (error ?? {}) as { code?: unknown; message?: unknown }));
+      return true;
+    }
+    const problem = inputResultProblem(pending.method, message.result);
+    if (problem !== null) {
+      pending.reject(new Error(`the client's result for ${pending.method} ${problem}`));
     } else pending.resolve(message.result);
     return true;
   }

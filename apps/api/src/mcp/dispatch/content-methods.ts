@@ -44,6 +44,8 @@ export interface ContentShape {
 /** Lists may be cached a minute: they change only when this process loads other modules (a restart). */
 const LIST_TTL_MS = 60_000;
 export const DEFAULT_PAGE_SIZE = 100;
+/** The longest URI read or subscribed (a definition's URIs are at most 2048 too): a subscription keeps it. */
+export const MAX_URI_CHARS = 2048;
 
 /**
  * resources/list, resources/templates/list, resources/read, prompts/list, prompts/get and
@@ -95,10 +97,10 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
     if (error.kind === 'cancelled') return null;
     // The database away (a task resource's read): the transport's 503 with Retry-After, not a bug.
     if (error.kind === 'failed' && classifyFailure(error.cause).code === 'TG_SERVICE_UNAVAILABLE') throw error.cause;
-    (context.log ?? options.logger?.warn)?.(
-      { error: error.message, cause: (error.cause as Error | undefined)?.message },
-      `${what} gave no answer`,
-    );
+    // Called as methods: pino's warn needs its `this`.
+    const fields = { error: error.message, cause: (error.cause as Error | undefined)?.message };
+    if (context.log) context.log(fields, `${what} gave no answer`);
+    else options.logger?.warn(fields, `${what} gave no answer`);
     return {
       kind: 'error',
       httpStatus: 200,
@@ -174,6 +176,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
       async (params, context) => {
         const uri = params?.uri;
         if (typeof uri !== 'string' || uri === '') return bad('resources/read needs params.uri, a resource URI');
+        if (uri.length > MAX_URI_CHARS) return bad(`params.uri is longer than ${MAX_URI_CHARS} characters`);
         const target = content.resolve(uri);
         if (!target) return notFound(shape.notFoundCode, uri);
         const round = begin(params, context, { method: 'resources/read', name: uri });
@@ -306,7 +309,11 @@ function completionTarget(content: ContentRegistry, params: Params): CompletionT
   if (typeof name !== 'string' || typeof value !== 'string') {
     return { problem: 'params.argument.name and params.argument.value must be strings' };
   }
-  const given = (params?.context as { arguments?: unknown } | undefined)?.arguments ?? {};
+  const context = params?.context;
+  if (context !== undefined && (typeof context !== 'object' || context === null || Array.isArray(context))) {
+    return { problem: 'params.context must be an object, { arguments }' };
+  }
+  const given = (context as { arguments?: unknown } | undefined)?.arguments ?? {};
   if (typeof given !== 'object' || given === null || Array.isArray(given)) {
     return { problem: 'params.context.arguments must be an object of strings' };
   }

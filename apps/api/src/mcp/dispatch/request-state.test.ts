@@ -3,7 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { MAX_REQUEST_STATE_CHARS, RequestStateSealer } from './request-state.ts';
 
 const key = randomBytes(32);
-const payload = { principal: 'acme', request: 'r1', answers: { a: { action: 'accept' } }, asked: ['b'] };
+const payload = {
+  principal: 'acme',
+  request: 'r1',
+  answers: { a: { action: 'accept' } },
+  asked: { b: 'elicitation/create' },
+};
 const expect_ = { principal: 'acme', request: 'r1' };
 
 describe('RequestStateSealer', () => {

@@ -15,8 +15,8 @@ export interface RequestStatePayload {
   readonly request: string;
   /** The input answers gathered so far, by key. */
   readonly answers: Readonly<Record<string, unknown>>;
-  /** The keys asked in the round that issued it: only their answers are taken from the retry. */
-  readonly asked: readonly string[];
+  /** The requests asked in the round that issued it, key → method: only their answers are taken. */
+  readonly asked: Readonly<Record<string, string>>;
 }
 
 export type RequestStateProblem = 'malformed' | 'signature' | 'expired' | 'principal' | 'request';
@@ -94,8 +94,10 @@ export class RequestStateSealer {
       typeof a !== 'object' ||
       a === null ||
       Array.isArray(a) ||
-      !Array.isArray(q) ||
-      !q.every((key) => typeof key === 'string') ||
+      typeof q !== 'object' ||
+      q === null ||
+      Array.isArray(q) ||
+      !Object.values(q).every((method) => typeof method === 'string') ||
       typeof e !== 'number'
     ) {
       return { problem: 'malformed' };
@@ -103,7 +105,12 @@ export class RequestStateSealer {
     if (this.#now() >= e) return { problem: 'expired' };
     if (p !== expect.principal) return { problem: 'principal' };
     if (r !== expect.request) return { problem: 'request' };
-    return { principal: p, request: r, answers: a as Record<string, unknown>, asked: q as string[] };
+    return {
+      principal: p,
+      request: r,
+      answers: a as Record<string, unknown>,
+      asked: q as Record<string, string>,
+    };
   }
 
   #mac(body: string): Buffer {

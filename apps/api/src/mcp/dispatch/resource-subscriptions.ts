@@ -30,8 +30,8 @@ export function resourceSubscriptions(
   send: (notification: Record<string, unknown>) => void,
 ): ResourceSubscriptions {
   const uris = new Set<string>();
-  /** The watched task ids, and the URI each was subscribed by, with its last status. */
-  const tasks = new Map<string, { uri: string; status: string | null }>();
+  /** The watched task ids, each with the URIs it was subscribed by (aliases) and its last status. */
+  const tasks = new Map<string, { uris: Set<string>; status: string | null }>();
   const watch = watcher.watch({ tenantId, pollMs, wakeOn: changesStatus, readAtStart: true }, (taskId, reading) => {
     const watched = tasks.get(taskId);
     if (!watched) return;
@@ -45,7 +45,9 @@ export function resourceSubscriptions(
     const status = reading.task.status;
     // The first reading sets the baseline: only changes after the subscribe are news.
     if (watched.status !== null && status !== watched.status) {
-      send({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: watched.uri } });
+      for (const uri of watched.uris) {
+        send({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } });
+      }
     }
     watched.status = status;
     if (isTerminalStatus(status)) {
@@ -59,18 +61,26 @@ export function resourceSubscriptions(
       if (uris.size >= MAX_RESOURCE_SUBSCRIPTIONS) return false;
       uris.add(uri);
       const id = TASKS.match(uri)?.id;
-      if (id !== undefined && !tasks.has(id)) {
-        tasks.set(id, { uri, status: null });
-        watch.add(id);
+      if (id !== undefined) {
+        const watched = tasks.get(id);
+        if (watched) watched.uris.add(uri);
+        else {
+          tasks.set(id, { uris: new Set([uri]), status: null });
+          watch.add(id);
+        }
       }
       return true;
     },
     unsubscribe(uri) {
       uris.delete(uri);
       const id = TASKS.match(uri)?.id;
-      if (id !== undefined && tasks.get(id)?.uri === uri) {
-        tasks.delete(id);
-        watch.remove(id);
+      const watched = id === undefined ? undefined : tasks.get(id);
+      if (!watched) return;
+      watched.uris.delete(uri);
+      // Another URI of the same task keeps it watched.
+      if (watched.uris.size === 0) {
+        tasks.delete(id as string);
+        watch.remove(id as string);
       }
     },
     stop() {

@@ -4,6 +4,7 @@ import { canonicalJson, sha256Hex } from '@taskgate/reliability';
 import type { InputRequest } from '@taskgate/sdk';
 import type { RequestContext } from '../mcp-core.ts';
 import { type MethodOutcome, missingCapability, refusal } from '../mcp-methods.ts';
+import { inputResultProblem } from './input-results.ts';
 import type { RequestStateSealer } from './request-state.ts';
 
 /** Which client capability lets a server send each kind of input request (basic/patterns/mrtr). */
@@ -37,10 +38,10 @@ export class RoundTrips {
 
   /**
    * The round a request starts: its answers from the state it echoes (checked: this server's,
-   * unaltered, unexpired, this tenant's, this request's) and from `inputResponses` — of a state's
-   * retry only the keys it asked, so an answer given before cannot be replaced; without a state,
-   * every key given. A state that fails its check, or inputResponses that are not results, is
-   * -32602 and nothing runs.
+   * unaltered, unexpired, this tenant's, this request's) and from `inputResponses` — only the keys
+   * that state asked, each a result of its request's kind, so an answer given before cannot be
+   * replaced; without a state there are no answers (the first round asks). A state that fails its
+   * check, or inputResponses that are not results, is -32602 and nothing runs.
    */
   begin(
     params: Readonly<Record<string, unknown>> | undefined,
@@ -54,7 +55,8 @@ export class RoundTrips {
       if (problem !== null) return refusal(new TaskgateError('TG_INPUT_RESPONSES_INVALID', problem));
     }
     const responses = (given ?? {}) as Record<string, unknown>;
-    if (params?.requestState === undefined) return { request, answers: responses };
+    // No state: nothing was asked yet, so nothing is an answer (the first round asks).
+    if (params?.requestState === undefined) return { request, answers: {} };
     const opened = this.#sealer.open(params.requestState, { principal: context.tenantId, request });
     if ('problem' in opened) {
       return refusal(
@@ -68,7 +70,16 @@ export class RoundTrips {
       );
     }
     const answers: Record<string, unknown> = { ...opened.answers };
-    for (const key of opened.asked) if (Object.hasOwn(responses, key)) answers[key] = responses[key];
+    for (const [key, method] of Object.entries(opened.asked)) {
+      if (!Object.hasOwn(responses, key)) continue;
+      const problem = inputResultProblem(method, responses[key]);
+      if (problem !== null) {
+        return refusal(
+          new TaskgateError('TG_INPUT_RESPONSES_INVALID', `inputResponses.${key} ${problem} (a ${method} result)`),
+        );
+      }
+      answers[key] = responses[key];
+    }
     return { request, answers };
   }
 
@@ -101,14 +112,15 @@ export class RoundTrips {
       principal: context.tenantId,
       request: round.request,
       answers: round.answers,
-      asked: Object.keys(requests),
+      asked: Object.fromEntries(Object.entries(requests).map(([key, request]) => [key, request.method])),
     });
     if (requestState === null) return internal(`${who}: the answers gathered are too large to carry in requestState`);
     return { kind: 'result', result: { resultType: 'input_required', inputRequests: requests, requestState } };
   }
 }
 
-function responsesProblem(given: unknown): string | null {
+/** Why `given` is not an inputResponses object (of objects), or null. */
+export function responsesProblem(given: unknown): string | null {
   if (typeof given !== 'object' || given === null || Array.isArray(given)) {
     return 'inputResponses must be an object of the client results by input request key';
   }

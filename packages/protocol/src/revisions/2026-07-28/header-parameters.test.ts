@@ -84,6 +84,7 @@ describe('headerParameterProblem', () => {
       [args, { ...good, 'mcp-param-dry-run': 'False' }, 'does not match'],
       [{ ...args, region: 5 }, { ...good, 'mcp-param-region': '5' }, 'does not match'],
       [args, { ...good, 'mcp-param-region': ['us-west1', 'us-west1'] }, 'more than once'],
+      [{ ...args, count: 1e300 }, { ...good, 'mcp-param-count': `1${'0'.repeat(300)}` }, 'does not match'],
       [args, { ...good, 'mcp-param-zone': '=?base64?IGE?=' }, 'bad Base64'],
       [args, { ...good, 'mcp-param-zone': '=?base64?IG!!E=?=' }, 'bad Base64'],
       [args, { ...good, 'mcp-param-region': 'caf\u00e9' }, 'bad Base64'],

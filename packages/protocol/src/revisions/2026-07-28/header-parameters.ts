@@ -102,8 +102,9 @@ export function headerParameterProblem(
       if (present) return `the ${label} header is required: arguments.${parameter.path.join('.')} has a value`;
       continue;
     }
-    if (Array.isArray(raw)) return `the ${label} header is given more than once`;
-    const decoded = decodeHeaderValue(raw as string);
+    const values = Array.isArray(raw) ? raw : [raw];
+    if (values.length !== 1) return `the ${label} header is given more than once`;
+    const decoded = decodeHeaderValue(values[0] as string);
     if (decoded === null) return `the ${label} header holds characters a header may not carry, or bad Base64`;
     if (!present) return `the ${label} header is given but arguments.${parameter.path.join('.')} has no value`;
     if (!sameValue(decoded, value, parameter.type)) {
@@ -116,7 +117,8 @@ export function headerParameterProblem(
 function sameValue(header: string, value: unknown, type: HeaderParameter['type']): boolean {
   if (type === 'integer') {
     // "Compare numerically": 42.0 and 42 are one value.
-    return /^-?\d+(\.0+)?$/.test(header) && typeof value === 'number' && Number(header) === value;
+    // Only safe integers are carried (the spec's range): beyond it two values compare equal wrongly.
+    return /^-?\d+(\.0+)?$/.test(header) && Number.isSafeInteger(value) && Number(header) === value;
   }
   if (type === 'boolean') return typeof value === 'boolean' && header === String(value);
   return typeof value === 'string' && header === value;

@@ -1,4 +1,4 @@
-import { isTaskgateError } from '@taskgate/errors';
+import { isTaskgateError, TaskgateError } from '@taskgate/errors';
 import {
   declaresTasks,
   ErrorCode,
@@ -14,12 +14,14 @@ import { taskSupportOf } from '@taskgate/tools';
 import { type CallRunner, DEFAULT_TASK_AFTER_MS } from '../../dispatch/call-runner.ts';
 import { type ContentMethodsOptions, contentMethods } from '../../dispatch/content-methods.ts';
 import type { MethodHandler, MethodTable } from '../../dispatch/method-table.ts';
+import { responsesProblem } from '../../dispatch/round-trips.ts';
 import type { RequestContext } from '../../mcp-core.ts';
 import {
   discoverResult,
   invalidParams,
   type MethodOutcome,
   missingCapability,
+  refusal,
   toolsListResult,
 } from '../../mcp-methods.ts';
 import { createTaskResult, detailedTask, TASK_ACK, unknownTask } from '../../mcp-tasks.ts';
@@ -111,6 +113,8 @@ async function callTool(
   let inputResponses: Record<string, unknown> | undefined;
   if (tool?.askFirst) {
     const given = params?.inputResponses;
+    const malformed = given === undefined ? null : responsesProblem(given);
+    if (malformed !== null) return refusal(new TaskgateError('TG_INPUT_RESPONSES_INVALID', malformed));
     const answers = typeof given === 'object' && given !== null && !Array.isArray(given) ? given : {};
     const outstanding = Object.entries(tool.askFirst).filter(([key]) => !Object.hasOwn(answers, key));
     if (outstanding.length > 0) {
