@@ -93,8 +93,12 @@ export interface RequestContext {
     params: Readonly<Record<string, unknown>>,
     signal: AbortSignal,
   ) => Promise<unknown>;
-  /** The HTTP request's headers (2026-07-28 checks a tool's Mcp-Param-* headers against the body). */
-  readonly headers?: RequestHeaders;
+  /**
+   * The HTTP request's headers, each with its values apart (2026-07-28 checks a tool's
+   * Mcp-Param-* headers against the body). A function: most tools declare none, and the view is
+   * built only for one that does.
+   */
+  readonly headers?: () => RequestHeaders;
   /** The connection's resources/subscribe set (handshake revisions; absent: none to keep it in). */
   readonly resourceSubscriptions?: ResourceSubscriptions;
   /** logging/setLevel: keeps the level for the connection's later requests (handshake revisions). */

@@ -268,7 +268,7 @@ async function handle(
       logLevel: metadata.metadata.logLevel ?? null,
       // Each header's values apart: Node joins a repeated header with ", " in request.headers, and
       // a repeated Mcp-Param-* must be refused, not read as one value.
-      headers: request.raw.headersDistinct,
+      headers: () => request.raw.headersDistinct,
     },
     options,
   );
@@ -523,7 +523,7 @@ async function callTool(
     readonly era?: ProtocolEra;
     readonly revision?: string;
     readonly logLevel?: LogLevel | null;
-    readonly headers?: RequestHeaders;
+    readonly headers?: () => RequestHeaders;
   },
   options: RouteOptions,
   scope?: CallScope,

@@ -16,8 +16,8 @@ export const CAPABILITY_OF: Readonly<Record<string, string>> = {
 
 /** One request of a multi round-trip exchange: what it is about, and the answers gathered so far. */
 export interface Round {
-  /** The method and salient params the state is bound to (a digest). */
-  readonly request: string;
+  /** The method and salient params the state is bound to (a digest, made only when a state is). */
+  readonly request: () => string;
   readonly answers: Readonly<Record<string, unknown>>;
 }
 
@@ -48,7 +48,12 @@ export class RoundTrips {
     context: RequestContext,
     subject: { readonly method: string; readonly name: string; readonly arguments?: unknown },
   ): Round | MethodOutcome {
-    const request = sha256Hex(canonicalJson([subject.method, subject.name, subject.arguments ?? null]));
+    // Hashed only when a state is opened or made: most calls ask nothing and carry none.
+    let digest: string | null = null;
+    const request = () => {
+      digest ??= sha256Hex(canonicalJson([subject.method, subject.name, subject.arguments ?? null]));
+      return digest;
+    };
     const given = params?.inputResponses;
     if (given !== undefined) {
       const problem = responsesProblem(given);
@@ -57,7 +62,7 @@ export class RoundTrips {
     const responses = (given ?? {}) as Record<string, unknown>;
     // No state: nothing was asked yet, so nothing is an answer (the first round asks).
     if (params?.requestState === undefined) return { request, answers: {} };
-    const opened = this.#sealer.open(params.requestState, { principal: context.tenantId, request });
+    const opened = this.#sealer.open(params.requestState, { principal: context.tenantId, request: request() });
     if ('problem' in opened) {
       return refusal(
         new TaskgateError(
@@ -110,7 +115,7 @@ export class RoundTrips {
     }
     const requestState = this.#sealer.seal({
       principal: context.tenantId,
-      request: round.request,
+      request: round.request(),
       answers: round.answers,
       asked: Object.fromEntries(Object.entries(requests).map(([key, request]) => [key, request.method])),
     });

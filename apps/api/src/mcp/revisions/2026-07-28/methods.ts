@@ -6,6 +6,7 @@ import {
   headerParameterProblem,
   headerParametersOf,
   missingCapabilities,
+  type RequestHeaders,
   TASK_METHODS,
   TASKS_EXTENSION,
   TASKS_REQUIRED,
@@ -81,8 +82,9 @@ async function callTool(
   if (read.kind === 'error') return read;
   const { call, tool } = read;
   // Over HTTP, each x-mcp-header parameter's Mcp-Param-* header must carry the body's value.
-  if (tool && context.headers) {
-    const mismatch = headerParameterProblem(headerParameters(tool), call.arguments, context.headers);
+  const parameters = tool && context.headers ? headerParameters(tool) : [];
+  if (parameters.length > 0) {
+    const mismatch = headerParameterProblem(parameters, call.arguments, (context.headers as () => RequestHeaders)());
     if (mismatch !== null) {
       return {
         kind: 'error',
