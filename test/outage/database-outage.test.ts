@@ -97,6 +97,8 @@ describe('while the database is unreachable', () => {
       11,
     );
     expectMcpOutage(await injectMcp(api.app, 'tasks/get', { taskId }, { id: 12, capabilities: TASKS }), 12);
+    // A task resource is read from the database too: the same 503, not a -32603 naming it.
+    expectMcpOutage(await injectMcp(api.app, 'resources/read', { uri: `taskgate://tasks/${taskId}` }, { id: 16 }), 16);
     const legacy = await api.app.inject({
       method: 'POST',
       url: '/mcp',

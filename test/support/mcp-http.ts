@@ -20,7 +20,7 @@ export interface ModernRequestOptions {
 
 /**
  * The headers and body of one 2026-07-28 request to POST /mcp: the mirrored MCP-Protocol-Version,
- * Mcp-Method and Mcp-Name headers (the tool's name, or the taskId of tasks/*) and the per-request
+ * Mcp-Method and Mcp-Name headers (the tool's or prompt's name, the URI read, or the taskId of tasks/*) and the per-request
  * `_meta`, declaring `capabilities`.
  */
 export function modernRequest(
@@ -28,7 +28,12 @@ export function modernRequest(
   params: Record<string, unknown>,
   options: ModernRequestOptions = {},
 ): { headers: Record<string, string>; body: string } {
-  const name = method === 'tools/call' ? params.name : params.taskId;
+  const name =
+    method === 'tools/call' || method === 'prompts/get'
+      ? params.name
+      : method === 'resources/read'
+        ? params.uri
+        : params.taskId;
   return {
     headers: {
       'content-type': 'application/json',
