@@ -93,6 +93,7 @@ export {
   deleteMcpSession,
   findMcpSession,
   insertMcpSession,
+  MAX_MCP_SESSIONS_PER_TENANT,
   MCP_SESSION_IDLE_MS,
   type McpSessionRecord,
   setMcpSessionLogLevel,

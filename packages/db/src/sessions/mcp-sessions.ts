@@ -22,13 +22,31 @@ export interface McpSessionRecord {
   readonly logLevel?: string | null;
 }
 
-export async function insertMcpSession(db: Kysely<Database>, session: McpSessionRecord): Promise<void> {
+/** Live sessions a tenant keeps at most: initialize beyond them ends the tenant's least recently used. */
+export const MAX_MCP_SESSIONS_PER_TENANT = 1_000;
+
+/**
+ * Stores a new session, then trims its tenant to `maxPerTenant` sessions, least recently used
+ * first: a client looping on initialize replaces its own sessions instead of growing the table
+ * until the idle sweep. A trimmed session is unknown from then on (404: its client initializes
+ * again). Two initializes at once may leave one more for a moment; the next trims it.
+ */
+export async function insertMcpSession(
+  db: Kysely<Database>,
+  session: McpSessionRecord,
+  maxPerTenant = MAX_MCP_SESSIONS_PER_TENANT,
+): Promise<void> {
   await sql`
     INSERT INTO mcp_sessions (id, tenant_id, revision, client_capabilities)
     VALUES (${session.id}::uuid, ${session.tenantId}, ${session.revision},
             ${session.clientCapabilities === null ? null : JSON.stringify(session.clientCapabilities)}::jsonb)`.execute(
     db,
   );
+  await sql`
+    DELETE FROM mcp_sessions WHERE id IN (
+      SELECT id FROM mcp_sessions WHERE tenant_id = ${session.tenantId} AND id <> ${session.id}::uuid
+      ORDER BY last_seen_at DESC, created_at DESC
+      OFFSET ${Math.max(0, maxPerTenant - 1)})`.execute(db);
 }
 
 /**

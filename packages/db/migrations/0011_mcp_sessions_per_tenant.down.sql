@@ -1,0 +1,1 @@
+DROP INDEX mcp_sessions_tenant_seen_idx;

@@ -1,0 +1,49 @@
+import { randomUUID } from 'node:crypto';
+import { createKysely, createPool, type Database, findMcpSession, insertMcpSession } from '@taskgate/db';
+import { type Kysely, sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/databases.ts';
+
+// mcp_sessions per tenant: initialize trims the tenant to its most recently used sessions, so a
+// client looping on initialize cannot grow the table until the idle sweep.
+const database = useTestDatabase();
+let db: Kysely<Database>;
+beforeAll(() => {
+  db = createKysely(createPool(database.url, { applicationName: 'mcp-sessions-test' }));
+});
+afterAll(async () => {
+  await db.destroy();
+});
+
+const open = async (tenantId: string, max: number) => {
+  const id = randomUUID();
+  await insertMcpSession(db, { id, tenantId, revision: '2025-11-25', clientCapabilities: null }, max);
+  return id;
+};
+
+describe('insertMcpSession', () => {
+  it('keeps a tenant to its most recently used sessions, and leaves other tenants alone', async () => {
+    const others = [await open('globex', 3), await open('globex', 3)];
+    const first = await open('acme', 3);
+    const second = await open('acme', 3);
+    // The oldest one is used again: it is now the most recent of the three that were there.
+    await sql`UPDATE mcp_sessions SET last_seen_at = now() + interval '1 second' WHERE id = ${first}::uuid`.execute(db);
+    const third = await open('acme', 3);
+    const fourth = await open('acme', 3);
+    const live = async (ids: string[], tenant: string) =>
+      (await Promise.all(ids.map((id) => findMcpSession(db, id, tenant)))).map((found) => found !== null);
+    // The new one is kept always; of the rest, the least recently used (second) went.
+    expect(await live([first, second, third, fourth], 'acme')).toEqual([true, false, true, true]);
+    expect(await live(others, 'globex')).toEqual([true, true]);
+    const { rows } = await sql<{ n: string }>`
+      SELECT count(*) AS n FROM mcp_sessions WHERE tenant_id = 'acme'`.execute(db);
+    expect(Number(rows[0]?.n)).toBe(3);
+  });
+
+  it('with a bound of one, each initialize replaces the last', async () => {
+    const a = await open('solo', 1);
+    const b = await open('solo', 1);
+    expect(await findMcpSession(db, a, 'solo')).toBeNull();
+    expect(await findMcpSession(db, b, 'solo')).not.toBeNull();
+  });
+});
