@@ -1,17 +1,17 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanEnv, REPO_ROOT, type RunningProcess, startCli } from '../support/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
+import {
+  CONFORMANCE_SUITE,
+  CONFORMANCE_SUITE_0_1_16,
+  type ConformanceServer,
+  runConformance,
+  startConformanceServer,
+} from '../support/conformance.ts';
 
 // The MCP conformance suite (@modelcontextprotocol/conformance, pinned in package.json) run as a
 // revision requires it (`--requirements <revision>`) against `taskgate start` with
 // TASKGATE_CONFORMANCE=1. Each scenario's outcome is held to the lists below: a scenario that
 // starts failing fails this test, and so does one that starts passing while still listed here,
 // so that the lists (and docs/design/mcp-conformance.md, which says why each one fails) stay true.
-const SUITE = path.join(REPO_ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
-/** The suite's last stable release (devDependency alias), run as its default active suite. */
-const SUITE_0_1_16 = path.join(REPO_ROOT, 'node_modules/conformance-v0-1-16/dist/index.js');
 
 /** What the 0.1.16 active suite runs that is not built yet: nothing. */
 const FAILING_0_1_16: readonly string[] = [];
@@ -26,37 +26,13 @@ const FAILING: Readonly<Record<string, readonly string[]>> = {
   ],
 };
 
-let database: TestDatabase;
-let taskgate: RunningProcess;
-let url: string;
+let server: ConformanceServer;
 beforeAll(async () => {
-  database = await createTestDatabase({ empty: true });
-  taskgate = startCli(['start'], cleanEnv({ DATABASE_URL: database.url, PORT: '0', TASKGATE_CONFORMANCE: '1' }));
-  url = (await taskgate.waitForLog((entry) => entry.msg === 'taskgate started')).url as string;
+  server = await startConformanceServer();
 }, 60_000);
 afterAll(async () => {
-  await taskgate?.stop('SIGTERM');
-  await database?.drop();
+  await server?.stop();
 });
-
-function runSuite(suite: string, args: readonly string[]): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [suite, 'server', '--url', `${url}/mcp`, ...args], {
-      cwd: REPO_ROOT,
-      env: cleanEnv(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk) => {
-      output += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      output += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, output }));
-  });
-}
 
 /** Each scenario of the summary and whether it passed, in the suite's order. */
 function outcomes(output: string): Map<string, boolean> {
@@ -73,7 +49,7 @@ describe('MCP conformance, as each revision requires it', () => {
     '--requirements %s: every scenario but the listed ones passes',
     { timeout: 180_000 },
     async (revision) => {
-      const { output } = await runSuite(SUITE, ['--requirements', revision]);
+      const { output } = await runConformance(CONFORMANCE_SUITE, server.url, ['--requirements', revision]);
       const scenarios = outcomes(output);
       expect(scenarios.size, output).toBeGreaterThan(20);
       const failing = [...scenarios].filter(([, passed]) => !passed).map(([name]) => name);
@@ -82,7 +58,7 @@ describe('MCP conformance, as each revision requires it', () => {
   );
 
   it('0.1.16, its active suite: every scenario but the listed ones passes', { timeout: 180_000 }, async () => {
-    const { output } = await runSuite(SUITE_0_1_16, []);
+    const { output } = await runConformance(CONFORMANCE_SUITE_0_1_16, server.url, []);
     const scenarios = outcomes(output);
     expect(scenarios.size, output).toBe(30);
     const failing = [...scenarios].filter(([, passed]) => !passed).map(([name]) => name);

@@ -1,14 +1,15 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanEnv, REPO_ROOT, type RunningProcess, startCli } from '../support/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
+import {
+  CONFORMANCE_SUITE,
+  type ConformanceServer,
+  runConformance,
+  startConformanceServer,
+} from '../support/conformance.ts';
 
 // The MCP conformance suite's Tasks-extension scenarios (@modelcontextprotocol/conformance, pinned in
 // package.json) against `taskgate start` with TASKGATE_CONFORMANCE=1, one scenario per run of the
 // suite's CLI, as docs/design/mcp-tasks-conformance.md describes: all ten. A scenario passes when the
 // CLI exits 0 and reports no failed check.
-const SUITE = path.join(REPO_ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
 const SCENARIOS = [
   'tasks-lifecycle',
   'tasks-capability-negotiation',
@@ -22,38 +23,16 @@ const SCENARIOS = [
   'tasks-mrtr-composition',
 ];
 
-let database: TestDatabase;
-let taskgate: RunningProcess;
-let url: string;
+let server: ConformanceServer;
 beforeAll(async () => {
-  database = await createTestDatabase({ empty: true });
-  taskgate = startCli(['start'], cleanEnv({ DATABASE_URL: database.url, PORT: '0', TASKGATE_CONFORMANCE: '1' }));
-  url = (await taskgate.waitForLog((entry) => entry.msg === 'taskgate started')).url as string;
+  server = await startConformanceServer();
 }, 60_000);
 afterAll(async () => {
-  await taskgate?.stop('SIGTERM');
-  await database?.drop();
+  await server?.stop();
 });
 
-function runScenario(scenario: string): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve, reject) => {
-    // Without --spec-version: with one, the suite skips extension scenarios and still exits 0.
-    const child = spawn(process.execPath, [SUITE, 'server', '--url', `${url}/mcp`, '--scenario', scenario], {
-      cwd: REPO_ROOT,
-      env: cleanEnv(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk) => {
-      output += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      output += chunk;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, output }));
-  });
-}
+// Without --spec-version: with one, the suite skips extension scenarios and still exits 0.
+const runScenario = (scenario: string) => runConformance(CONFORMANCE_SUITE, server.url, ['--scenario', scenario]);
 
 describe('MCP conformance: Tasks extension scenarios', () => {
   it.each(SCENARIOS)('%s passes', { timeout: 60_000 }, async (scenario) => {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { TaskProgress, TaskRecord } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
-import { ErrorCode, logLevelPasses, missingCapabilities } from '@taskgate/protocol';
+import { ErrorCode, logLevelPasses } from '@taskgate/protocol';
 import type { InputRequest } from '@taskgate/sdk';
 import type { AnyTool } from '@taskgate/tools';
 import { type CreateTaskInput, cappedClocks } from '../../tasks/task-service.ts';
@@ -18,7 +18,7 @@ import {
 } from '../mcp-methods.ts';
 import { createTaskResult } from '../mcp-tasks.ts';
 import { RequestStateSealer } from './request-state.ts';
-import { CAPABILITY_OF, type Round, RoundTrips } from './round-trips.ts';
+import { inputCapabilityProblem, type Round, RoundTrips } from './round-trips.ts';
 
 export const DEFAULT_TASK_AFTER_MS = 500;
 
@@ -135,13 +135,14 @@ export class CallRunner {
   #askClient(context: RequestContext, tool: string) {
     const ask = context.askClient as NonNullable<RequestContext['askClient']>;
     return (request: InputRequest, signal: AbortSignal) => {
-      const capability = CAPABILITY_OF[request.method];
-      if (capability === undefined) {
+      const problem = inputCapabilityProblem([request], context.clientCapabilities);
+      if (problem?.kind === 'unknown') {
         return Promise.reject(
           new Error(`tool ${tool} asked for input with method ${request.method}, which MCP does not define`),
         );
       }
-      if (missingCapabilities({ [capability]: {} }, context.clientCapabilities)) {
+      if (problem?.kind === 'missing') {
+        const capability = Object.keys(problem.missing).join(', ');
         return Promise.reject(
           new Error(`tool ${tool} needs ${request.method}, and the client did not declare ${capability} at initialize`),
         );

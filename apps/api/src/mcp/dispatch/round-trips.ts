@@ -8,11 +8,33 @@ import { inputResultProblem } from './input-results.ts';
 import type { RequestStateSealer } from './request-state.ts';
 
 /** Which client capability lets a server send each kind of input request (basic/patterns/mrtr). */
-export const CAPABILITY_OF: Readonly<Record<string, string>> = {
+const CAPABILITY_OF: Readonly<Record<string, string>> = {
   'elicitation/create': 'elicitation',
   'sampling/createMessage': 'sampling',
   'roots/list': 'roots',
 };
+
+/**
+ * Whether a client that declared `declared` may be sent these input requests: a method MCP does
+ * not define (`unknown`), or the capabilities it would need and did not declare (`missing`).
+ * Both ways of asking (input_required and requests on the connection) check this.
+ */
+export function inputCapabilityProblem(
+  requests: readonly { readonly method: string }[],
+  declared: Capabilities | undefined,
+):
+  | { readonly kind: 'unknown'; readonly method: unknown }
+  | { readonly kind: 'missing'; readonly missing: Capabilities }
+  | null {
+  const needed: Record<string, Record<string, unknown>> = {};
+  for (const request of requests) {
+    const capability = CAPABILITY_OF[request?.method];
+    if (capability === undefined) return { kind: 'unknown', method: request?.method };
+    needed[capability] = {};
+  }
+  const missing = missingCapabilities(needed as Capabilities, declared);
+  return missing ? { kind: 'missing', missing } : null;
+}
 
 /** One request of a multi round-trip exchange: what it is about, and the answers gathered so far. */
 export interface Round {
@@ -99,19 +121,14 @@ export class RoundTrips {
     context: RequestContext,
     who: string,
   ): MethodOutcome {
-    const needed: Record<string, Record<string, unknown>> = {};
-    for (const request of Object.values(requests)) {
-      const capability = CAPABILITY_OF[request?.method];
-      if (capability === undefined) {
-        return internal(
-          `${who} asked for input with method ${JSON.stringify(request?.method)}, which MCP does not define`,
-        );
-      }
-      needed[capability] = {};
+    const problem = inputCapabilityProblem(Object.values(requests), context.clientCapabilities);
+    if (problem?.kind === 'unknown') {
+      return internal(
+        `${who} asked for input with method ${JSON.stringify(problem.method)}, which MCP does not define`,
+      );
     }
-    const missing = missingCapabilities(needed as Capabilities, context.clientCapabilities);
-    if (missing) {
-      return missingCapability(missing, `${who} needs input this request's client capabilities do not offer`);
+    if (problem?.kind === 'missing') {
+      return missingCapability(problem.missing, `${who} needs input this request's client capabilities do not offer`);
     }
     const requestState = this.#sealer.seal({
       principal: context.tenantId,
