@@ -52,6 +52,8 @@ const TASK_COLUMNS = {
   job_id: true,
   api_instance_id: true,
   tool_fingerprint: true,
+  log_level: true,
+  log_count: true,
 } satisfies Record<keyof Database['tasks'], true>;
 const EVENT_COLUMNS = {
   id: true,

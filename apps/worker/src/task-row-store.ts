@@ -1,5 +1,6 @@
 import {
   addOutboxEvents,
+  appendLogMessages,
   completeKey,
   type Database,
   finishAttempt,
@@ -21,7 +22,7 @@ import {
   type TaskWriter,
 } from '@taskgate/db';
 import type { CommitContext, InputRequest, ToolResult } from '@taskgate/sdk';
-import type { CommitOutcome, RunCancelState, RunOutcome, RunProgress, RunStore } from '@taskgate/tools';
+import type { CommitOutcome, LogEntry, RunCancelState, RunOutcome, RunProgress, RunStore } from '@taskgate/tools';
 import type { Kysely, Transaction } from 'kysely';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
@@ -57,11 +58,17 @@ export interface TaskRowStoreOptions {
   readonly hooks?: AttemptHooks;
 }
 
+/** Most log messages in one write. */
+const LOG_BATCH = 100;
+
 /** A durable run's store: the task row, written only while this attempt holds it. */
 export class TaskRowStore implements RunStore {
   readonly #task: TaskRecord;
   readonly #options: TaskRowStoreOptions;
   readonly #writer: TaskWriter;
+  /** ctx.log() messages not written yet, and the write under way. */
+  readonly #logQueue: LogEntry[] = [];
+  #logWrite: Promise<void> | null = null;
 
   constructor(task: TaskRecord, options: TaskRowStoreOptions) {
     this.#task = task;
@@ -94,6 +101,38 @@ export class TaskRowStore implements RunStore {
     }
   }
 
+  /**
+   * Keeps a ctx.log() message with the task, for the request that waits for it. Messages logged
+   * in one turn of the event loop go in one write; a write that fails is not retried (like
+   * progress, a log is best effort), but every write finishes before the attempt's next decided
+   * write (a status, a hand-back), so a reader that sees the final status sees every message.
+   */
+  log(entry: LogEntry): void {
+    this.#logQueue.push(entry);
+    this.#logWrite ??= this.#writeLogs();
+  }
+
+  async #writeLogs(): Promise<void> {
+    try {
+      while (this.#logQueue.length > 0) {
+        await new Promise((resolve) => setImmediate(resolve));
+        const messages = this.#logQueue.splice(0, LOG_BATCH);
+        try {
+          await appendLogMessages(this.#writer, { taskId: this.#task.id, attempt: this.#task.attempt, messages });
+        } catch (error) {
+          this.#log(isDatabaseUnavailable(error) ? 'debug' : 'warn', error, 'log messages not kept');
+        }
+      }
+    } finally {
+      this.#logWrite = null;
+    }
+  }
+
+  /** Resolves once every message logged so far has been written (or dropped). */
+  async #logsWritten(): Promise<void> {
+    while (this.#logWrite) await this.#logWrite;
+  }
+
   readSteps(): Promise<Map<string, unknown>> {
     return this.#persist(() => readSteps(this.#options.db, this.#task.id));
   }
@@ -105,6 +144,7 @@ export class TaskRowStore implements RunStore {
   }
 
   async park(requests: Readonly<Record<string, InputRequest>>, message: string): Promise<boolean> {
+    await this.#logsWritten();
     const parked = await this.#persist(() =>
       parkForInput(this.#writer, this.#task.id, this.#task.attempt, requests, message),
     );
@@ -112,6 +152,7 @@ export class TaskRowStore implements RunStore {
   }
 
   async complete(result: ToolResult, reason: string): Promise<boolean> {
+    await this.#logsWritten();
     const completion = { id: this.#task.id, attempt: this.#task.attempt, result, reason };
     return (await this.#persist(() => this.#options.completions.submit(completion))) !== null;
   }
@@ -120,7 +161,8 @@ export class TaskRowStore implements RunStore {
    * Retried whole while the database is unreachable: a transaction that failed committed nothing,
    * and one whose COMMIT answer was lost is found ended by the next try's lock.
    */
-  commit(effects: (tx: CommitContext<unknown>) => Promise<ToolResult>, reason: string): Promise<CommitOutcome> {
+  async commit(effects: (tx: CommitContext<unknown>) => Promise<ToolResult>, reason: string): Promise<CommitOutcome> {
+    await this.#logsWritten();
     const task = this.#task;
     return this.#persist(() =>
       this.#options.announcer.transaction(this.#options.db, async (writer): Promise<CommitOutcome> => {
@@ -163,12 +205,14 @@ export class TaskRowStore implements RunStore {
   }
 
   async finish(outcome: RunOutcome): Promise<boolean> {
+    await this.#logsWritten();
     return (
       (await this.#persist(() => finishAttempt(this.#writer, this.#task.id, this.#task.attempt, outcome))) !== null
     );
   }
 
-  release(why: string): Promise<boolean> {
+  async release(why: string): Promise<boolean> {
+    await this.#logsWritten();
     return this.#persist(() => releaseAttempt(this.#writer, this.#task.id, this.#task.attempt, why));
   }
 

@@ -11,9 +11,10 @@ import {
   type TaskAnnouncer,
   type TaskRecord,
 } from '@taskgate/db';
+import { isLogLevel, type LogLevel, logLevelPasses } from '@taskgate/protocol';
 import { Batcher, mayRetryAutomatically } from '@taskgate/reliability';
 import { TaskReleasedError } from '@taskgate/sdk';
-import { type ToolRegistry, ToolRun } from '@taskgate/tools';
+import { type LogEntry, type ToolRegistry, ToolRun } from '@taskgate/tools';
 import type { Kysely } from 'kysely';
 import type { CancelWatcher } from './cancel-watcher.ts';
 import { type AttemptHooks, type Completion, TaskRowStore } from './task-row-store.ts';
@@ -153,6 +154,14 @@ export class TaskRunner {
       progressWriteIntervalMs: this.#options.progressWriteIntervalMs,
       now: this.#options.now ?? Date.now,
       resultProblem: (result) => tools.resultProblem(task.tool, result),
+      // The calling request asked for a level: what passes it is kept for that request to hear.
+      ...(isLogLevel(task.logLevel)
+        ? {
+            onLog: (entry: LogEntry) => {
+              if (logLevelPasses(entry.level, task.logLevel as LogLevel)) store.log(entry);
+            },
+          }
+        : {}),
     });
     this.#inFlight.set(task.id, attempt);
     const unwatch = this.#options.watcher.watch(task.id, (how) => attempt.cancel(how));

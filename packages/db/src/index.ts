@@ -134,6 +134,13 @@ export {
 } from './tasks/task-attempts.ts';
 export { TaskListener, type TaskListenerOptions } from './tasks/task-listener.ts';
 export {
+  appendLogMessages,
+  MAX_TASK_LOG_MESSAGES,
+  type NewLogMessage,
+  readLogMessages,
+  type TaskLogMessage,
+} from './tasks/task-log-messages.ts';
+export {
   parseTaskNotification,
   TASK_CHANNEL,
   type TaskNotification,

@@ -61,6 +61,9 @@ export interface TasksTable {
   api_instance_id: string | null;
   /** The fingerprint of the tool definition the task was accepted under (migration 0007). */
   tool_fingerprint: string | null;
+  /** The calling request's log level; NULL: its ctx.log() messages are not kept (migration 0012). */
+  log_level: string | null;
+  log_count: Generated<number>;
 }
 
 export interface TaskEventsTable {
@@ -104,6 +107,18 @@ export interface TaskStepsTable {
   name: string;
   result: Json;
   attempt: number;
+  created_at: GeneratedTimestamp;
+}
+
+/** ctx.log() messages of durable tasks (migration 0012; owner: tasks/task-log-messages.ts). */
+export interface TaskLogMessagesTable {
+  tenant_id: string;
+  task_id: string;
+  seq: number;
+  attempt: number;
+  level: string;
+  logger: string | null;
+  data: Json;
   created_at: GeneratedTimestamp;
 }
 
@@ -185,6 +200,7 @@ export interface Database {
   taskgate_migrations: TaskgateMigrationsTable;
   idempotency_keys: IdempotencyKeysTable;
   task_steps: TaskStepsTable;
+  task_log_messages: TaskLogMessagesTable;
   reconciliation_items: ReconciliationItemsTable;
   outbox: OutboxTable;
 }

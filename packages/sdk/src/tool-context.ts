@@ -133,7 +133,9 @@ export interface ToolContext<DB = unknown> {
    * MCP's levels: sent only to a client that asked for that level or a less severe one
    * (2026-07-28's per-request logLevel, an older session's logging/setLevel), and only while the
    * call is answered in its request. `data` is any JSON value; keep secrets out of it. At most 200
-   * messages per call reach the client. A durable task's messages go to the worker's log only.
+   * messages per run reach the client. A durable task's messages are kept with the task (at most
+   * 1,000 over its attempts) for the request that waits for it (not once it is handed to the
+   * client). Messages logged inside ctx.commit's effects are not kept: the task has ended by then.
    */
   log(
     level: 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency',

@@ -43,14 +43,20 @@ export interface LogEntry {
   readonly logger?: string;
 }
 
-/** Why a value cannot travel as JSON as it is, or null. */
-function jsonValueProblem(value: unknown): string | null {
+/** The most a ctx.log() message's data may take as JSON: a log line, not a payload. */
+export const MAX_LOG_DATA_BYTES = 64 * 1024;
+
+/** Why a value cannot travel as a log message's data as it is, or null. */
+function logDataProblem(value: unknown): string | null {
   if (value === undefined) return 'undefined';
+  let json: string;
   try {
-    JSON.stringify(value);
+    json = JSON.stringify(value);
   } catch (error) {
     return (error as Error).message.split('\n')[0] ?? 'not JSON';
   }
+  // Durable runs keep every message (up to 1,000 per task): a bound per message bounds the rows.
+  if (Buffer.byteLength(json) > MAX_LOG_DATA_BYTES) return `more than ${MAX_LOG_DATA_BYTES} bytes as JSON`;
   return checkJsonValue(value)?.message ?? null;
 }
 
@@ -199,8 +205,8 @@ export class ToolRun {
   #log(level: unknown, data: unknown, logger: unknown): void {
     if (!isLogLevel(level)) throw new TypeError(`ctx.log level must be one of ${LOG_LEVELS.join(', ')}`);
     if (logger !== undefined && typeof logger !== 'string') throw new TypeError('ctx.log logger must be a string');
-    const problem = jsonValueProblem(data);
-    if (problem !== null) throw new TypeError(`ctx.log data must be a JSON value: ${problem}`);
+    const problem = logDataProblem(data);
+    if (problem !== null) throw new TypeError(`ctx.log data must be a JSON value of at most 64 KiB: ${problem}`);
     this.#logged += 1;
     if (this.#logged > MAX_LOG_MESSAGES) return;
     const entry: LogEntry = { level, data, ...(logger === undefined ? {} : { logger }) };

@@ -11,9 +11,11 @@ import {
   keyFingerprint,
   listTasks,
   type NewTask,
+  readLogMessages,
   requestCancel,
   type TaskAnnouncer,
   type TaskJobData,
+  type TaskLogMessage,
   type TaskMode,
   TaskQueues,
   type TaskRecord,
@@ -62,6 +64,11 @@ export interface CreateTaskInput {
   readonly mode?: TaskMode;
   /** Answers gathered in the call before the task existed (a tool's askFirst), by request key. */
   readonly inputResponses?: Readonly<Record<string, unknown>>;
+  /**
+   * The level of ctx.log() messages the caller will hear while it waits for the task (they are
+   * kept with the task for it, migration 0012); absent: none are kept.
+   */
+  readonly logLevel?: string;
 }
 
 export interface SubmitOptions {
@@ -211,6 +218,7 @@ export class TaskService {
       apiInstanceId: mode === 'request' ? (this.#options.instanceId ?? null) : null,
       ttlMs: input.ttlMs ?? this.#options.defaultTtlMs,
       ...(input.inputResponses ? { inputResponses: input.inputResponses } : {}),
+      ...(input.logLevel ? { logLevel: input.logLevel } : {}),
       pollIntervalMs: this.#options.pollIntervalMs,
       // The version this call was checked against: the worker compares it with the one it serves.
       toolFingerprint: this.#options.tools.fingerprint(input.tool) ?? null,
@@ -283,6 +291,8 @@ export class TaskService {
       inputResponses: {},
       apiInstanceId: null,
       toolFingerprint: null,
+      logLevel: null,
+      logCount: 0,
     };
   }
 
@@ -307,6 +317,11 @@ export class TaskService {
     const task = await this.#reads.submit({ tenantId, id });
     if (!task) throw notFound(id);
     return task;
+  }
+
+  /** The task's ctx.log() messages after `afterSeq`, oldest first, at most `limit`. */
+  logMessages(tenantId: string, id: string, afterSeq: number, limit: number): Promise<TaskLogMessage[]> {
+    return readLogMessages(this.#options.db, { tenantId, taskId: id, afterSeq, limit });
   }
 
   async list(tenantId: string, query: { status?: TaskStatus; limit: number; cursor?: string }): Promise<TaskListing> {

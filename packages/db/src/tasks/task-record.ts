@@ -35,6 +35,10 @@ export interface TaskRecord {
   readonly apiInstanceId: string | null;
   /** toolFingerprint of the definition the API accepted the call under; null before migration 0007. */
   readonly toolFingerprint: string | null;
+  /** The log level the calling request asked for (its ctx.log() messages are kept); null: none (0012). */
+  readonly logLevel: string | null;
+  /** How many ctx.log() messages the task has kept (task_log_messages). */
+  readonly logCount: number;
 }
 
 export interface TaskProgress {
@@ -76,6 +80,8 @@ export interface TaskRow {
   job_id: string | null;
   api_instance_id: string | null;
   tool_fingerprint: string | null;
+  log_level?: string | null;
+  log_count?: number;
 }
 
 export function toTaskRecord(row: TaskRow): TaskRecord {
@@ -111,6 +117,8 @@ export function toTaskRecord(row: TaskRow): TaskRecord {
     inputResponses: row.input_responses ?? {},
     apiInstanceId: row.api_instance_id ?? null,
     toolFingerprint: row.tool_fingerprint ?? null,
+    logLevel: row.log_level ?? null,
+    logCount: row.log_count ?? 0,
   };
 }
 
@@ -123,9 +131,9 @@ export interface TaskNotification {
   /**
    * `resumed`: a parked task's input was answered and its next run enqueued (status working).
    * `started`: a worker claimed an attempt; `released`: a worker handed the task back. Neither
-   * changes the status, nor does `progress`.
+   * changes the status, nor does `progress`, nor `log` (new ctx.log() messages, migration 0012).
    */
-  readonly event: 'created' | 'started' | 'status' | 'progress' | 'cancel' | 'resumed' | 'released';
+  readonly event: 'created' | 'started' | 'status' | 'progress' | 'log' | 'cancel' | 'resumed' | 'released';
   readonly status: TaskStatus;
   /** The task's tool, on `created` and `resumed` (new work for that tool's queue); absent otherwise. */
   readonly tool?: string;

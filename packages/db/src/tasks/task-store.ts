@@ -30,6 +30,8 @@ export interface NewTask {
   readonly apiInstanceId?: string | null;
   /** The fingerprint of the tool definition the call was checked against (version skew, 0007). */
   readonly toolFingerprint?: string | null;
+  /** The level of ctx.log() messages the caller hears (they are kept for it); absent: none. */
+  readonly logLevel?: string | null;
 }
 
 /**
@@ -54,6 +56,7 @@ export async function insertTasks(writer: TaskWriter, tasks: readonly NewTask[])
       input_responses: task.inputResponses ?? {},
       api_instance_id: task.apiInstanceId ?? null,
       tool_fingerprint: task.toolFingerprint ?? null,
+      log_level: task.logLevel ?? null,
     })),
   );
   const { rows: created } = await sql<TaskRow & { ordinal: number }>`
@@ -61,14 +64,14 @@ export async function insertTasks(writer: TaskWriter, tasks: readonly NewTask[])
       SELECT * FROM jsonb_to_recordset(${rows}::jsonb) AS x(
         ordinal int, id uuid, idempotency_key text, tenant_id text, tool text, arguments jsonb, mode text,
         ttl_ms bigint, poll_interval_ms int, idle_timeout_ms int, max_timeout_ms int, input_responses jsonb,
-        api_instance_id text, tool_fingerprint text)
+        api_instance_id text, tool_fingerprint text, log_level text)
     ), ids AS (
       SELECT coalesce(input.id, gen_random_uuid()) AS task_id, input.* FROM input
     ), created AS (
       INSERT INTO tasks (id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms,
-                         idempotency_key, input_responses, api_instance_id, tool_fingerprint)
+                         idempotency_key, input_responses, api_instance_id, tool_fingerprint, log_level)
       SELECT task_id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms,
-             idempotency_key, input_responses, api_instance_id, tool_fingerprint
+             idempotency_key, input_responses, api_instance_id, tool_fingerprint, log_level
       FROM ids ORDER BY ordinal
       RETURNING *
     ), event AS (

@@ -19,6 +19,7 @@ import {
 import { createTaskResult } from '../mcp-tasks.ts';
 import { RequestStateSealer } from './request-state.ts';
 import { inputCapabilityProblem, type Round, RoundTrips } from './round-trips.ts';
+import { TaskLogRelay } from './task-log-relay.ts';
 
 export const DEFAULT_TASK_AFTER_MS = 500;
 
@@ -151,10 +152,15 @@ export class CallRunner {
     };
   }
 
-  /** The call's task, or the refusal a caller can act on (an unexpected failure propagates). */
-  async submit(context: RequestContext, input: CreateTaskInput): Promise<TaskRecord | MethodOutcome> {
+  /**
+   * The call's task, or the refusal a caller can act on (an unexpected failure propagates). A call
+   * that will wait for its task (`awaited`) and whose request hears log messages has the task keep
+   * its ctx.log() messages, for await() to send.
+   */
+  async submit(context: RequestContext, input: CreateTaskInput, awaited: boolean): Promise<TaskRecord | MethodOutcome> {
+    const logLevel = awaited && context.onLog && context.logLevel ? context.logLevel : undefined;
     try {
-      return (await this.options.service.submit(context.tenantId, input)).task;
+      return (await this.options.service.submit(context.tenantId, logLevel ? { ...input, logLevel } : input)).task;
     } catch (error) {
       const outcome = refusal(error);
       if (outcome.kind === 'error' && outcome.error.code === ErrorCode.InternalError) throw error;
@@ -193,12 +199,23 @@ export class CallRunner {
     const handOver = new AbortController();
     const timer = handOverAfterMs === null ? undefined : setTimeout(() => handOver.abort(), handOverAfterMs);
     const signal = AbortSignal.any([context.signal, handOver.signal]);
+    const logs = this.#logRelay(task, context);
+    const progress = context.onProgress ? progressOf(context.onProgress) : null;
+    const onChange =
+      progress || logs
+        ? (reading: TaskRecord) => {
+            progress?.(reading);
+            logs?.seen(reading.logCount);
+          }
+        : null;
     try {
       const done = await this.#watcher.untilTerminal(context.tenantId, task.id, {
         pollMs: this.options.pollMs,
         signal,
-        ...(context.onProgress ? { onChange: progressOf(context.onProgress) } : {}),
+        ...(onChange ? { onChange } : {}),
       });
+      // The messages the handler logged before it ended go before the answer.
+      await logs?.drain(done.logCount);
       return callOutcome(done, this.options.server);
     } catch (error) {
       if (context.signal.aborted) {
@@ -215,6 +232,19 @@ export class CallRunner {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** The relay of a task's log messages to its request, when the task keeps them for it. */
+  #logRelay(task: TaskRecord, context: RequestContext): TaskLogRelay | null {
+    const { onLog, logLevel } = context;
+    if (!onLog || !logLevel || task.logLevel === null) return null;
+    const { service } = this.options;
+    return new TaskLogRelay({
+      read: (afterSeq, limit) => service.logMessages(context.tenantId, task.id, afterSeq, limit),
+      send: onLog,
+      level: logLevel,
+      ...(context.log ? { log: context.log } : {}),
+    });
   }
 }
 

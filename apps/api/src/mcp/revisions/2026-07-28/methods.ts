@@ -129,13 +129,18 @@ async function callTool(
       Object.keys(tool.askFirst).map((key) => [key, (answers as Record<string, unknown>)[key]]),
     );
   }
-  const task = await runner.submit(context, {
-    tool: call.name,
-    arguments: call.arguments,
-    // A task the client may be handed outlives its connection; a request's task does not.
-    mode: asTask ? 'task' : 'request',
-    ...(inputResponses ? { inputResponses } : {}),
-  });
+  const task = await runner.submit(
+    context,
+    {
+      tool: call.name,
+      arguments: call.arguments,
+      // A task the client may be handed outlives its connection; a request's task does not.
+      mode: asTask ? 'task' : 'request',
+      ...(inputResponses ? { inputResponses } : {}),
+    },
+    // Waited for, unless a required-task tool's task is handed over at once.
+    !(asTask && support === 'required'),
+  );
   if ('kind' in task) return task;
   // The row is committed: a required-task tool is answered with its task at once.
   if (asTask && support === 'required') return { kind: 'result', result: createTaskResult(task) };

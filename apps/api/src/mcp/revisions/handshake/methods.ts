@@ -115,12 +115,17 @@ async function callTool(
     return missingCapability(missing, `tool ${call.name} needs client capabilities this session did not declare`);
   const local = tool?.inline ? runner.options.tools.local(call.name) : undefined;
   if (local) return runner.inline(local, call.arguments, context);
-  const task = await runner.submit(context, {
-    tool: call.name,
-    arguments: call.arguments,
-    mode: asked ? 'task' : 'request',
-    ...(asked?.ttl ? { ttlMs: asked.ttl } : {}),
-  });
+  const task = await runner.submit(
+    context,
+    {
+      tool: call.name,
+      arguments: call.arguments,
+      mode: asked ? 'task' : 'request',
+      ...(asked?.ttl ? { ttlMs: asked.ttl } : {}),
+    },
+    // A task the client asked for is handed to it at once; a call waits for its task.
+    asked === null,
+  );
   if ('kind' in task) return task;
   if (asked) return { kind: 'result', result: { task: legacyTask(task) } };
   return runner.await(task, context, null);
