@@ -382,6 +382,11 @@ describe('completion/complete', () => {
 describe('capabilities', () => {
   it('declares resources, prompts, completions and logging in server/discover', async () => {
     const discover = await result('server/discover', {});
-    expect(discover.capabilities).toMatchObject({ resources: {}, prompts: {}, completions: {}, logging: {} });
+    expect(discover.capabilities).toMatchObject({
+      resources: { subscribe: true },
+      prompts: {},
+      completions: {},
+      logging: {},
+    });
   });
 });

@@ -134,6 +134,37 @@ describe('subscriptions/listen over HTTP', () => {
     stream.request.destroy();
   });
 
+  it('resourceSubscriptions: a task resource is notified on its status change; what is not served is left out', async () => {
+    const taskId = await workingTask(first);
+    const uri = `taskgate://tasks/${taskId}`;
+    const overlong = `taskgate://tasks/${'a'.repeat(3_000)}`;
+    const stream = listen(second, 'listen-resources', { resourceSubscriptions: [uri, uri, 'nope://x', overlong] });
+    await stream.until((all) => all.length >= 1);
+    expect(stream.messages[0]).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/subscriptions/acknowledged',
+      params: { _meta: { [SUBSCRIPTION]: 'listen-resources' }, notifications: { resourceSubscriptions: [uri] } },
+    });
+    // Progress is no change of the resource's status: nothing yet, while keepalives flow.
+    await waitForTask(
+      async () => stream.comments(),
+      (count) => count >= 2,
+    );
+    expect(stream.messages).toHaveLength(1);
+    await rpc(first, 'tasks/cancel', { taskId });
+    const all = await stream.until((messages) => messages.length >= 2);
+    expect(all[1]).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/resources/updated',
+      params: { uri, _meta: { [SUBSCRIPTION]: 'listen-resources' } },
+    });
+    // The client refetches the resource: the task's outcome, as resources/read tells it.
+    const read = await rpc(second, 'resources/read', { uri }, {});
+    const text = (read.body.result?.contents as { text: string }[])[0]?.text as string;
+    expect(JSON.parse(text)).toMatchObject({ taskId, status: 'cancelled' });
+    stream.request.destroy();
+  });
+
   it('refuses unknown filter fields, wrong types and taskIds without the extension, and changes nothing', async () => {
     const taskId = await workingTask(first);
     const bad = async (notifications: unknown, capabilities: object = TASKS) => {

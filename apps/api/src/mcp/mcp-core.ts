@@ -117,12 +117,15 @@ export class McpCore {
   readonly #watcher: TaskWatcher;
   /** Each served revision's methods; the transports tell which revision a request speaks. */
   readonly #revisions: ReadonlyMap<string, Revision>;
+  /** Every resource and prompt served: the modules' and the tasks'. */
+  readonly #content: ContentRegistry;
 
   constructor(options: McpCoreOptions) {
     this.#options = options;
     this.#watcher = new TaskWatcher(options);
     const runner = new CallRunner(options, this.#watcher);
     const content = new ContentRegistry([taskResources(options.service, options.server), ...(options.content ?? [])]);
+    this.#content = content;
     this.#revisions = servedRevisions(runner, this.#watcher, {
       content,
       server: options.server,
@@ -188,7 +191,14 @@ export class McpCore {
     const filter = readListenFilter(params, context.clientCapabilities);
     if ('kind' in filter) return filter;
     return new TaskSubscription(
-      { ...this.#options, watcher: this.#watcher },
+      {
+        ...this.#options,
+        watcher: this.#watcher,
+        resources: {
+          has: (uri) => this.#content.resolve(uri) !== null,
+          subscriptions: (tenantId, send) => this.resourceSubscriptions(tenantId, send),
+        },
+      },
       { tenantId: context.tenantId, listenId, filter },
       sink,
     );

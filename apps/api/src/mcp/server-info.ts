@@ -19,9 +19,16 @@ export const TOOLS_CAPABILITY = { listChanged: true } as const;
 /**
  * Resources (Taskgate's own task resources are always there, next to the modules'), prompts,
  * completion and logging (tools' ctx.log(), as notifications/message). Neither list changes while a
- * process runs (modules load at start-up), so neither says listChanged.
+ * process runs (modules load at start-up), so neither says listChanged. Resources may be
+ * subscribed to (a task's notifies on each status change): resources/subscribe before 2026-07-28,
+ * subscriptions/listen's resourceSubscriptions from then on.
  */
-export const CONTENT_CAPABILITIES = { resources: {}, prompts: {}, completions: {}, logging: {} } as const;
+export const CONTENT_CAPABILITIES = {
+  resources: { subscribe: true },
+  prompts: {},
+  completions: {},
+  logging: {},
+} as const;
 
 export const discoverInstructions =
   'Every tools/call runs as a durable task. Mutations take an idempotencyKey argument; a retry with the same key and arguments returns the first result.';
@@ -50,8 +57,6 @@ export function initializeResult(server: ServerIdentity, protocolVersion: string
     capabilities: {
       tools: TOOLS_CAPABILITY,
       ...CONTENT_CAPABILITIES,
-      // resources/subscribe is this era's (2026-07-28 subscribes through subscriptions/listen).
-      resources: { subscribe: true },
       ...(tasks ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
     },
     serverInfo: server,

@@ -2,6 +2,8 @@ import type { TaskRecord } from '@taskgate/db';
 import { type Capabilities, declaresTasks, type JsonRpcId, TASKS_REQUIRED } from '@taskgate/protocol';
 import { isTerminalStatus } from '@taskgate/reliability';
 import { changesStatus, type TaskReading, type TaskWatch, type TaskWatcher } from '../tasks/task-watch.ts';
+import { MAX_URI_CHARS } from './dispatch/content-methods.ts';
+import { MAX_RESOURCE_SUBSCRIPTIONS, type ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import { invalidParams, type MethodOutcome, missingCapability, type ServerIdentity } from './mcp-methods.ts';
 import { detailedTask } from './mcp-tasks.ts';
 
@@ -74,6 +76,13 @@ export interface TaskSubscriptionOptions {
   readonly pollMs: number;
   /** The tools offered: a toolsListChanged subscription hears of each change (CatalogView.onChange). */
   readonly tools?: { onChange(listener: () => void): () => void };
+  /** The resources a `resourceSubscriptions` filter may name, and their change notifications. */
+  readonly resources?: {
+    /** Whether `uri` names a resource this server serves (a module's, or a task's). */
+    has(uri: string): boolean;
+    /** A set of subscriptions whose notifications/resources/updated go to `send`. */
+    subscriptions(tenantId: string, send: (notification: Record<string, unknown>) => void): ResourceSubscriptions;
+  };
 }
 
 /**
@@ -101,6 +110,7 @@ export class TaskSubscription {
   /** Later readings that came before the acknowledgement, latest per task: delivered right after it. */
   readonly #early = new Map<string, TaskRecord>();
   #unsubscribeTools: (() => void) | null = null;
+  #resources: ResourceSubscriptions | null = null;
   #acknowledged = false;
   #toolsChangedBeforeAck = false;
   #stopped = false;
@@ -120,8 +130,11 @@ export class TaskSubscription {
   /**
    * Subscribes, reads each task once (so a change during the read is not lost), and sends the
    * acknowledgement naming what it honours: the tool list (whose changes it sends) and the
-   * task ids this tenant has; other tenants' and unknown ids are left out, as are resources and
-   * prompts, which this server does not have.
+   * task ids this tenant has (other tenants' and unknown ids are left out), and the resource URIs
+   * it watches. A URI this server does not serve, one longer than a URI may be, and those past
+   * MAX_RESOURCE_SUBSCRIPTIONS are left out. Resources are subscribed after the acknowledgement:
+   * their first reading is the baseline, so nothing of theirs can come before it. List changes of
+   * resources and prompts are left out: this server's lists do not change while it runs.
    */
   async start(): Promise<void> {
     if (this.#stopped) return;
@@ -150,6 +163,7 @@ export class TaskSubscription {
     for (const id of wanted) watch.add(id);
     const readings = await Promise.all(initial);
     if (this.#stopped) return;
+    const { resources, honoured } = this.#resourcesToWatch();
     const known: string[] = [];
     for (const [index, reading] of readings.entries()) {
       const id = wanted[index] as string;
@@ -169,6 +183,9 @@ export class TaskSubscription {
           _meta: { [SUBSCRIPTION_ID]: this.#listenId },
           notifications: {
             ...(this.#filter.toolsListChanged && this.#options.tools ? { toolsListChanged: true } : {}),
+            ...(this.#filter.resourceSubscriptions && this.#options.resources
+              ? { resourceSubscriptions: honoured }
+              : {}),
             ...(this.#filter.taskIds ? { taskIds: known } : {}),
           },
         },
@@ -176,9 +193,35 @@ export class TaskSubscription {
       'acknowledged',
     );
     this.#acknowledged = true;
+    if (resources) {
+      this.#resources = resources;
+      for (const uri of honoured) resources.subscribe(uri);
+    }
     if (this.#toolsChangedBeforeAck) this.#toolsChanged();
     for (const [id, task] of this.#early) this.#deliver(id, task);
     this.#early.clear();
+  }
+
+  /**
+   * The URIs of the filter this subscription honours, and the set that will watch them (made now,
+   * subscribed after the acknowledgement); none without a `resourceSubscriptions` filter.
+   */
+  #resourcesToWatch(): { resources: ResourceSubscriptions | null; honoured: string[] } {
+    const asked = this.#filter.resourceSubscriptions;
+    const served = this.#options.resources;
+    if (!asked || !served) return { resources: null, honoured: [] };
+    const honoured = [...new Set(asked)]
+      .filter((uri) => uri !== '' && uri.length <= MAX_URI_CHARS && served.has(uri))
+      .slice(0, MAX_RESOURCE_SUBSCRIPTIONS);
+    const resources = served.subscriptions(this.#tenantId, (notification) => {
+      if (this.#stopped) return;
+      const params = notification.params as { uri: string };
+      this.#sink.push(
+        { ...notification, params: { ...params, _meta: { [SUBSCRIPTION_ID]: this.#listenId } } },
+        `resource:${params.uri}`,
+      );
+    });
+    return { resources, honoured };
   }
 
   /** The client went away (stream closed, notifications/cancelled, EOF): forget everything. */
@@ -186,6 +229,8 @@ export class TaskSubscription {
     this.#stopped = true;
     this.#unsubscribeTools?.();
     this.#unsubscribeTools = null;
+    this.#resources?.stop();
+    this.#resources = null;
     this.#watch?.stop();
     // A start() still waiting for first readings returns (it sees #stopped) instead of hanging.
     for (const resolve of this.#initial.values()) resolve({ kind: 'missing' });
