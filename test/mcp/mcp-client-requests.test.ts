@@ -83,6 +83,21 @@ describe('requests to the client, over stdio', () => {
         content: [{ text: 'User response: <action: accept, content: {"username":"ada","email":"a@b"}>' }],
       },
     });
+    // Content its requestedSchema refuses (email is required) fails the call with -32602 instead
+    // of reaching the handler.
+    client.send({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'test_elicitation', arguments: { message: 'Who else?' } },
+    });
+    const again = (await client.until((all) => all.filter((m) => m.method === 'elicitation/create').length === 2))
+      .filter((m) => m.method === 'elicitation/create')
+      .at(-1) as { id: string };
+    client.send({ jsonrpc: '2.0', id: again.id, result: { action: 'accept', content: { username: 'bob' } } });
+    expect(await client.answerTo(2)).toMatchObject({
+      error: { code: -32602, message: expect.stringContaining('content.email'), data: { key: expect.any(String) } },
+    });
     client.input.end();
     await client.server.closed;
   });

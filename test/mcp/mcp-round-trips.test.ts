@@ -33,6 +33,32 @@ const greeter = defineTool<{ who: string }>({
     return { content: [{ type: 'text', text: `hello ${JSON.stringify(name)}` }] };
   },
 });
+let chargerRuns = 0;
+const charger = defineTool({
+  name: 'charger',
+  description: 'Asks for an amount in whole cents, then charges it.',
+  inputSchema: { type: 'object' },
+  retry: 'safe',
+  inline: true,
+  async handler(_input, ctx) {
+    const { amount } = await ctx.input({
+      amount: {
+        method: 'elicitation/create',
+        params: {
+          message: 'How many cents?',
+          requestedSchema: {
+            type: 'object',
+            properties: { cents: { type: 'integer', minimum: 1 } },
+            required: ['cents'],
+          },
+        },
+      },
+    });
+    chargerRuns += 1;
+    const { cents } = (amount as { content: { cents: number } }).content;
+    return { content: [{ type: 'text', text: `charged ${cents} cents` }] };
+  },
+});
 const oddAsker = defineTool({
   name: 'odd_asker',
   description: 'Asks with a method MCP does not define.',
@@ -49,7 +75,7 @@ function coreWith(stateKey: Buffer): McpCore {
   return new McpCore({
     service: platform.service,
     hub,
-    tools: new ToolRegistry([...roundTripTools, greeter, oddAsker]),
+    tools: new ToolRegistry([...roundTripTools, greeter, charger, oddAsker]),
     server: { name: 'taskgate', version: 'test' },
     pollMs: 100,
     content: [{ prompts }],
@@ -224,6 +250,27 @@ describe('multi round-trip tools/call of an inline tool', () => {
         { capabilities: ALL },
       ),
     ).toMatchObject({ error: { code: -32602, message: expect.stringContaining('a root without a uri') } });
+  });
+
+  it('fails a retry whose elicitation content its requestedSchema refuses, before the handler sees it', async () => {
+    const first = await asked({ name: 'charger', arguments: {} });
+    const retry = (content: unknown) =>
+      call({
+        name: 'charger',
+        arguments: {},
+        requestState: first.requestState,
+        inputResponses: { amount: accept(content as Record<string, unknown>) },
+      });
+    const before = chargerRuns;
+    for (const content of [{ cents: true }, { cents: '250' }, { cents: 0 }, {}]) {
+      const refused = await retry(content);
+      expect(refused).toMatchObject({ kind: 'error', error: { code: -32602, data: { key: 'amount' } } });
+      expect(JSON.stringify(refused)).toContain('requestedSchema');
+    }
+    expect(chargerRuns).toBe(before);
+    const done = await retry({ cents: 250 });
+    expect(done).toMatchObject({ kind: 'result', result: { content: [{ text: 'charged 250 cents' }] } });
+    expect(chargerRuns).toBe(before + 1);
   });
 
   it('refuses inputResponses that are not results, before the handler runs', async () => {

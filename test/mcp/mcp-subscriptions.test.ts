@@ -160,7 +160,8 @@ describe('subscriptions/listen over HTTP', () => {
     });
     // The client refetches the resource: the task's outcome, as resources/read tells it.
     const read = await rpc(second, 'resources/read', { uri }, {});
-    const text = (read.body.result?.contents as { text: string }[])[0]?.text as string;
+    const contents = (read.body.result?.contents ?? []) as { text: string }[];
+    const text = contents[0]?.text as string;
     expect(JSON.parse(text)).toMatchObject({ taskId, status: 'cancelled' });
     stream.request.destroy();
   });

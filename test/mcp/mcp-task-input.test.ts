@@ -93,6 +93,27 @@ describe('input_required', () => {
     ]);
   });
 
+  it('refuses an answer its requestedSchema refuses: -32602, and the task goes on waiting for a good one', async () => {
+    const created = (await call('tools/call', { name: 'confirm_delete', arguments: { filename: 'b.txt' } })).result;
+    const taskId = created?.taskId as string;
+    await until(taskId, 'input_required');
+    // The form asks for an object; a string content is not one, and an unknown action is no answer.
+    for (const answer of [{ action: 'accept', content: 'yes' }, { action: 'sure' }, 'accept']) {
+      const refused = await call('tasks/update', { taskId, inputResponses: { confirm: answer } });
+      expect(refused.error?.code, JSON.stringify(refused)).toBe(-32602);
+      expect(refused.error?.data).toMatchObject({ code: 'TG_INPUT_RESPONSES_INVALID' });
+    }
+    expect(await get(taskId)).toMatchObject({
+      status: 'input_required',
+      inputRequests: { confirm: expect.any(Object) },
+    });
+    await call('tasks/update', {
+      taskId,
+      inputResponses: { confirm: { action: 'accept', content: { confirm: true } } },
+    });
+    expect(await until(taskId, 'completed')).toMatchObject({ status: 'completed' });
+  });
+
   it('takes answers some at a time: the next tasks/get already shows what is left, unknown keys are ignored', async () => {
     const created = (await call('tools/call', { name: 'multi_input', arguments: {} })).result;
     const taskId = created?.taskId as string;
@@ -150,6 +171,15 @@ describe('input_required', () => {
       inputRequests: { name: { method: 'elicitation/create', params: { mode: 'form' } } },
     });
     expect(round1).not.toHaveProperty('taskId');
+    // An answer the form refuses (a number is not a name, and name is required) creates no task.
+    for (const content of [{ name: 42 }, {}]) {
+      const refused = await call('tools/call', {
+        name: 'test_tool_with_task',
+        arguments: {},
+        inputResponses: { name: { action: 'accept', content } },
+      });
+      expect(refused.error).toMatchObject({ code: -32602, data: { code: 'TG_INPUT_RESPONSES_INVALID', key: 'name' } });
+    }
     const round2 = (
       await call('tools/call', {
         name: 'test_tool_with_task',

@@ -19,6 +19,7 @@ export {
   readResource,
 } from './content-run.ts';
 export { InlineStore } from './inline-store.ts';
+export { inputAnswerProblem, inputResultProblem } from './input-answers.ts';
 export { contentRegistryOf, loadToolModules, registryOf } from './module-loader.ts';
 export { toolResultProblem } from './result-check.ts';
 export type {

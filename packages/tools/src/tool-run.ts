@@ -13,6 +13,7 @@ import {
   type ToolResult,
 } from '@taskgate/sdk';
 import type { AnyTool } from './any-tool.ts';
+import { inputAnswerProblem } from './input-answers.ts';
 import type { RunOutcome, RunStore, RunTask } from './run-store.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
@@ -68,6 +69,7 @@ const CHECKPOINT_READ_WAIT_MS = 100;
 
 /** JSON-RPC error codes a failed run carries: one set, whether the run was inline or durable. */
 export const INTERNAL_ERROR = -32603;
+export const INVALID_PARAMS = -32602;
 export const REQUEST_TIMEOUT = -32001;
 
 /**
@@ -239,7 +241,9 @@ export class ToolRun {
   async #input(requests: Readonly<Record<string, InputRequest>>): Promise<Record<string, unknown>> {
     const answers = this.task.inputResponses;
     const missing = Object.keys(requests).filter((key) => !Object.hasOwn(answers, key));
-    if (missing.length === 0) return Object.fromEntries(Object.keys(requests).map((key) => [key, answers[key]]));
+    if (missing.length === 0) {
+      return checkedAnswers(requests, Object.fromEntries(Object.keys(requests).map((key) => [key, answers[key]])));
+    }
     await this.#checkpoint();
     const outstanding = Object.fromEntries(missing.map((key) => [key, requests[key] as InputRequest]));
     if (this.#store.ask) {
@@ -250,8 +254,11 @@ export class ToolRun {
       } catch (error) {
         throw this.#controller.signal.aborted ? this.#controller.signal.reason : error;
       }
-      return Object.fromEntries(
-        Object.keys(requests).map((key) => [key, Object.hasOwn(answers, key) ? answers[key] : got[key]]),
+      return checkedAnswers(
+        requests,
+        Object.fromEntries(
+          Object.keys(requests).map((key) => [key, Object.hasOwn(answers, key) ? answers[key] : got[key]]),
+        ),
       );
     }
     await this.#flushProgress();
@@ -543,4 +550,26 @@ export class ToolRun {
   #finish(outcome: RunOutcome): Promise<boolean> {
     return this.#store.finish(outcome);
   }
+}
+
+/**
+ * The answers, once each is found to answer its request (inputAnswerProblem): a handler never gets
+ * an elicitation's content that its requestedSchema refuses, whichever way the answer came (a
+ * tasks/update, a multi round-trip retry, a response on the call's stream). One that does not
+ * fails the call with -32602 naming the key, as arguments that do not match a tool's schema do.
+ */
+function checkedAnswers(
+  requests: Readonly<Record<string, InputRequest>>,
+  answers: Record<string, unknown>,
+): Record<string, unknown> {
+  for (const [key, request] of Object.entries(requests)) {
+    const problem = inputAnswerProblem(request, answers[key]);
+    if (problem !== null) {
+      throw new ToolProtocolError(INVALID_PARAMS, `the client's answer to input ${key} ${problem}`, {
+        code: 'TG_INPUT_RESPONSES_INVALID',
+        key,
+      });
+    }
+  }
+  return answers;
 }

@@ -25,7 +25,8 @@ import {
 } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import { Batcher } from '@taskgate/reliability';
-import type { ToolCatalog, ToolSpec } from '@taskgate/tools';
+import type { InputRequest } from '@taskgate/sdk';
+import { inputAnswerProblem, type ToolCatalog, type ToolSpec } from '@taskgate/tools';
 import type { Kysely, Transaction } from 'kysely';
 import { fromKysely, type PgBoss } from 'pg-boss';
 import { keyInProgress, keyMismatch } from '../ledger/key-errors.ts';
@@ -353,6 +354,18 @@ export class TaskService {
     // queue is ensured before the transaction that sends to it.
     const current = await findTask(db, tenantId, id);
     if (!current) throw notFound(id);
+    // An answer to an outstanding request must answer it (its result's shape, an elicitation's
+    // content against its requestedSchema): refused here, the client can send a good one, and
+    // the task goes on waiting; stored, it would fail the task when its handler reads it.
+    for (const [key, request] of Object.entries(current.inputRequests ?? {})) {
+      if (!Object.hasOwn(responses, key)) continue;
+      const problem = inputAnswerProblem(request as InputRequest, responses[key]);
+      if (problem !== null) {
+        throw new TaskgateError('TG_INPUT_RESPONSES_INVALID', `inputResponses.${key} ${problem}`, {
+          details: { key },
+        });
+      }
+    }
     await this.#queues.ensure(current.tool);
     const answered = await announcer.transaction(db, async (writer) => {
       const jobId = randomUUID();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { inputResultProblem } from './input-results.ts';
+import { inputResultProblem } from '@taskgate/tools';
 
 interface Pending {
   readonly method: string;

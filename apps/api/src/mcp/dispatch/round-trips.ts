@@ -2,9 +2,9 @@ import { TaskgateError } from '@taskgate/errors';
 import { type Capabilities, ErrorCode, missingCapabilities } from '@taskgate/protocol';
 import { canonicalJson, sha256Hex } from '@taskgate/reliability';
 import type { InputRequest } from '@taskgate/sdk';
+import { inputResultProblem } from '@taskgate/tools';
 import type { RequestContext } from '../mcp-core.ts';
 import { type MethodOutcome, missingCapability, refusal } from '../mcp-methods.ts';
-import { inputResultProblem } from './input-results.ts';
 import type { RequestStateSealer } from './request-state.ts';
 
 /** Which client capability lets a server send each kind of input request (basic/patterns/mrtr). */

@@ -11,7 +11,7 @@ import {
   TASKS_EXTENSION,
   TASKS_REQUIRED,
 } from '@taskgate/protocol';
-import { taskSupportOf } from '@taskgate/tools';
+import { inputAnswerProblem, taskSupportOf } from '@taskgate/tools';
 import { type CallRunner, DEFAULT_TASK_AFTER_MS } from '../../dispatch/call-runner.ts';
 import { type ContentMethodsOptions, contentMethods } from '../../dispatch/content-methods.ts';
 import type { MethodHandler, MethodTable } from '../../dispatch/method-table.ts';
@@ -125,6 +125,18 @@ async function callTool(
         result: { resultType: 'input_required', inputRequests: Object.fromEntries(outstanding) },
       };
     }
+    // Each answer must answer its request (an elicitation's content against its requestedSchema)
+    // before a task exists that its handler would fail on.
+    for (const [key, request] of Object.entries(tool.askFirst)) {
+      const problem = inputAnswerProblem(request, (answers as Record<string, unknown>)[key]);
+      if (problem !== null) {
+        return refusal(
+          new TaskgateError('TG_INPUT_RESPONSES_INVALID', `inputResponses.${key} ${problem}`, {
+            details: { key },
+          }),
+        );
+      }
+    }
     inputResponses = Object.fromEntries(
       Object.keys(tool.askFirst).map((key) => [key, (answers as Record<string, unknown>)[key]]),
     );
@@ -194,6 +206,8 @@ async function taskMethod(
   } catch (error) {
     if (isTaskgateError(error, 'TG_TASK_NOT_FOUND'))
       return { kind: 'error', httpStatus: 200, error: unknownTask(taskId) };
+    // An answer that does not answer its request: -32602, as for a multi round-trip's.
+    if (isTaskgateError(error, 'TG_INPUT_RESPONSES_INVALID')) return refusal(error);
     throw error;
   }
 }
