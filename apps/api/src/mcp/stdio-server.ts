@@ -15,8 +15,10 @@ import {
   type LogLevel,
   negotiateHandshake,
   parseCancelledParams,
+  revisionInfo,
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
+import { BatchAnswer } from './batch-answer.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
 import { progressNotification, progressTokenOf } from './dispatch/progress.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
@@ -35,6 +37,9 @@ import { oversizedLineResponse, readStdioLines, STDIO_MAX_MESSAGE_BYTES } from '
 import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
 
 export { STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
+
+/** Most elements of one batch line: a batch is answered only once all its requests have settled. */
+export const MAX_BATCH_ELEMENTS = 100;
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -83,6 +88,8 @@ export class StdioServer {
   #unsubscribeTools: (() => void) | null = null;
   /** A list change that found stdout full: written once it drains (one says it all). */
   #toolsChangedPending = false;
+  /** The batch each request of a batch line answers in, by request id, until it settles. */
+  readonly #inBatch = new Map<string, BatchAnswer>();
 
   constructor(options: StdioServerOptions) {
     this.#options = options;
@@ -118,6 +125,40 @@ export class StdioServer {
       );
       return;
     }
+    if (Array.isArray(value)) this.#onBatch(value);
+    else this.#onMessage(value, null);
+  }
+
+  /**
+   * A batch line, where the pipe's revision has batches (after its initialize): each element is
+   * handled as a line of its own would be, and the responses go out together as one array. In any
+   * other revision (and before initialize, which must not be batched) the line is one -32600.
+   */
+  #onBatch(elements: unknown[]): void {
+    const refuse = (message: string) => this.#write(errorResponse(null, { code: ErrorCode.InvalidRequest, message }));
+    if (!this.#legacy || revisionInfo(this.#revision)?.batches !== true) {
+      refuse(
+        this.#legacy
+          ? `JSON-RPC batches are not part of revision ${this.#revision}: send one message per line`
+          : 'a JSON-RPC batch cannot come before initialize, which must not be batched',
+      );
+      return;
+    }
+    if (elements.length === 0 || elements.length > MAX_BATCH_ELEMENTS) {
+      refuse(
+        elements.length === 0
+          ? 'an empty JSON-RPC batch'
+          : `a JSON-RPC batch of at most ${MAX_BATCH_ELEMENTS} messages, not ${elements.length}`,
+      );
+      return;
+    }
+    const batch = new BatchAnswer((line) => this.#options.output.write(`${line}\n`));
+    for (const element of elements) this.#onMessage(element, batch);
+    batch.seal();
+  }
+
+  /** One message, on a line of its own or in a batch (whose answer collects its response). */
+  #onMessage(value: unknown, batch: BatchAnswer | null): void {
     const message = classifyMessage(value);
     // The decoded-input check REST and HTTP run too; a notification has no one to answer.
     const unstorable = message.kind === 'request' || message.kind === 'notification' ? checkJsonValue(value) : null;
@@ -126,12 +167,12 @@ export class StdioServer {
       return;
     }
     if (unstorable && message.kind === 'request') {
-      this.#write(errorResponse(message.id, invalidJsonValueError(unstorable)));
+      this.#send(errorResponse(message.id, invalidJsonValueError(unstorable)), batch);
       return;
     }
     switch (message.kind) {
       case 'invalid':
-        this.#write(errorResponse(message.id, message.error));
+        this.#send(errorResponse(message.id, message.error), batch);
         return;
       case 'response':
         // An answer to a request this server sent (elicitation/create, ...); any other is ignored.
@@ -141,8 +182,14 @@ export class StdioServer {
         if (message.method === 'notifications/cancelled') this.#onCancelled(message.params);
         return;
       case 'request':
-        this.#onRequest(message.id, message.method, message.params);
+        this.#onRequest(message.id, message.method, message.params, batch);
     }
+  }
+
+  /** A response written now, or kept for its batch's answer. */
+  #send(response: unknown, batch: BatchAnswer | null): void {
+    if (batch) batch.add(JSON.stringify(response));
+    else this.#write(response);
   }
 
   #onCancelled(params: unknown): void {
@@ -161,15 +208,42 @@ export class StdioServer {
       ?.controller.abort(new Error(cancel.reason ?? 'cancelled by the client'));
   }
 
-  #onRequest(id: JsonRpcId, method: string, params: Readonly<Record<string, unknown>> | undefined): void {
+  #onRequest(
+    id: JsonRpcId,
+    method: string,
+    params: Readonly<Record<string, unknown>> | undefined,
+    batch: BatchAnswer | null = null,
+  ): void {
     if (!this.#requests.begin(id, method).ok) {
-      this.#write(
+      this.#send(
         errorResponse(id, {
           code: ErrorCode.InvalidRequest,
           message: `request id ${JSON.stringify(id)} is already in use`,
         }),
+        batch,
       );
       return;
+    }
+    if (batch) {
+      // From here every way out goes through #answer, which settles the request in its batch.
+      this.#inBatch.set(requestIdKey(id), batch);
+      batch.expect();
+      // The batch is this revision's; initialize must not be batched (basic/lifecycle), and a
+      // request versioned by its own _meta is of a revision without batches.
+      if (method === 'initialize' || hasMetaVersion(params)) {
+        this.#answer(id, {
+          kind: 'error',
+          httpStatus: 400,
+          error: {
+            code: ErrorCode.InvalidRequest,
+            message:
+              method === 'initialize'
+                ? 'initialize must not be part of a JSON-RPC batch'
+                : 'a request with a per-request protocol version cannot be part of a JSON-RPC batch',
+          },
+        });
+        return;
+      }
     }
     // A 2025-11-25 client opens with initialize; from then on this pipe speaks that revision
     // (one client per pipe), except for requests that carry 2026-07-28's per-request _meta.
@@ -268,7 +342,15 @@ export class StdioServer {
           this.#answer(id, { kind: 'error', httpStatus: failure.status, error: failure.error });
         },
       )
-      .finally(() => this.#inFlight.delete(requestIdKey(id)));
+      .finally(() => {
+        this.#inFlight.delete(requestIdKey(id));
+        // Cancelled without an answer (the outcome null): its batch gets no response for it.
+        const batch = this.#inBatch.get(requestIdKey(id));
+        if (batch) {
+          this.#inBatch.delete(requestIdKey(id));
+          batch.settle(null);
+        }
+      });
     this.#inFlight.set(requestIdKey(id), { controller, done });
   }
 
@@ -402,13 +484,23 @@ export class StdioServer {
     }
   }
 
-  /** Writes the answer unless a cancel won the race (then the request gets nothing). */
+  /**
+   * Writes the answer unless a cancel won the race (then the request gets nothing); a request of
+   * a batch settles in its batch's answer instead.
+   */
   #answer(id: JsonRpcId, outcome: MethodOutcome): void {
-    if (this.#requests.complete(id) === 'drop') return;
-    if (this.#options.answered?.(id)) return;
+    const key = requestIdKey(id);
+    const batch = this.#inBatch.get(key);
+    if (batch) this.#inBatch.delete(key);
+    if (this.#requests.complete(id) === 'drop' || this.#options.answered?.(id)) {
+      batch?.settle(null);
+      return;
+    }
     // A shared result (tools/list) goes out as its cached JSON.
-    if (outcome.kind === 'result') this.#options.output.write(`${resultJson(id, outcome.result)}\n`);
-    else this.#write(errorResponse(id, outcome.error));
+    const json =
+      outcome.kind === 'result' ? resultJson(id, outcome.result) : JSON.stringify(errorResponse(id, outcome.error));
+    if (batch) batch.settle(json);
+    else this.#options.output.write(`${json}\n`);
   }
 
   /**

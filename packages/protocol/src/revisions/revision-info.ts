@@ -11,4 +11,9 @@ export interface RevisionInfo {
   readonly versionHeader?: boolean;
   /** The handshake-era tasks (task-augmented requests, tasks/*), declared at initialize. */
   readonly tasks?: boolean;
+  /**
+   * JSON-RPC batches must be received (basic/index "Batching"): a message may be an array of
+   * requests and notifications, or of responses. Only 2025-03-26 has them; 2025-06-18 removed them.
+   */
+  readonly batches?: boolean;
 }

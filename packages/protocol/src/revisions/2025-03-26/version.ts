@@ -1,7 +1,10 @@
 import type { RevisionInfo } from '../revision-info.ts';
 
-/** 2025-03-26: Streamable HTTP and sessions, tool annotations; no MCP-Protocol-Version header yet. */
-export const REVISION: RevisionInfo = { version: '2025-03-26', era: 'legacy', advertised: true };
+/**
+ * 2025-03-26: Streamable HTTP and sessions, tool annotations, JSON-RPC batches (received; the
+ * initialize request must not be batched); no MCP-Protocol-Version header yet.
+ */
+export const REVISION: RevisionInfo = { version: '2025-03-26', era: 'legacy', advertised: true, batches: true };
 
 /**
  * A handshake-era request over HTTP without MCP-Protocol-Version, and without a session that says

@@ -1,0 +1,46 @@
+/**
+ * The answer to one JSON-RPC batch (a revision with batches: basic/index "Batching"): the
+ * responses of its requests, written together as one array once every request has settled
+ * (JSON-RPC 2.0 "Batch"). A request that gets no response (its cancel won) leaves nothing in it;
+ * a batch of notifications and responses only is answered with nothing at all.
+ */
+export class BatchAnswer {
+  readonly #write: (line: string) => void;
+  readonly #responses: string[] = [];
+  #open = 0;
+  #sealed = false;
+  #written = false;
+
+  constructor(write: (line: string) => void) {
+    this.#write = write;
+  }
+
+  /** A response known at once (a malformed element, a refused id). */
+  add(response: string): void {
+    this.#responses.push(response);
+  }
+
+  /** A request whose response comes later, through settle(). */
+  expect(): void {
+    this.#open += 1;
+  }
+
+  /** A request expected has its response, or none (`null`: cancelled). */
+  settle(response: string | null): void {
+    this.#open -= 1;
+    if (response !== null) this.#responses.push(response);
+    this.#writeIfDone();
+  }
+
+  /** Every element has been read: the answer goes out as soon as the last request settles. */
+  seal(): void {
+    this.#sealed = true;
+    this.#writeIfDone();
+  }
+
+  #writeIfDone(): void {
+    if (!this.#sealed || this.#open > 0 || this.#written) return;
+    this.#written = true;
+    if (this.#responses.length > 0) this.#write(`[${this.#responses.join(',')}]`);
+  }
+}

@@ -1,0 +1,160 @@
+import { TaskEventsHub } from '@taskgate/api';
+import { defineTool } from '@taskgate/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/databases.ts';
+import { connectStdio, type StdioClient, stdioCore } from '../support/stdio-client.ts';
+import { type Platform, silentLogger, startPlatform } from '../support/task-platform.ts';
+
+// JSON-RPC batches on stdio (2025-03-26 basic/index "Batching": a server MUST receive them; the
+// initialize request MUST NOT be batched; 2025-06-18 removed them): each element is handled as a
+// line of its own, and the responses go out together as one array once every request settled.
+const database = useTestDatabase();
+let platform: Platform;
+let hub: TaskEventsHub;
+
+const echo = defineTool<{ text: string }>({
+  name: 'batch_echo',
+  description: 'Echoes its text.',
+  inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+  retry: 'safe',
+  inline: true,
+  async handler({ text }) {
+    return { content: [{ type: 'text', text }] };
+  },
+});
+/** Waits until cancelled: its call settles only through the cancel. */
+const forever = defineTool({
+  name: 'batch_forever',
+  description: 'Runs until cancelled.',
+  inputSchema: { type: 'object' },
+  retry: 'safe',
+  inline: true,
+  async handler(_input, ctx) {
+    await ctx.sleep(600_000);
+    return { content: [] };
+  },
+});
+
+beforeAll(async () => {
+  platform = await startPlatform(database.url, { tools: [echo, forever] });
+  hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
+  await hub.start();
+});
+afterAll(async () => {
+  await hub.stop();
+  await platform.stop();
+});
+
+async function pipe(protocolVersion?: string): Promise<StdioClient> {
+  const client = connectStdio(stdioCore(platform, hub));
+  if (protocolVersion !== undefined) {
+    client.send({ jsonrpc: '2.0', id: 'init', method: 'initialize', params: { protocolVersion, capabilities: {} } });
+    expect(await client.answerTo('init')).toMatchObject({ result: { protocolVersion } });
+  }
+  return client;
+}
+
+const arrays = (client: StdioClient) => client.received.filter((message) => Array.isArray(message)) as unknown[][];
+const rpc = (id: string | number, method: string, params?: Record<string, unknown>) => ({
+  jsonrpc: '2.0',
+  id,
+  method,
+  ...(params ? { params } : {}),
+});
+
+describe('a 2025-03-26 pipe', () => {
+  it('answers a batch with one array: a response per request, none for notifications', async () => {
+    const client = await pipe('2025-03-26');
+    client.send([
+      rpc('p', 'ping'),
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      rpc('c', 'tools/call', { name: 'batch_echo', arguments: { text: 'hi' } }),
+      rpc('l', 'tools/list'),
+      { jsonrpc: '2.0', id: 'bad' },
+      rpc('i', 'initialize', { protocolVersion: '2025-03-26' }),
+      rpc('p', 'ping'),
+    ]);
+    await client.until(() => arrays(client).length === 1);
+    const [answer] = arrays(client);
+    const byId = new Map((answer as { id: unknown }[]).map((response) => [response.id, response]));
+    expect(answer).toHaveLength(6);
+    expect(byId.get('c')).toMatchObject({ result: { content: [{ type: 'text', text: 'hi' }] } });
+    expect(byId.get('l')).toMatchObject({
+      result: { tools: expect.arrayContaining([expect.objectContaining({ name: 'batch_echo' })]) },
+    });
+    expect(byId.get('bad')).toMatchObject({ error: { code: -32600 } });
+    expect(byId.get('i')).toMatchObject({ error: { code: -32600, message: expect.stringContaining('initialize') } });
+    // An id may be used again once its request is answered, in a batch too.
+    const pings = (answer as { id: unknown }[]).filter((response) => response.id === 'p');
+    expect(pings).toEqual([
+      { jsonrpc: '2.0', id: 'p', result: {} },
+      { jsonrpc: '2.0', id: 'p', result: {} },
+    ]);
+    // Nothing was written outside the array but the initialize answer.
+    expect(client.received).toHaveLength(2);
+    client.input.end();
+    await client.server.closed;
+  });
+
+  it('waits for every request of a batch; a cancelled one leaves no response in it', async () => {
+    const client = await pipe('2025-03-26');
+    client.send([
+      rpc('slow', 'tools/call', { name: 'batch_forever', arguments: {} }),
+      rpc('fast', 'tools/call', { name: 'batch_echo', arguments: { text: 'done' } }),
+      // The id of a request still running: refused, in the batch's answer.
+      rpc('slow', 'ping'),
+    ]);
+    // The fast answer is held with the batch while the slow call runs: a ping on its own line
+    // (answered as soon as it is read) gets through first.
+    client.send(rpc('after', 'ping'));
+    await client.answerTo('after');
+    expect(arrays(client)).toEqual([]);
+    client.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'slow', reason: 'enough' } });
+    await client.until(() => arrays(client).length === 1);
+    // The array holds the responses in the order they settled.
+    expect(arrays(client)[0]).toHaveLength(2);
+    expect(arrays(client)[0]).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          id: 'fast',
+          result: expect.objectContaining({ content: [{ type: 'text', text: 'done' }] }),
+        }),
+        { jsonrpc: '2.0', id: 'slow', error: { code: -32600, message: 'request id "slow" is already in use' } },
+      ]),
+    );
+    // A batch of notifications only is answered with nothing.
+    client.send([{ jsonrpc: '2.0', method: 'notifications/initialized' }]);
+    client.send(rpc('last', 'ping'));
+    await client.answerTo('last');
+    expect(arrays(client)).toHaveLength(1);
+    client.input.end();
+    await client.server.closed;
+  });
+
+  it('refuses an empty batch, and one of more than 100 messages, as one -32600', async () => {
+    const client = await pipe('2025-03-26');
+    client.send([]);
+    client.send(Array.from({ length: 101 }, (_, i) => rpc(i, 'ping')));
+    const refusals = await client.until((all) => all.length === 3);
+    expect(refusals.slice(1)).toEqual([
+      { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'an empty JSON-RPC batch' } },
+      { jsonrpc: '2.0', id: null, error: { code: -32600, message: expect.stringContaining('at most 100') } },
+    ]);
+    client.input.end();
+    await client.server.closed;
+  });
+});
+
+describe('a pipe of another revision', () => {
+  it('refuses a batch as one -32600: before initialize, and in revisions without batches', async () => {
+    for (const protocolVersion of [undefined, '2025-06-18', '2025-11-25']) {
+      const client = await pipe(protocolVersion);
+      client.send([rpc('p', 'ping')]);
+      const refused = await client.until((all) => all.some((m) => (m as { id?: unknown }).id === null));
+      expect(refused.at(-1)).toMatchObject({ id: null, error: { code: -32600 } });
+      expect(arrays(client)).toEqual([]);
+      client.input.end();
+      await client.server.closed;
+    }
+  });
+});
