@@ -1,3 +1,4 @@
+import { defineTool } from '@taskgate/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, cleanEnv, REPO_ROOT } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
@@ -9,10 +10,29 @@ import { type Platform, serveApi, startPlatform } from '../support/task-platform
 // client's revision (basic/lifecycle "Version Negotiation"). Over HTTP and over stdio, each client
 // connects, lists the tools and calls one, with its progress.
 const database = useTestDatabase();
+/** Content of every type 2025-06-18 has: a client of an older revision refuses the types it lacks. */
+const report = defineTool({
+  name: 'linked_report',
+  description: 'A report with a link to its data, a recording, and structured content.',
+  inputSchema: { type: 'object' },
+  outputSchema: { type: 'object', properties: { rows: { type: 'integer' } } },
+  retry: 'safe',
+  inline: true,
+  async handler() {
+    return {
+      content: [
+        { type: 'text', text: 'report ready' },
+        { type: 'resource_link', uri: 'file:///reports/r.csv', name: 'r.csv', mimeType: 'text/csv' },
+        { type: 'audio', data: 'UklGRg==', mimeType: 'audio/wav' },
+      ],
+      structuredContent: { rows: 3 },
+    };
+  },
+});
 let platform: Platform;
 let api: Awaited<ReturnType<typeof serveApi>>;
 beforeAll(async () => {
-  platform = await startPlatform(database.url);
+  platform = await startPlatform(database.url, { tools: [report] });
   await platform.startWorker();
   api = await serveApi(platform, database.url);
 });
@@ -79,6 +99,18 @@ describe.each(SDKS)('the SDK v1 client of $revision ($sdk)', ({ sdk, revision })
         expect(transport.protocolVersion).toBe(revision);
       }
       await exercise(client);
+      // A resource link is text where the revision has none; the rest as the revision has it.
+      const linked = (await client.callTool({ name: 'linked_report', arguments: {} })) as {
+        content: { type: string; text?: string }[];
+        structuredContent?: unknown;
+      };
+      expect(linked.content.map((item) => item.type)).toEqual(
+        revision === '2025-06-18' ? ['text', 'resource_link', 'audio'] : ['text', 'text', 'audio'],
+      );
+      if (revision === '2025-03-26') {
+        expect(linked.content[1]?.text).toBe('r.csv: file:///reports/r.csv (text/csv)');
+        expect(linked).not.toHaveProperty('structuredContent');
+      } else expect(linked.structuredContent).toEqual({ rows: 3 });
     } finally {
       await client.close();
     }

@@ -1,9 +1,24 @@
-import { type HandshakeProfile, without } from '../revision.ts';
+import {
+  audioAsText,
+  type HandshakeProfile,
+  linkAsText,
+  mapContent,
+  without,
+  withoutStructuredContent,
+} from '../revision.ts';
 
-/** 2024-11-05, the first revision: a tool is a name, a description and an input schema. */
+const VERSION = '2024-11-05';
+/** Content types this revision lacks: audio (2025-03-26) and resource links (2025-06-18), as text. */
+const toKnownContent = (item: Readonly<Record<string, unknown>>) => audioAsText(VERSION)(linkAsText(item));
+
+/**
+ * 2024-11-05, the first revision: a tool is a name, a description and an input schema; content
+ * is text, image or an embedded resource.
+ */
 export const PROFILE: HandshakeProfile = {
-  version: '2024-11-05',
+  version: VERSION,
   tasks: false,
   toolEntry: (entry) => without(entry, ['title', 'outputSchema', 'annotations']),
-  callResult: (result) => without(result, ['structuredContent']),
+  callResult: (result) => mapContent(withoutStructuredContent(result), toKnownContent),
+  contentResult: (result) => mapContent(result, toKnownContent),
 };

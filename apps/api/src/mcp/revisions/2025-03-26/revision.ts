@@ -1,12 +1,14 @@
-import { type HandshakeProfile, without } from '../revision.ts';
+import { type HandshakeProfile, linkAsText, mapContent, without, withoutStructuredContent } from '../revision.ts';
 
 /**
  * 2025-03-26: tool annotations, audio content and progress messages; before 2025-06-18's titles,
- * outputSchema and structuredContent (the text content of a result says the same), and no tasks.
+ * outputSchema, structuredContent (the text content of a result says the same) and resource links
+ * (sent as text), and no tasks.
  */
 export const PROFILE: HandshakeProfile = {
   version: '2025-03-26',
   tasks: false,
   toolEntry: (entry) => without(entry, ['title', 'outputSchema']),
-  callResult: (result) => without(result, ['structuredContent']),
+  callResult: (result) => mapContent(withoutStructuredContent(result), linkAsText),
+  contentResult: (result) => mapContent(result, linkAsText),
 };

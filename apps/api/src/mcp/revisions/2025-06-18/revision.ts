@@ -10,4 +10,5 @@ export const PROFILE: HandshakeProfile = {
   tasks: false,
   toolEntry: unchanged,
   callResult: unchanged,
+  contentResult: unchanged,
 };

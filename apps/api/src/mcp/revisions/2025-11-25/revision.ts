@@ -6,4 +6,5 @@ export const PROFILE: HandshakeProfile = {
   tasks: true,
   toolEntry: unchanged,
   callResult: unchanged,
+  contentResult: unchanged,
 };

@@ -78,7 +78,7 @@ export function handshakeMethods(
     ...contentMethods(content, {
       notFoundCode: RESOURCE_NOT_FOUND,
       invalidStatus: 200,
-      result: legacyResult,
+      result: (result) => profile.contentResult(legacyResult(result)),
       subscribe: true,
     }),
   ]);
