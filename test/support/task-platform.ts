@@ -15,6 +15,7 @@ import {
   createKysely,
   createPool,
   type Database,
+  DatabaseSessionSignals,
   PGBOSS_SCHEMA,
   TaskAnnouncer,
   type TaskRecord,
@@ -173,6 +174,14 @@ export async function startApi(
 ): Promise<{ app: FastifyInstance; close(): Promise<void> }> {
   const hub = new TaskEventsHub({ connectionString: url, listen: true, logger: silentLogger });
   await hub.start();
+  // As the api role has them: a POSTed cancel or response reaches the instance holding its request.
+  const signals = new DatabaseSessionSignals({
+    db: platform.db,
+    connectionString: url,
+    applicationName: 'taskgate-test-sessions',
+    logger: silentLogger,
+  });
+  await signals.start();
   const app = await createApiServer({
     logger: silentLogger,
     readiness: async () => ({ ready: true, checks: {} }),
@@ -195,6 +204,7 @@ export async function startApi(
         ...(options.mcp?.sseAfterMs === undefined ? {} : { sseAfterMs: options.mcp.sseAfterMs }),
         // As the api role keeps them: in Postgres.
         sessions: databaseSessionStore(platform.db),
+        signals,
       },
     },
   });
@@ -203,6 +213,7 @@ export async function startApi(
     close: async () => {
       await app.close();
       await hub.stop();
+      await signals.stop();
     },
   };
 }

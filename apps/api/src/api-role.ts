@@ -82,6 +82,7 @@ export async function prepareApiRole(options: ApiRoleOptions): Promise<PreparedA
   const services = await openTaskServices({
     connectionString: options.connectionString,
     applicationName: 'taskgate-api',
+    sessionSignals: true,
     logger: options.logger,
     ...(options.localTools ? { localTools: options.localTools } : {}),
     ...(options.catalogWindowMs === undefined ? {} : { catalogWindowMs: options.catalogWindowMs }),
@@ -127,6 +128,7 @@ export async function prepareApiRole(options: ApiRoleOptions): Promise<PreparedA
           ...(options.graceMs === undefined ? {} : { shutdownGraceMs: options.graceMs }),
           // Sessions in Postgres: any API instance serves any session, across restarts.
           sessions: databaseSessionStore(services.db),
+          ...(services.sessionSignals ? { signals: services.sessionSignals } : {}),
         },
       },
     });

@@ -1,5 +1,5 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Database } from '@taskgate/db';
+import type { Database, SessionSignals } from '@taskgate/db';
 import type { ContentSet, ToolCatalog, ToolModule } from '@taskgate/tools';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -55,6 +55,8 @@ export interface ApiServerOptions {
       readonly shutdownGraceMs?: number;
       /** Where handshake-era sessions are kept (default: this process's memory). */
       readonly sessions?: SessionStore;
+      /** How POSTed cancels and responses reach the instance holding their request (default: none). */
+      readonly signals?: SessionSignals;
     };
   };
 }
@@ -137,6 +139,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
       ...(tasks.mcp.sseAfterMs === undefined ? {} : { sseAfterMs: tasks.mcp.sseAfterMs }),
       ...(tasks.mcp.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: tasks.mcp.shutdownGraceMs }),
       ...(tasks.mcp.sessions ? { sessions: tasks.mcp.sessions } : {}),
+      ...(tasks.mcp.signals ? { signals: tasks.mcp.signals } : {}),
     });
   }
   return app;

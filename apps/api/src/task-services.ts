@@ -5,6 +5,7 @@ import {
   createKysely,
   createPool,
   type Database,
+  DatabaseSessionSignals,
   type InstanceHeartbeat,
   instanceUpkeep,
   PGBOSS_SCHEMA,
@@ -26,6 +27,11 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 export interface TaskServicesOptions {
   readonly connectionString: string;
   readonly applicationName: string;
+  /**
+   * Listen for MCP session signals (a POSTed cancel or response that another API instance took):
+   * the HTTP API does; stdio, whose pipe holds every request, does not.
+   */
+  readonly sessionSignals?: boolean;
   readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly error: LogFn };
   /**
    * The tools of the modules loaded in this process (none with `--tools none`). The tools offered
@@ -63,6 +69,8 @@ export interface TaskServices {
   readonly service: TaskService;
   readonly ledger: LedgerService;
   readonly hub: TaskEventsHub;
+  /** POSTed MCP cancels and responses, to the instance holding their request; null without NOTIFY. */
+  readonly sessionSignals: DatabaseSessionSignals | null;
   /** The key that signs MCP requestState, shared by every instance (server_secrets). */
   readonly requestStateKey: Buffer;
   readonly heartbeat: InstanceHeartbeat;
@@ -95,6 +103,16 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     logger: options.logger,
   });
   const announcer = new TaskAnnouncer(db, { logger: options.logger });
+  // Without NOTIFY (the embedded database) there is one process, which holds every request.
+  const sessionSignals =
+    options.listenNotify && options.sessionSignals
+      ? new DatabaseSessionSignals({
+          db,
+          connectionString: options.connectionString,
+          applicationName: `${options.applicationName}-sessions`,
+          logger: options.logger,
+        })
+      : null;
   const instanceId = options.instanceId ?? `api-${randomUUID().slice(0, 8)}`;
   // Request-mode tasks name this instance: if it is lost, a sweeper cancels them (nobody is left
   // to answer their callers).
@@ -127,6 +145,7 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
       tools.close();
       await Promise.allSettled([
         hub.stop(),
+        sessionSignals?.stop(),
         catalog.stop(),
         boss.stop({ graceful: false, close: true }),
         upkeep.stop(),
@@ -140,6 +159,7 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
   try {
     await boss.start();
     await hub.start();
+    await sessionSignals?.start();
     await catalog.start();
     await upkeep.start();
     requestStateKey = await serverSecret(db, 'mcp-request-state');
@@ -167,6 +187,7 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     service,
     ledger,
     hub,
+    sessionSignals,
     requestStateKey,
     heartbeat: upkeep.heartbeat,
     sweeper: upkeep.sweeper,

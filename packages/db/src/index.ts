@@ -89,6 +89,13 @@ export { rawQuery } from './raw-query.ts';
 export type { Database, InstanceKind, TaskEventType, TaskMode, TaskStatus } from './schema.ts';
 export { serverSecret } from './secrets/server-secrets.ts';
 export {
+  DatabaseSessionSignals,
+  MAX_SIGNAL_BYTES,
+  SESSION_CHANNEL,
+  type SessionSignal,
+  type SessionSignals,
+} from './sessions/mcp-session-signals.ts';
+export {
   deleteIdleMcpSessions,
   deleteMcpSession,
   findMcpSession,

@@ -6,10 +6,11 @@ import {
   insertMcpSession,
   MCP_SESSION_IDLE_MS,
   type McpSessionRecord,
+  type SessionSignal,
   setMcpSessionLogLevel,
 } from '@taskgate/db';
 import { type Capabilities, isLogLevel, type LogLevel } from '@taskgate/protocol';
-import { RequestCoordinator } from '@taskgate/reliability';
+import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import type { Kysely } from 'kysely';
 import type { SseStream } from '../sse/sse-stream.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
@@ -21,8 +22,9 @@ import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts
  * Postgres in a deployment, so any API instance serves any session and a session outlives an API
  * restart. What lives as long as a request stays in the process that holds the request: the
  * request-id coordinator a POSTed `notifications/cancelled {requestId}` is matched in (request ids
- * are only unique per client), and the session's GET stream. So a POSTed cancel must reach the
- * instance holding its request (closing the response stream cancels wherever it lands).
+ * are only unique per client), and the session's GET stream. A POSTed cancel or response that lands
+ * elsewhere is passed on as a SessionSignal (onSignal), and closing the response stream cancels
+ * wherever it lands.
  */
 export interface CallScope {
   /** One terminal state per request of this scope: the POSTed cancel and the result race here. */
@@ -92,6 +94,7 @@ export function memorySessionStore(options: { idleMs?: number; max?: number; now
 }
 
 interface Local {
+  readonly tenantId: string;
   lastSeen: number;
   readonly scope: CallScope;
   /** The session's GET stream in this process, if the client opened one here. */
@@ -122,6 +125,7 @@ export class LegacySessions {
     await this.#store.insert({ id, tenantId, revision, clientCapabilities: clientCapabilities ?? null });
     this.#evict();
     this.#local.set(id, {
+      tenantId,
       lastSeen: this.#now(),
       scope: newScope(clientCapabilities, revision),
       stream: null,
@@ -201,6 +205,7 @@ export class LegacySessions {
     }
     this.#evict();
     const created: Local = {
+      tenantId,
       lastSeen: this.#now(),
       scope: newScope(record.clientCapabilities ?? undefined, record.revision),
       stream: null,
@@ -209,6 +214,24 @@ export class LegacySessions {
     created.scope.logLevel = levelOf(record.logLevel);
     this.#local.set(sessionId, created);
     return created.scope;
+  }
+
+  /**
+   * A signal another instance took for a session (SessionSignals): acted on here only if this
+   * process holds that session's request. A cancel goes through the request's coordinator as a
+   * POSTed one landing here would; a response answers the request of the server's it names.
+   * True when it found its request.
+   */
+  onSignal(signal: SessionSignal): boolean {
+    const local = this.#local.get(signal.sessionId);
+    if (!local || local.tenantId !== signal.tenantId) return false;
+    if (signal.kind === 'response') return local.scope.clientRequests.answer(signal.message as Record<string, unknown>);
+    const decision = local.scope.requests.cancel(signal.requestId, signal.reason ?? undefined);
+    if (!decision.cancelled) return false;
+    local.scope.controllers
+      .get(requestIdKey(signal.requestId))
+      ?.abort(new Error(signal.reason ?? 'cancelled by the client'));
+    return true;
   }
 
   /** The scope of a tenant's requests sent without a session id. */

@@ -1,4 +1,4 @@
-import type { TaskProgress } from '@taskgate/db';
+import type { SessionSignals, TaskProgress } from '@taskgate/db';
 import { isTaskgateError, TaskgateError, toJsonRpcError } from '@taskgate/errors';
 import {
   type Capabilities,
@@ -66,6 +66,11 @@ export interface McpRouteOptions {
    * session); this process's memory when absent.
    */
   readonly sessions?: SessionStore;
+  /**
+   * How a POSTed cancel or client response reaches the instance holding its request when it
+   * lands on another (Postgres NOTIFY in a deployment); absent: only this process is asked.
+   */
+  readonly signals?: SessionSignals;
 }
 
 export const DEFAULT_SSE_AFTER_MS = 1_000;
@@ -96,8 +101,11 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
   const unsubscribeTools = options.core.onToolsChanged(() =>
     sessions.notifyStreams({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, 'tools'),
   );
+  // A cancel or response for a session's request that another instance took: acted on if it is here.
+  const unsubscribeSignals = options.signals?.onSignal((signal) => sessions.onSignal(signal));
   app.addHook('preClose', async () => {
     unsubscribeTools();
+    unsubscribeSignals?.();
     sessions.closeStreams();
     for (const listen of listens) listen.endGracefully();
     // Not awaited: close() goes on (no new connections) while the calls get their grace period.
@@ -191,7 +199,14 @@ async function handle(
       );
     }
     if (!scope.clientRequests.answer(request.body as Record<string, unknown>)) {
+      // Perhaps another instance holds the call that asked: it hears of the response.
       request.log.debug({ id: message.id }, 'a response answered no request waiting in this process');
+      options.signals?.send({
+        kind: 'response',
+        tenantId: tenants.get(request) as string,
+        sessionId: sessionHeader as string,
+        message: request.body as Record<string, unknown>,
+      });
     }
     return reply.code(202).send();
   }
@@ -222,6 +237,15 @@ async function handle(
           scope.controllers
             .get(requestIdKey(cancel.requestId))
             ?.abort(new Error(cancel.reason ?? 'cancelled by the client'));
+        } else if (decision.why === 'unknown' && sessionId !== undefined) {
+          // Not a request of this process: the instance holding it, if any, cancels it.
+          options.signals?.send({
+            kind: 'cancel',
+            tenantId,
+            sessionId,
+            requestId: cancel.requestId,
+            reason: cancel.reason ?? null,
+          });
         } else request.log.debug({ requestId: cancel.requestId, why: decision.why }, 'ignored a cancellation');
       }
     }
