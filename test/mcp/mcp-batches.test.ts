@@ -3,7 +3,7 @@ import { defineTool } from '@taskgate/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { connectStdio, type StdioClient, stdioCore } from '../support/stdio-client.ts';
-import { type Platform, silentLogger, startPlatform } from '../support/task-platform.ts';
+import { type Platform, serveApi, silentLogger, startPlatform } from '../support/task-platform.ts';
 
 // JSON-RPC batches on stdio (2025-03-26 basic/index "Batching": a server MUST receive them; the
 // initialize request MUST NOT be batched; 2025-06-18 removed them): each element is handled as a
@@ -11,6 +11,7 @@ import { type Platform, silentLogger, startPlatform } from '../support/task-plat
 const database = useTestDatabase();
 let platform: Platform;
 let hub: TaskEventsHub;
+let api: Awaited<ReturnType<typeof serveApi>>;
 
 const echo = defineTool<{ text: string }>({
   name: 'batch_echo',
@@ -22,6 +23,8 @@ const echo = defineTool<{ text: string }>({
     return { content: [{ type: 'text', text }] };
   },
 });
+/** Called each time batch_forever's handler starts (a test awaits it before it cancels). */
+let foreverStarted: () => void = () => {};
 /** Waits until cancelled: its call settles only through the cancel. */
 const forever = defineTool({
   name: 'batch_forever',
@@ -30,6 +33,7 @@ const forever = defineTool({
   retry: 'safe',
   inline: true,
   async handler(_input, ctx) {
+    foreverStarted();
     await ctx.sleep(600_000);
     return { content: [] };
   },
@@ -37,10 +41,13 @@ const forever = defineTool({
 
 beforeAll(async () => {
   platform = await startPlatform(database.url, { tools: [echo, forever] });
+  await platform.startWorker();
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
   await hub.start();
+  api = await serveApi(platform, database.url);
 });
 afterAll(async () => {
+  await api.close();
   await hub.stop();
   await platform.stop();
 });
@@ -155,6 +162,116 @@ describe('a pipe of another revision', () => {
       expect(arrays(client)).toEqual([]);
       client.input.end();
       await client.server.closed;
+    }
+  });
+});
+
+/** A POST as a 2025-03-26 client makes it: no MCP-Protocol-Version, the session's id once it has one. */
+function post(body: unknown, headers: Record<string, string> = {}) {
+  return fetch(api.mcpUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+async function httpSession(protocolVersion: string): Promise<Record<string, string>> {
+  const init = await post(rpc('init', 'initialize', { protocolVersion, capabilities: {} }));
+  expect(((await init.json()) as { result: { protocolVersion: string } }).result.protocolVersion).toBe(protocolVersion);
+  const session = { 'mcp-session-id': init.headers.get('mcp-session-id') as string };
+  return protocolVersion === '2025-03-26' ? session : { ...session, 'mcp-protocol-version': protocolVersion };
+}
+
+/** The JSON-RPC messages of an SSE body, in order. */
+const events = (body: string) =>
+  body
+    .split('\n\n')
+    .filter((frame) => frame.startsWith('data: '))
+    .map((frame) => JSON.parse(frame.slice(6)) as unknown);
+
+describe('a 2025-03-26 session over Streamable HTTP', () => {
+  it('answers a batch with one JSON array of its responses; notifications and responses alone get 202', async () => {
+    const session = await httpSession('2025-03-26');
+    const response = await post(
+      [
+        rpc('p', 'ping'),
+        { jsonrpc: '2.0', method: 'notifications/initialized' },
+        rpc('c', 'tools/call', { name: 'batch_echo', arguments: { text: 'over http' } }),
+        rpc('i', 'initialize', { protocolVersion: '2025-03-26' }),
+        { jsonrpc: '2.0', id: 'bad' },
+      ],
+      session,
+    );
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('application/json');
+    const answer = (await response.json()) as { id: unknown }[];
+    const byId = new Map(answer.map((message) => [message.id, message]));
+    expect(answer).toHaveLength(4);
+    expect(byId.get('p')).toEqual({ jsonrpc: '2.0', id: 'p', result: {} });
+    expect(byId.get('c')).toMatchObject({ result: { content: [{ type: 'text', text: 'over http' }] } });
+    expect(byId.get('i')).toMatchObject({ error: { code: -32600 } });
+    expect(byId.get('bad')).toMatchObject({ error: { code: -32600 } });
+    const quiet = await post([{ jsonrpc: '2.0', method: 'notifications/initialized' }], session);
+    expect(quiet.status).toBe(202);
+  });
+
+  it('streams a batch whose call reports progress: the notifications, then the array as the last event', async () => {
+    const session = await httpSession('2025-03-26');
+    const response = await post(
+      [
+        rpc('slow', 'tools/call', {
+          name: 'slow_compute',
+          arguments: { seconds: 0.4 },
+          _meta: { progressToken: 'tok' },
+        }),
+        rpc('p', 'ping'),
+      ],
+      session,
+    );
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    const messages = events(await response.text());
+    const last = messages.at(-1) as { id: unknown; result?: unknown }[];
+    expect(Array.isArray(last)).toBe(true);
+    expect(last.map((message) => message.id).sort()).toEqual(['p', 'slow']);
+    const progress = messages.slice(0, -1) as { method: string; params: { progressToken: unknown } }[];
+    expect(progress.length).toBeGreaterThan(0);
+    for (const message of progress)
+      expect(message).toMatchObject({ method: 'notifications/progress', params: { progressToken: 'tok' } });
+  });
+
+  it('a POSTed cancel ends one request of a batch: the batch is answered without it', async () => {
+    const session = await httpSession('2025-03-26');
+    const running = new Promise<void>((resolve) => {
+      foreverStarted = resolve;
+    });
+    const answered = post(
+      [
+        rpc('forever', 'tools/call', { name: 'batch_forever', arguments: {} }),
+        rpc('echo', 'tools/call', { name: 'batch_echo', arguments: { text: 'kept' } }),
+      ],
+      session,
+    );
+    // The cancel goes once the call runs (before, it would find nothing to cancel).
+    await running;
+    const cancel = await post(
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'forever' } },
+      session,
+    );
+    expect(cancel.status).toBe(202);
+    const body = (await (await answered).json()) as { id: unknown }[];
+    expect(body.map((message) => message.id)).toEqual(['echo']);
+  });
+
+  it('refuses a batch in a revision without batches, and without a session, as one 400 -32600', async () => {
+    for (const headers of [await httpSession('2025-06-18'), await httpSession('2025-11-25'), {}]) {
+      const response = await post([rpc('p', 'ping')], headers);
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({ id: null, error: { code: -32600 } });
+    }
+    const session = await httpSession('2025-03-26');
+    for (const batch of [[], Array.from({ length: 101 }, (_, i) => rpc(i, 'ping'))]) {
+      const response = await post(batch, session);
+      expect(response.status).toBe(400);
     }
   });
 });

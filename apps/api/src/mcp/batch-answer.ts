@@ -1,3 +1,6 @@
+/** Most messages in one JSON-RPC batch, on either transport: its answer waits for all its requests. */
+export const MAX_BATCH_ELEMENTS = 100;
+
 /**
  * The answer to one JSON-RPC batch (a revision with batches: basic/index "Batching"): the
  * responses of its requests, written together as one array once every request has settled

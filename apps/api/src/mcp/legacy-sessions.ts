@@ -9,7 +9,17 @@ import {
   type SessionSignal,
   setMcpSessionLogLevel,
 } from '@taskgate/db';
-import { type Capabilities, isLogLevel, type LogLevel } from '@taskgate/protocol';
+import {
+  type Capabilities,
+  ErrorCode,
+  isLogLevel,
+  type JsonRpcError,
+  LEGACY_PROTOCOL_VERSIONS,
+  type LogLevel,
+  revisionInfo,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  WITHOUT_VERSION_HEADER,
+} from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import type { Kysely } from 'kysely';
 import type { SseStream } from '../sse/sse-stream.ts';
@@ -280,6 +290,48 @@ export class LegacySessions {
       this.#local.delete(oldest);
     }
   }
+}
+
+/**
+ * The scope and revision of a handshake-era request after initialize, or why it is refused: every
+ * later request carries the negotiated version (2025-06-18 onwards); without the header, and
+ * without a session that says otherwise, it is the revision from before the header. An unknown
+ * session is 404, so the client initializes again.
+ */
+export async function sessionOf(
+  context: { tenantId: string; sessionId: string | undefined; versionHeader: string | undefined },
+  sessions: LegacySessions,
+): Promise<{ scope: CallScope; revision: string } | { status: number; refused: JsonRpcError }> {
+  if (context.versionHeader !== undefined && !LEGACY_PROTOCOL_VERSIONS.includes(context.versionHeader)) {
+    return {
+      status: 400,
+      refused: {
+        code: ErrorCode.InvalidRequest,
+        message: `MCP-Protocol-Version ${context.versionHeader} is not supported; use one of ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`,
+      },
+    };
+  }
+  const scope =
+    context.sessionId === undefined
+      ? sessions.tenantScope(context.tenantId)
+      : await sessions.scopeOf(context.sessionId, context.tenantId);
+  if (!scope) {
+    return {
+      status: 404,
+      refused: { code: ErrorCode.InvalidRequest, message: 'unknown session; send initialize again' },
+    };
+  }
+  const revision = scope.revision ?? context.versionHeader ?? WITHOUT_VERSION_HEADER;
+  if (context.versionHeader === undefined && revisionInfo(revision)?.versionHeader) {
+    return {
+      status: 400,
+      refused: {
+        code: ErrorCode.InvalidRequest,
+        message: `MCP-Protocol-Version is required: this session speaks ${revision}`,
+      },
+    };
+  }
+  return { scope, revision };
 }
 
 function levelOf(value: string | null | undefined): LogLevel | null {

@@ -14,12 +14,8 @@ import {
   type LogLevel,
   negotiateHandshake,
   type ProtocolEra,
-  parseCancelledParams,
   type RequestHeaders,
   resultResponse,
-  revisionInfo,
-  SUPPORTED_PROTOCOL_VERSIONS,
-  WITHOUT_VERSION_HEADER,
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -27,8 +23,9 @@ import type { TenantResolver } from '../http/auth.ts';
 import { logFailure } from '../http/problem.ts';
 import { SseStream } from '../sse/sse-stream.ts';
 import { progressTokenOf } from './dispatch/progress.ts';
+import { handleBatch } from './http-batch.ts';
 import { checkMcpAccept } from './http-guards.ts';
-import { type CallScope, LegacySessions, type SessionStore } from './legacy-sessions.ts';
+import { type CallScope, LegacySessions, type SessionStore, sessionOf } from './legacy-sessions.ts';
 import { type McpCore, ServerStopping } from './mcp-core.ts';
 import {
   capabilitiesOf,
@@ -39,6 +36,7 @@ import {
   type ServerIdentity,
   sharedResponse,
 } from './mcp-methods.ts';
+import { honourPostedCancel, honourPostedResponse } from './posted-messages.ts';
 import { ProgressStream } from './progress-stream.ts';
 import { type RpcFailure, rpcFailure } from './rpc-failures.ts';
 import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
@@ -179,6 +177,27 @@ async function handle(
   sessions: LegacySessions,
   listens: Set<TaskSubscription>,
 ) {
+  if (Array.isArray(request.body)) {
+    return handleBatch(
+      request,
+      reply,
+      request.body,
+      {
+        tenantId: tenants.get(request) as string,
+        sessionId: single(request.headers['mcp-session-id']),
+        versionHeader: single(request.headers['mcp-protocol-version']),
+      },
+      {
+        core: options.core,
+        calls: options.calls,
+        keepaliveMs: options.keepaliveMs ?? 15_000,
+        sseAfterMs: options.sseAfterMs ?? DEFAULT_SSE_AFTER_MS,
+        signals: options.signals,
+        failure: (error) => logged(request, error),
+      },
+      sessions,
+    );
+  }
   const message = classifyMessage(request.body);
   if (message.kind === 'invalid') return reply.code(400).send(errorResponse(message.id, message.error));
   if (message.kind === 'response') {
@@ -198,16 +217,12 @@ async function handle(
         }),
       );
     }
-    if (!scope.clientRequests.answer(request.body as Record<string, unknown>)) {
-      // Perhaps another instance holds the call that asked: it hears of the response.
-      request.log.debug({ id: message.id }, 'a response answered no request waiting in this process');
-      options.signals?.send({
-        kind: 'response',
-        tenantId: tenants.get(request) as string,
-        sessionId: sessionHeader as string,
-        message: request.body as Record<string, unknown>,
-      });
-    }
+    honourPostedResponse(scope, request.body as Record<string, unknown>, {
+      tenantId: tenants.get(request) as string,
+      sessionId: sessionHeader,
+      signals: options.signals,
+      debug: (fields, text) => request.log.debug(fields, text),
+    });
     return reply.code(202).send();
   }
   // The one decoded-input check REST and stdio run too: a value Postgres cannot store (NUL, an
@@ -230,23 +245,13 @@ async function handle(
     if (legacyHeaders && message.method === 'notifications/cancelled') {
       const scope =
         sessionId === undefined ? sessions.tenantScope(tenantId) : await sessions.scopeOf(sessionId, tenantId);
-      const cancel = parseCancelledParams(message.params);
-      if (scope && cancel) {
-        const decision = scope.requests.cancel(cancel.requestId, cancel.reason ?? undefined);
-        if (decision.cancelled) {
-          scope.controllers
-            .get(requestIdKey(cancel.requestId))
-            ?.abort(new Error(cancel.reason ?? 'cancelled by the client'));
-        } else if (decision.why === 'unknown' && sessionId !== undefined) {
-          // Not a request of this process: the instance holding it, if any, cancels it.
-          options.signals?.send({
-            kind: 'cancel',
-            tenantId,
-            sessionId,
-            requestId: cancel.requestId,
-            reason: cancel.reason ?? null,
-          });
-        } else request.log.debug({ requestId: cancel.requestId, why: decision.why }, 'ignored a cancellation');
+      if (scope) {
+        honourPostedCancel(scope, message.params, {
+          tenantId,
+          sessionId,
+          signals: options.signals,
+          debug: (fields, text) => request.log.debug(fields, text),
+        });
       }
     }
     return reply.code(202).send();
@@ -320,34 +325,9 @@ async function handleLegacy(
     const session = await sessions.open(context.tenantId, revision, capabilitiesOf(params?.capabilities));
     return reply.header('mcp-session-id', session).send(resultResponse(id, initializeResult(options.server, revision)));
   }
-  // Every later request carries the negotiated version (2025-06-18 onwards); without the header,
-  // and without a session that says otherwise, it is the revision from before the header.
-  if (context.versionHeader !== undefined && !LEGACY_PROTOCOL_VERSIONS.includes(context.versionHeader)) {
-    return reply.code(400).send(
-      errorResponse(id, {
-        code: ErrorCode.InvalidRequest,
-        message: `MCP-Protocol-Version ${context.versionHeader} is not supported; use one of ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')}`,
-      }),
-    );
-  }
-  const scope =
-    context.sessionId === undefined
-      ? sessions.tenantScope(context.tenantId)
-      : await sessions.scopeOf(context.sessionId, context.tenantId);
-  if (!scope) {
-    return reply
-      .code(404)
-      .send(errorResponse(id, { code: ErrorCode.InvalidRequest, message: 'unknown session; send initialize again' }));
-  }
-  const revision = scope.revision ?? context.versionHeader ?? WITHOUT_VERSION_HEADER;
-  if (context.versionHeader === undefined && revisionInfo(revision)?.versionHeader) {
-    return reply.code(400).send(
-      errorResponse(id, {
-        code: ErrorCode.InvalidRequest,
-        message: `MCP-Protocol-Version is required: this session speaks ${revision}`,
-      }),
-    );
-  }
+  const resolved = await sessionOf(context, sessions);
+  if ('refused' in resolved) return reply.code(resolved.status).send(errorResponse(id, resolved.refused));
+  const { scope, revision } = resolved;
   if (method === 'ping') return reply.send(resultResponse(id, {}));
   if (method === 'tools/call')
     return callTool(

@@ -18,7 +18,7 @@ import {
   revisionInfo,
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
-import { BatchAnswer } from './batch-answer.ts';
+import { BatchAnswer, MAX_BATCH_ELEMENTS } from './batch-answer.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
 import { progressNotification, progressTokenOf } from './dispatch/progress.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
@@ -37,9 +37,6 @@ import { oversizedLineResponse, readStdioLines, STDIO_MAX_MESSAGE_BYTES } from '
 import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
 
 export { STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
-
-/** Most elements of one batch line: a batch is answered only once all its requests have settled. */
-export const MAX_BATCH_ELEMENTS = 100;
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 

@@ -1,0 +1,222 @@
+import type { SessionSignals } from '@taskgate/db';
+import { TaskgateError, toJsonRpcError } from '@taskgate/errors';
+import {
+  checkJsonValue,
+  classifyMessage,
+  ErrorCode,
+  errorResponse,
+  invalidJsonValueError,
+  type JsonRpcId,
+  LATEST_PROTOCOL_VERSION,
+  LEGACY_PROTOCOL_VERSIONS,
+  type LogLevel,
+  revisionInfo,
+} from '@taskgate/protocol';
+import { requestIdKey } from '@taskgate/reliability';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { SseStream } from '../sse/sse-stream.ts';
+import { MAX_BATCH_ELEMENTS } from './batch-answer.ts';
+import { progressNotification, progressTokenOf } from './dispatch/progress.ts';
+import { type LegacySessions, sessionOf } from './legacy-sessions.ts';
+import type { McpCore, ServerStopping } from './mcp-core.ts';
+import { legacyResult, type MethodOutcome, resultJson } from './mcp-methods.ts';
+import { honourPostedCancel, honourPostedResponse, type PostedFrom } from './posted-messages.ts';
+import type { RpcFailure } from './rpc-failures.ts';
+
+export interface BatchRoute {
+  readonly core: McpCore;
+  /** The route's calls in flight, each with the function that ends it because the server is closing. */
+  readonly calls: Set<(reason: ServerStopping) => void>;
+  readonly keepaliveMs: number;
+  /** A batch still running after this long is answered as SSE (keepalives, then the answer). */
+  readonly sseAfterMs: number;
+  readonly signals?: SessionSignals | undefined;
+  /** A failure as its JSON-RPC error, logged. */
+  readonly failure: (error: unknown) => RpcFailure;
+}
+
+/**
+ * A POST whose body is a JSON-RPC batch (2025-03-26 basic/index "Batching", transports "Sending
+ * Messages to the Server"), in a session of a revision that has batches. Responses and
+ * notifications in it are honoured as single POSTs would be; a batch of nothing else is 202. Its
+ * requests run side by side in the session's scope (a POSTed cancel reaches each), and the answer
+ * is one array of their responses once every one has settled: as JSON, or — once a request has a
+ * notification or a request of the server's to send first, or the batch outlives sseAfterMs — as
+ * an SSE stream whose last event is that array. `initialize` must not be batched (basic/lifecycle).
+ */
+export async function handleBatch(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  elements: readonly unknown[],
+  context: { tenantId: string; sessionId: string | undefined; versionHeader: string | undefined },
+  route: BatchRoute,
+  sessions: LegacySessions,
+) {
+  const refuse = (status: number, message: string) =>
+    reply.code(status).send(errorResponse(null, { code: ErrorCode.InvalidRequest, message }));
+  // A POST with neither a session nor a handshake revision's header speaks the latest revision.
+  const version = context.versionHeader ?? (context.sessionId === undefined ? LATEST_PROTOCOL_VERSION : undefined);
+  if (version !== undefined && !LEGACY_PROTOCOL_VERSIONS.includes(version)) {
+    return refuse(400, `JSON-RPC batches are not part of MCP-Protocol-Version ${version}: send one message per POST`);
+  }
+  const resolved = await sessionOf(context, sessions);
+  if ('refused' in resolved) return reply.code(resolved.status).send(errorResponse(null, resolved.refused));
+  const { scope, revision } = resolved;
+  if (revisionInfo(revision)?.batches !== true) {
+    return refuse(400, `JSON-RPC batches are not part of revision ${revision}: send one message per POST`);
+  }
+  if (elements.length === 0) return refuse(400, 'an empty JSON-RPC batch');
+  if (elements.length > MAX_BATCH_ELEMENTS) {
+    return refuse(400, `a JSON-RPC batch of at most ${MAX_BATCH_ELEMENTS} messages, not ${elements.length}`);
+  }
+
+  const from: PostedFrom = {
+    tenantId: context.tenantId,
+    sessionId: context.sessionId,
+    signals: route.signals,
+    debug: (fields, text) => request.log.debug(fields, text),
+  };
+  const responses: string[] = [];
+  const refused = (id: JsonRpcId | null, code: number, message: string) =>
+    responses.push(JSON.stringify(errorResponse(id, { code, message })));
+  const calls: { id: JsonRpcId; method: string; params: Readonly<Record<string, unknown>> | undefined }[] = [];
+  for (const element of elements) {
+    const message = classifyMessage(element);
+    if (message.kind === 'invalid') {
+      responses.push(JSON.stringify(errorResponse(message.id, message.error)));
+      continue;
+    }
+    if (message.kind === 'response') {
+      honourPostedResponse(scope, element as Record<string, unknown>, from);
+      continue;
+    }
+    const unstorable = checkJsonValue(element);
+    if (message.kind === 'notification') {
+      if (!unstorable && message.method === 'notifications/cancelled') honourPostedCancel(scope, message.params, from);
+      continue;
+    }
+    if (unstorable) responses.push(JSON.stringify(errorResponse(message.id, invalidJsonValueError(unstorable))));
+    else if (message.method === 'initialize') {
+      refused(message.id, ErrorCode.InvalidRequest, 'initialize must not be part of a JSON-RPC batch');
+    } else if (message.method === 'ping') {
+      // As a single POST's ping: answered here, as every transport answers it.
+      responses.push(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: {} }));
+    } else if (!scope.requests.begin(message.id, message.method).ok) {
+      refused(message.id, ErrorCode.InvalidRequest, `request id ${JSON.stringify(message.id)} is already in use`);
+    } else calls.push(message);
+  }
+  if (calls.length === 0 && responses.length === 0) return reply.code(202).send();
+
+  reply.hijack();
+  const raw = reply.raw;
+  let stream: SseStream | null = null;
+  const toSse = () => {
+    if (!stream && !raw.writableEnded && !raw.destroyed) {
+      // Room for every notification a reader that keeps up would get; one that stalls loses
+      // notifications (replaceable), never the answer (final).
+      stream = new SseStream(raw, { capacity: 64, coalesce: 'by-key', keepaliveMs: route.keepaliveMs });
+      stream.open();
+    }
+    return stream;
+  };
+  const sseTimer = setTimeout(toSse, route.sseAfterMs);
+  // The response closed before the answer: every request still running is cancelled.
+  const gone = new AbortController();
+  raw.on('close', () => {
+    if (!raw.writableEnded) gone.abort(new Error('the client closed the response stream'));
+  });
+  let sent = 0;
+  const send = (message: Record<string, unknown>) => {
+    sent += 1;
+    toSse()?.push({ kind: 'replaceable', key: `message-${sent}`, value: { data: message } });
+  };
+
+  await Promise.all(
+    calls.map(async ({ id, method, params }) => {
+      const key = requestIdKey(id);
+      const stop = new AbortController();
+      const onGone = () => {
+        if (scope.requests.cancel(id, 'the client closed the response stream').cancelled)
+          stop.abort(gone.signal.reason);
+      };
+      gone.signal.addEventListener('abort', onGone, { once: true });
+      scope.controllers.set(key, stop);
+      let serverStopping = false;
+      const endCall = (reason: ServerStopping) => {
+        serverStopping = true;
+        stop.abort(reason);
+      };
+      route.calls.add(endCall);
+      const token = progressTokenOf(params);
+      const { sessionId } = context;
+      const resources =
+        sessionId === undefined
+          ? null
+          : sessions.resourcesOf(sessionId, (push) => route.core.resourceSubscriptions(context.tenantId, push));
+      let outcome: MethodOutcome | null;
+      try {
+        outcome = await route.core.request(method, params, {
+          tenantId: context.tenantId,
+          signal: stop.signal,
+          era: 'legacy',
+          revision,
+          ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
+          logLevel: scope.logLevel,
+          ...(token === null ? {} : { onProgress: (progress) => send(progressNotification(token, progress)) }),
+          onLog: send,
+          askClient: (askMethod, askParams, signal) => scope.clientRequests.ask(askMethod, askParams, send, signal),
+          ...(sessionId === undefined
+            ? {}
+            : {
+                setLogLevel: async (level: LogLevel) => {
+                  await sessions.setLogLevel(sessionId, context.tenantId, level);
+                },
+              }),
+          ...(resources ? { resourceSubscriptions: resources } : {}),
+          log: (fields, text) => request.log.warn(fields, text),
+        });
+      } catch (error) {
+        const failure = route.failure(error);
+        outcome = { kind: 'error', httpStatus: failure.status, error: failure.error };
+      } finally {
+        route.calls.delete(endCall);
+        gone.signal.removeEventListener('abort', onGone);
+        if (scope.controllers.get(key) === stop) scope.controllers.delete(key);
+      }
+      if (outcome === null && serverStopping) {
+        const stopping = new TaskgateError(
+          'TG_SERVICE_UNAVAILABLE',
+          'the server is shutting down; call again: this call was cancelled',
+          { details: { retryAfterSeconds: 1 } },
+        );
+        outcome = { kind: 'error', httpStatus: 503, error: toJsonRpcError(stopping) };
+      }
+      // One terminal state: a request whose cancel won gets no response.
+      if (scope.requests.complete(id) === 'drop' || outcome === null) return;
+      responses.push(
+        outcome.kind === 'result'
+          ? resultJson(id, legacyResult(outcome.result))
+          : JSON.stringify(errorResponse(id, outcome.error)),
+      );
+    }),
+  );
+  clearTimeout(sseTimer);
+  if (raw.writableEnded || raw.destroyed) return;
+  const answer = `[${responses.join(',')}]`;
+  const open = stream as SseStream | null;
+  if (open) {
+    open.push({ kind: 'final', value: { data: JSON.parse(answer) } });
+    return;
+  }
+  if (responses.length === 0) {
+    // Every request was cancelled by a POSTed notification: nothing to answer.
+    raw.writeHead(204);
+    raw.end();
+    return;
+  }
+  raw.writeHead(200, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(answer),
+  });
+  raw.end(answer);
+}
