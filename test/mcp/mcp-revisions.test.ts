@@ -172,6 +172,31 @@ describe('initialize over stdio', () => {
     client.input.end();
   });
 
+  it.each(['2024-11-05', '2025-03-26'])(
+    '%s: progress carries a message only where the revision has one',
+    async (revision) => {
+      const client = connectStdio(core);
+      client.send(initialize(revision));
+      await client.answerTo(0);
+      client.send({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'slow_compute', arguments: { seconds: 0.3 }, _meta: { progressToken: 'p' } },
+      });
+      await client.answerTo(1);
+      const progress = client.received.filter((message) => message.method === 'notifications/progress');
+      expect(progress.length).toBeGreaterThan(0);
+      for (const message of progress) {
+        const params = message.params as Record<string, unknown>;
+        expect(params.progressToken).toBe('p');
+        if (revision === '2024-11-05') expect(params).not.toHaveProperty('message');
+        else expect(params.message).toMatch(/^step \d+ of \d+$/);
+      }
+      client.input.end();
+    },
+  );
+
   it('asked for an unknown revision, answers the latest handshake revision', async () => {
     const client = connectStdio(core);
     client.send(initialize('2024-10-07'));

@@ -24,6 +24,8 @@ export interface HandshakeProfile {
   readonly version: string;
   /** Its own tasks: tools/call's `task` param, tasks/get|result|list|cancel, status notifications. */
   readonly tasks: boolean;
+  /** notifications/progress may carry a `message` (from 2025-03-26 on). */
+  readonly progressMessages: boolean;
   /** A tools/list entry as the revision defines one: the fields it lacks are removed. */
   readonly toolEntry: (entry: Record<string, unknown>) => Record<string, unknown>;
   /** A CallToolResult as the revision defines one. */

@@ -18,6 +18,7 @@ const toKnownContent = (item: Readonly<Record<string, unknown>>) => audioAsText(
 export const PROFILE: HandshakeProfile = {
   version: VERSION,
   tasks: false,
+  progressMessages: false,
   toolEntry: (entry) => without(entry, ['title', 'outputSchema', 'annotations']),
   callResult: (result) => mapContent(withoutStructuredContent(result), toKnownContent),
   contentResult: (result) => mapContent(result, toKnownContent),

@@ -8,6 +8,7 @@ import { type HandshakeProfile, linkAsText, mapContent, without, withoutStructur
 export const PROFILE: HandshakeProfile = {
   version: '2025-03-26',
   tasks: false,
+  progressMessages: true,
   toolEntry: (entry) => without(entry, ['title', 'outputSchema']),
   callResult: (result) => mapContent(withoutStructuredContent(result), linkAsText),
   contentResult: (result) => mapContent(result, linkAsText),

@@ -8,6 +8,7 @@ import { type HandshakeProfile, unchanged } from '../revision.ts';
 export const PROFILE: HandshakeProfile = {
   version: '2025-06-18',
   tasks: false,
+  progressMessages: true,
   toolEntry: unchanged,
   callResult: unchanged,
   contentResult: unchanged,

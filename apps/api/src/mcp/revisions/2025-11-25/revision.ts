@@ -4,6 +4,7 @@ import { type HandshakeProfile, unchanged } from '../revision.ts';
 export const PROFILE: HandshakeProfile = {
   version: '2025-11-25',
   tasks: true,
+  progressMessages: true,
   toolEntry: unchanged,
   callResult: unchanged,
   contentResult: unchanged,

@@ -1,3 +1,4 @@
+import type { TaskProgress } from '@taskgate/db';
 import { isLogLevel, LOG_LEVELS, missingCapabilities } from '@taskgate/protocol';
 import { type ToolSpec, taskSupportOf } from '@taskgate/tools';
 import type { TaskWatcher } from '../../../tasks/task-watch.ts';
@@ -56,7 +57,13 @@ export function handshakeMethods(
       async (params, context) => {
         const read = runner.readCall(params);
         if (read.kind === 'error') return read;
-        const outcome = await callTool(runner, read.tool, read.call, params, context, profile.tasks);
+        // A revision without progress messages gets progress without one.
+        const { onProgress } = context;
+        const shaped =
+          onProgress && !profile.progressMessages
+            ? { ...context, onProgress: (progress: TaskProgress) => onProgress({ ...progress, message: null }) }
+            : context;
+        const outcome = await callTool(runner, read.tool, read.call, params, shaped, profile.tasks);
         return outcome?.kind === 'result' ? { kind: 'result', result: profile.callResult(outcome.result) } : outcome;
       },
     ],
