@@ -1,6 +1,6 @@
 import { McpCore, TaskEventsHub } from '@taskgate/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { askingTools } from '../../examples/conformance/round-trip-fixtures.ts';
+import { askingTools, roundTripPrompts } from '../../examples/conformance/round-trip-fixtures.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { openSse } from '../support/sse-client.ts';
 import { connectStdio, type StdioClient } from '../support/stdio-client.ts';
@@ -29,8 +29,9 @@ beforeAll(async () => {
     server: { name: 'taskgate', version: 'test' },
     pollMs: 100,
     logger: silentLogger,
+    content: [{ prompts: roundTripPrompts }],
   });
-  api = await serveApi(platform, database.url);
+  api = await serveApi(platform, database.url, { content: [{ prompts: roundTripPrompts }] });
 });
 afterAll(async () => {
   await hub.stop();
@@ -58,6 +59,15 @@ async function serverRequest(client: StdioClient, method: string) {
   const found = await client.until((received) => received.some((m) => m.method === method && 'id' in m));
   return found.find((m) => m.method === method && 'id' in m) as { id: string; params: Record<string, unknown> };
 }
+
+const headers = (session?: string) => ({
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': '2025-11-25',
+  ...(session ? { 'mcp-session-id': session } : {}),
+});
+const post = (body: Record<string, unknown>, session?: string) =>
+  fetch(api.mcpUrl, { method: 'POST', headers: headers(session), body: JSON.stringify({ jsonrpc: '2.0', ...body }) });
 
 describe('requests to the client, over stdio', () => {
   it('sends elicitation/create on the pipe and goes on with the client’s response', async () => {
@@ -159,15 +169,6 @@ describe('requests to the client, over stdio', () => {
 });
 
 describe('requests to the client, over Streamable HTTP', () => {
-  const headers = (session?: string) => ({
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': '2025-11-25',
-    ...(session ? { 'mcp-session-id': session } : {}),
-  });
-  const post = (body: Record<string, unknown>, session?: string) =>
-    fetch(api.mcpUrl, { method: 'POST', headers: headers(session), body: JSON.stringify({ jsonrpc: '2.0', ...body }) });
-
   it('sends the request on the call’s SSE answer and takes the POSTed response of the session', async () => {
     const init = await post({
       id: 0,
@@ -204,6 +205,75 @@ describe('requests to the client, over Streamable HTTP', () => {
     expect(answered.status).toBe(202);
     const messages = await call.until((all) => all.some((m) => m.id === 5));
     expect(messages.at(-1)).toMatchObject({ id: 5, result: { content: [{ text: 'LLM response: Paris' }] } });
+  });
+});
+
+describe('a prompt’s ctx.input() in a handshake revision', () => {
+  const PROMPT = 'test_input_required_result_prompt';
+
+  it('over stdio: asks the client on the pipe, and makes its messages from the answer', async () => {
+    const client = await initialized({ elicitation: {} });
+    client.send({ jsonrpc: '2.0', id: 1, method: 'prompts/get', params: { name: PROMPT } });
+    const asked = await serverRequest(client, 'elicitation/create');
+    client.send({ jsonrpc: '2.0', id: asked.id, result: { action: 'accept', content: { context: 'billing' } } });
+    expect(await client.answerTo(1)).toMatchObject({
+      result: { messages: [{ role: 'user', content: { type: 'text', text: 'Context: billing' } }] },
+    });
+    // An answer its requestedSchema refuses (context is a string): -32602, naming the key.
+    client.send({ jsonrpc: '2.0', id: 2, method: 'prompts/get', params: { name: PROMPT } });
+    const again = (await client.until((all) => all.filter((m) => m.method === 'elicitation/create').length === 2))
+      .filter((m) => m.method === 'elicitation/create')
+      .at(-1) as { id: string };
+    client.send({ jsonrpc: '2.0', id: again.id, result: { action: 'accept', content: { context: 7 } } });
+    expect(await client.answerTo(2)).toMatchObject({
+      error: {
+        code: -32602,
+        message: expect.stringContaining('user_context'),
+        data: { code: 'TG_INPUT_RESPONSES_INVALID' },
+      },
+    });
+    client.input.end();
+    await client.server.closed;
+  });
+
+  it('over stdio, without the capability: fails with -32603 saying which one is missing', async () => {
+    const client = await initialized({});
+    client.send({ jsonrpc: '2.0', id: 1, method: 'prompts/get', params: { name: PROMPT } });
+    expect(await client.answerTo(1)).toMatchObject({ error: { code: -32603 } });
+    expect(client.received.some((m) => m.method === 'elicitation/create')).toBe(false);
+    client.input.end();
+    await client.server.closed;
+  });
+
+  it('over Streamable HTTP: asks on the POST’s SSE answer and takes the session’s POSTed response', async () => {
+    const init = await post({
+      id: 0,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-11-25',
+        capabilities: { elicitation: {} },
+        clientInfo: { name: 't', version: '1' },
+      },
+    });
+    const session = init.headers.get('mcp-session-id') as string;
+    const get = openSse(api.mcpUrl, {
+      method: 'POST',
+      headers: headers(session),
+      body: JSON.stringify({ jsonrpc: '2.0', id: 3, method: 'prompts/get', params: { name: PROMPT } }),
+    });
+    const [asked] = (await get.until((messages) => messages.some((m) => m.method === 'elicitation/create'))) as {
+      id: string;
+    }[];
+    const answered = await post(
+      { id: asked?.id, result: { action: 'accept', content: { context: 'support' } } },
+      session,
+    );
+    expect(answered.status).toBe(202);
+    const messages = await get.until((all) => all.some((m) => m.id === 3));
+    expect(messages.at(-1)).toMatchObject({
+      id: 3,
+      result: { messages: [{ role: 'user', content: { type: 'text', text: 'Context: support' } }] },
+    });
   });
 });
 

@@ -21,7 +21,7 @@ import {
   type TaskRecord,
   type TaskWriter,
 } from '@taskgate/db';
-import { type AnyTool, loadToolModules, type ToolCatalog, ToolRegistry } from '@taskgate/tools';
+import { type AnyTool, type ContentSet, loadToolModules, type ToolCatalog, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from '@taskgate/worker';
 import type { FastifyInstance } from 'fastify';
 import { type Kysely, sql } from 'kysely';
@@ -170,6 +170,8 @@ export async function startApi(
     mcp?: { allowedOrigins?: readonly string[]; loopbackOnly?: boolean; sseAfterMs?: number };
     /** What /mcp offers (default: the platform's registry). */
     tools?: ToolCatalog;
+    /** Resources and prompts /mcp offers besides the tasks' (default: none). */
+    content?: readonly ContentSet[];
   } = {},
 ): Promise<{ app: FastifyInstance; close(): Promise<void> }> {
   const hub = new TaskEventsHub({ connectionString: url, listen: true, logger: silentLogger });
@@ -199,6 +201,7 @@ export async function startApi(
       ...(options.events ? { events: options.events } : {}),
       mcp: {
         tools: options.tools ?? platform.tools,
+        ...(options.content ? { content: options.content } : {}),
         allowedOrigins: options.mcp?.allowedOrigins ?? [],
         loopbackOnly: options.mcp?.loopbackOnly ?? false,
         ...(options.mcp?.sseAfterMs === undefined ? {} : { sseAfterMs: options.mcp.sseAfterMs }),
@@ -219,8 +222,8 @@ export async function startApi(
 }
 
 /** Serves a platform's REST and MCP API on a free loopback port; resolves with the /mcp URL too. */
-export async function serveApi(platform: Platform, url: string) {
-  const api = await startApi(platform, url);
+export async function serveApi(platform: Platform, url: string, options: Parameters<typeof startApi>[2] = {}) {
+  const api = await startApi(platform, url, options);
   await api.app.listen({ host: '127.0.0.1', port: 0 });
   const mcpUrl = new URL(`http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}/mcp`);
   return { ...api, mcpUrl };

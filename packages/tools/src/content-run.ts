@@ -1,6 +1,7 @@
 import { checkJsonValue } from '@taskgate/protocol';
 import type { Completer, ContentContext, InputRequest, PromptDefinition, PromptResult } from '@taskgate/sdk';
 import type { ResolvedResource } from './content-registry.ts';
+import { inputAnswerProblem } from './input-answers.ts';
 import { contentBlockProblem } from './result-check.ts';
 
 /** The default clock of a resource read, a prompt get or a completion. */
@@ -15,7 +16,8 @@ export const MAX_COMPLETION_VALUES = 100;
  * (that goes to the log, through `cause`).
  */
 export class ContentRunError extends Error {
-  readonly kind: 'cancelled' | 'timeout' | 'invalid' | 'failed';
+  /** `refused`: the client's answer to the handler's ctx.input() does not answer its request. */
+  readonly kind: 'cancelled' | 'timeout' | 'invalid' | 'failed' | 'refused';
   constructor(kind: ContentRunError['kind'], message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.kind = kind;
@@ -29,8 +31,13 @@ export interface ContentRunContext {
   readonly tenant: string;
   /** The request's signal: aborted when the request is cancelled. */
   readonly signal: AbortSignal;
-  /** A multi round-trip request's answers so far; absent: ctx.input() cannot ask. */
+  /** A multi round-trip request's answers so far; absent: ctx.input() cannot ask that way. */
   readonly answers?: Readonly<Record<string, unknown>>;
+  /**
+   * Asks the client one input request on the request's connection (a handshake revision) and
+   * resolves with its result: without `answers`, ctx.input() waits for the client's answers.
+   */
+  readonly ask?: (request: InputRequest, signal: AbortSignal) => Promise<unknown>;
 }
 
 /** A handler's ctx.input() of keys the request has no answer for: the request is answered input_required. */
@@ -129,6 +136,7 @@ async function bounded<T>(
   });
   const input = async (requests: Readonly<Record<string, InputRequest>>) => {
     const answers = context.answers;
+    if (answers === undefined && context.ask) return askEach(label, requests, context.ask, signal);
     if (answers === undefined) {
       throw new ContentRunError(
         'invalid',
@@ -156,6 +164,27 @@ async function bounded<T>(
   } finally {
     if (onAbort) signal.removeEventListener('abort', onAbort);
   }
+}
+
+/**
+ * Every request of one ctx.input() asked of the client at once; the answers by key once all are
+ * in, each checked against its request (as a tool's are: a handler gets what it asked for).
+ */
+async function askEach(
+  label: string,
+  requests: Readonly<Record<string, InputRequest>>,
+  ask: (request: InputRequest, signal: AbortSignal) => Promise<unknown>,
+  signal: AbortSignal,
+): Promise<Record<string, unknown>> {
+  const entries = await Promise.all(
+    Object.entries(requests).map(async ([key, request]) => [key, await ask(request, signal)] as const),
+  );
+  for (const [key, answer] of entries) {
+    const problem = inputAnswerProblem(requests[key] as InputRequest, answer);
+    if (problem !== null)
+      throw new ContentRunError('refused', `${label}: the client's answer to input ${key} ${problem}`);
+  }
+  return Object.fromEntries(entries);
 }
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;

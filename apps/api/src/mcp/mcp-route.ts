@@ -354,7 +354,7 @@ async function handleLegacy(
     if (!reply.raw.writableEnded) stop.abort(new Error('the client closed the response stream'));
   });
   let stream: SseStream | null = null;
-  const onTaskStatus = (notification: Record<string, unknown>) => {
+  const toSse = () => {
     if (!stream) {
       reply.hijack();
       stream = new SseStream(reply.raw, {
@@ -364,12 +364,23 @@ async function handleLegacy(
       });
       stream.open();
     }
-    stream.push({
-      kind: 'replaceable',
-      key: 'status',
-      value: { data: notification },
-    });
+    return stream;
   };
+  const onTaskStatus = (notification: Record<string, unknown>) =>
+    toSse().push({ kind: 'replaceable', key: 'status', value: { data: notification } });
+  // A prompt's or resource's ctx.input() asks the client on this response (its answer is POSTed
+  // with the session's id, so only a session can be asked).
+  const askClient =
+    context.sessionId === undefined
+      ? undefined
+      : (askMethod: string, askParams: Readonly<Record<string, unknown>>, signal: AbortSignal) =>
+          scope.clientRequests.ask(
+            askMethod,
+            askParams,
+            (message) =>
+              toSse().push({ kind: 'replaceable', key: `ask ${String(message.id)}`, value: { data: message } }),
+            signal,
+          );
   // resources/subscribe's set lives with the session in this process; updates go to its GET stream.
   const resourceSubscriptions =
     context.sessionId === undefined
@@ -383,6 +394,7 @@ async function handleLegacy(
       era: 'legacy',
       revision,
       ...(method === 'tasks/result' ? { onTaskStatus } : {}),
+      ...(askClient ? { askClient } : {}),
       ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
       // logging/setLevel is kept with the session, for whichever instance serves its next request.
       ...(context.sessionId === undefined

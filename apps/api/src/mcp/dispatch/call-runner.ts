@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import type { TaskProgress, TaskRecord } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import { ErrorCode, logLevelPasses } from '@taskgate/protocol';
-import type { InputRequest } from '@taskgate/sdk';
 import type { AnyTool } from '@taskgate/tools';
 import { type CreateTaskInput, cappedClocks } from '../../tasks/task-service.ts';
 import type { TaskWatcher } from '../../tasks/task-watch.ts';
@@ -18,7 +17,7 @@ import {
 } from '../mcp-methods.ts';
 import { createTaskResult } from '../mcp-tasks.ts';
 import { RequestStateSealer } from './request-state.ts';
-import { inputCapabilityProblem, type Round, RoundTrips } from './round-trips.ts';
+import { clientAsker, type Round, RoundTrips } from './round-trips.ts';
 import { TaskLogRelay } from './task-log-relay.ts';
 
 export const DEFAULT_TASK_AFTER_MS = 500;
@@ -114,7 +113,7 @@ export class CallRunner {
       logger: this.options.logger ?? SILENT,
       ...(context.onProgress ? { onProgress: context.onProgress } : {}),
       ...(round ? { rounds: { answers: round.answers } } : {}),
-      ...(round || !context.askClient ? {} : { askClient: this.#askClient(context, tool.name) }),
+      ...(round || !context.askClient ? {} : { askClient: clientAsker(context, `tool ${tool.name}`) }),
       onLog: (entry) => {
         if (!logLevelPasses(entry.level, context.logLevel)) return;
         context.onLog?.({ jsonrpc: '2.0', method: 'notifications/message', params: { ...entry } });
@@ -126,29 +125,6 @@ export class CallRunner {
     return {
       kind: 'result',
       result: withServerInfo(outcome as unknown as Record<string, unknown>, this.options.server),
-    };
-  }
-
-  /**
-   * An inline tool's input asked on the call's connection: only kinds the client declared at
-   * initialize (a server must not send what the client cannot answer), each as its own request.
-   */
-  #askClient(context: RequestContext, tool: string) {
-    const ask = context.askClient as NonNullable<RequestContext['askClient']>;
-    return (request: InputRequest, signal: AbortSignal) => {
-      const problem = inputCapabilityProblem([request], context.clientCapabilities);
-      if (problem?.kind === 'unknown') {
-        return Promise.reject(
-          new Error(`tool ${tool} asked for input with method ${request.method}, which MCP does not define`),
-        );
-      }
-      if (problem?.kind === 'missing') {
-        const capability = Object.keys(problem.missing).join(', ');
-        return Promise.reject(
-          new Error(`tool ${tool} needs ${request.method}, and the client did not declare ${capability} at initialize`),
-        );
-      }
-      return ask(request.method, request.params, signal);
     };
   }
 

@@ -15,7 +15,7 @@ import { invalidParams, type MethodOutcome, type ServerIdentity } from '../mcp-m
 import { type ListPage, pageOf } from './list-page.ts';
 import type { MethodHandler } from './method-table.ts';
 import { MAX_RESOURCE_SUBSCRIPTIONS } from './resource-subscriptions.ts';
-import type { Round, RoundTrips } from './round-trips.ts';
+import { clientAsker, type Round, type RoundTrips } from './round-trips.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -95,6 +95,13 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
     }
     if (!(error instanceof ContentRunError)) throw error;
     if (error.kind === 'cancelled') return null;
+    if (error.kind === 'refused') {
+      return {
+        kind: 'error',
+        httpStatus: 200,
+        error: { code: ErrorCode.InvalidParams, message: error.message, data: { code: 'TG_INPUT_RESPONSES_INVALID' } },
+      };
+    }
     // The database away (a task resource's read): the transport's 503 with Retry-After, not a bug.
     if (error.kind === 'failed' && classifyFailure(error.cause).code === 'TG_SERVICE_UNAVAILABLE') throw error.cause;
     // Called as methods: pino's warn needs its `this`.
@@ -185,7 +192,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
           const contents = await readResource(target, uri, {
             tenant: context.tenantId,
             signal: context.signal,
-            ...(round ? { answers: round.answers } : {}),
+            ...inputWay(round, context, `resource ${uri}`),
           });
           if (contents === null) return notFound(shape.notFoundCode, uri);
           // Contents may be the caller's own (a task, a tenant's data): cached by this client only.
@@ -227,7 +234,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
           const result = await getPrompt(prompt, args.values, {
             tenant: context.tenantId,
             signal: context.signal,
-            ...(round ? { answers: round.answers } : {}),
+            ...inputWay(round, context, `prompt ${name}`),
           });
           return complete_({ ...result }, null);
         } catch (error) {
@@ -356,4 +363,14 @@ function completionTarget(content: ContentRegistry, params: Params): CompletionT
     };
   }
   return { problem: 'params.ref.type must be "ref/prompt" or "ref/resource"' };
+}
+
+/**
+ * How a handler's ctx.input() is answered: from a multi round-trip request's answers (2026-07-28),
+ * or by asking the client on the request's connection (handshake revisions); neither: it cannot.
+ */
+function inputWay(round: Round | undefined, context: RequestContext, who: string) {
+  if (round) return { answers: round.answers };
+  const ask = clientAsker(context, who);
+  return ask ? { ask } : {};
 }

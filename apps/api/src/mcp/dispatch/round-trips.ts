@@ -157,3 +157,32 @@ export function responsesProblem(given: unknown): string | null {
 function internal(message: string): MethodOutcome {
   return { kind: 'error', httpStatus: 200, error: { code: ErrorCode.InternalError, message } };
 }
+
+/**
+ * Asks the client one input request on the request's connection (a handshake revision's
+ * context.askClient): only kinds the client declared at initialize (a server must not send what
+ * the client cannot answer). `who` names the asker in the refusal. Undefined without a connection
+ * to ask on.
+ */
+export function clientAsker(
+  context: RequestContext,
+  who: string,
+): ((request: InputRequest, signal: AbortSignal) => Promise<unknown>) | undefined {
+  const ask = context.askClient;
+  if (!ask) return undefined;
+  return (request, signal) => {
+    const problem = inputCapabilityProblem([request], context.clientCapabilities);
+    if (problem?.kind === 'unknown') {
+      return Promise.reject(
+        new Error(`${who} asked for input with method ${request.method}, which MCP does not define`),
+      );
+    }
+    if (problem?.kind === 'missing') {
+      const capability = Object.keys(problem.missing).join(', ');
+      return Promise.reject(
+        new Error(`${who} needs ${request.method}, and the client did not declare ${capability} at initialize`),
+      );
+    }
+    return ask(request.method, request.params, signal);
+  };
+}
