@@ -15,7 +15,10 @@ export interface ContentContext {
    * Asks the client for input (MCP 2026-07-28 multi round-trip) and resolves with the answers by
    * key once the client's retry carries every one: until then the request is answered
    * `input_required` and this handler runs again from the start on the retry. In older revisions
-   * it rejects (they cannot carry such an answer on a read), and the client gets -32603.
+   * the requests go to the client on the request's own stream and this waits for its answers
+   * (over HTTP only in a session; without one it rejects, and the client gets -32603). Either
+   * way an answer is checked against its request (an elicitation's content against its
+   * requestedSchema) before the handler sees it.
    */
   input(requests: Readonly<Record<string, InputRequest>>): Promise<Record<string, unknown>>;
 }
@@ -64,6 +67,19 @@ export interface ResourceDefinition extends ContentEntry {
   readonly annotations?: ContentAnnotations;
   /** Its contents, or null when it is not there (the client gets resource-not-found). */
   read(ctx: ContentContext): Promise<readonly ResourceContents[] | null> | readonly ResourceContents[] | null;
+  /**
+   * Its change signal, for subscribers (resources/subscribe; 2026-07-28's subscriptions/listen
+   * with resourceSubscriptions): called once per subscribing connection, it calls `changed`
+   * whenever the contents change and returns the function that stops watching (called when the
+   * client unsubscribes or goes away). Without it a subscription is accepted and never notified.
+   */
+  readonly watch?: (changed: () => void, ctx: WatchContext) => () => void;
+}
+
+/** What a resource's watch is told of the subscriber. */
+export interface WatchContext {
+  /** The subscriber's tenant: a resource that shows tenant data signals only this tenant's changes. */
+  readonly tenant: string;
 }
 
 /**
@@ -83,6 +99,13 @@ export interface ResourceTemplateDefinition extends ContentEntry {
     variables: Readonly<Record<string, string>>,
     ctx: ContentContext,
   ): Promise<readonly ResourceContents[] | null> | readonly ResourceContents[] | null;
+  /** The change signal of the resource at `uri`, as a fixed resource's `watch`. */
+  readonly watch?: (
+    uri: string,
+    variables: Readonly<Record<string, string>>,
+    changed: () => void,
+    ctx: WatchContext,
+  ) => () => void;
 }
 
 export interface PromptArgument {
@@ -153,6 +176,9 @@ export function resourceDefinitionProblem(definition: unknown): string | null {
     return `resource uri ${JSON.stringify(uri)} must be an absolute URI (scheme:...) of at most 2048 characters`;
   }
   if (typeof definition.read !== 'function') return `resource ${uri}: read must be a function`;
+  if (definition.watch !== undefined && typeof definition.watch !== 'function') {
+    return `resource ${uri}: watch must be a function`;
+  }
   if (definition.size !== undefined && !(Number.isSafeInteger(definition.size) && (definition.size as number) >= 0)) {
     return `resource ${uri}: size must be a whole number of bytes`;
   }
@@ -186,6 +212,9 @@ export function resourceTemplateDefinitionProblem(definition: unknown): string |
   const variables = templateVariables(template);
   if ('problem' in variables) return `resource template ${template}: ${variables.problem}`;
   if (typeof definition.read !== 'function') return `resource template ${template}: read must be a function`;
+  if (definition.watch !== undefined && typeof definition.watch !== 'function') {
+    return `resource template ${template}: watch must be a function`;
+  }
   const problem = entryProblem(definition, 'resource template', template);
   if (problem !== null) return problem;
   for (const name of Object.keys((definition.complete ?? {}) as object)) {

@@ -22,6 +22,7 @@ export {
   resourceDefinitionProblem,
   resourceTemplateDefinitionProblem,
   templateVariables,
+  type WatchContext,
 } from './content-definition.ts';
 export type {
   AudioContent,

@@ -175,7 +175,10 @@ export class McpCore {
     tenantId: string,
     send: (notification: Record<string, unknown>) => void,
   ): ResourceSubscriptions {
-    return resourceSubscriptions(this.#watcher, this.#options.pollMs, tenantId, send);
+    return resourceSubscriptions(this.#watcher, this.#options.pollMs, tenantId, send, {
+      resolve: (uri) => this.#content.resolve(uri),
+      ...(this.#options.logger ? { log: (fields, message) => this.#options.logger?.warn(fields, message) } : {}),
+    });
   }
 
   /**

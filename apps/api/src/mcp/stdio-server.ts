@@ -85,6 +85,8 @@ export class StdioServer {
   #unsubscribeTools: (() => void) | null = null;
   /** A list change that found stdout full: written once it drains (one says it all). */
   #toolsChangedPending = false;
+  /** resources/updated that found stdout full, latest per URI: written once it drains. */
+  readonly #heldUpdates = new Map<string, unknown>();
   /** The batch each request of a batch line answers in, by request id, until it settles. */
   readonly #inBatch = new Map<string, BatchAnswer>();
 
@@ -432,7 +434,7 @@ export class StdioServer {
   #resourceSubscriptions(): ResourceSubscriptions {
     if (!this.#resources) {
       const subscriptions = this.#options.core.resourceSubscriptions(this.#options.tenantId, (message) =>
-        this.#write(message),
+        this.#writeUpdate(message),
       );
       this.#resources = subscriptions;
       void this.#closed.then(() => subscriptions.stop());
@@ -455,6 +457,34 @@ export class StdioServer {
       void this.#closed.then(() => watch.stop());
     }
     this.#statusWatch.add(taskId);
+  }
+
+  /**
+   * notifications/resources/updated: a resource that changes faster than the client reads costs
+   * one held message per URI (it says "read me again"; the latest says it as well as all).
+   */
+  #writeUpdate(message: Record<string, unknown>): void {
+    const output = this.#options.output;
+    if (!output.writableNeedDrain && this.#heldUpdates.size === 0) {
+      this.#write(message);
+      return;
+    }
+    const key = String((message.params as { uri?: unknown } | undefined)?.uri);
+    this.#heldUpdates.delete(key);
+    this.#heldUpdates.set(key, message);
+    if (this.#heldUpdates.size === 1) output.once('drain', () => this.#flushUpdates());
+  }
+
+  #flushUpdates(): void {
+    const output = this.#options.output;
+    for (const [key, message] of this.#heldUpdates) {
+      if (output.writableNeedDrain) {
+        output.once('drain', () => this.#flushUpdates());
+        return;
+      }
+      this.#heldUpdates.delete(key);
+      this.#write(message);
+    }
   }
 
   #toolsChanged(): void {

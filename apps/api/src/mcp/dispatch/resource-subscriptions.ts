@@ -1,5 +1,5 @@
 import { isTerminalStatus } from '@taskgate/reliability';
-import { UriTemplate } from '@taskgate/tools';
+import { type ResolvedResource, UriTemplate } from '@taskgate/tools';
 import { changesStatus, type TaskWatcher } from '../../tasks/task-watch.ts';
 import { TASK_RESOURCE_TEMPLATE } from '../task-resources.ts';
 
@@ -20,16 +20,52 @@ const TASKS = new UriTemplate(TASK_RESOURCE_TEMPLATE);
  * resources/subscribe for one connection. A task resource (`taskgate://tasks/{id}`) is watched:
  * each status change sends notifications/resources/updated with its URI, until the task ends
  * (the last change) or the client unsubscribes. One watch per connection, with the poll under
- * NOTIFY, as for 2025-11-25's task status notifications. A module's resources have no change
- * signal, so a subscription to one is kept but never notified.
+ * NOTIFY, as for 2025-11-25's task status notifications. A module's resource is notified through
+ * its definition's `watch`, started for this connection at the subscribe and stopped at the
+ * unsubscribe; one without `watch` is kept but never notified. `log` hears of a watch that threw.
  */
 export function resourceSubscriptions(
   watcher: TaskWatcher,
   pollMs: number,
   tenantId: string,
   send: (notification: Record<string, unknown>) => void,
+  modules: {
+    readonly resolve: (uri: string) => ResolvedResource | null;
+    readonly log?: (fields: Record<string, unknown>, message: string) => void;
+  } = { resolve: () => null },
 ): ResourceSubscriptions {
   const uris = new Set<string>();
+  /** The module resources watched for this connection, each with the function that stops its watch. */
+  const watching = new Map<string, () => void>();
+  const updated = (uri: string) => {
+    if (uris.has(uri)) send({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri } });
+  };
+  const startWatch = (uri: string) => {
+    const target = modules.resolve(uri);
+    if (!target?.definition.watch) return;
+    const context = { tenant: tenantId };
+    try {
+      const stop =
+        target.kind === 'resource'
+          ? target.definition.watch?.(() => updated(uri), context)
+          : target.definition.watch?.(uri, target.variables, () => updated(uri), context);
+      if (typeof stop === 'function') watching.set(uri, stop);
+    } catch (error) {
+      modules.log?.(
+        { uri, error: (error as Error).message },
+        "a resource's watch threw; its subscribers are not notified",
+      );
+    }
+  };
+  const stopWatch = (uri: string) => {
+    const stop = watching.get(uri);
+    watching.delete(uri);
+    try {
+      stop?.();
+    } catch (error) {
+      modules.log?.({ uri, error: (error as Error).message }, "a resource's watch threw as it stopped");
+    }
+  };
   /** The watched task ids, each with the URIs it was subscribed by (aliases) and its last status. */
   const tasks = new Map<string, { uris: Set<string>; status: string | null }>();
   const watch = watcher.watch({ tenantId, pollMs, wakeOn: changesStatus, readAtStart: true }, (taskId, reading) => {
@@ -61,6 +97,7 @@ export function resourceSubscriptions(
       if (uris.size >= MAX_RESOURCE_SUBSCRIPTIONS) return false;
       uris.add(uri);
       const id = TASKS.match(uri)?.id;
+      if (id === undefined) startWatch(uri);
       if (id !== undefined) {
         const watched = tasks.get(id);
         if (watched) watched.uris.add(uri);
@@ -73,6 +110,7 @@ export function resourceSubscriptions(
     },
     unsubscribe(uri) {
       uris.delete(uri);
+      stopWatch(uri);
       const id = TASKS.match(uri)?.id;
       const watched = id === undefined ? undefined : tasks.get(id);
       if (!watched) return;
@@ -84,6 +122,7 @@ export function resourceSubscriptions(
       }
     },
     stop() {
+      for (const uri of [...watching.keys()]) stopWatch(uri);
       uris.clear();
       tasks.clear();
       watch.stop();
