@@ -12,14 +12,13 @@ import {
   type LogLevel,
   revisionInfo,
 } from '@taskgate/protocol';
-import { requestIdKey } from '@taskgate/reliability';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SseStream } from '../sse/sse-stream.ts';
 import { MAX_BATCH_ELEMENTS } from './batch-answer.ts';
-import { progressNotification, progressTokenOf } from './dispatch/progress.ts';
+import { type RequestEnd, runRequest } from './dispatch/request-runner.ts';
 import { type LegacySessions, sessionOf } from './legacy-sessions.ts';
 import type { McpCore, ServerStopping } from './mcp-core.ts';
-import { legacyResult, type MethodOutcome, resultJson } from './mcp-methods.ts';
+import { legacyResult, resultJson } from './mcp-methods.ts';
 import { honourPostedCancel, honourPostedResponse, type PostedFrom } from './posted-messages.ts';
 import type { RpcFailure } from './rpc-failures.ts';
 
@@ -133,66 +132,56 @@ export async function handleBatch(
 
   await Promise.all(
     calls.map(async ({ id, method, params }) => {
-      const key = requestIdKey(id);
-      const stop = new AbortController();
-      const onGone = () => {
-        if (scope.requests.cancel(id, 'the client closed the response stream').cancelled)
-          stop.abort(gone.signal.reason);
-      };
-      gone.signal.addEventListener('abort', onGone, { once: true });
-      scope.controllers.set(key, stop);
-      let serverStopping = false;
-      const endCall = (reason: ServerStopping) => {
-        serverStopping = true;
-        stop.abort(reason);
-      };
+      // The server closing ends the call with what the core answers then (not a cancel).
+      const stopping = new AbortController();
+      const endCall = (reason: ServerStopping) => stopping.abort(reason);
       route.calls.add(endCall);
-      const token = progressTokenOf(params);
       const { sessionId } = context;
       const resources =
         sessionId === undefined
           ? null
           : sessions.resourcesOf(sessionId, (push) => route.core.resourceSubscriptions(context.tenantId, push));
-      let outcome: MethodOutcome | null;
+      let end: RequestEnd;
       try {
-        outcome = await route.core.request(method, params, {
-          tenantId: context.tenantId,
-          signal: stop.signal,
-          era: 'legacy',
-          revision,
-          ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
-          logLevel: scope.logLevel,
-          ...(token === null ? {} : { onProgress: (progress) => send(progressNotification(token, progress)) }),
-          onLog: send,
-          askClient: (askMethod, askParams, signal) => scope.clientRequests.ask(askMethod, askParams, send, signal),
-          ...(sessionId === undefined
-            ? {}
-            : {
-                setLogLevel: async (level: LogLevel) => {
-                  await sessions.setLogLevel(sessionId, context.tenantId, level);
-                },
-              }),
-          ...(resources ? { resourceSubscriptions: resources } : {}),
-          log: (fields, text) => request.log.warn(fields, text),
+        end = await runRequest(id, method, params, {
+          core: route.core,
+          scope,
+          // Begun above: a duplicate id was refused in the batch's answer.
+          begun: true,
+          context: {
+            tenantId: context.tenantId,
+            era: 'legacy',
+            revision,
+            ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
+            logLevel: scope.logLevel,
+            ...(sessionId === undefined
+              ? {}
+              : {
+                  setLogLevel: async (level: LogLevel) => {
+                    await sessions.setLogLevel(sessionId, context.tenantId, level);
+                  },
+                }),
+            ...(resources ? { resourceSubscriptions: resources } : {}),
+            log: (fields, text) => request.log.warn(fields, text),
+          },
+          send,
+          gone: gone.signal,
+          stopping: stopping.signal,
+          failure: route.failure,
         });
-      } catch (error) {
-        const failure = route.failure(error);
-        outcome = { kind: 'error', httpStatus: failure.status, error: failure.error };
       } finally {
         route.calls.delete(endCall);
-        gone.signal.removeEventListener('abort', onGone);
-        if (scope.controllers.get(key) === stop) scope.controllers.delete(key);
       }
-      if (outcome === null && serverStopping) {
-        const stopping = new TaskgateError(
+      if (end.kind === 'stopped') {
+        const stopped = new TaskgateError(
           'TG_SERVICE_UNAVAILABLE',
           'the server is shutting down; call again: this call was cancelled',
           { details: { retryAfterSeconds: 1 } },
         );
-        outcome = { kind: 'error', httpStatus: 503, error: toJsonRpcError(stopping) };
+        responses.push(JSON.stringify(errorResponse(id, toJsonRpcError(stopped))));
       }
-      // One terminal state: a request whose cancel won gets no response.
-      if (scope.requests.complete(id) === 'drop' || outcome === null) return;
+      if (end.kind !== 'answer') return;
+      const { outcome } = end;
       responses.push(
         outcome.kind === 'result'
           ? resultJson(id, legacyResult(outcome.result))

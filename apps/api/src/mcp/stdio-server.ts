@@ -1,5 +1,4 @@
 import type { Readable, Writable } from 'node:stream';
-import type { TaskProgress } from '@taskgate/db';
 import {
   type Capabilities,
   checkJsonValue,
@@ -20,7 +19,7 @@ import {
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import { BatchAnswer, MAX_BATCH_ELEMENTS } from './batch-answer.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
-import { progressNotification, progressTokenOf } from './dispatch/progress.ts';
+import { runRequest } from './dispatch/request-runner.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import type { McpCore } from './mcp-core.ts';
 import {
@@ -65,7 +64,10 @@ export interface StdioServerOptions {
 export class StdioServer {
   readonly #options: StdioServerOptions;
   readonly #requests = new RequestCoordinator();
-  readonly #inFlight = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  /** The abort of each request (and listen) in flight, which a cancel or the end of stdin reaches. */
+  readonly #controllers = new Map<string, AbortController>();
+  /** What each request in flight settles with: the end of stdin waits for them all. */
+  readonly #inFlight = new Map<string, Promise<void>>();
   readonly #closed: Promise<void>;
   readonly #listens = new Map<TaskSubscription, () => void>();
   /** 2025-11-25 tasks this pipe created, watched for their status notifications; null until the first. */
@@ -87,6 +89,9 @@ export class StdioServer {
   #toolsChangedPending = false;
   /** resources/updated that found stdout full, latest per URI: written once it drains. */
   readonly #heldUpdates = new Map<string, unknown>();
+  /** This pipe's requests as the request runner sees them; a handshake revision's may ask the client. */
+  readonly #scope = { requests: this.#requests, controllers: this.#controllers };
+  readonly #askingScope = { ...this.#scope, clientRequests: this.#clientRequests };
   /** The batch each request of a batch line answers in, by request id, until it settles. */
   readonly #inBatch = new Map<string, BatchAnswer>();
 
@@ -101,8 +106,8 @@ export class StdioServer {
           this.#unsubscribeTools?.();
           this.#unsubscribeTools = null;
           const cancelled = this.#requests.cancelAll('stdin closed');
-          for (const id of cancelled) this.#inFlight.get(requestIdKey(id))?.controller.abort(new Error('stdin closed'));
-          void Promise.allSettled([...this.#inFlight.values()].map((call) => call.done)).then(() => resolve());
+          for (const id of cancelled) this.#controllers.get(requestIdKey(id))?.abort(new Error('stdin closed'));
+          void Promise.allSettled([...this.#inFlight.values()]).then(() => resolve());
         },
       });
     });
@@ -202,9 +207,7 @@ export class StdioServer {
       this.#options.logger.debug({ requestId: cancel.requestId, why: decision.why }, 'ignored a cancellation');
       return;
     }
-    this.#inFlight
-      .get(requestIdKey(cancel.requestId))
-      ?.controller.abort(new Error(cancel.reason ?? 'cancelled by the client'));
+    this.#controllers.get(requestIdKey(cancel.requestId))?.abort(new Error(cancel.reason ?? 'cancelled by the client'));
   }
 
   #onRequest(
@@ -292,65 +295,65 @@ export class StdioServer {
       return;
     }
 
-    const controller = new AbortController();
-    const progress = progressForwarder(params, (notification) => this.#writeProgress(notification));
-    const done = this.#options.core
-      .request(method, params, {
+    const done = runRequest(id, method, params, {
+      core: this.#options.core,
+      // The coordinator began the id above: initialize and ping are answered through it too.
+      begun: true,
+      // Only a handshake revision's request asks its client on the pipe (2026-07-28 asks in rounds).
+      scope: modern ? this.#scope : this.#askingScope,
+      context: {
         tenantId: this.#options.tenantId,
-        signal: controller.signal,
-        ...(progress ? { onProgress: progress } : {}),
         ...(clientCapabilities ? { clientCapabilities } : {}),
         era: modern ? 'modern' : 'legacy',
         ...(modern ? {} : { revision: this.#revision }),
         logLevel,
-        // Best effort, like progress: a message is dropped rather than queued behind a full pipe.
-        onLog: (notification) => this.#writeProgress(notification),
         ...(modern
           ? {}
           : {
               setLogLevel: (level: LogLevel) => {
                 this.#logLevel = level;
               },
-              askClient: (method: string, askParams: Readonly<Record<string, unknown>>, signal: AbortSignal) =>
-                this.#clientRequests.ask(method, askParams, (message) => this.#write(message), signal),
               resourceSubscriptions: this.#resourceSubscriptions(),
             }),
         log: (fields, message) => this.#options.logger.warn(fields, message),
+      },
+      // Progress and log messages are best effort: dropped rather than queued behind a full
+      // pipe. A request to the client is always written: the handler waits for its answer.
+      send: (message, kind) => (kind === 'ask' ? this.#write(message) : this.#writeProgress(message)),
+      failure: (error) => {
+        const failure = rpcFailure(error);
+        this.#options.logger.warn(
+          { requestId: id, error: (error as Error).message, code: failure.taskgateCode },
+          'an MCP request failed',
+        );
+        return failure;
+      },
+    })
+      .then((end) => {
+        if (end.kind !== 'answer') return;
+        const { outcome } = end;
+        // A 2025-11-25 task created here: its status changes follow as notifications/tasks/status.
+        const created =
+          !modern && method === 'tools/call' && outcome.kind === 'result' ? outcome.result.task : undefined;
+        if (created && typeof (created as { taskId?: unknown }).taskId === 'string') {
+          this.#watchLegacyTask((created as { taskId: string }).taskId);
+        }
+        // Unknown methods are -32601 either way; only the result's shape differs by era.
+        this.#deliver(
+          id,
+          modern || outcome.kind !== 'result' ? outcome : { kind: 'result', result: legacyResult(outcome.result) },
+        );
       })
-      .then(
-        (outcome) => {
-          if (outcome === null) return;
-          // A 2025-11-25 task created here: its status changes follow as notifications/tasks/status.
-          const created =
-            !modern && method === 'tools/call' && outcome.kind === 'result' ? outcome.result.task : undefined;
-          if (created && typeof (created as { taskId?: unknown }).taskId === 'string') {
-            this.#watchLegacyTask((created as { taskId: string }).taskId);
-          }
-          // Unknown methods are -32601 either way; only the result's shape differs by era.
-          this.#answer(
-            id,
-            modern || outcome.kind !== 'result' ? outcome : { kind: 'result', result: legacyResult(outcome.result) },
-          );
-        },
-        (error: Error) => {
-          const failure = rpcFailure(error);
-          this.#options.logger.warn(
-            { requestId: id, error: error.message, code: failure.taskgateCode },
-            'an MCP request failed',
-          );
-          this.#answer(id, { kind: 'error', httpStatus: failure.status, error: failure.error });
-        },
-      )
       .finally(() => {
         this.#inFlight.delete(requestIdKey(id));
-        // Cancelled without an answer (the outcome null): its batch gets no response for it.
+        // Cancelled without an answer: its batch gets no response for it.
         const batch = this.#inBatch.get(requestIdKey(id));
         if (batch) {
           this.#inBatch.delete(requestIdKey(id));
           batch.settle(null);
         }
       });
-    this.#inFlight.set(requestIdKey(id), { controller, done });
+    this.#inFlight.set(requestIdKey(id), done);
   }
 
   /**
@@ -418,11 +421,13 @@ export class StdioServer {
       opened.stop();
       output.off('drain', flush);
       this.#inFlight.delete(requestIdKey(id));
+      this.#controllers.delete(requestIdKey(id));
       this.#listens.delete(opened);
       ended();
     };
     controller.signal.addEventListener('abort', stop, { once: true });
-    this.#inFlight.set(requestIdKey(id), { controller, done });
+    this.#inFlight.set(requestIdKey(id), done);
+    this.#controllers.set(requestIdKey(id), controller);
     this.#listens.set(opened, stop);
     opened.start().catch((error: Error) => {
       this.#options.logger.warn({ requestId: id, error: error.message }, 'subscriptions/listen failed to start');
@@ -516,10 +521,21 @@ export class StdioServer {
    * a batch settles in its batch's answer instead.
    */
   #answer(id: JsonRpcId, outcome: MethodOutcome): void {
+    if (this.#requests.complete(id) === 'drop') {
+      const key = requestIdKey(id);
+      this.#inBatch.get(key)?.settle(null);
+      this.#inBatch.delete(key);
+      return;
+    }
+    this.#deliver(id, outcome);
+  }
+
+  /** Writes the answer of a request its coordinator has completed (or keeps it for its batch). */
+  #deliver(id: JsonRpcId, outcome: MethodOutcome): void {
     const key = requestIdKey(id);
     const batch = this.#inBatch.get(key);
     if (batch) this.#inBatch.delete(key);
-    if (this.#requests.complete(id) === 'drop' || this.#options.answered?.(id)) {
+    if (this.#options.answered?.(id)) {
       batch?.settle(null);
       return;
     }
@@ -542,14 +558,4 @@ export class StdioServer {
   #write(message: unknown): void {
     this.#options.output.write(`${JSON.stringify(message)}\n`);
   }
-}
-
-/** notifications/progress for a request that carried a progress token (the core sends increasing values only). */
-function progressForwarder(
-  params: Readonly<Record<string, unknown>> | undefined,
-  send: (notification: unknown) => void,
-): ((progress: TaskProgress) => void) | null {
-  const token = progressTokenOf(params);
-  if (token === null) return null;
-  return (progress) => send(progressNotification(token, progress));
 }

@@ -1,0 +1,116 @@
+import type { TaskProgress } from '@taskgate/db';
+import { ErrorCode, type JsonRpcError, type JsonRpcId } from '@taskgate/protocol';
+import { type RequestCoordinator, requestIdKey } from '@taskgate/reliability';
+import type { McpCore, RequestContext } from '../mcp-core.ts';
+import type { MethodOutcome } from '../mcp-methods.ts';
+import type { ClientRequests } from './client-requests.ts';
+import { progressNotification, progressTokenOf } from './progress.ts';
+
+/**
+ * Where a connection's requests live — a stdio pipe, a handshake session (or a tenant's requests
+ * without one) in this process, a single 2026-07-28 POST: the coordinator that gives each id one
+ * terminal state, the aborts a cancel reaches, and the requests of the server's to its client.
+ */
+export interface RequestScope {
+  readonly requests: RequestCoordinator;
+  readonly controllers: Map<string, AbortController>;
+  /** Requests of the server's to the client (handshake revisions); absent: the handler cannot ask. */
+  readonly clientRequests?: ClientRequests;
+}
+
+/** What a request sends before its answer, on its own stream or the pipe. */
+export type RequestMessageKind = 'progress' | 'log' | 'ask';
+
+export type RequestEnd =
+  | { readonly kind: 'answer'; readonly outcome: MethodOutcome }
+  /** Cancelled by the client (notifications/cancelled, a closed stream or pipe): nothing is sent for it. */
+  | { readonly kind: 'cancelled' }
+  /** Ended by the server stopping with nothing to hand over (its request-mode task cancelled). */
+  | { readonly kind: 'stopped' }
+  /** Its id is in use by a request still in flight in the scope: the error to answer it with. */
+  | { readonly kind: 'duplicate'; readonly error: JsonRpcError };
+
+export interface RunRequest {
+  readonly core: McpCore;
+  readonly scope: RequestScope;
+  /** The transport began the id in the scope's coordinator already (it answers some methods itself). */
+  readonly begun?: boolean;
+  /** The request's context but for what the runner gives it (its signal, progress, logs, asks). */
+  readonly context: Omit<RequestContext, 'signal' | 'onProgress' | 'onLog' | 'askClient'>;
+  /** Where its progress, log messages and requests to the client go. */
+  readonly send: (message: Record<string, unknown>, kind: RequestMessageKind) => void;
+  /** The client is gone (its stream closed, stdin ended): the request is cancelled, as by notifications/cancelled. */
+  readonly gone?: AbortSignal;
+  /**
+   * The server is stopping: the request's signal aborts with this signal's reason, without a
+   * cancel, so whatever the core answers (a task to hand over, a retryable error) is sent.
+   */
+  readonly stopping?: AbortSignal;
+  /** A failure the core threw, as the transport reports it (logged, with its HTTP status). */
+  readonly failure: (error: unknown) => { readonly status: number; readonly error: JsonRpcError };
+}
+
+/**
+ * One request of a connection, whichever transport it came on: its id begins in the scope's
+ * coordinator (a duplicate is refused), a cancel reaches it through the scope's controllers, the
+ * core runs it with the request's progress (when it carries a token), log messages and — where
+ * the scope can — requests to the client going to `send`, and the coordinator decides the race
+ * between its answer and a cancel: one terminal state.
+ */
+export async function runRequest(
+  id: JsonRpcId,
+  method: string,
+  params: Readonly<Record<string, unknown>> | undefined,
+  run: RunRequest,
+): Promise<RequestEnd> {
+  const { scope } = run;
+  if (!run.begun && !scope.requests.begin(id, method).ok) {
+    return {
+      kind: 'duplicate',
+      error: { code: ErrorCode.InvalidRequest, message: `request id ${JSON.stringify(id)} is already in use` },
+    };
+  }
+  const key = requestIdKey(id);
+  const controller = new AbortController();
+  scope.controllers.set(key, controller);
+  const onGone = () => {
+    const reason = run.gone?.reason;
+    const text = reason instanceof Error ? reason.message : 'the client went away';
+    if (scope.requests.cancel(id, text).cancelled) controller.abort(reason);
+  };
+  const onStopping = () => controller.abort(run.stopping?.reason);
+  if (run.gone?.aborted) onGone();
+  else run.gone?.addEventListener('abort', onGone, { once: true });
+  if (run.stopping?.aborted) onStopping();
+  else run.stopping?.addEventListener('abort', onStopping, { once: true });
+  const token = progressTokenOf(params);
+  const clientRequests = scope.clientRequests;
+  let outcome: MethodOutcome | null;
+  try {
+    outcome = await run.core.request(method, params, {
+      ...run.context,
+      signal: controller.signal,
+      ...(token === null
+        ? {}
+        : { onProgress: (progress: TaskProgress) => run.send(progressNotification(token, progress), 'progress') }),
+      onLog: (message) => run.send(message, 'log'),
+      ...(clientRequests
+        ? {
+            askClient: (askMethod: string, askParams: Readonly<Record<string, unknown>>, signal: AbortSignal) =>
+              clientRequests.ask(askMethod, askParams, (message) => run.send(message, 'ask'), signal),
+          }
+        : {}),
+    });
+  } catch (error) {
+    const failure = run.failure(error);
+    outcome = { kind: 'error', httpStatus: failure.status, error: failure.error };
+  } finally {
+    run.gone?.removeEventListener('abort', onGone);
+    run.stopping?.removeEventListener('abort', onStopping);
+    if (scope.controllers.get(key) === controller) scope.controllers.delete(key);
+  }
+  // One terminal state: a cancel that won drops whatever came back.
+  if (scope.requests.complete(id) === 'drop') return { kind: 'cancelled' };
+  if (outcome === null) return run.stopping?.aborted ? { kind: 'stopped' } : { kind: 'cancelled' };
+  return { kind: 'answer', outcome };
+}
