@@ -1,5 +1,6 @@
 import { TaskEventsHub } from '@taskgate/api';
 import { defineTool } from '@taskgate/sdk';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { connectStdio, type StdioClient, stdioCore } from '../support/stdio-client.ts';
@@ -273,5 +274,73 @@ describe('a 2025-03-26 session over Streamable HTTP', () => {
       const response = await post(batch, session);
       expect(response.status).toBe(400);
     }
+  });
+});
+
+describe('ids used again, and answers a hostile client sends', () => {
+  it('stdio: a batch that cancels a call and uses its id again answers the new call and everything else', async () => {
+    const client = await pipe('2025-03-26');
+    client.send([
+      rpc('x', 'tools/call', { name: 'batch_forever', arguments: {} }),
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'x' } },
+      rpc('x', 'tools/call', { name: 'batch_echo', arguments: { text: 'second x' } }),
+      rpc('p', 'ping'),
+    ]);
+    await client.until(() => arrays(client).length === 1);
+    const [answer] = arrays(client) as { id: unknown; result?: unknown }[][];
+    expect(answer).toHaveLength(2);
+    expect(answer).toContainEqual({ jsonrpc: '2.0', id: 'p', result: {} });
+    expect(answer).toContainEqual(
+      expect.objectContaining({
+        id: 'x',
+        result: expect.objectContaining({ content: [{ type: 'text', text: 'second x' }] }),
+      }),
+    );
+    // Nothing escaped the batch, and nothing more comes for it.
+    client.send(rpc('last', 'ping'));
+    await client.answerTo('last');
+    expect(arrays(client)).toHaveLength(1);
+    expect(client.received.filter((message) => !Array.isArray(message)).map((m) => m.id)).toEqual(['init', 'last']);
+    client.input.end();
+    await client.server.closed;
+  });
+
+  it('HTTP: a cancel later in the same batch cancels its call; nothing is answered, not even []', async () => {
+    const session = await httpSession('2025-03-26');
+    const response = await post(
+      [
+        rpc('slow', 'tools/call', { name: 'slow_compute', arguments: { seconds: 6.5 }, _meta: { progressToken: 't' } }),
+        { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'slow', reason: 'in the batch' } },
+      ],
+      session,
+    );
+    const body = await response.text();
+    expect(body).not.toContain('data: []');
+    expect(events(body).filter((message) => Array.isArray(message))).toEqual([]);
+    const { rows } = await sql<{ status: string; cancel_reason: string | null }>`
+      SELECT status, cancel_reason FROM tasks WHERE tool = 'slow_compute' AND arguments->>'seconds' = '6.5'`.execute(
+      platform.db,
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]?.cancel_reason).toBe('in the batch');
+  });
+
+  it('a client error response whose message is not a string is refused, and the call it answers fails cleanly', async () => {
+    const client = await pipe('2025-11-25');
+    // Over HTTP such a response is 400 -32600, before anything matches it.
+    const session = await httpSession('2025-11-25');
+    const refused = await post(
+      { jsonrpc: '2.0', id: 'taskgate-x', error: { code: -1, message: { toString: 1 } } },
+      session,
+    );
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { code: number } }).error.code).toBe(-32600);
+    // On stdio it is the same -32600, and the pipe serves on.
+    client.send({ jsonrpc: '2.0', id: 'taskgate-x', error: { code: -1, message: { toString: 1 } } });
+    client.send(rpc('after', 'ping'));
+    expect(await client.answerTo('after')).toEqual({ jsonrpc: '2.0', id: 'after', result: {} });
+    expect(client.received.some((m) => (m as { error?: { code?: number } }).error?.code === -32600)).toBe(true);
+    client.input.end();
+    await client.server.closed;
   });
 });

@@ -130,7 +130,11 @@ describe('classifyMessage: responses', () => {
       [{ jsonrpc: '2.0', id: 'a', result: {}, error: { code: 1, message: 'x' } }, 'not both'],
       [{ jsonrpc: '2.0', id: { a: 1 }, result: {} }, 'needs the id'],
       [{ jsonrpc: '2.0', id: null, result: {} }, 'needs the id'],
-      [{ jsonrpc: '2.0', id: 'a', error: 'bad' }, 'numeric code'],
+      [{ jsonrpc: '2.0', id: 'a', error: 'bad' }, 'integer code'],
+      // The message is read as text: anything else (even an object that cannot be made a string) is refused.
+      [{ jsonrpc: '2.0', id: 'a', error: { code: -1, message: { toString: 1 } } }, 'string message'],
+      [{ jsonrpc: '2.0', id: 'a', error: { code: -1 } }, 'string message'],
+      [{ jsonrpc: '2.0', id: 'a', error: { code: 1.5, message: 'x' } }, 'integer code'],
       [{ jsonrpc: '2.0', id: 'a' }, 'a response has a result or an error'],
     ];
     for (const [value, message] of refused) {

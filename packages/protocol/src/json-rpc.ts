@@ -62,9 +62,12 @@ export function classifyMessage(value: unknown): IncomingMessage {
     const error = message.error;
     if (
       'error' in message &&
-      (typeof error !== 'object' || error === null || typeof (error as { code?: unknown }).code !== 'number')
+      (typeof error !== 'object' ||
+        error === null ||
+        !Number.isInteger((error as { code?: unknown }).code) ||
+        typeof (error as { message?: unknown }).message !== 'string')
     ) {
-      return invalid(id, 'a response error is an object with a numeric code');
+      return invalid(id, 'a response error is an object with an integer code and a string message');
     }
     return { kind: 'response', id };
   }

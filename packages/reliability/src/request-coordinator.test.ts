@@ -40,12 +40,26 @@ describe('RequestCoordinator', () => {
 
   it('refuses a second request with an id still in flight', () => {
     const requests = new RequestCoordinator();
-    expect(requests.begin(1, 'tools/call')).toEqual({ ok: true });
+    expect(requests.begin(1, 'tools/call')).toMatchObject({ ok: true });
     expect(requests.begin(1, 'tools/call')).toEqual({ ok: false, reason: 'duplicate-id' });
-    expect(requests.begin('1', 'tools/call')).toEqual({ ok: true });
+    expect(requests.begin('1', 'tools/call')).toMatchObject({ ok: true });
     requests.complete(1);
-    expect(requests.begin(1, 'tools/call')).toEqual({ ok: true });
+    expect(requests.begin(1, 'tools/call')).toMatchObject({ ok: true });
     expect(requests.state(1)).toBe('in-flight');
+  });
+
+  it('a cancelled request whose id was used again completes nothing of the newer one', () => {
+    const requests = new RequestCoordinator();
+    const first = requests.begin(7, 'tools/call');
+    if (!first.ok) throw new Error('not begun');
+    requests.cancel(7, 'stop');
+    const second = requests.begin(7, 'tools/call');
+    if (!second.ok) throw new Error('not begun');
+    expect(second.generation).not.toBe(first.generation);
+    // The first call's handler returns late: it is dropped, and the second is still in flight.
+    expect(requests.complete(7, first.generation)).toBe('drop');
+    expect(requests.state(7)).toBe('in-flight');
+    expect(requests.complete(7, second.generation)).toBe('send');
   });
 
   it('cancels everything in flight when the connection goes, and nothing already settled', () => {

@@ -13,7 +13,13 @@
 export type RequestId = string | number;
 export type RequestState = 'in-flight' | 'completed' | 'cancelled';
 
-export type BeginResult = { readonly ok: true } | { readonly ok: false; readonly reason: 'duplicate-id' };
+/**
+ * `generation` names this request among the ones that used its id (an id may be used again once
+ * its request settled): a late completion of an earlier one must not complete this one.
+ */
+export type BeginResult =
+  | { readonly ok: true; readonly generation: number }
+  | { readonly ok: false; readonly reason: 'duplicate-id' };
 
 /** What to do with a result that is ready: send it, or drop it because the request was cancelled. */
 export type CompleteDecision = 'send' | 'drop';
@@ -39,6 +45,7 @@ export interface RequestCoordinatorOptions {
 
 interface Entry {
   readonly method: string;
+  readonly generation: number;
   state: RequestState;
   cancelReason: string | null;
 }
@@ -48,6 +55,7 @@ export class RequestCoordinator {
   readonly #settled: string[] = [];
   readonly #uncancellable: ReadonlySet<string>;
   readonly #memory: number;
+  #generations = 0;
 
   constructor(options: RequestCoordinatorOptions = {}) {
     this.#uncancellable = new Set(options.uncancellable ?? ['initialize']);
@@ -63,15 +71,21 @@ export class RequestCoordinator {
     if (this.#entries.get(key)?.state === 'in-flight') return { ok: false, reason: 'duplicate-id' };
     const settledAt = this.#settled.indexOf(key);
     if (settledAt >= 0) this.#settled.splice(settledAt, 1);
-    this.#entries.set(key, { method, state: 'in-flight', cancelReason: null });
-    return { ok: true };
+    this.#generations += 1;
+    this.#entries.set(key, { method, generation: this.#generations, state: 'in-flight', cancelReason: null });
+    return { ok: true, generation: this.#generations };
   }
 
-  /** The request's result (or error) is ready. Only the first terminal event counts. */
-  complete(id: RequestId): CompleteDecision {
+  /**
+   * The request's result (or error) is ready. Only the first terminal event counts. With
+   * `generation` (begin's), a request whose id has since been taken by another (it was cancelled,
+   * and the client used the id again) is dropped instead of completing the newer one.
+   */
+  complete(id: RequestId, generation?: number): CompleteDecision {
     const key = requestIdKey(id);
     const entry = this.#entries.get(key);
     if (entry?.state !== 'in-flight') return 'drop';
+    if (generation !== undefined && entry.generation !== generation) return 'drop';
     entry.state = 'completed';
     this.#settle(key);
     return 'send';

@@ -1,3 +1,5 @@
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { inputAnswerProblem } from './input-answers.ts';
 
@@ -48,8 +50,50 @@ describe('inputAnswerProblem', () => {
     expect(inputAnswerProblem({ method: 'roots/list', params: {} }, { roots: [{ uri: 1 }] })).toMatch(/uri/);
   });
 
-  it('says so when a requestedSchema cannot be compiled, instead of taking anything', () => {
+  it('checks only what MCP’s form schema defines: $schema, $id and pattern change nothing', async () => {
+    const draft07 = form({
+      $schema: 'http://json-schema.org/draft-07/schema#',
+      $id: 'https://example.com/form',
+      type: 'object',
+      properties: { name: { type: 'string', minLength: 2, pattern: '^([a-zA-Z]+\\s?)*$' } },
+      required: ['name'],
+    });
+    expect(inputAnswerProblem(draft07, { action: 'accept', content: { name: 'bob' } })).toBeNull();
+    expect(inputAnswerProblem(draft07, { action: 'accept', content: { name: 'b' } })).toMatch(/content\.name/);
+    // Another form under the same $id is its own form.
+    const other = form({ $id: 'https://example.com/form', type: 'object', properties: { n: { type: 'integer' } } });
+    expect(inputAnswerProblem(other, { action: 'accept', content: { n: 'x' } })).toMatch(/content\.n/);
+    // The pattern is not run: an answer built to make a backtracking regex take minutes is just a string.
+    const evil = `${'a'.repeat(40)}!`;
+    const started = performance.now();
+    expect(inputAnswerProblem(draft07, { action: 'accept', content: { name: evil } })).toBeNull();
+    expect(performance.now() - started).toBeLessThan(100);
+  });
+
+  it('takes the content unchecked when the requestedSchema cannot be compiled: the tool’s mistake, not the client’s', () => {
     const broken = form({ type: 'object', properties: { a: { type: 'no-such-type' } } });
-    expect(inputAnswerProblem(broken, { action: 'accept', content: { a: 1 } })).toMatch(/does not compile/);
+    expect(inputAnswerProblem(broken, { action: 'accept', content: { a: 1 } })).toBeNull();
+    expect(inputAnswerProblem(broken, { action: 'maybe' })).toMatch(/action/);
+  });
+
+  it('keeps its memory bounded however many distinct forms it checks', () => {
+    // A real collection before each reading: garbage is not growth.
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const heap = () => {
+      gc();
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const check = (i: number) =>
+      inputAnswerProblem(form({ type: 'object', properties: { pick: { type: 'string', enum: [`v${i}`] } } }), {
+        action: 'accept',
+        content: { pick: `v${i}` },
+      });
+    for (let i = 0; i < 500; i += 1) expect(check(i)).toBeNull();
+    const before = heap();
+    for (let i = 500; i < 3_500; i += 1) check(i);
+    // 3,000 distinct forms: unbounded, that was some 17 MB (5.8 KB each); bounded, a few MB at most.
+    expect((heap() - before) / 1e6).toBeLessThan(6);
   });
 });

@@ -40,23 +40,21 @@ export function inputResultProblem(method: string, result: unknown): string | nu
  * What is wrong with a client's answer to `request`, or null: its shape (inputResultProblem), and
  * for an accepted form elicitation its content against the request's `requestedSchema` (client
  * capabilities say a client validates, but nothing makes it: a handler must get what it asked
- * for, as a tool's arguments match its input schema). A URL elicitation has no content to check.
+ * for, as a tool's arguments match its input schema). Only what MCP's restricted form schema
+ * defines is checked (types, required, enums, lengths, bounds, item counts, the four formats): a
+ * `pattern` is not (MCP's StringSchema has none, and a client's answer must not be able to run
+ * a tool author's backtracking regex on the server), nor `$ref`, `$id` or `$schema`. A schema
+ * that cannot be compiled even so is the tool's mistake, not the client's: its content is taken
+ * unchecked. A URL elicitation has no content to check.
  */
 export function inputAnswerProblem(request: InputRequest, answer: unknown): string | null {
   const shape = inputResultProblem(request.method, answer);
   if (shape !== null || request.method !== 'elicitation/create') return shape;
   const { action, content } = answer as { action: string; content?: unknown };
   const schema = request.params.requestedSchema;
-  if (action !== 'accept' || request.params.mode === 'url' || typeof schema !== 'object' || schema === null) {
-    return null;
-  }
-  let validate: ValidateFunction;
-  try {
-    validate = validatorOf(schema as Record<string, unknown>);
-  } catch (error) {
-    return `cannot be checked: the requestedSchema does not compile (${(error as Error).message})`;
-  }
-  if (validate(content ?? {})) return null;
+  if (action !== 'accept' || request.params.mode === 'url' || !isRecord(schema)) return null;
+  const validate = validatorOf(formSchema(schema));
+  if (validate === null || validate(content ?? {})) return null;
   const first = validate.errors?.[0];
   const where =
     first?.keyword === 'required'
@@ -65,26 +63,101 @@ export function inputAnswerProblem(request: InputRequest, answer: unknown): stri
   return `has a ${where} that does not match the requestedSchema: ${first?.message ?? 'invalid'}`;
 }
 
-const ajv = new Ajv2020({ allErrors: false, strict: false });
-(addFormats as unknown as (instance: Ajv2020) => void)(ajv);
-/** Compiled requestedSchemas by their JSON, most recently used last; a handler asks the same form again. */
-const validators = new Map<string, ValidateFunction>();
-const MAX_VALIDATORS = 64;
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
-function validatorOf(schema: Record<string, unknown>): ValidateFunction {
+/** The keywords of MCP's restricted form schema (PrimitiveSchemaDefinition) that are checked. */
+const PROPERTY_KEYWORDS = [
+  'type',
+  'enum',
+  'const',
+  'oneOf',
+  'anyOf',
+  'items',
+  'minItems',
+  'maxItems',
+  'minLength',
+  'maxLength',
+  'format',
+  'minimum',
+  'maximum',
+] as const;
+
+/** A copy of a requestedSchema with only what the restricted form schema defines (see above). */
+function formSchema(schema: Record<string, unknown>): Record<string, unknown> {
+  const properties: Record<string, unknown> = {};
+  if (isRecord(schema.properties)) {
+    for (const [name, property] of Object.entries(schema.properties)) properties[name] = keywordsOf(property, 2);
+  }
+  return {
+    type: 'object',
+    properties,
+    ...(Array.isArray(schema.required) ? { required: schema.required } : {}),
+    ...(typeof schema.additionalProperties === 'boolean' ? { additionalProperties: schema.additionalProperties } : {}),
+  };
+}
+
+/** A property's checked keywords; `depth` bounds how far enum items and options are followed. */
+function keywordsOf(value: unknown, depth: number): unknown {
+  if (!isRecord(value)) return {};
+  const kept: Record<string, unknown> = {};
+  for (const keyword of PROPERTY_KEYWORDS) {
+    const inner = value[keyword];
+    if (inner === undefined) continue;
+    if (keyword === 'items') kept.items = depth > 0 ? keywordsOf(inner, depth - 1) : {};
+    else if (keyword === 'oneOf' || keyword === 'anyOf') {
+      if (Array.isArray(inner) && depth > 0)
+        kept[keyword] = inner.slice(0, 1_000).map((option) => keywordsOf(option, depth - 1));
+    } else kept[keyword] = inner;
+  }
+  return kept;
+}
+
+/**
+ * Compiled form schemas by their JSON, most recently used last (a handler asks the same form
+ * again). Compiling leaves state in its Ajv instance that removing the schema does not free, so an
+ * instance compiles at most COMPILES_PER_INSTANCE schemas and is then replaced; an old one goes
+ * once the last of its validators leaves the cache. Memory stays bounded however many distinct
+ * forms (a dynamic enum) clients answer.
+ */
+const validators = new Map<string, ValidateFunction | null>();
+const MAX_VALIDATORS = 64;
+const COMPILES_PER_INSTANCE = 64;
+let ajv = newAjv();
+let compiles = 0;
+
+function newAjv(): Ajv2020 {
+  const instance = new Ajv2020({ allErrors: false, strict: false });
+  (addFormats as unknown as (target: Ajv2020, formats: readonly string[]) => void)(instance, [
+    'date',
+    'date-time',
+    'email',
+    'uri',
+  ]);
+  return instance;
+}
+
+/** The validator of a form schema, or null when it does not compile. */
+function validatorOf(schema: Record<string, unknown>): ValidateFunction | null {
   const key = JSON.stringify(schema);
-  const cached = validators.get(key);
-  if (cached) {
+  if (validators.has(key)) {
+    const cached = validators.get(key) ?? null;
     validators.delete(key);
     validators.set(key, cached);
     return cached;
   }
-  const validate = ajv.compile(structuredClone(schema));
-  validators.set(key, validate);
-  if (validators.size > MAX_VALIDATORS) {
-    const [oldestKey, oldest] = validators.entries().next().value as [string, ValidateFunction];
-    validators.delete(oldestKey);
-    ajv.removeSchema(oldest.schema as object);
+  if (compiles >= COMPILES_PER_INSTANCE) {
+    ajv = newAjv();
+    compiles = 0;
   }
+  compiles += 1;
+  let validate: ValidateFunction | null;
+  try {
+    validate = ajv.compile(schema);
+  } catch {
+    validate = null;
+  }
+  validators.set(key, validate);
+  if (validators.size > MAX_VALIDATORS) validators.delete(validators.keys().next().value as string);
   return validate;
 }

@@ -21,6 +21,7 @@ import type { McpCore, ServerStopping } from './mcp-core.ts';
 import { legacyResult, resultJson } from './mcp-methods.ts';
 import { honourPostedCancel, honourPostedResponse, type PostedFrom } from './posted-messages.ts';
 import type { RpcFailure } from './rpc-failures.ts';
+import { hasMetaVersion } from './stdio-front.ts';
 
 export interface BatchRoute {
   readonly core: McpCore;
@@ -78,9 +79,39 @@ export async function handleBatch(
   const responses: string[] = [];
   const refused = (id: JsonRpcId | null, code: number, message: string) =>
     responses.push(JSON.stringify(errorResponse(id, { code, message })));
-  const calls: { id: JsonRpcId; method: string; params: Readonly<Record<string, unknown>> | undefined }[] = [];
-  for (const element of elements) {
-    const message = classifyMessage(element);
+  const messages = elements.map((element) => ({ element, message: classifyMessage(element) }));
+  const hasRequest = messages.some(({ message }) => message.kind === 'request');
+
+  // Set up before the first element is served: a request starts as its element is read, so that a
+  // cancel later in the same batch finds it running.
+  const raw = reply.raw;
+  let stream: SseStream | null = null;
+  const toSse = () => {
+    if (!stream && !raw.writableEnded && !raw.destroyed) {
+      // Room for every notification a reader that keeps up would get; one that stalls loses
+      // notifications (replaceable), never the answer (final).
+      stream = new SseStream(raw, { capacity: 64, coalesce: 'by-key', keepaliveMs: route.keepaliveMs });
+      stream.open();
+    }
+    return stream;
+  };
+  // The response closed before the answer: every request still running is cancelled.
+  const gone = new AbortController();
+  let sent = 0;
+  const send = (message: Record<string, unknown>) => {
+    sent += 1;
+    toSse()?.push({ kind: 'replaceable', key: `message-${sent}`, value: { data: message } });
+  };
+  let sseTimer: NodeJS.Timeout | undefined;
+  if (hasRequest) {
+    reply.hijack();
+    sseTimer = setTimeout(toSse, route.sseAfterMs);
+    raw.on('close', () => {
+      if (!raw.writableEnded) gone.abort(new Error('the client closed the response stream'));
+    });
+  }
+  const running: Promise<void>[] = [];
+  for (const { element, message } of messages) {
     if (message.kind === 'invalid') {
       responses.push(JSON.stringify(errorResponse(message.id, message.error)));
       continue;
@@ -97,104 +128,91 @@ export async function handleBatch(
     if (unstorable) responses.push(JSON.stringify(errorResponse(message.id, invalidJsonValueError(unstorable))));
     else if (message.method === 'initialize') {
       refused(message.id, ErrorCode.InvalidRequest, 'initialize must not be part of a JSON-RPC batch');
+    } else if (hasMetaVersion(message.params)) {
+      refused(
+        message.id,
+        ErrorCode.InvalidRequest,
+        'a request with a per-request protocol version cannot be part of a JSON-RPC batch',
+      );
     } else if (message.method === 'ping') {
       // As a single POST's ping: answered here, as every transport answers it.
       responses.push(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: {} }));
-    } else if (!scope.requests.begin(message.id, message.method).ok) {
-      refused(message.id, ErrorCode.InvalidRequest, `request id ${JSON.stringify(message.id)} is already in use`);
-    } else calls.push(message);
+    } else running.push(call(message.id, message.method, message.params));
   }
-  if (calls.length === 0 && responses.length === 0) return reply.code(202).send();
+  if (!hasRequest) {
+    if (responses.length === 0) return reply.code(202).send();
+    return reply
+      .code(200)
+      .type('application/json; charset=utf-8')
+      .send(`[${responses.join(',')}]`);
+  }
 
-  reply.hijack();
-  const raw = reply.raw;
-  let stream: SseStream | null = null;
-  const toSse = () => {
-    if (!stream && !raw.writableEnded && !raw.destroyed) {
-      // Room for every notification a reader that keeps up would get; one that stalls loses
-      // notifications (replaceable), never the answer (final).
-      stream = new SseStream(raw, { capacity: 64, coalesce: 'by-key', keepaliveMs: route.keepaliveMs });
-      stream.open();
+  async function call(id: JsonRpcId, method: string, params: Readonly<Record<string, unknown>> | undefined) {
+    // The server closing ends the call with what the core answers then (not a cancel).
+    const stopping = new AbortController();
+    const endCall = (reason: ServerStopping) => stopping.abort(reason);
+    route.calls.add(endCall);
+    const { sessionId } = context;
+    const resources =
+      sessionId === undefined
+        ? null
+        : sessions.resourcesOf(sessionId, (push) => route.core.resourceSubscriptions(context.tenantId, push));
+    let end: RequestEnd;
+    try {
+      end = await runRequest(id, method, params, {
+        core: route.core,
+        scope,
+        context: {
+          tenantId: context.tenantId,
+          era: 'legacy',
+          revision,
+          ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
+          logLevel: scope.logLevel,
+          ...(sessionId === undefined
+            ? {}
+            : {
+                setLogLevel: async (level: LogLevel) => {
+                  await sessions.setLogLevel(sessionId, context.tenantId, level);
+                },
+              }),
+          ...(resources ? { resourceSubscriptions: resources } : {}),
+          log: (fields, text) => request.log.warn(fields, text),
+        },
+        send,
+        gone: gone.signal,
+        stopping: stopping.signal,
+        failure: route.failure,
+      });
+    } finally {
+      route.calls.delete(endCall);
     }
-    return stream;
-  };
-  const sseTimer = setTimeout(toSse, route.sseAfterMs);
-  // The response closed before the answer: every request still running is cancelled.
-  const gone = new AbortController();
-  raw.on('close', () => {
-    if (!raw.writableEnded) gone.abort(new Error('the client closed the response stream'));
-  });
-  let sent = 0;
-  const send = (message: Record<string, unknown>) => {
-    sent += 1;
-    toSse()?.push({ kind: 'replaceable', key: `message-${sent}`, value: { data: message } });
-  };
-
-  await Promise.all(
-    calls.map(async ({ id, method, params }) => {
-      // The server closing ends the call with what the core answers then (not a cancel).
-      const stopping = new AbortController();
-      const endCall = (reason: ServerStopping) => stopping.abort(reason);
-      route.calls.add(endCall);
-      const { sessionId } = context;
-      const resources =
-        sessionId === undefined
-          ? null
-          : sessions.resourcesOf(sessionId, (push) => route.core.resourceSubscriptions(context.tenantId, push));
-      let end: RequestEnd;
-      try {
-        end = await runRequest(id, method, params, {
-          core: route.core,
-          scope,
-          // Begun above: a duplicate id was refused in the batch's answer.
-          begun: true,
-          context: {
-            tenantId: context.tenantId,
-            era: 'legacy',
-            revision,
-            ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
-            logLevel: scope.logLevel,
-            ...(sessionId === undefined
-              ? {}
-              : {
-                  setLogLevel: async (level: LogLevel) => {
-                    await sessions.setLogLevel(sessionId, context.tenantId, level);
-                  },
-                }),
-            ...(resources ? { resourceSubscriptions: resources } : {}),
-            log: (fields, text) => request.log.warn(fields, text),
-          },
-          send,
-          gone: gone.signal,
-          stopping: stopping.signal,
-          failure: route.failure,
-        });
-      } finally {
-        route.calls.delete(endCall);
-      }
-      if (end.kind === 'stopped') {
-        const stopped = new TaskgateError(
-          'TG_SERVICE_UNAVAILABLE',
-          'the server is shutting down; call again: this call was cancelled',
-          { details: { retryAfterSeconds: 1 } },
-        );
-        responses.push(JSON.stringify(errorResponse(id, toJsonRpcError(stopped))));
-      }
-      if (end.kind !== 'answer') return;
-      const { outcome } = end;
-      responses.push(
-        outcome.kind === 'result'
-          ? resultJson(id, legacyResult(outcome.result))
-          : JSON.stringify(errorResponse(id, outcome.error)),
+    if (end.kind === 'duplicate') responses.push(JSON.stringify(errorResponse(id, end.error)));
+    if (end.kind === 'stopped') {
+      const stopped = new TaskgateError(
+        'TG_SERVICE_UNAVAILABLE',
+        'the server is shutting down; call again: this call was cancelled',
+        { details: { retryAfterSeconds: 1 } },
       );
-    }),
-  );
+      responses.push(JSON.stringify(errorResponse(id, toJsonRpcError(stopped))));
+    }
+    if (end.kind !== 'answer') return;
+    const { outcome } = end;
+    responses.push(
+      outcome.kind === 'result'
+        ? resultJson(id, legacyResult(outcome.result))
+        : JSON.stringify(errorResponse(id, outcome.error)),
+    );
+  }
+
+  await Promise.all(running);
   clearTimeout(sseTimer);
   if (raw.writableEnded || raw.destroyed) return;
   const answer = `[${responses.join(',')}]`;
   const open = stream as SseStream | null;
   if (open) {
-    open.push({ kind: 'final', value: { data: JSON.parse(answer) } });
+    // JSON-RPC never answers with an empty array: a stream whose every request was cancelled just ends.
+    if (responses.length === 0) open.close();
+    else open.push({ kind: 'final', value: { data: JSON.parse(answer) } });
     return;
   }
   if (responses.length === 0) {

@@ -547,7 +547,8 @@ async function callTool(
 ) {
   // A 2025-11-25 request may be cancelled by a later POST: its scope's coordinator decides the race.
   const requests = scope?.requests ?? new RequestCoordinator();
-  if (!requests.begin(id, 'tools/call').ok) {
+  const begun = requests.begin(id, 'tools/call');
+  if (!begun.ok) {
     return reply.send(
       errorResponse(id, {
         code: ErrorCode.InvalidRequest,
@@ -624,7 +625,8 @@ async function callTool(
   }
   if (outcome?.kind === 'result') outcome = { kind: 'result', result: shape(outcome.result) };
   // One terminal state: if the cancel won, the result is dropped and nothing is written.
-  if (outcome === null || requests.complete(id) === 'drop') {
+  // (A call cancelled, whose id the client has used again, completes nothing of the newer call's.)
+  if (outcome === null || requests.complete(id, begun.generation) === 'drop') {
     // Cancelled by a POSTed notification (2025-11-25) while the response is still open: end it
     // without a message — an SSE stream just ends, an unanswered POST gets an empty 204.
     if (!reply.raw.writableEnded && !reply.raw.destroyed) {

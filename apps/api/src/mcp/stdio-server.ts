@@ -119,6 +119,15 @@ export class StdioServer {
   }
 
   #onLine(line: string): void {
+    try {
+      this.#onDecodedLine(line);
+    } catch (error) {
+      // Whatever a client writes, the pipe serves on: a failure here is a bug to log, not an exit.
+      this.#options.logger.warn({ error: (error as Error).message }, 'an MCP line could not be handled');
+    }
+  }
+
+  #onDecodedLine(line: string): void {
     if (line.trim() === '') return;
     let value: unknown;
     try {
@@ -216,7 +225,10 @@ export class StdioServer {
     params: Readonly<Record<string, unknown>> | undefined,
     batch: BatchAnswer | null = null,
   ): void {
-    if (!this.#requests.begin(id, method).ok) {
+    const begun = this.#requests.begin(id, method);
+    if (!begun.ok) {
+      // A duplicate StdioFront answered already (a ping at start-up) was answered once: not again.
+      if (this.#options.answered?.(id)) return;
       this.#send(
         errorResponse(id, {
           code: ErrorCode.InvalidRequest,
@@ -228,22 +240,26 @@ export class StdioServer {
     }
     if (batch) {
       // From here every way out goes through #answer, which settles the request in its batch.
-      this.#inBatch.set(requestIdKey(id), batch);
+      this.#inBatch.set(batchKey(id, begun.generation), batch);
       batch.expect();
       // The batch is this revision's; initialize must not be batched (basic/lifecycle), and a
       // request versioned by its own _meta is of a revision without batches.
       if (method === 'initialize' || hasMetaVersion(params)) {
-        this.#answer(id, {
-          kind: 'error',
-          httpStatus: 400,
-          error: {
-            code: ErrorCode.InvalidRequest,
-            message:
-              method === 'initialize'
-                ? 'initialize must not be part of a JSON-RPC batch'
-                : 'a request with a per-request protocol version cannot be part of a JSON-RPC batch',
+        this.#answer(
+          id,
+          {
+            kind: 'error',
+            httpStatus: 400,
+            error: {
+              code: ErrorCode.InvalidRequest,
+              message:
+                method === 'initialize'
+                  ? 'initialize must not be part of a JSON-RPC batch'
+                  : 'a request with a per-request protocol version cannot be part of a JSON-RPC batch',
+            },
           },
-        });
+          begun.generation,
+        );
         return;
       }
     }
@@ -257,25 +273,33 @@ export class StdioServer {
       // stdio is one stream both ways: 2025-11-25's notifications/tools/list_changed goes on it
       // whenever the tools offered change (the initialize result declares listChanged).
       this.#unsubscribeTools ??= this.#options.core.onToolsChanged(() => this.#toolsChanged());
-      this.#answer(id, {
-        kind: 'result',
-        result: initializeResult(this.#options.server, this.#revision),
-      });
+      this.#answer(
+        id,
+        {
+          kind: 'result',
+          result: initializeResult(this.#options.server, this.#revision),
+        },
+        begun.generation,
+      );
       return;
     }
     if (!modern && !this.#legacy) {
-      this.#answer(id, {
-        kind: 'error',
-        httpStatus: 400,
-        error: {
-          code: ErrorCode.InvalidRequest,
-          message: `send initialize first, or ${LATEST_PROTOCOL_VERSION} per-request _meta`,
+      this.#answer(
+        id,
+        {
+          kind: 'error',
+          httpStatus: 400,
+          error: {
+            code: ErrorCode.InvalidRequest,
+            message: `send initialize first, or ${LATEST_PROTOCOL_VERSION} per-request _meta`,
+          },
         },
-      });
+        begun.generation,
+      );
       return;
     }
     if (!modern && method === 'ping') {
-      this.#answer(id, { kind: 'result', result: {} });
+      this.#answer(id, { kind: 'result', result: {} }, begun.generation);
       return;
     }
     let clientCapabilities = this.#legacyCapabilities;
@@ -283,7 +307,7 @@ export class StdioServer {
     if (modern) {
       const fields = checkMetaFields(params);
       if (!fields.ok) {
-        this.#answer(id, { kind: 'error', httpStatus: 400, error: fields.error });
+        this.#answer(id, { kind: 'error', httpStatus: 400, error: fields.error }, begun.generation);
         return;
       }
       clientCapabilities = fields.metadata.clientCapabilities;
@@ -298,7 +322,7 @@ export class StdioServer {
     const done = runRequest(id, method, params, {
       core: this.#options.core,
       // The coordinator began the id above: initialize and ping are answered through it too.
-      begun: true,
+      begun: begun.generation,
       // Only a handshake revision's request asks its client on the pipe (2026-07-28 asks in rounds).
       scope: modern ? this.#scope : this.#askingScope,
       context: {
@@ -342,15 +366,18 @@ export class StdioServer {
         this.#deliver(
           id,
           modern || outcome.kind !== 'result' ? outcome : { kind: 'result', result: legacyResult(outcome.result) },
+          begun.generation,
         );
       })
       .finally(() => {
-        this.#inFlight.delete(requestIdKey(id));
+        // Only this request's own entries: after a cancel the client may have used its id again.
+        const key = requestIdKey(id);
+        if (this.#inFlight.get(key) === done) this.#inFlight.delete(key);
         // Cancelled without an answer: its batch gets no response for it.
-        const batch = this.#inBatch.get(requestIdKey(id));
-        if (batch) {
-          this.#inBatch.delete(requestIdKey(id));
-          batch.settle(null);
+        const inBatch = this.#inBatch.get(batchKey(id, begun.generation));
+        if (inBatch) {
+          this.#inBatch.delete(batchKey(id, begun.generation));
+          inBatch.settle(null);
         }
       });
     this.#inFlight.set(requestIdKey(id), done);
@@ -520,19 +547,19 @@ export class StdioServer {
    * Writes the answer unless a cancel won the race (then the request gets nothing); a request of
    * a batch settles in its batch's answer instead.
    */
-  #answer(id: JsonRpcId, outcome: MethodOutcome): void {
-    if (this.#requests.complete(id) === 'drop') {
-      const key = requestIdKey(id);
+  #answer(id: JsonRpcId, outcome: MethodOutcome, generation?: number): void {
+    if (this.#requests.complete(id, generation) === 'drop') {
+      const key = batchKey(id, generation);
       this.#inBatch.get(key)?.settle(null);
       this.#inBatch.delete(key);
       return;
     }
-    this.#deliver(id, outcome);
+    this.#deliver(id, outcome, generation);
   }
 
   /** Writes the answer of a request its coordinator has completed (or keeps it for its batch). */
-  #deliver(id: JsonRpcId, outcome: MethodOutcome): void {
-    const key = requestIdKey(id);
+  #deliver(id: JsonRpcId, outcome: MethodOutcome, generation?: number): void {
+    const key = batchKey(id, generation);
     const batch = this.#inBatch.get(key);
     if (batch) this.#inBatch.delete(key);
     if (this.#options.answered?.(id)) {
@@ -558,4 +585,9 @@ export class StdioServer {
   #write(message: unknown): void {
     this.#options.output.write(`${JSON.stringify(message)}\n`);
   }
+}
+
+/** A request's entry in the batch it answers in: by id and generation (an id may be used again). */
+function batchKey(id: JsonRpcId, generation: number | undefined): string {
+  return `${requestIdKey(id)}/${generation ?? 0}`;
 }

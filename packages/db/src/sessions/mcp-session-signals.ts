@@ -100,7 +100,17 @@ export class DatabaseSessionSignals implements SessionSignals {
     const signal = parseSignal(payload);
     if (!signal || signal.origin === this.#origin) return;
     const { origin: _origin, ...rest } = signal;
-    for (const handler of this.#handlers) handler(rest as SessionSignal);
+    for (const handler of this.#handlers) {
+      // A payload any instance may send is never this process's crash: a throwing handler is logged.
+      try {
+        handler(rest as SessionSignal);
+      } catch (error) {
+        this.#logger.warn(
+          { kind: rest.kind, error: (error as Error).message },
+          'a session signal could not be handled',
+        );
+      }
+    }
   }
 }
 

@@ -11,7 +11,10 @@ interface Pending {
 export class ClientAnsweredError extends Error {
   readonly code: unknown;
   constructor(method: string, error: { code?: unknown; message?: unknown }) {
-    super(`the client answered ${method} with error ${String(error.code)}: ${String(error.message ?? '')}`);
+    // Only what was checked goes into the text: a value of another type may not even be a string.
+    const code = Number.isInteger(error.code) ? String(error.code) : 'of no integer code';
+    const message = typeof error.message === 'string' ? error.message.slice(0, 1_000) : '';
+    super(`the client answered ${method} with error ${code}: ${message}`);
     this.code = error.code;
   }
 }

@@ -33,8 +33,11 @@ export type RequestEnd =
 export interface RunRequest {
   readonly core: McpCore;
   readonly scope: RequestScope;
-  /** The transport began the id in the scope's coordinator already (it answers some methods itself). */
-  readonly begun?: boolean;
+  /**
+   * The transport began the id in the scope's coordinator already (it answers some methods
+   * itself): begin's generation, so only this request's answer completes it.
+   */
+  readonly begun?: number;
   /** The request's context but for what the runner gives it (its signal, progress, logs, asks). */
   readonly context: Omit<RequestContext, 'signal' | 'onProgress' | 'onLog' | 'askClient'>;
   /** Where its progress, log messages and requests to the client go. */
@@ -64,11 +67,16 @@ export async function runRequest(
   run: RunRequest,
 ): Promise<RequestEnd> {
   const { scope } = run;
-  if (!run.begun && !scope.requests.begin(id, method).ok) {
-    return {
-      kind: 'duplicate',
-      error: { code: ErrorCode.InvalidRequest, message: `request id ${JSON.stringify(id)} is already in use` },
-    };
+  let generation = run.begun;
+  if (generation === undefined) {
+    const begun = scope.requests.begin(id, method);
+    if (!begun.ok) {
+      return {
+        kind: 'duplicate',
+        error: { code: ErrorCode.InvalidRequest, message: `request id ${JSON.stringify(id)} is already in use` },
+      };
+    }
+    generation = begun.generation;
   }
   const key = requestIdKey(id);
   const controller = new AbortController();
@@ -109,8 +117,9 @@ export async function runRequest(
     run.stopping?.removeEventListener('abort', onStopping);
     if (scope.controllers.get(key) === controller) scope.controllers.delete(key);
   }
-  // One terminal state: a cancel that won drops whatever came back.
-  if (scope.requests.complete(id) === 'drop') return { kind: 'cancelled' };
+  // One terminal state: a cancel that won drops whatever came back (and a request whose id was
+  // taken again after its cancel completes nothing of the newer one's).
+  if (scope.requests.complete(id, generation) === 'drop') return { kind: 'cancelled' };
   if (outcome === null) return run.stopping?.aborted ? { kind: 'stopped' } : { kind: 'cancelled' };
   return { kind: 'answer', outcome };
 }
