@@ -1,10 +1,11 @@
-import { TaskEventsHub } from '@taskgate/api';
+import { PassThrough } from 'node:stream';
+import { StdioServer, TaskEventsHub } from '@taskgate/api';
 import { defineTool } from '@taskgate/sdk';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { connectStdio, type StdioClient, stdioCore } from '../support/stdio-client.ts';
-import { type Platform, serveApi, silentLogger, startPlatform } from '../support/task-platform.ts';
+import { type Platform, serveApi, silentLogger, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // JSON-RPC batches on stdio (2025-03-26 basic/index "Batching": a server MUST receive them; the
 // initialize request MUST NOT be batched; 2025-06-18 removed them): each element is handled as a
@@ -342,5 +343,45 @@ describe('ids used again, and answers a hostile client sends', () => {
     expect(client.received.some((m) => (m as { error?: { code?: number } }).error?.code === -32600)).toBe(true);
     client.input.end();
     await client.server.closed;
+  });
+});
+
+describe('a request StdioFront answered before the server existed', () => {
+  it('a duplicate id it answered (a ping while a call with that id runs) is not answered again; the call still is', async () => {
+    // As StdioFront hands over: it answered `ping` "x" once, while tools/call "x" was still held.
+    let frontAnswered = 1;
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const server = new StdioServer({
+      core: stdioCore(platform, hub),
+      input,
+      output,
+      tenantId: 'default',
+      server: { name: 'taskgate', version: 'test' },
+      logger: silentLogger,
+      answered: (id) => {
+        if (id !== 'x' || frontAnswered === 0) return false;
+        frontAnswered -= 1;
+        return true;
+      },
+    });
+    const received: { id?: unknown; result?: unknown; error?: unknown }[] = [];
+    output.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n')) if (line) received.push(JSON.parse(line));
+    });
+    input.write(`${JSON.stringify(rpc('i', 'initialize', { protocolVersion: '2025-11-25' }))}\n`);
+    // A durable call: still running when the ping with its id arrives.
+    input.write(`${JSON.stringify(rpc('x', 'tools/call', { name: 'slow_compute', arguments: { seconds: 0.5 } }))}\n`);
+    input.write(`${JSON.stringify(rpc('x', 'ping'))}\n`);
+    const answer = await waitForTask(
+      async () => received.find((message) => message.id === 'x'),
+      (message) => message !== undefined,
+    );
+    // The one message for "x" is the call's result: the duplicate ping was the front's to answer.
+    expect(answer).toMatchObject({ result: { content: [{ type: 'text' }] } });
+    input.end();
+    await server.closed;
+    expect(received.filter((message) => message.id === 'x')).toHaveLength(1);
+    expect(frontAnswered).toBe(0);
   });
 });
