@@ -1,9 +1,9 @@
-import { McpCore, TaskEventsHub } from '@taskgate/api';
+import { type McpCore, TaskEventsHub } from '@taskgate/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { askingTools, roundTripPrompts } from '../../examples/conformance/round-trip-fixtures.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { openSse } from '../support/sse-client.ts';
-import { connectStdio, type StdioClient } from '../support/stdio-client.ts';
+import { connectStdio, type StdioClient, testCore } from '../support/stdio-client.ts';
 import { type Platform, serveApi, silentLogger, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // Handshake revisions: an inline tool's ctx.input() sends its requests to the client on the call's
@@ -22,15 +22,7 @@ beforeAll(async () => {
   await platform.startWorker();
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
   await hub.start();
-  core = new McpCore({
-    service: platform.service,
-    hub,
-    tools: platform.tools,
-    server: { name: 'taskgate', version: 'test' },
-    pollMs: 100,
-    logger: silentLogger,
-    content: [{ prompts: roundTripPrompts }],
-  });
+  core = testCore(platform, hub, { content: [{ prompts: roundTripPrompts }] });
   api = await serveApi(platform, database.url, { content: [{ prompts: roundTripPrompts }] });
 });
 afterAll(async () => {

@@ -1,8 +1,9 @@
-import { McpCore, TaskEventsHub } from '@taskgate/api';
+import { type McpCore, TaskEventsHub } from '@taskgate/api';
 import { defineTool } from '@taskgate/sdk';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { testCore } from '../support/stdio-client.ts';
 import { type Platform, serveApi, silentLogger, startPlatform } from '../support/task-platform.ts';
 
 // ctx.log() of a durable tool (server/utilities/logging, issue 15 item 4): the worker keeps the
@@ -70,14 +71,7 @@ beforeAll(async () => {
   await platform.startWorker();
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
   await hub.start();
-  core = new McpCore({
-    service: platform.service,
-    hub,
-    tools: platform.tools,
-    server: { name: 'taskgate', version: 'test' },
-    pollMs: 100,
-    logger: silentLogger,
-  });
+  core = testCore(platform, hub);
   apiA = await serveApi(platform, database.url);
   apiB = await serveApi(platform, database.url);
 });

@@ -1,8 +1,8 @@
-import { McpCore, TaskEventsHub } from '@taskgate/api';
+import { type McpCore, TaskEventsHub } from '@taskgate/api';
 import { defineResource, defineResourceTemplate } from '@taskgate/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { connectStdio } from '../support/stdio-client.ts';
+import { connectStdio, testCore } from '../support/stdio-client.ts';
 import { type Platform, silentLogger, startPlatform } from '../support/task-platform.ts';
 
 // A module resource's change signal (its definition's `watch`): a subscribing connection's watch
@@ -52,15 +52,7 @@ beforeAll(async () => {
   platform = await startPlatform(database.url);
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
   await hub.start();
-  core = new McpCore({
-    service: platform.service,
-    hub,
-    tools: platform.tools,
-    server: { name: 'taskgate', version: 'test' },
-    pollMs: 100,
-    logger: silentLogger,
-    content: [{ resources: [config, quiet, broken], resourceTemplates: [notes] }],
-  });
+  core = testCore(platform, hub, { content: [{ resources: [config, quiet, broken], resourceTemplates: [notes] }] });
 });
 afterAll(async () => {
   await hub.stop();

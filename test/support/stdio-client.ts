@@ -14,6 +14,23 @@ export function stdioCore(platform: Platform, hub: TaskEventsHub, pollMs = 100, 
   });
 }
 
+/** The MCP core most tests talk to: the platform's tools, a 100 ms poll, a silent log, and `options` on top. */
+export function testCore(
+  platform: Platform,
+  hub: TaskEventsHub,
+  options: Partial<ConstructorParameters<typeof McpCore>[0]> = {},
+): McpCore {
+  return new McpCore({
+    service: platform.service,
+    hub,
+    tools: platform.tools,
+    server: { name: 'taskgate', version: 'test' },
+    pollMs: 100,
+    logger: silentLogger,
+    ...options,
+  });
+}
+
 export interface StdioClient {
   readonly server: StdioServer;
   readonly input: PassThrough;

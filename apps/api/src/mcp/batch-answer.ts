@@ -1,5 +1,21 @@
+import { revisionInfo } from '@taskgate/protocol';
+
 /** Most messages in one JSON-RPC batch, on either transport: its answer waits for all its requests. */
 export const MAX_BATCH_ELEMENTS = 100;
+
+/**
+ * Why a batch of `count` messages in `revision` is refused as a whole, or null: a revision without
+ * batches, an empty batch (JSON-RPC 2.0 "Batch"), more than MAX_BATCH_ELEMENTS. `unit` is what a
+ * client sends instead ("line", "POST").
+ */
+export function batchRefusal(revision: string, count: number, unit: string): string | null {
+  if (revisionInfo(revision)?.batches !== true) {
+    return `JSON-RPC batches are not part of revision ${revision}: send one message per ${unit}`;
+  }
+  if (count === 0) return 'an empty JSON-RPC batch';
+  if (count > MAX_BATCH_ELEMENTS) return `a JSON-RPC batch of at most ${MAX_BATCH_ELEMENTS} messages, not ${count}`;
+  return null;
+}
 
 /**
  * The answer to one JSON-RPC batch (a revision with batches: basic/index "Batching"): the

@@ -1,5 +1,4 @@
 import type { SessionSignals } from '@taskgate/db';
-import { TaskgateError, toJsonRpcError } from '@taskgate/errors';
 import {
   checkJsonValue,
   classifyMessage,
@@ -10,14 +9,13 @@ import {
   LATEST_PROTOCOL_VERSION,
   LEGACY_PROTOCOL_VERSIONS,
   type LogLevel,
-  revisionInfo,
 } from '@taskgate/protocol';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SseStream } from '../sse/sse-stream.ts';
-import { MAX_BATCH_ELEMENTS } from './batch-answer.ts';
+import { batchRefusal } from './batch-answer.ts';
 import { type RequestEnd, runRequest } from './dispatch/request-runner.ts';
 import { type LegacySessions, sessionOf } from './legacy-sessions.ts';
-import type { McpCore, ServerStopping } from './mcp-core.ts';
+import { type McpCore, type ServerStopping, stoppedCallError } from './mcp-core.ts';
 import { legacyResult, resultJson } from './mcp-methods.ts';
 import { honourPostedCancel, honourPostedResponse, type PostedFrom } from './posted-messages.ts';
 import type { RpcFailure } from './rpc-failures.ts';
@@ -62,13 +60,8 @@ export async function handleBatch(
   const resolved = await sessionOf(context, sessions);
   if ('refused' in resolved) return reply.code(resolved.status).send(errorResponse(null, resolved.refused));
   const { scope, revision } = resolved;
-  if (revisionInfo(revision)?.batches !== true) {
-    return refuse(400, `JSON-RPC batches are not part of revision ${revision}: send one message per POST`);
-  }
-  if (elements.length === 0) return refuse(400, 'an empty JSON-RPC batch');
-  if (elements.length > MAX_BATCH_ELEMENTS) {
-    return refuse(400, `a JSON-RPC batch of at most ${MAX_BATCH_ELEMENTS} messages, not ${elements.length}`);
-  }
+  const whole = batchRefusal(revision, elements.length, 'POST');
+  if (whole !== null) return refuse(400, whole);
 
   const from: PostedFrom = {
     tenantId: context.tenantId,
@@ -187,14 +180,7 @@ export async function handleBatch(
       route.calls.delete(endCall);
     }
     if (end.kind === 'duplicate') responses.push(JSON.stringify(errorResponse(id, end.error)));
-    if (end.kind === 'stopped') {
-      const stopped = new TaskgateError(
-        'TG_SERVICE_UNAVAILABLE',
-        'the server is shutting down; call again: this call was cancelled',
-        { details: { retryAfterSeconds: 1 } },
-      );
-      responses.push(JSON.stringify(errorResponse(id, toJsonRpcError(stopped))));
-    }
+    if (end.kind === 'stopped') responses.push(JSON.stringify(errorResponse(id, stoppedCallError())));
     if (end.kind !== 'answer') return;
     const { outcome } = end;
     responses.push(

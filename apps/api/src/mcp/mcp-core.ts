@@ -56,7 +56,7 @@ export interface McpCoreOptions {
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
-export { DEFAULT_TASK_AFTER_MS, ServerStopping } from './dispatch/call-runner.ts';
+export { DEFAULT_TASK_AFTER_MS, ServerStopping, stoppedCallError } from './dispatch/call-runner.ts';
 
 export interface RequestContext {
   readonly tenantId: string;

@@ -1,5 +1,5 @@
 import type { SessionSignals, TaskProgress } from '@taskgate/db';
-import { isTaskgateError, TaskgateError, toJsonRpcError } from '@taskgate/errors';
+import { isTaskgateError } from '@taskgate/errors';
 import {
   type Capabilities,
   checkJsonValue,
@@ -26,7 +26,7 @@ import { progressTokenOf } from './dispatch/progress.ts';
 import { handleBatch } from './http-batch.ts';
 import { checkMcpAccept } from './http-guards.ts';
 import { type CallScope, LegacySessions, type SessionStore, sessionOf } from './legacy-sessions.ts';
-import { type McpCore, ServerStopping } from './mcp-core.ts';
+import { type McpCore, ServerStopping, stoppedCallError } from './mcp-core.ts';
 import {
   capabilitiesOf,
   initializeResult,
@@ -615,13 +615,8 @@ async function callTool(
   if (outcome === null && serverStopping) {
     // Ended by the server's shutdown, its request-mode task cancelled: a definitive, retryable
     // answer rather than a cut connection (a client would wait on that until its own timeout).
-    const stopping = new TaskgateError(
-      'TG_SERVICE_UNAVAILABLE',
-      'the server is shutting down; call again: this call was cancelled',
-      { details: { retryAfterSeconds: 1 } },
-    );
     if (!reply.raw.headersSent) reply.raw.setHeader('retry-after', '1');
-    outcome = { kind: 'error', httpStatus: 503, error: toJsonRpcError(stopping) };
+    outcome = { kind: 'error', httpStatus: 503, error: stoppedCallError() };
   }
   if (outcome?.kind === 'result') outcome = { kind: 'result', result: shape(outcome.result) };
   // One terminal state: if the cancel won, the result is dropped and nothing is written.

@@ -14,10 +14,9 @@ import {
   type LogLevel,
   negotiateHandshake,
   parseCancelledParams,
-  revisionInfo,
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
-import { BatchAnswer, MAX_BATCH_ELEMENTS } from './batch-answer.ts';
+import { BatchAnswer, batchRefusal } from './batch-answer.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
 import { runRequest } from './dispatch/request-runner.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
@@ -148,21 +147,11 @@ export class StdioServer {
    * other revision (and before initialize, which must not be batched) the line is one -32600.
    */
   #onBatch(elements: unknown[]): void {
-    const refuse = (message: string) => this.#write(errorResponse(null, { code: ErrorCode.InvalidRequest, message }));
-    if (!this.#legacy || revisionInfo(this.#revision)?.batches !== true) {
-      refuse(
-        this.#legacy
-          ? `JSON-RPC batches are not part of revision ${this.#revision}: send one message per line`
-          : 'a JSON-RPC batch cannot come before initialize, which must not be batched',
-      );
-      return;
-    }
-    if (elements.length === 0 || elements.length > MAX_BATCH_ELEMENTS) {
-      refuse(
-        elements.length === 0
-          ? 'an empty JSON-RPC batch'
-          : `a JSON-RPC batch of at most ${MAX_BATCH_ELEMENTS} messages, not ${elements.length}`,
-      );
+    const refused = this.#legacy
+      ? batchRefusal(this.#revision, elements.length, 'line')
+      : 'a JSON-RPC batch cannot come before initialize, which must not be batched';
+    if (refused !== null) {
+      this.#write(errorResponse(null, { code: ErrorCode.InvalidRequest, message: refused }));
       return;
     }
     const batch = new BatchAnswer((line) => this.#options.output.write(`${line}\n`));

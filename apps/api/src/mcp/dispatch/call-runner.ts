@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { TaskProgress, TaskRecord } from '@taskgate/db';
-import { TaskgateError } from '@taskgate/errors';
-import { ErrorCode, logLevelPasses } from '@taskgate/protocol';
+import { TaskgateError, toJsonRpcError } from '@taskgate/errors';
+import { ErrorCode, type JsonRpcError, logLevelPasses } from '@taskgate/protocol';
 import type { AnyTool } from '@taskgate/tools';
 import { type CreateTaskInput, cappedClocks } from '../../tasks/task-service.ts';
 import type { TaskWatcher } from '../../tasks/task-watch.ts';
@@ -31,6 +31,19 @@ export class ServerStopping extends Error {
     super('the server is shutting down');
     this.name = 'ServerStopping';
   }
+}
+
+/**
+ * The answer of a call the server's shutdown ended with its request-mode task cancelled: a
+ * definitive, retryable error rather than a cut connection (a client would wait on that until its
+ * own timeout). Retry-After: 1.
+ */
+export function stoppedCallError(): JsonRpcError {
+  return toJsonRpcError(
+    new TaskgateError('TG_SERVICE_UNAVAILABLE', 'the server is shutting down; call again: this call was cancelled', {
+      details: { retryAfterSeconds: 1 },
+    }),
+  );
 }
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
