@@ -91,3 +91,72 @@ export function listenStream(mcpUrl: URL, id: string, notifications: Record<stri
     }),
   });
 }
+
+/** A connection of the HTTP+SSE transport (2024-11-05): its stream's events, and POSTs to its endpoint. */
+export interface SseConnection {
+  readonly status: number;
+  /** The POST URL the stream's first event named. */
+  readonly endpoint: URL;
+  /** Every `message` event's data, parsed, in order. */
+  readonly messages: Record<string, unknown>[];
+  until(
+    predicate: (messages: Record<string, unknown>[]) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>[]>;
+  /** POSTs one message (or any body) to the endpoint; resolves with the response. */
+  post(body: unknown, headers?: Record<string, string>): Promise<{ status: number; text: string }>;
+  /** Resolves when the server ends the stream. */
+  readonly ended: Promise<void>;
+  close(): void;
+}
+
+/** Opens `GET sseUrl` and waits for its `endpoint` event. */
+export async function openSseConnection(sseUrl: URL, headers: Record<string, string> = {}): Promise<SseConnection> {
+  const abort = new AbortController();
+  const response = await fetch(sseUrl, { headers: { accept: 'text/event-stream', ...headers }, signal: abort.signal });
+  if (response.status !== 200) throw new Error(`GET ${sseUrl} answered ${response.status}: ${await response.text()}`);
+  const messages: Record<string, unknown>[] = [];
+  let resolveEndpoint!: (endpoint: URL) => void;
+  const endpoint = new Promise<URL>((resolve) => {
+    resolveEndpoint = resolve;
+  });
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  const ended = (async () => {
+    let text = '';
+    try {
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+        text += decoder.decode(chunk.value, { stream: true });
+        const frames = text.split('\n\n');
+        text = frames.pop() ?? '';
+        for (const frame of frames) {
+          const lines = frame.split('\n');
+          const event = lines.find((line) => line.startsWith('event: '))?.slice(7) ?? 'message';
+          const data = lines.find((line) => line.startsWith('data: '))?.slice(6);
+          if (data === undefined) continue;
+          if (event === 'endpoint') resolveEndpoint(new URL(data, sseUrl));
+          else messages.push(JSON.parse(data));
+        }
+      }
+    } catch {
+      // Closed by the test.
+    }
+  })();
+  const url = await endpoint;
+  return {
+    status: response.status,
+    endpoint: url,
+    messages,
+    until: (predicate, timeoutMs = 20_000) => waitForTask(async () => messages, predicate, timeoutMs),
+    post: async (body, postHeaders = {}) => {
+      const posted = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers, ...postHeaders },
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+      });
+      return { status: posted.status, text: await posted.text() };
+    },
+    ended,
+    close: () => abort.abort(),
+  };
+}

@@ -25,6 +25,7 @@ import { SseStream } from '../sse/sse-stream.ts';
 import { progressTokenOf } from './dispatch/progress.ts';
 import { handleBatch } from './http-batch.ts';
 import { checkMcpAccept } from './http-guards.ts';
+import { registerHttpSse } from './http-sse.ts';
 import { type CallScope, LegacySessions, type SessionStore, sessionOf } from './legacy-sessions.ts';
 import { type McpCore, ServerStopping, stoppedCallError } from './mcp-core.ts';
 import {
@@ -101,7 +102,11 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
   );
   // A cancel or response for a session's request that another instance took: acted on if it is here.
   const unsubscribeSignals = options.signals?.onSignal((signal) => sessions.onSignal(signal));
+  // The HTTP+SSE transport's connections (2024-11-05's clients), registered with the scope below.
+  let sseConnections: { close(): Promise<void> } | null = null;
   app.addHook('preClose', async () => {
+    // Not awaited either: its connections get the calls' grace period, then their answers.
+    void sseConnections?.close();
     unsubscribeTools();
     unsubscribeSignals?.();
     sessions.closeStreams();
@@ -120,7 +125,8 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
     scope.setErrorHandler((error: FastifyError, request, reply) => sendFailure(request, reply, null, error));
     // Host and Origin are checked for every route, /mcp included, by the server's request guard.
     scope.addHook('onRequest', async (request, reply) => {
-      const refused = checkMcpAccept(request);
+      // Streamable HTTP's Accept rule; the HTTP+SSE transport's POSTs predate it.
+      const refused = request.routeOptions.url === '/mcp' ? checkMcpAccept(request) : null;
       if (refused) return reply.code(refused.status).type('application/json').send(errorResponse(null, refused.error));
       try {
         tenants.set(request, options.tenant(request));
@@ -167,6 +173,13 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
     scope.post('/mcp', { schema: { hide: true } }, async (request, reply) =>
       handle(request, reply, { ...options, calls }, sessions, listens),
     );
+    sseConnections = registerHttpSse(scope, {
+      core: options.core,
+      server: options.server,
+      tenantOf: (request) => tenants.get(request) as string,
+      keepaliveMs: options.keepaliveMs ?? 15_000,
+      shutdownGraceMs: options.shutdownGraceMs ?? 3_000,
+    });
   });
 }
 

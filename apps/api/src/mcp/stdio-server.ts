@@ -20,7 +20,7 @@ import { BatchAnswer, batchRefusal } from './batch-answer.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
 import { runRequest } from './dispatch/request-runner.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
-import type { McpCore } from './mcp-core.ts';
+import { type McpCore, stoppedCallError } from './mcp-core.ts';
 import {
   capabilitiesOf,
   initializeResult,
@@ -40,7 +40,11 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 export interface StdioServerOptions {
   readonly core: McpCore;
-  readonly input: Readable;
+  /**
+   * Newline-delimited messages; its end is the client's. Absent, messages come by receive() and
+   * the client's going by end() (the HTTP+SSE transport: POSTed messages, a closed GET stream).
+   */
+  readonly input?: Readable;
   readonly output: Writable;
   /** stdio has no bearer token: the tenant of everything on this pipe. */
   readonly tenantId: string;
@@ -51,6 +55,11 @@ export interface StdioServerOptions {
    * answered before this server existed): the request is handled as usual, its response dropped.
    */
   readonly answered?: (id: JsonRpcId) => boolean;
+  /**
+   * The server is stopping: requests still in flight are ended as the HTTP transport ends them
+   * (a task handed over where the client can take it, else a retryable -31503), not cancelled.
+   */
+  readonly stopping?: AbortSignal;
 }
 
 /**
@@ -58,7 +67,8 @@ export interface StdioServerOptions {
  * is no stream per request, so a cancel is a `notifications/cancelled {requestId, reason}`: the
  * request is cancelled, its task too, and no response is sent for it. Malformed, unknown,
  * duplicate and already-completed cancels are ignored without a reply (logged at debug only).
- * The end of stdin cancels every request still in flight.
+ * The end of stdin cancels every request still in flight. The HTTP+SSE transport's connections
+ * (http-sse.ts) are this server too: their messages come by receive() and their end by end().
  */
 export class StdioServer {
   readonly #options: StdioServerOptions;
@@ -68,6 +78,8 @@ export class StdioServer {
   /** What each request in flight settles with: the end of stdin waits for them all. */
   readonly #inFlight = new Map<string, Promise<void>>();
   readonly #closed: Promise<void>;
+  #resolveClosed!: () => void;
+  #ended = false;
   readonly #listens = new Map<TaskSubscription, () => void>();
   /** 2025-11-25 tasks this pipe created, watched for their status notifications; null until the first. */
   #statusWatch: { add(taskId: string): void; stop(): void } | null = null;
@@ -97,24 +109,54 @@ export class StdioServer {
   constructor(options: StdioServerOptions) {
     this.#options = options;
     this.#closed = new Promise((resolve) => {
+      this.#resolveClosed = resolve;
+    });
+    if (options.input) {
       readStdioLines(options.input, {
         maxLineBytes: STDIO_MAX_MESSAGE_BYTES,
         onLine: (line) => this.#onLine(line),
         onOversized: () => this.#write(oversizedLineResponse()),
-        onEnd: () => {
-          this.#unsubscribeTools?.();
-          this.#unsubscribeTools = null;
-          const cancelled = this.#requests.cancelAll('stdin closed');
-          for (const id of cancelled) this.#controllers.get(requestIdKey(id))?.abort(new Error('stdin closed'));
-          void Promise.allSettled([...this.#inFlight.values()]).then(() => resolve());
-        },
+        onEnd: () => this.end('stdin closed'),
       });
-    });
+    }
   }
 
   /** Resolves when stdin has ended and every request has settled (answered or cancelled). */
   get closed(): Promise<void> {
     return this.#closed;
+  }
+
+  /** Resolves once every request in flight now has settled (answered, cancelled or stopped). */
+  settled(): Promise<void> {
+    return Promise.allSettled([...this.#inFlight.values()]).then(() => undefined);
+  }
+
+  /**
+   * A message that came other than as a line (a POST of the HTTP+SSE transport), already decoded:
+   * handled as its line would be. Ignored once the client is gone.
+   */
+  receive(value: unknown): void {
+    if (this.#ended) return;
+    try {
+      if (Array.isArray(value)) this.#onBatch(value);
+      else this.#onMessage(value, null);
+    } catch (error) {
+      this.#options.logger.warn({ error: (error as Error).message }, 'an MCP message could not be handled');
+    }
+  }
+
+  /**
+   * The client is gone (stdin ended, its SSE stream closed): every request still in flight is
+   * cancelled, its task too, and `closed` resolves once they have all settled.
+   */
+  end(reason: string): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#unsubscribeTools?.();
+    this.#unsubscribeTools = null;
+    const cancelled = this.#requests.cancelAll(reason);
+    for (const id of cancelled) this.#controllers.get(requestIdKey(id))?.abort(new Error(reason));
+    void this.settled().then(() => this.#resolveClosed());
   }
 
   #onLine(line: string): void {
@@ -127,7 +169,7 @@ export class StdioServer {
   }
 
   #onDecodedLine(line: string): void {
-    if (line.trim() === '') return;
+    if (line.trim() === '' || this.#ended) return;
     let value: unknown;
     try {
       value = JSON.parse(line);
@@ -333,6 +375,7 @@ export class StdioServer {
       // Progress and log messages are best effort: dropped rather than queued behind a full
       // pipe. A request to the client is always written: the handler waits for its answer.
       send: (message, kind) => (kind === 'ask' ? this.#write(message) : this.#writeProgress(message)),
+      ...(this.#options.stopping ? { stopping: this.#options.stopping } : {}),
       failure: (error) => {
         const failure = rpcFailure(error);
         this.#options.logger.warn(
@@ -343,6 +386,12 @@ export class StdioServer {
       },
     })
       .then((end) => {
+        // Ended by the server stopping, its request-mode task cancelled: a definitive, retryable
+        // answer (the client would otherwise wait on it until its own timeout).
+        if (end.kind === 'stopped') {
+          this.#deliver(id, { kind: 'error', httpStatus: 503, error: stoppedCallError() }, begun.generation);
+          return;
+        }
         if (end.kind !== 'answer') return;
         const { outcome } = end;
         // A 2025-11-25 task created here: its status changes follow as notifications/tasks/status.
