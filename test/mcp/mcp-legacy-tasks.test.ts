@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { type Platform, serveApi, startPlatform, waitForTask } from '../support/task-platform.ts';
+import { type Platform, serveApi, startLoopbackApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // 2025-11-25 tasks over raw HTTP: the rules the SDK test does not reach.
 const database = useTestDatabase();
@@ -138,4 +138,101 @@ describe('2025-11-25 tasks over HTTP', () => {
     expect((await rpc('tasks/cancel', { taskId })).body.result).toMatchObject({ taskId, status: 'cancelled' });
     expect((await rpc('tasks/cancel', { taskId })).body.error.code).toBe(-32602);
   });
+
+  it('a waiting tasks/result keeps its id: not taken again while it waits, cancelled by a POSTed cancel', async () => {
+    const created = await rpc('tools/call', { name: 'slow_compute', arguments: { seconds: 30 }, task: {} });
+    const taskId = created.body.result.task.taskId as string;
+    const { waiting, refused } = await holdingId(api.mcpUrl, session, 'held', taskId);
+    expect(refused.status).toBe(200);
+    expect(JSON.parse(refused.text).error).toMatchObject({
+      code: -32600,
+      message: 'request id "held" is already in use',
+    });
+    const cancel = await rawPost(
+      api.mcpUrl,
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'held' } },
+      session,
+    );
+    expect(cancel.status).toBe(202);
+    // The wait ends without an answer; the task runs on, and the id is free again.
+    expect(await waiting).toMatchObject({ status: 204, text: '' });
+    expect((await platform.service.get('default', taskId)).cancelRequestedAt).toBeNull();
+    const again = await post({ jsonrpc: '2.0', id: 'held', method: 'tasks/get', params: { taskId } });
+    expect(again.body.result).toMatchObject({ taskId, status: 'working' });
+    await rpc('tasks/cancel', { taskId });
+  });
+
+  it('a tasks/result still waiting when the server stops is answered with a retryable 503, the task untouched', async () => {
+    const role = await startLoopbackApi(database.url, { sweep: false, graceMs: 300 });
+    const url = new URL('/mcp', role.url);
+    const initialized = await rawPost(url, {
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    });
+    const own = {
+      'mcp-session-id': initialized.headers.get('mcp-session-id') as string,
+      'mcp-protocol-version': '2025-11-25',
+    };
+    const created = await rawPost(
+      url,
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'slow_compute', arguments: { seconds: 60 }, task: {} },
+      },
+      own,
+    );
+    const taskId = (JSON.parse(created.text) as RpcBody).result.task.taskId;
+    const { waiting } = await holdingId(url, own, 'wait', taskId);
+    await role.stop();
+    const answer = await waiting;
+    expect(answer.status).toBe(503);
+    expect(answer.headers.get('retry-after')).toBe('1');
+    expect(JSON.parse(answer.text)).toMatchObject({
+      id: 'wait',
+      error: { code: -31503, message: 'the server is shutting down; send the request again' },
+    });
+    expect(await platform.service.get('default', taskId)).toMatchObject({ status: 'working', cancelRequestedAt: null });
+    await platform.service.cancel('default', taskId, 'test over');
+  });
 });
+
+interface RawAnswer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+}
+
+async function rawPost(url: URL, body: unknown, headers: Record<string, string> = {}): Promise<RawAnswer> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, headers: response.headers, text: await response.text() };
+}
+
+/**
+ * A tasks/result with id `id`, once it holds that id in its session: a tasks/get with the same id
+ * runs at once until then, and is refused from then on. Ordered by that refusal, not by time; a
+ * probe that took the id first gets the wait refused, and the wait is sent again.
+ */
+async function holdingId(url: URL, headers: Record<string, string>, id: string, taskId: string) {
+  for (;;) {
+    let early: RawAnswer | undefined;
+    const waiting = rawPost(url, { jsonrpc: '2.0', id, method: 'tasks/result', params: { taskId } }, headers);
+    void waiting.then((answer) => {
+      early = answer;
+    });
+    const probe = await waitForTask(
+      () => rawPost(url, { jsonrpc: '2.0', id, method: 'tasks/get', params: { taskId } }, headers),
+      (answer) => answer.text.includes('already in use') || early !== undefined,
+    );
+    if (early === undefined) return { waiting, refused: probe };
+    // Only the probe may have won the id; anything else ended the wait, which is the failure.
+    expect((early as RawAnswer).text).toContain('already in use');
+  }
+}

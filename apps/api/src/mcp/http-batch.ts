@@ -8,13 +8,12 @@ import {
   type JsonRpcId,
   LATEST_PROTOCOL_VERSION,
   LEGACY_PROTOCOL_VERSIONS,
-  type LogLevel,
 } from '@taskgate/protocol';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SseStream } from '../sse/sse-stream.ts';
 import { batchRefusal } from './batch-answer.ts';
 import { type RequestEnd, runRequest } from './dispatch/request-runner.ts';
-import { type LegacySessions, sessionOf } from './legacy-sessions.ts';
+import { type LegacySessions, sessionOf, sessionRequestContext } from './legacy-sessions.ts';
 import { type McpCore, type ServerStopping, stoppedCallError } from './mcp-core.ts';
 import { legacyResult, resultJson } from './mcp-methods.ts';
 import { honourPostedCancel, honourPostedResponse, type PostedFrom } from './posted-messages.ts';
@@ -145,32 +144,14 @@ export async function handleBatch(
     const stopping = new AbortController();
     const endCall = (reason: ServerStopping) => stopping.abort(reason);
     route.calls.add(endCall);
-    const { sessionId } = context;
-    const resources =
-      sessionId === undefined
-        ? null
-        : sessions.resourcesOf(sessionId, (push) => route.core.resourceSubscriptions(context.tenantId, push));
     let end: RequestEnd;
     try {
       end = await runRequest(id, method, params, {
         core: route.core,
         scope,
-        context: {
-          tenantId: context.tenantId,
-          era: 'legacy',
-          revision,
-          ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
-          logLevel: scope.logLevel,
-          ...(sessionId === undefined
-            ? {}
-            : {
-                setLogLevel: async (level: LogLevel) => {
-                  await sessions.setLogLevel(sessionId, context.tenantId, level);
-                },
-              }),
-          ...(resources ? { resourceSubscriptions: resources } : {}),
-          log: (fields, text) => request.log.warn(fields, text),
-        },
+        context: sessionRequestContext(sessions, route.core, { ...context, scope, revision }, (fields, text) =>
+          request.log.warn(fields, text),
+        ),
         send,
         gone: gone.signal,
         stopping: stopping.signal,
@@ -180,7 +161,7 @@ export async function handleBatch(
       route.calls.delete(endCall);
     }
     if (end.kind === 'duplicate') responses.push(JSON.stringify(errorResponse(id, end.error)));
-    if (end.kind === 'stopped') responses.push(JSON.stringify(errorResponse(id, stoppedCallError())));
+    if (end.kind === 'stopped') responses.push(JSON.stringify(errorResponse(id, stoppedCallError(method))));
     if (end.kind !== 'answer') return;
     const { outcome } = end;
     responses.push(

@@ -24,7 +24,9 @@ import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import type { Kysely } from 'kysely';
 import type { SseStream } from '../sse/sse-stream.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
+import type { RunRequest } from './dispatch/request-runner.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
+import type { McpCore } from './mcp-core.ts';
 
 /**
  * Sessions of the handshake era (initialize, Mcp-Session-Id), each with its negotiated revision.
@@ -346,5 +348,45 @@ function newScope(clientCapabilities?: Capabilities, revision?: string): CallSco
     clientRequests: new ClientRequests(),
     ...(clientCapabilities ? { clientCapabilities } : {}),
     ...(revision ? { revision } : {}),
+  };
+}
+
+/**
+ * The context a handshake request runs with, from whichever POST carried it (alone or in a
+ * batch): the session's revision, declared capabilities and log level, and — with a session — its
+ * logging/setLevel (kept in the store, for whichever instance serves its next request) and its
+ * resources/subscribe set (in this process; updates go to its GET stream).
+ */
+export function sessionRequestContext(
+  sessions: LegacySessions,
+  core: McpCore,
+  at: {
+    readonly tenantId: string;
+    readonly sessionId: string | undefined;
+    readonly scope: CallScope;
+    readonly revision: string;
+  },
+  log: (fields: Record<string, unknown>, message: string) => void,
+): RunRequest['context'] {
+  const { tenantId, sessionId, scope } = at;
+  const resources =
+    sessionId === undefined
+      ? null
+      : sessions.resourcesOf(sessionId, (push) => core.resourceSubscriptions(tenantId, push));
+  return {
+    tenantId,
+    era: 'legacy',
+    revision: at.revision,
+    ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
+    logLevel: scope.logLevel,
+    ...(sessionId === undefined
+      ? {}
+      : {
+          setLogLevel: async (level: LogLevel) => {
+            await sessions.setLogLevel(sessionId, tenantId, level);
+          },
+        }),
+    ...(resources ? { resourceSubscriptions: resources } : {}),
+    log,
   };
 }

@@ -1,4 +1,4 @@
-import type { SessionSignals, TaskProgress } from '@taskgate/db';
+import type { SessionSignals } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
 import {
   type Capabilities,
@@ -17,16 +17,23 @@ import {
   type RequestHeaders,
   resultResponse,
 } from '@taskgate/protocol';
-import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
+import { RequestCoordinator } from '@taskgate/reliability';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantResolver } from '../http/auth.ts';
 import { logFailure } from '../http/problem.ts';
 import { SseStream } from '../sse/sse-stream.ts';
 import { progressTokenOf } from './dispatch/progress.ts';
+import { type RequestEnd, runRequest } from './dispatch/request-runner.ts';
 import { handleBatch } from './http-batch.ts';
 import { checkMcpAccept } from './http-guards.ts';
 import { registerHttpSse } from './http-sse.ts';
-import { type CallScope, LegacySessions, type SessionStore, sessionOf } from './legacy-sessions.ts';
+import {
+  type CallScope,
+  LegacySessions,
+  type SessionStore,
+  sessionOf,
+  sessionRequestContext,
+} from './legacy-sessions.ts';
 import { type McpCore, ServerStopping, stoppedCallError } from './mcp-core.ts';
 import {
   capabilitiesOf,
@@ -359,13 +366,14 @@ async function handleLegacy(
       scope,
       legacyResult,
     );
-  // tasks/result may wait for hours: a closed response cancels the wait (never the task). While it
-  // waits, the task's status changes go out on the same response as SSE (notifications/tasks/status,
-  // that revision's only stream for them over HTTP), and the result ends the stream.
-  const stop = new AbortController();
-  reply.raw.on('close', () => {
-    if (!reply.raw.writableEnded) stop.abort(new Error('the client closed the response stream'));
-  });
+  // Every other request runs through the request runner in the session's scope (or the tenant's,
+  // without a session): its id begins in the scope's coordinator, so one still in flight is not
+  // taken twice; a POSTed notifications/cancelled reaches it there; a closed response cancels it
+  // (tasks/result may wait for hours: the wait ends, never the task); and a server that stops
+  // ends it with a retryable answer after the grace period. While tasks/result waits, the task's
+  // status changes go out on the same response as SSE (notifications/tasks/status, that
+  // revision's only stream for them over HTTP), as do a prompt's or resource's requests to the
+  // client and its log messages; the answer ends the stream.
   let stream: SseStream | null = null;
   const toSse = () => {
     if (!stream) {
@@ -381,62 +389,66 @@ async function handleLegacy(
   };
   const onTaskStatus = (notification: Record<string, unknown>) =>
     toSse().push({ kind: 'replaceable', key: 'status', value: { data: notification } });
-  // A prompt's or resource's ctx.input() asks the client on this response (its answer is POSTed
-  // with the session's id, so only a session can be asked).
-  const askClient =
-    context.sessionId === undefined
-      ? undefined
-      : (askMethod: string, askParams: Readonly<Record<string, unknown>>, signal: AbortSignal) =>
-          scope.clientRequests.ask(
-            askMethod,
-            askParams,
-            (message) =>
-              toSse().push({ kind: 'replaceable', key: `ask ${String(message.id)}`, value: { data: message } }),
-            signal,
-          );
-  // resources/subscribe's set lives with the session in this process; updates go to its GET stream.
-  const resourceSubscriptions =
-    context.sessionId === undefined
-      ? null
-      : sessions.resourcesOf(context.sessionId, (push) => options.core.resourceSubscriptions(context.tenantId, push));
-  let outcome: MethodOutcome | null;
+  const gone = new AbortController();
+  reply.raw.on('close', () => {
+    if (!reply.raw.writableEnded) gone.abort(new Error('the client closed the response stream'));
+  });
+  const stopping = new AbortController();
+  const endRequest = (reason: ServerStopping) => stopping.abort(reason);
+  options.calls.add(endRequest);
+  let sent = 0;
+  let end: RequestEnd;
   try {
-    outcome = await options.core.request(method, params, {
-      tenantId: context.tenantId,
-      signal: stop.signal,
-      era: 'legacy',
-      revision,
-      ...(method === 'tasks/result' ? { onTaskStatus } : {}),
-      ...(askClient ? { askClient } : {}),
-      ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
-      // logging/setLevel is kept with the session, for whichever instance serves its next request.
-      ...(context.sessionId === undefined
-        ? {}
-        : {
-            setLogLevel: async (level: LogLevel) => {
-              await sessions.setLogLevel(context.sessionId as string, context.tenantId, level);
-            },
-          }),
-      ...(resourceSubscriptions ? { resourceSubscriptions } : {}),
+    end = await runRequest(id, method, params, {
+      core: options.core,
+      // Only a session's client can be asked: its answer is POSTed with the session's id.
+      scope: context.sessionId === undefined ? { requests: scope.requests, controllers: scope.controllers } : scope,
+      context: {
+        ...sessionRequestContext(sessions, options.core, { ...context, scope, revision }, (fields, text) =>
+          request.log.warn(fields, text),
+        ),
+        ...(method === 'tasks/result' ? { onTaskStatus } : {}),
+      },
+      send: (message, kind) => {
+        sent += 1;
+        toSse().push({ kind: 'replaceable', key: `${kind} ${sent}`, value: { data: message } });
+      },
+      gone: gone.signal,
+      stopping: stopping.signal,
+      failure: (error) => logged(request, error),
     });
-  } catch (error) {
-    // Once the SSE stream is open its status is sent: the failure is its last event.
-    if (!stream) return sendFailure(request, reply, id, error);
-    const failure = logged(request, error);
-    (stream as SseStream).push({ kind: 'final', value: { data: errorResponse(id, failure.error) } });
-    return;
+  } finally {
+    options.calls.delete(endRequest);
   }
-  if (outcome === null) {
-    (stream as SseStream | null)?.close();
-    return;
+  const open = stream as SseStream | null;
+  if (end.kind === 'cancelled') {
+    // Cancelled by a POSTed notification while the response is open, or by its close: it ends
+    // without a message (an SSE stream just ends, an unanswered POST gets an empty 204).
+    if (open) return open.close();
+    if (reply.raw.destroyed) return reply.hijack();
+    return reply.code(204).send();
   }
-  if (stream) {
-    const message =
-      outcome.kind === 'result' ? resultResponse(id, legacyResult(outcome.result)) : errorResponse(id, outcome.error);
-    return (stream as SseStream).push({ kind: 'final', value: { data: message } });
+  let message: Record<string, unknown>;
+  let status = 200;
+  if (end.kind === 'duplicate') message = errorResponse(id, end.error);
+  else if (end.kind === 'stopped') {
+    message = errorResponse(id, stoppedCallError(method));
+    status = 503;
+    reply.header('retry-after', '1');
+  } else if (end.outcome.kind === 'error') {
+    message = errorResponse(id, end.outcome.error);
+    // A failure's own status (503 in an outage) and headers; a method's error is on a 200 (a 4xx
+    // would tell a handshake client its session is gone).
+    if (end.headers) {
+      status = end.outcome.httpStatus;
+      reply.headers(end.headers);
+    }
+  } else {
+    if (!open) return send(reply, id, { kind: 'result', result: legacyResult(end.outcome.result) });
+    message = resultResponse(id, legacyResult(end.outcome.result));
   }
-  if (outcome.kind === 'error') return reply.code(200).send(errorResponse(id, outcome.error));
-  return send(reply, id, { kind: 'result', result: legacyResult(outcome.result) });
+  if (open) return open.push({ kind: 'final', value: { data: message } });
+  return reply.code(status).send(message);
 }
 
 /**
@@ -559,8 +571,9 @@ async function callTool(
   shape: (result: Readonly<Record<string, unknown>>) => Readonly<Record<string, unknown>> = (result) => result,
 ) {
   // A 2025-11-25 request may be cancelled by a later POST: its scope's coordinator decides the race.
-  const requests = scope?.requests ?? new RequestCoordinator();
-  const begun = requests.begin(id, 'tools/call');
+  // A 2026-07-28 POST is a scope of its own: only its closed response cancels it.
+  const callScope = scope ?? { requests: new RequestCoordinator(), controllers: new Map<string, AbortController>() };
+  const begun = callScope.requests.begin(id, 'tools/call');
   if (!begun.ok) {
     return reply.send(
       errorResponse(id, {
@@ -570,19 +583,13 @@ async function callTool(
     );
   }
   reply.hijack();
-  const stop = new AbortController();
-  scope?.controllers.set(requestIdKey(id), stop);
-  let serverStopping = false;
-  const endCall = (reason: ServerStopping) => {
-    serverStopping = true;
-    stop.abort(reason);
-  };
-  options.calls.add(endCall);
+  const gone = new AbortController();
   reply.raw.on('close', () => {
-    if (reply.raw.writableEnded) return;
-    const decision = requests.cancel(id, 'the client closed the response stream');
-    if (decision.cancelled) stop.abort(new Error(decision.reason ?? 'the client closed the response stream'));
+    if (!reply.raw.writableEnded) gone.abort(new Error('the client closed the response stream'));
   });
+  const stopping = new AbortController();
+  const endCall = (reason: ServerStopping) => stopping.abort(reason);
+  options.calls.add(endCall);
   // A progress token asks for progress: the answer becomes an SSE stream of notifications/progress
   // followed by the response (basic/patterns/progress). A call that outlives sseAfterMs becomes an
   // SSE stream too, with keepalives and, if there is no token, no progress.
@@ -595,54 +602,51 @@ async function callTool(
     return progress;
   };
   const sseTimer = setTimeout(toSse, options.sseAfterMs ?? DEFAULT_SSE_AFTER_MS);
-  // A handshake session's inline tool asks its client on this call's stream (requests of the
-  // server's own, answered by POSTed responses matched in the session's scope).
-  const askClient =
-    scope && caller.era === 'legacy'
-      ? (method: string, askParams: Readonly<Record<string, unknown>>, signal: AbortSignal) =>
-          scope.clientRequests.ask(method, askParams, (message) => toSse()?.message(message), signal)
-      : undefined;
-  let outcome: MethodOutcome | null;
+  let end: RequestEnd;
   try {
-    outcome = await options.core.request('tools/call', params, {
-      ...caller,
-      signal: stop.signal,
+    end = await runRequest(id, 'tools/call', params, {
+      core: options.core,
+      begun: begun.generation,
+      // A handshake session's inline tool asks its client on this call's stream (requests of the
+      // server's own, answered by POSTed responses matched in the session's scope).
+      scope: callScope,
+      context: { ...caller, log: (fields, message) => request.log.warn(fields, message) },
       // Only a call that asked for progress watches it: the others read their task once, at the end.
-      ...(progressToken === null ? {} : { onProgress: (update: TaskProgress) => toSse()?.offer(update) }),
-      // A log message turns the answer into SSE, as progress does: it must go before the response.
-      onLog: (notification: Record<string, unknown>) => toSse()?.message(notification),
-      ...(askClient ? { askClient } : {}),
-      log: (fields: Record<string, unknown>, message: string) => request.log.warn(fields, message),
+      progress: (update) => toSse()?.offer(update),
+      // A log message (or a request to the client) turns the answer into SSE, as progress does:
+      // it must go before the response.
+      send: (message) => toSse()?.message(message),
+      gone: gone.signal,
+      stopping: stopping.signal,
+      failure: (error) => logged(request, error),
     });
-  } catch (error) {
-    const failure = logged(request, error);
-    for (const [name, value] of Object.entries(failure.headers)) {
-      if (!reply.raw.headersSent) reply.raw.setHeader(name, value);
-    }
-    outcome = { kind: 'error', httpStatus: failure.status, error: failure.error };
   } finally {
     clearTimeout(sseTimer);
     options.calls.delete(endCall);
-    if (scope?.controllers.get(requestIdKey(id)) === stop) scope.controllers.delete(requestIdKey(id));
   }
-  if (outcome === null && serverStopping) {
-    // Ended by the server's shutdown, its request-mode task cancelled: a definitive, retryable
-    // answer rather than a cut connection (a client would wait on that until its own timeout).
-    if (!reply.raw.headersSent) reply.raw.setHeader('retry-after', '1');
-    outcome = { kind: 'error', httpStatus: 503, error: stoppedCallError() };
-  }
-  if (outcome?.kind === 'result') outcome = { kind: 'result', result: shape(outcome.result) };
-  // One terminal state: if the cancel won, the result is dropped and nothing is written.
-  // (A call cancelled, whose id the client has used again, completes nothing of the newer call's.)
-  if (outcome === null || requests.complete(id, begun.generation) === 'drop') {
+  if (end.kind === 'cancelled' || end.kind === 'duplicate') {
     // Cancelled by a POSTed notification (2025-11-25) while the response is still open: end it
-    // without a message — an SSE stream just ends, an unanswered POST gets an empty 204.
+    // without a message — an SSE stream just ends, an unanswered POST gets an empty 204. (One
+    // terminal state: a result that lost the race to the cancel was dropped by the runner.)
     if (!reply.raw.writableEnded && !reply.raw.destroyed) {
       if (!reply.raw.headersSent) reply.raw.writeHead(204);
       reply.raw.end();
     }
     return;
   }
+  let outcome: MethodOutcome;
+  if (end.kind === 'stopped') {
+    // Ended by the server's shutdown, its request-mode task cancelled: a definitive, retryable
+    // answer rather than a cut connection (a client would wait on that until its own timeout).
+    if (!reply.raw.headersSent) reply.raw.setHeader('retry-after', '1');
+    outcome = { kind: 'error', httpStatus: 503, error: stoppedCallError() };
+  } else {
+    outcome = end.outcome;
+    for (const [name, value] of Object.entries(end.headers ?? {})) {
+      if (!reply.raw.headersSent) reply.raw.setHeader(name, value);
+    }
+  }
+  if (outcome.kind === 'result') outcome = { kind: 'result', result: shape(outcome.result) };
   if (progress) return (progress as ProgressStream).finish(id, outcome);
   const body = JSON.stringify(
     outcome.kind === 'result' ? resultResponse(id, outcome.result) : errorResponse(id, outcome.error),

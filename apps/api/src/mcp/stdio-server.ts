@@ -389,7 +389,7 @@ export class StdioServer {
         // Ended by the server stopping, its request-mode task cancelled: a definitive, retryable
         // answer (the client would otherwise wait on it until its own timeout).
         if (end.kind === 'stopped') {
-          this.#deliver(id, { kind: 'error', httpStatus: 503, error: stoppedCallError() }, begun.generation);
+          this.#deliver(id, { kind: 'error', httpStatus: 503, error: stoppedCallError(method) }, begun.generation);
           return;
         }
         if (end.kind !== 'answer') return;

@@ -34,16 +34,16 @@ export class ServerStopping extends Error {
 }
 
 /**
- * The answer of a call the server's shutdown ended with its request-mode task cancelled: a
- * definitive, retryable error rather than a cut connection (a client would wait on that until its
- * own timeout). Retry-After: 1.
+ * The answer of a request the server's shutdown ended: a definitive, retryable error rather than
+ * a cut connection (a client would wait on that until its own timeout). Retry-After: 1. A call's
+ * request-mode task was cancelled; any other request (a tasks/result wait) changed nothing.
  */
-export function stoppedCallError(): JsonRpcError {
-  return toJsonRpcError(
-    new TaskgateError('TG_SERVICE_UNAVAILABLE', 'the server is shutting down; call again: this call was cancelled', {
-      details: { retryAfterSeconds: 1 },
-    }),
-  );
+export function stoppedCallError(method = 'tools/call'): JsonRpcError {
+  const message =
+    method === 'tools/call'
+      ? 'the server is shutting down; call again: this call was cancelled'
+      : 'the server is shutting down; send the request again';
+  return toJsonRpcError(new TaskgateError('TG_SERVICE_UNAVAILABLE', message, { details: { retryAfterSeconds: 1 } }));
 }
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;

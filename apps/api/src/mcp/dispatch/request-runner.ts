@@ -22,7 +22,8 @@ export interface RequestScope {
 export type RequestMessageKind = 'progress' | 'log' | 'ask';
 
 export type RequestEnd =
-  | { readonly kind: 'answer'; readonly outcome: MethodOutcome }
+  /** Its answer; a failure's headers (Retry-After on a 503) with it, for a transport that has headers. */
+  | { readonly kind: 'answer'; readonly outcome: MethodOutcome; readonly headers?: Readonly<Record<string, string>> }
   /** Cancelled by the client (notifications/cancelled, a closed stream or pipe): nothing is sent for it. */
   | { readonly kind: 'cancelled' }
   /** Ended by the server stopping with nothing to hand over (its request-mode task cancelled). */
@@ -42,6 +43,13 @@ export interface RunRequest {
   readonly context: Omit<RequestContext, 'signal' | 'onProgress' | 'onLog' | 'askClient'>;
   /** Where its progress, log messages and requests to the client go. */
   readonly send: (message: Record<string, unknown>, kind: RequestMessageKind) => void;
+  /**
+   * Progress as the task reports it, for a transport that builds the notification itself (HTTP's
+   * ProgressStream keeps a stalled reader's latest update in place, allocating nothing per
+   * update); absent, each update goes to `send` as its notifications/progress. Only a request
+   * with a progress token has progress either way.
+   */
+  readonly progress?: (progress: TaskProgress) => void;
   /** The client is gone (its stream closed, stdin ended): the request is cancelled, as by notifications/cancelled. */
   readonly gone?: AbortSignal;
   /**
@@ -50,7 +58,11 @@ export interface RunRequest {
    */
   readonly stopping?: AbortSignal;
   /** A failure the core threw, as the transport reports it (logged, with its HTTP status). */
-  readonly failure: (error: unknown) => { readonly status: number; readonly error: JsonRpcError };
+  readonly failure: (error: unknown) => {
+    readonly status: number;
+    readonly error: JsonRpcError;
+    readonly headers?: Readonly<Record<string, string>>;
+  };
 }
 
 /**
@@ -94,13 +106,17 @@ export async function runRequest(
   const token = progressTokenOf(params);
   const clientRequests = scope.clientRequests;
   let outcome: MethodOutcome | null;
+  let headers: Readonly<Record<string, string>> | undefined;
   try {
     outcome = await run.core.request(method, params, {
       ...run.context,
       signal: controller.signal,
       ...(token === null
         ? {}
-        : { onProgress: (progress: TaskProgress) => run.send(progressNotification(token, progress), 'progress') }),
+        : {
+            onProgress:
+              run.progress ?? ((progress: TaskProgress) => run.send(progressNotification(token, progress), 'progress')),
+          }),
       onLog: (message) => run.send(message, 'log'),
       ...(clientRequests
         ? {
@@ -112,6 +128,7 @@ export async function runRequest(
   } catch (error) {
     const failure = run.failure(error);
     outcome = { kind: 'error', httpStatus: failure.status, error: failure.error };
+    headers = failure.headers;
   } finally {
     run.gone?.removeEventListener('abort', onGone);
     run.stopping?.removeEventListener('abort', onStopping);
@@ -121,5 +138,5 @@ export async function runRequest(
   // taken again after its cancel completes nothing of the newer one's).
   if (scope.requests.complete(id, generation) === 'drop') return { kind: 'cancelled' };
   if (outcome === null) return run.stopping?.aborted ? { kind: 'stopped' } : { kind: 'cancelled' };
-  return { kind: 'answer', outcome };
+  return headers === undefined ? { kind: 'answer', outcome } : { kind: 'answer', outcome, headers };
 }
