@@ -260,6 +260,28 @@ describe('a connection', () => {
       );
       expect((answers.find((m) => m.id === null) as { error: { code: number } }).error.code).toBe(-32600);
       expect((answers.find((m) => m.id === 'nul') as { error: { code: number } }).error.code).toBe(-32602);
+      // Before initialize (a reconnected stream is a new connection, never initialized): refused
+      // as such, even with 2026-07-28's per-request _meta, which this transport does not carry.
+      await connection.post({ jsonrpc: '2.0', id: 'early', method: 'tools/list' });
+      await connection.post({
+        jsonrpc: '2.0',
+        id: 'modern',
+        method: 'tools/list',
+        params: {
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+        },
+      });
+      const early = await connection.until(
+        (all) => all.some((m) => m.id === 'early') && all.some((m) => m.id === 'modern'),
+      );
+      for (const id of ['early', 'modern']) {
+        expect(early.find((m) => m.id === id)).toMatchObject({
+          error: { code: -32600, message: expect.stringContaining('this connection is not initialized') },
+        });
+      }
       // A stream is only opened for a client that reads one.
       const plain = await fetch(sseUrl, { headers: { accept: 'application/json' } });
       expect(plain.status).toBe(406);

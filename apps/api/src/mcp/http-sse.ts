@@ -10,8 +10,13 @@ import { StdioServer } from './stdio-server.ts';
 /** Where a client of the HTTP+SSE transport opens its stream, and where it POSTs its messages. */
 export const SSE_STREAM_PATH = '/sse';
 export const SSE_MESSAGES_PATH = '/messages';
-/** Streams one process holds at most: each is a connection's whole state, kept until it closes. */
+/**
+ * Streams one process holds at most: each is a connection's whole state, kept until it closes.
+ * One tenant holds at most half of them, so it cannot lock the others out.
+ */
 export const MAX_SSE_SESSIONS = 1_000;
+/** A connection whose client has POSTed nothing this long after it opened is closed. */
+export const SSE_FIRST_MESSAGE_MS = 60_000;
 /** Unread answers a connection may hold before it is closed (a client that POSTs and never reads). */
 export const MAX_SSE_BUFFERED_BYTES = 16 * 1024 * 1024;
 
@@ -24,10 +29,13 @@ export interface HttpSseOptions {
   /** When the server closes, requests still in flight get this long before they are ended. */
   readonly shutdownGraceMs: number;
   readonly maxSessions?: number;
+  readonly firstMessageMs?: number;
 }
 
 interface Session {
   readonly tenantId: string;
+  /** Until the client's first POST: then cleared. */
+  firstMessage: NodeJS.Timeout | null;
   readonly connection: StdioServer;
   readonly output: Writable;
   readonly res: ServerResponse;
@@ -53,19 +61,25 @@ export function registerHttpSse(scope: FastifyInstance, options: HttpSseOptions)
   const sessions = new Map<string, Session>();
   const stopping = new AbortController();
   const maxSessions = options.maxSessions ?? MAX_SSE_SESSIONS;
+  const perTenant = Math.max(1, Math.floor(maxSessions / 2));
+  const held = new Map<string, number>();
 
-  scope.get(SSE_STREAM_PATH, { schema: { hide: true } }, async (request, reply) => {
-    const accept = (request.headers.accept ?? '').toLowerCase();
-    if (!accept.includes('text/event-stream') && !accept.includes('*/*')) {
-      return refuse(reply, 406, 'the Accept header must list text/event-stream');
+  // HEAD would run this handler (Fastify exposes a HEAD route for each GET) and open a stream
+  // whose headers Node never sends: a connection slot held by nothing.
+  scope.get(SSE_STREAM_PATH, { schema: { hide: true }, exposeHeadRoute: false }, async (request, reply) => {
+    if (!acceptsEventStream(request.headers.accept)) {
+      return refuse(reply, 406, 'the Accept header must allow text/event-stream');
     }
     if (stopping.signal.aborted) return refuse(reply, 503, 'the server is shutting down; connect again', '1');
-    if (sessions.size >= maxSessions) {
-      request.log.warn({ sessions: sessions.size }, 'an HTTP+SSE connection was refused: too many open');
-      return refuse(reply, 503, `this server holds ${maxSessions} HTTP+SSE connections already; connect again`, '5');
+    const tenantId = options.tenantOf(request);
+    const ofTenant = held.get(tenantId) ?? 0;
+    if (sessions.size >= maxSessions || ofTenant >= perTenant) {
+      request.log.warn({ sessions: sessions.size, ofTenant }, 'an HTTP+SSE connection was refused: too many open');
+      const holder = ofTenant >= perTenant ? 'this tenant holds' : 'this server holds';
+      const count = ofTenant >= perTenant ? perTenant : maxSessions;
+      return refuse(reply, 503, `${holder} ${count} HTTP+SSE connections already; connect again later`, '5');
     }
     const sessionId = randomUUID();
-    const tenantId = options.tenantOf(request);
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
@@ -89,15 +103,29 @@ export function registerHttpSse(scope: FastifyInstance, options: HttpSseOptions)
         warn: (fields, message) => request.log.warn({ ...fields, sessionId }, message),
       },
       stopping: stopping.signal,
+      // This transport is the handshake's: a request before initialize is refused as such.
+      handshakeOnly: true,
     });
-    sessions.set(sessionId, { tenantId, connection, output, res });
+    // A client that opens a stream and never speaks holds a slot for nothing.
+    const firstMessage = setTimeout(() => {
+      request.log.warn({ sessionId }, 'an HTTP+SSE connection was closed: its client sent nothing');
+      res.destroy();
+    }, options.firstMessageMs ?? SSE_FIRST_MESSAGE_MS);
+    firstMessage.unref();
+    sessions.set(sessionId, { tenantId, firstMessage, connection, output, res });
+    held.set(tenantId, ofTenant + 1);
     const keepalive = setInterval(() => {
       if (!res.writableNeedDrain) res.write(': keepalive\n\n');
     }, options.keepaliveMs);
     keepalive.unref();
     res.on('close', () => {
       clearInterval(keepalive);
-      sessions.delete(sessionId);
+      clearTimeout(firstMessage);
+      if (sessions.delete(sessionId)) {
+        const left = (held.get(tenantId) ?? 1) - 1;
+        if (left > 0) held.set(tenantId, left);
+        else held.delete(tenantId);
+      }
       connection.end('the client closed the SSE stream');
     });
   });
@@ -116,6 +144,10 @@ export function registerHttpSse(scope: FastifyInstance, options: HttpSseOptions)
       );
     }
     if (request.body === undefined) return refuse(reply, 400, 'the body must be one JSON-RPC message, as JSON');
+    if (session.firstMessage) {
+      clearTimeout(session.firstMessage);
+      session.firstMessage = null;
+    }
     // The message is the connection's, and so is its answer (on the stream): the POST says only
     // that it was taken. A body that is not JSON never gets here (-32700 on this response).
     session.connection.receive(request.body);
@@ -141,13 +173,27 @@ export function registerHttpSse(scope: FastifyInstance, options: HttpSseOptions)
       ]);
       clearTimeout(grace);
       stopping.abort(new ServerStopping());
+      // A subscription ends only here (its result, then notifications/cancelled); the stop above
+      // has the requests answer. Then, once every answer is written, the streams end.
+      for (const { connection } of open) connection.shutdown();
       await settled();
-      for (const { connection, output, res } of open) {
-        connection.shutdown();
-        output.end(() => res.end());
-      }
+      for (const { output, res } of open) output.end(() => res.end());
     },
   };
+}
+
+/**
+ * Whether an Accept header allows text/event-stream (RFC 9110 12.5.1: none at all allows
+ * anything; a type with q=0 is refused).
+ */
+function acceptsEventStream(accept: string | undefined): boolean {
+  if (accept === undefined || accept.trim() === '') return true;
+  return accept.split(',').some((part) => {
+    const [type = '', ...parameters] = part.split(';').map((piece) => piece.trim().toLowerCase());
+    const q = parameters.find((parameter) => parameter.startsWith('q='));
+    if (q !== undefined && Number(q.slice(2)) === 0) return false;
+    return type === 'text/event-stream' || type === 'text/*' || type === '*/*';
+  });
 }
 
 function refuse(reply: FastifyReply, status: number, message: string, retryAfter?: string) {

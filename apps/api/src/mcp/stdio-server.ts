@@ -60,6 +60,11 @@ export interface StdioServerOptions {
    * (a task handed over where the client can take it, else a retryable -31503), not cancelled.
    */
   readonly stopping?: AbortSignal;
+  /**
+   * Every request is of the handshake revision initialize negotiated (the HTTP+SSE transport's
+   * connections): a per-request _meta version does not make one 2026-07-28's.
+   */
+  readonly handshakeOnly?: boolean;
 }
 
 /**
@@ -296,7 +301,10 @@ export class StdioServer {
     }
     // A 2025-11-25 client opens with initialize; from then on this pipe speaks that revision
     // (one client per pipe), except for requests that carry 2026-07-28's per-request _meta.
-    const modern = eraOf(method, params, undefined) === 'modern' && !(this.#legacy && !hasMetaVersion(params));
+    const modern =
+      !this.#options.handshakeOnly &&
+      eraOf(method, params, undefined) === 'modern' &&
+      !(this.#legacy && !hasMetaVersion(params));
     if (method === 'initialize' && !modern) {
       this.#legacy = true;
       this.#revision = negotiateHandshake(params?.protocolVersion);
@@ -322,7 +330,9 @@ export class StdioServer {
           httpStatus: 400,
           error: {
             code: ErrorCode.InvalidRequest,
-            message: `send initialize first, or ${LATEST_PROTOCOL_VERSION} per-request _meta`,
+            message: this.#options.handshakeOnly
+              ? 'this connection is not initialized: send initialize first (a stream opened again is a new connection)'
+              : `send initialize first, or ${LATEST_PROTOCOL_VERSION} per-request _meta`,
           },
         },
         begun.generation,
