@@ -203,6 +203,21 @@ describe('requests to the client, over Streamable HTTP', () => {
 describe('a prompt’s ctx.input() in a handshake revision', () => {
   const PROMPT = 'test_input_required_result_prompt';
 
+  it('is -32021 naming the capability when the client did not declare it, and asks nothing', async () => {
+    const client = await initialized({});
+    client.send({ jsonrpc: '2.0', id: 'undeclared', method: 'prompts/get', params: { name: PROMPT } });
+    expect(await client.answerTo('undeclared')).toMatchObject({
+      error: {
+        code: -32021,
+        message: expect.stringContaining('did not declare elicitation'),
+        data: { requiredCapabilities: { elicitation: {} } },
+      },
+    });
+    expect(client.received.some((m) => m.method === 'elicitation/create')).toBe(false);
+    client.input.end();
+    await client.server.closed;
+  });
+
   it('over stdio: asks the client on the pipe, and makes its messages from the answer', async () => {
     const client = await initialized({ elicitation: {} });
     client.send({ jsonrpc: '2.0', id: 1, method: 'prompts/get', params: { name: PROMPT } });
@@ -224,15 +239,6 @@ describe('a prompt’s ctx.input() in a handshake revision', () => {
         data: { code: 'TG_INPUT_RESPONSES_INVALID' },
       },
     });
-    client.input.end();
-    await client.server.closed;
-  });
-
-  it('over stdio, without the capability: fails with -32603 saying which one is missing', async () => {
-    const client = await initialized({});
-    client.send({ jsonrpc: '2.0', id: 1, method: 'prompts/get', params: { name: PROMPT } });
-    expect(await client.answerTo(1)).toMatchObject({ error: { code: -32603 } });
-    expect(client.received.some((m) => m.method === 'elicitation/create')).toBe(false);
     client.input.end();
     await client.server.closed;
   });
@@ -284,6 +290,16 @@ describe('resources/subscribe', () => {
     client.send({ jsonrpc: '2.0', id: 'a2', method: 'resources/unsubscribe', params: { uri: uri(watched.id) } });
     expect(await client.answerTo('a2')).toMatchObject({ result: {} });
     client.send({ jsonrpc: '2.0', id: 'bad', method: 'resources/subscribe', params: { uri: 'test://nothing' } });
+    // Another tenant's task, and an id that names none, are not found as resources/read has them.
+    const others = await platform.service.create('globex', { tool: 'slow_compute', arguments: { seconds: 30 } });
+    for (const [id, foreign] of [
+      ['other', uri(others.id)],
+      ['none', uri('not-a-task')],
+    ]) {
+      client.send({ jsonrpc: '2.0', id, method: 'resources/subscribe', params: { uri: foreign } });
+      expect(await client.answerTo(id as string)).toMatchObject({ error: { code: -32002, data: { uri: foreign } } });
+    }
+    await platform.service.cancel('globex', others.id, 'test over');
     expect(await client.answerTo('s1')).toMatchObject({ result: {} });
     expect(await client.answerTo('u2')).toMatchObject({ result: {} });
     expect(await client.answerTo('bad')).toMatchObject({ error: { code: -32002, data: { uri: 'test://nothing' } } });

@@ -138,7 +138,11 @@ describe('subscriptions/listen over HTTP', () => {
     const taskId = await workingTask(first);
     const uri = `taskgate://tasks/${taskId}`;
     const overlong = `taskgate://tasks/${'a'.repeat(3_000)}`;
-    const stream = listen(second, 'listen-resources', { resourceSubscriptions: [uri, uri, 'nope://x', overlong] });
+    // Another tenant's task is as unknown as one that is not: left out, as taskIds leaves it.
+    const others = await platform.service.create('globex', { tool: 'slow_compute', arguments: { seconds: 30 } });
+    const stream = listen(second, 'listen-resources', {
+      resourceSubscriptions: [uri, uri, 'nope://x', overlong, `taskgate://tasks/${others.id}`, 'taskgate://tasks/nope'],
+    });
     await stream.until((all) => all.length >= 1);
     expect(stream.messages[0]).toEqual({
       jsonrpc: '2.0',
@@ -164,6 +168,7 @@ describe('subscriptions/listen over HTTP', () => {
     const text = contents[0]?.text as string;
     expect(JSON.parse(text)).toMatchObject({ taskId, status: 'cancelled' });
     stream.request.destroy();
+    await platform.service.cancel('globex', others.id, 'test over');
   });
 
   it('refuses unknown filter fields, wrong types and taskIds without the extension, and changes nothing', async () => {

@@ -16,7 +16,7 @@ import { type ResourceSubscriptions, resourceSubscriptions } from './dispatch/re
 import type { MethodOutcome, ServerIdentity } from './mcp-methods.ts';
 import { defaultVersion, servedRevisions } from './revisions/index.ts';
 import type { Revision } from './revisions/revision.ts';
-import { taskResources } from './task-resources.ts';
+import { hasTaskResource, taskResources } from './task-resources.ts';
 import { type ListenSink, readListenFilter, TaskSubscription } from './task-subscriptions.ts';
 
 export interface McpCoreOptions {
@@ -128,6 +128,7 @@ export class McpCore {
     this.#content = content;
     this.#revisions = servedRevisions(runner, this.#watcher, {
       content,
+      served: (tenantId, uri) => this.#resourceServed(tenantId, uri),
       server: options.server,
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.listPageSize === undefined ? {} : { pageSize: options.listPageSize }),
@@ -151,6 +152,14 @@ export class McpCore {
       httpStatus: 404,
       error: { code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` },
     };
+  }
+
+  /**
+   * Whether the tenant may subscribe to `uri`: one of its own tasks, or a module's resource (a
+   * template matches whatever its variables are: a module's resource is not read to find out).
+   */
+  async #resourceServed(tenantId: string, uri: string): Promise<boolean> {
+    return (await hasTaskResource(this.#options.service, tenantId, uri)) ?? this.#content.resolve(uri) !== null;
   }
 
   /** Calls `listener` after each change of the tools offered (for list-changed notifications). */
@@ -198,7 +207,7 @@ export class McpCore {
         ...this.#options,
         watcher: this.#watcher,
         resources: {
-          has: (uri) => this.#content.resolve(uri) !== null,
+          has: (uri) => this.#resourceServed(context.tenantId, uri),
           subscriptions: (tenantId, send) => this.resourceSubscriptions(tenantId, send),
         },
       },

@@ -1,11 +1,37 @@
 import { isTaskgateError } from '@taskgate/errors';
 import type { ResourceTemplateDefinition } from '@taskgate/sdk';
-import type { ContentSet } from '@taskgate/tools';
+import { type ContentSet, UriTemplate } from '@taskgate/tools';
 import type { TaskService } from '../tasks/task-service.ts';
 import { type ServerIdentity, taskError, withServerInfo } from './mcp-methods.ts';
 import { taskFields } from './mcp-tasks.ts';
 
 export const TASK_RESOURCE_TEMPLATE = 'taskgate://tasks/{id}';
+const TASKS = new UriTemplate(TASK_RESOURCE_TEMPLATE);
+
+/** The task id a `taskgate://tasks/{id}` URI names, or undefined for any other URI. */
+export function taskIdOfUri(uri: string): string | undefined {
+  return TASKS.match(uri)?.id;
+}
+
+/**
+ * Whether the tenant has the task `uri` names (a malformed id names none). Undefined for a URI
+ * that is not a task's. A database outage throws (the caller's 503), rather than reading as "no".
+ */
+export async function hasTaskResource(
+  service: TaskService,
+  tenantId: string,
+  uri: string,
+): Promise<boolean | undefined> {
+  const id = taskIdOfUri(uri);
+  if (id === undefined) return undefined;
+  try {
+    await service.get(tenantId, id);
+    return true;
+  } catch (error) {
+    if (isTaskgateError(error, 'TG_TASK_NOT_FOUND')) return false;
+    throw error;
+  }
+}
 
 /**
  * Taskgate's own resources: each task of the caller's tenant at `taskgate://tasks/{id}`, as JSON

@@ -78,8 +78,8 @@ export interface TaskSubscriptionOptions {
   readonly tools?: { onChange(listener: () => void): () => void };
   /** The resources a `resourceSubscriptions` filter may name, and their change notifications. */
   readonly resources?: {
-    /** Whether `uri` names a resource this server serves (a module's, or a task's). */
-    has(uri: string): boolean;
+    /** Whether `uri` names a resource of this tenant's (a module's, or one of its tasks). */
+    has(uri: string): Promise<boolean>;
     /** A set of subscriptions whose notifications/resources/updated go to `send`. */
     subscriptions(tenantId: string, send: (notification: Record<string, unknown>) => void): ResourceSubscriptions;
   };
@@ -163,7 +163,11 @@ export class TaskSubscription {
     for (const id of wanted) watch.add(id);
     const readings = await Promise.all(initial);
     if (this.#stopped) return;
-    const { resources, honoured } = this.#resourcesToWatch();
+    const { resources, honoured } = await this.#resourcesToWatch();
+    if (this.#stopped) {
+      resources?.stop();
+      return;
+    }
     const known: string[] = [];
     for (const [index, reading] of readings.entries()) {
       const id = wanted[index] as string;
@@ -206,13 +210,14 @@ export class TaskSubscription {
    * The URIs of the filter this subscription honours, and the set that will watch them (made now,
    * subscribed after the acknowledgement); none without a `resourceSubscriptions` filter.
    */
-  #resourcesToWatch(): { resources: ResourceSubscriptions | null; honoured: string[] } {
+  async #resourcesToWatch(): Promise<{ resources: ResourceSubscriptions | null; honoured: string[] }> {
     const asked = this.#filter.resourceSubscriptions;
     const served = this.#options.resources;
     if (!asked || !served) return { resources: null, honoured: [] };
-    const honoured = [...new Set(asked)]
-      .filter((uri) => uri !== '' && uri.length <= MAX_URI_CHARS && served.has(uri))
-      .slice(0, MAX_RESOURCE_SUBSCRIPTIONS);
+    // Another tenant's task, or a malformed id, is left out as an unknown one is (taskIds too).
+    const candidates = [...new Set(asked)].filter((uri) => uri !== '' && uri.length <= MAX_URI_CHARS);
+    const kept = await Promise.all(candidates.map((uri) => served.has(uri)));
+    const honoured = candidates.filter((_, index) => kept[index]).slice(0, MAX_RESOURCE_SUBSCRIPTIONS);
     const resources = served.subscriptions(this.#tenantId, (notification) => {
       if (this.#stopped) return;
       const params = notification.params as { uri: string };

@@ -11,11 +11,11 @@ import {
 } from '@taskgate/tools';
 import { classifyFailure } from '../../http/failures.ts';
 import type { RequestContext } from '../mcp-core.ts';
-import { invalidParams, type MethodOutcome, type ServerIdentity } from '../mcp-methods.ts';
+import { invalidParams, type MethodOutcome, missingCapability, type ServerIdentity } from '../mcp-methods.ts';
 import { type ListPage, pageOf } from './list-page.ts';
 import type { MethodHandler } from './method-table.ts';
 import { MAX_RESOURCE_SUBSCRIPTIONS } from './resource-subscriptions.ts';
-import { clientAsker, type Round, type RoundTrips } from './round-trips.ts';
+import { ClientCapabilityMissing, clientAsker, type Round, type RoundTrips } from './round-trips.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -25,6 +25,11 @@ export interface ContentMethodsOptions {
   readonly logger?: { readonly warn: LogFn };
   /** Entries per list page (default 100). */
   readonly pageSize?: number;
+  /**
+   * Whether `uri` names a resource the tenant may subscribe to: a task resource only for a task
+   * of its own (another tenant's is as unknown as none); absent, any URI the definitions match.
+   */
+  readonly served?: (tenantId: string, uri: string) => Promise<boolean>;
 }
 
 /** What a revision does differently with these methods. */
@@ -102,6 +107,10 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
         error: { code: ErrorCode.InvalidParams, message: error.message, data: { code: 'TG_INPUT_RESPONSES_INVALID' } },
       };
     }
+    // It asked its client for what the client did not declare: the client's gap, not a bug.
+    if (error.kind === 'failed' && error.cause instanceof ClientCapabilityMissing) {
+      return missingCapability(error.cause.missing, error.cause.message);
+    }
     // The database away (a task resource's read): the transport's 503 with Retry-After, not a bug.
     if (error.kind === 'failed' && classifyFailure(error.cause).code === 'TG_SERVICE_UNAVAILABLE') throw error.cause;
     // Called as methods: pino's warn needs its `this`.
@@ -119,15 +128,22 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
     ? [
         [
           'resources/subscribe',
-          (params, context) => {
+          async (params, context) => {
             const uri = params?.uri;
             if (typeof uri !== 'string' || uri === '')
               return bad('resources/subscribe needs params.uri, a resource URI');
+            if (uri.length > MAX_URI_CHARS) return bad(`params.uri is longer than ${MAX_URI_CHARS} characters`);
             if (!content.resolve(uri)) return notFound(shape.notFoundCode, uri);
-            if (!context.resourceSubscriptions)
-              return bad('resources/subscribe needs a session: send initialize first');
-            if (!context.resourceSubscriptions.subscribe(uri)) {
+            const subscriptions = context.resourceSubscriptions;
+            if (!subscriptions) return bad('resources/subscribe needs a session: send initialize first');
+            if (!subscriptions.subscribe(uri)) {
               return bad(`this connection is subscribed to ${MAX_RESOURCE_SUBSCRIPTIONS} resources already`);
+            }
+            // A task resource is its tenant's only: subscribed at once (so an unsubscribe sent
+            // after it applies after it), then undone for another tenant's task, or none.
+            if (options.served && !(await options.served(context.tenantId, uri))) {
+              subscriptions.unsubscribe(uri);
+              return notFound(shape.notFoundCode, uri);
             }
             return ok({});
           },

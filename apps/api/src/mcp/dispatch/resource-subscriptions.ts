@@ -1,7 +1,7 @@
 import { isTerminalStatus } from '@taskgate/reliability';
-import { type ResolvedResource, UriTemplate } from '@taskgate/tools';
+import type { ResolvedResource } from '@taskgate/tools';
 import { changesStatus, type TaskWatcher } from '../../tasks/task-watch.ts';
-import { TASK_RESOURCE_TEMPLATE } from '../task-resources.ts';
+import { taskIdOfUri } from '../task-resources.ts';
 
 /** At most this many URIs one connection is subscribed to at a time. */
 export const MAX_RESOURCE_SUBSCRIPTIONS = 100;
@@ -13,8 +13,6 @@ export interface ResourceSubscriptions {
   unsubscribe(uri: string): void;
   stop(): void;
 }
-
-const TASKS = new UriTemplate(TASK_RESOURCE_TEMPLATE);
 
 /**
  * resources/subscribe for one connection. A task resource (`taskgate://tasks/{id}`) is watched:
@@ -96,7 +94,7 @@ export function resourceSubscriptions(
       if (uris.has(uri)) return true;
       if (uris.size >= MAX_RESOURCE_SUBSCRIPTIONS) return false;
       uris.add(uri);
-      const id = TASKS.match(uri)?.id;
+      const id = taskIdOfUri(uri);
       if (id === undefined) startWatch(uri);
       if (id !== undefined) {
         const watched = tasks.get(id);
@@ -111,7 +109,7 @@ export function resourceSubscriptions(
     unsubscribe(uri) {
       uris.delete(uri);
       stopWatch(uri);
-      const id = TASKS.match(uri)?.id;
+      const id = taskIdOfUri(uri);
       const watched = id === undefined ? undefined : tasks.get(id);
       if (!watched) return;
       watched.uris.delete(uri);

@@ -36,6 +36,19 @@ export function inputCapabilityProblem(
   return missing ? { kind: 'missing', missing } : null;
 }
 
+/**
+ * A handler asked its client for input of a kind the client did not declare: the request is
+ * answered -32021 with `data.requiredCapabilities`, as a tool that needs them is before it runs.
+ */
+export class ClientCapabilityMissing extends Error {
+  readonly missing: Capabilities;
+  constructor(message: string, missing: Capabilities) {
+    super(message);
+    this.name = 'ClientCapabilityMissing';
+    this.missing = missing;
+  }
+}
+
 /** One request of a multi round-trip exchange: what it is about, and the answers gathered so far. */
 export interface Round {
   /** The method and salient params the state is bound to (a digest, made only when a state is). */
@@ -180,7 +193,10 @@ export function clientAsker(
     if (problem?.kind === 'missing') {
       const capability = Object.keys(problem.missing).join(', ');
       return Promise.reject(
-        new Error(`${who} needs ${request.method}, and the client did not declare ${capability} at initialize`),
+        new ClientCapabilityMissing(
+          `${who} needs ${request.method}, and the client did not declare ${capability} at initialize`,
+          problem.missing,
+        ),
       );
     }
     return ask(request.method, request.params, signal);
