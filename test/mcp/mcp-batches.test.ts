@@ -275,6 +275,16 @@ describe('a 2025-03-26 session over Streamable HTTP', () => {
       const response = await post(batch, session);
       expect(response.status).toBe(400);
     }
+    // Without a session, a response answers nothing: refused whole, as a single POST of it is,
+    // before its requests run.
+    const sessionless = await post([rpc('p', 'ping'), { jsonrpc: '2.0', id: 'asked', result: {} }], {
+      'mcp-protocol-version': '2025-03-26',
+    });
+    expect(sessionless.status).toBe(400);
+    expect(await sessionless.json()).toMatchObject({
+      id: null,
+      error: { code: -32600, message: 'a response answers a request of this server, which only a session receives' },
+    });
   });
 });
 

@@ -162,4 +162,29 @@ describe('tools/list answers', () => {
     expect(names(await listLegacy())).toEqual(['alpha']);
     expect(await listStdio()).toEqual(['alpha']);
   });
+
+  it('refuse a cursor: the list is one page, so no cursor is one this server gave out', async () => {
+    const modern = modernRequest('tools/list', { cursor: 'YWxwaGE' }, { id: 'c' });
+    const refusedModern = await fetch(mcpUrl, { method: 'POST', headers: modern.headers, body: modern.body });
+    expect(refusedModern.status).toBe(400);
+    expect(await refusedModern.json()).toMatchObject({ id: 'c', error: { code: -32602 } });
+    for (const cursor of ['YWxwaGE', null, 7]) {
+      const legacy = await fetch(mcpUrl, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-11-25',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 'c', method: 'tools/list', params: { cursor } }),
+      });
+      expect(legacy.status).toBe(200);
+      expect(await legacy.json()).toMatchObject({
+        id: 'c',
+        error: { code: -32602, message: expect.stringContaining('tools/list has one page') },
+      });
+    }
+    stdio.send({ jsonrpc: '2.0', id: 'c', method: 'tools/list', params: { cursor: 'YWxwaGE' } });
+    expect(await stdio.answerTo('c')).toMatchObject({ error: { code: -32602 } });
+  });
 });

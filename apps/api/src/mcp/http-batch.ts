@@ -73,6 +73,10 @@ export async function handleBatch(
     responses.push(JSON.stringify(errorResponse(id, { code, message })));
   const messages = elements.map((element) => ({ element, message: classifyMessage(element) }));
   const hasRequest = messages.some(({ message }) => message.kind === 'request');
+  // As for a single POST: only a session was ever asked anything, so only a session can answer.
+  if (context.sessionId === undefined && messages.some(({ message }) => message.kind === 'response')) {
+    return refuse(400, 'a response answers a request of this server, which only a session receives');
+  }
 
   // Set up before the first element is served: a request starts as its element is read, so that a
   // cancel later in the same batch finds it running.

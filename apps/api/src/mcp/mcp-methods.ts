@@ -110,6 +110,19 @@ export function invalidParams(message: string, httpStatus = 400): MethodOutcome 
   return { kind: 'error', httpStatus, error: { code: ErrorCode.InvalidParams, message: `Invalid params: ${message}` } };
 }
 
+/**
+ * tools/list is one page (no nextCursor is ever given), so any cursor is one this server did not
+ * give out: -32602, as a list with pages answers a cursor it cannot read (utilities/pagination).
+ * Null when there is none.
+ */
+export function oneToolsPage(
+  params: Readonly<Record<string, unknown>> | undefined,
+  httpStatus: number,
+): MethodOutcome | null {
+  if (params?.cursor === undefined) return null;
+  return invalidParams('params.cursor is not a cursor this server gave out (tools/list has one page)', httpStatus);
+}
+
 /** -32021 naming what the client did not declare (basic/index: HTTP 400), before anything runs. */
 export function missingCapability(requiredCapabilities: Capabilities, message: string): MethodOutcome {
   return {

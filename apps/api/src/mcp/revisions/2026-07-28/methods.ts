@@ -22,6 +22,7 @@ import {
   invalidParams,
   type MethodOutcome,
   missingCapability,
+  oneToolsPage,
   refusal,
   toolsListResult,
 } from '../../mcp-methods.ts';
@@ -40,7 +41,9 @@ export function perRequestMethods(runner: CallRunner, content: ContentMethodsOpt
     ['server/discover', () => ({ kind: 'result', result: discoverResult(server) })],
     [
       'tools/list',
-      () => runner.sharedList(perRequestMethods, () => toolsListResult(runner.options.tools.list(), server)),
+      (params) =>
+        oneToolsPage(params, 400) ??
+        runner.sharedList(perRequestMethods, () => toolsListResult(runner.options.tools.list(), server)),
     ],
     ['tools/call', (params, context) => callTool(runner, params, context)],
     ['tasks/get', (params, context) => tasks(params, context, 'tasks/get')],

@@ -12,6 +12,7 @@ import {
   legacyResult,
   type MethodOutcome,
   missingCapability,
+  oneToolsPage,
   toolsListResult,
 } from '../../mcp-methods.ts';
 import { LegacyTaskMethods, legacyTask, legacyTaskRefusal, requestedTask } from '../2025-11-25/tasks.ts';
@@ -38,7 +39,8 @@ export function handshakeMethods(
     ['server/discover', () => ({ kind: 'result', result: discoverResult(server) })],
     [
       'tools/list',
-      () =>
+      (params) =>
+        oneToolsPage(params, 200) ??
         // Shared results are sent as they were serialised: this one is made in this revision's shape.
         runner.sharedList(
           profile,
