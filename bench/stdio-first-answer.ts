@@ -9,6 +9,8 @@
 // sooner than that, so it is the npx figure's anchor.
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- stdio-first-answer
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { cleanEnv, REPO_ROOT } from '../test/support/cli.ts';
 import { benchDatabase } from './support/bench-database.ts';
@@ -62,14 +64,21 @@ function exitTime(command: string, args: readonly string[], env: Record<string, 
 
 const database = await benchDatabase();
 const rows: Record<string, string | number>[] = [];
+/** The empty compile caches of the first-launch runs, removed at the end. */
+const coldDirs: string[] = [];
 try {
   // The system PATH first, as an MCP client's environment has it (its Node is whatever is there).
   const env = cleanEnv({ DATABASE_URL: database.url, PATH: `/usr/local/bin:/usr/bin:/bin` });
-  const ways: [string, string, string[]][] = [
+  const direct = [path.join(REPO_ROOT, 'apps/cli/bin/taskgate.js'), 'mcp-stdio'];
+  const ways: [string, string, string[], { coldCache?: boolean }?][] = [
+    ['project Node: node_modules/.bin/node apps/cli/bin/taskgate.js mcp-stdio', PROJECT_NODE, direct],
+    // The launcher keeps V8's compiled code on disk (module.enableCompileCache): every run above
+    // finds it from the run before. A first launch (a new machine, a new Taskgate) does not.
     [
-      'project Node: node_modules/.bin/node apps/cli/bin/taskgate.js mcp-stdio',
+      'first launch (an empty compile cache each run): project Node, as above',
       PROJECT_NODE,
-      [path.join(REPO_ROOT, 'apps/cli/bin/taskgate.js'), 'mcp-stdio'],
+      direct,
+      { coldCache: true },
     ],
     ['system PATH Node: node_modules/.bin/taskgate mcp-stdio (the launcher hands over)', BIN, ['mcp-stdio']],
     ['npx taskgate mcp-stdio', 'npx', ['--no-install', 'taskgate', 'mcp-stdio']],
@@ -79,10 +88,16 @@ try {
       [path.join(import.meta.dirname, 'support/sdk-stdio-anchor.ts')],
     ],
   ];
-  for (const [label, command, args] of ways) {
-    await firstAnswer(command, args, env); // warm the file cache
+  const envOf = (options?: { coldCache?: boolean }) => {
+    if (!options?.coldCache) return env;
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'taskgate-bench-compile-cache-'));
+    coldDirs.push(dir);
+    return { ...env, NODE_COMPILE_CACHE: dir };
+  };
+  for (const [label, command, args, options] of ways) {
+    await firstAnswer(command, args, envOf(options)); // warm the file cache
     const samples: number[] = [];
-    for (let run = 0; run < RUNS; run += 1) samples.push(await firstAnswer(command, args, env));
+    for (let run = 0; run < RUNS; run += 1) samples.push(await firstAnswer(command, args, envOf(options)));
     const stats = summary(samples);
     rows.push({ path: label, runs: stats.n, 'p50 ms': stats.p50, 'p99 ms': stats.p99, 'max ms': stats.max });
   }
@@ -100,6 +115,7 @@ try {
   });
 } finally {
   await database.drop();
+  for (const dir of coldDirs) rmSync(dir, { recursive: true, force: true });
 }
 printTable(`spawn → first answer (initialize), ${RUNS} runs each, external database`, rows);
 const anchor = { label: 'SDK v1 stdio server', value: figure(rows, 'SDK v1 stdio', 'p99 ms') };
