@@ -201,6 +201,3 @@ export function legacyResult(result: Readonly<Record<string, unknown>>): Readonl
 }
 
 /** A capabilities object as a 2025-11-25 initialize declared it, or undefined for anything else. */
-export function capabilitiesOf(value: unknown): Capabilities | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Capabilities) : undefined;
-}

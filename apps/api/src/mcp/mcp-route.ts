@@ -12,7 +12,6 @@ import {
   type JsonRpcId,
   LEGACY_PROTOCOL_VERSIONS,
   type LogLevel,
-  negotiateHandshake,
   type ProtocolEra,
   type RequestHeaders,
   resultResponse,
@@ -35,17 +34,10 @@ import {
   sessionRequestContext,
 } from './legacy-sessions.ts';
 import { type McpCore, ServerStopping, stoppedCallError } from './mcp-core.ts';
-import {
-  capabilitiesOf,
-  initializeResult,
-  legacyResult,
-  type MethodOutcome,
-  resultJson,
-  type ServerIdentity,
-  sharedResponse,
-} from './mcp-methods.ts';
+import { legacyResult, type MethodOutcome, resultJson, type ServerIdentity, sharedResponse } from './mcp-methods.ts';
 import { honourPostedCancel, honourPostedResponse } from './posted-messages.ts';
 import { ProgressStream } from './progress-stream.ts';
+import { initialize } from './revisions/handshake/initialize.ts';
 import { type RpcFailure, rpcFailure } from './rpc-failures.ts';
 import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
 
@@ -341,9 +333,9 @@ async function handleLegacy(
   if (method === 'initialize') {
     // The client's revision when it is served, else the latest of this era (lifecycle "Version
     // Negotiation"); a client that cannot speak the answer disconnects.
-    const revision = negotiateHandshake(params?.protocolVersion);
-    const session = await sessions.open(context.tenantId, revision, capabilitiesOf(params?.capabilities));
-    return reply.header('mcp-session-id', session).send(resultResponse(id, initializeResult(options.server, revision)));
+    const opened = initialize(params, options.server);
+    const session = await sessions.open(context.tenantId, opened.revision, opened.clientCapabilities);
+    return reply.header('mcp-session-id', session).send(resultResponse(id, opened.result));
   }
   const resolved = await sessionOf(context, sessions);
   if ('refused' in resolved) return reply.code(resolved.status).send(errorResponse(id, resolved.refused));

@@ -8,10 +8,10 @@ import {
   errorResponse,
   type JsonRpcId,
   META,
-  negotiateHandshake,
   resultResponse,
 } from '@taskgate/protocol';
-import { discoverResult, initializeResult, type ServerIdentity } from './server-info.ts';
+import { initialize } from './revisions/handshake/initialize.ts';
+import { discoverResult, type ServerIdentity } from './server-info.ts';
 import { oversizedLineResponse, readStdioLines, STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
 
 /** What is held before the server is ready; past it stdin is paused, and the client waits. */
@@ -149,7 +149,7 @@ export class StdioFront {
     if (method === 'initialize' && handshake) {
       this.#initialized = true;
       // Negotiated as the StdioServer will when it gets this line: the same function.
-      result = initializeResult(this.#server, negotiateHandshake(params?.protocolVersion));
+      result = initialize(params, this.#server).result;
     } else if (method === 'ping' && this.#initialized && !hasMetaVersion(params)) {
       // After an initialize the pipe speaks that revision (the StdioServer's rule), where ping is.
       result = {};

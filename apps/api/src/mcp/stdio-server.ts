@@ -12,7 +12,6 @@ import {
   LATEST_PROTOCOL_VERSION,
   LEGACY_PROTOCOL_VERSIONS,
   type LogLevel,
-  negotiateHandshake,
   parseCancelledParams,
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
@@ -21,14 +20,8 @@ import { ClientRequests } from './dispatch/client-requests.ts';
 import { runRequest } from './dispatch/request-runner.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import { type McpCore, stoppedCallError } from './mcp-core.ts';
-import {
-  capabilitiesOf,
-  initializeResult,
-  legacyResult,
-  type MethodOutcome,
-  resultJson,
-  type ServerIdentity,
-} from './mcp-methods.ts';
+import { legacyResult, type MethodOutcome, resultJson, type ServerIdentity } from './mcp-methods.ts';
+import { initialize } from './revisions/handshake/initialize.ts';
 import { rpcFailure } from './rpc-failures.ts';
 import { hasMetaVersion } from './stdio-front.ts';
 import { oversizedLineResponse, readStdioLines, STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
@@ -307,8 +300,9 @@ export class StdioServer {
       !(this.#legacy && !hasMetaVersion(params));
     if (method === 'initialize' && !modern) {
       this.#legacy = true;
-      this.#revision = negotiateHandshake(params?.protocolVersion);
-      this.#legacyCapabilities = capabilitiesOf(params?.capabilities);
+      const opened = initialize(params, this.#options.server);
+      this.#revision = opened.revision;
+      this.#legacyCapabilities = opened.clientCapabilities;
       // stdio is one stream both ways: 2025-11-25's notifications/tools/list_changed goes on it
       // whenever the tools offered change (the initialize result declares listChanged).
       this.#unsubscribeTools ??= this.#options.core.onToolsChanged(() => this.#toolsChanged());
@@ -316,7 +310,7 @@ export class StdioServer {
         id,
         {
           kind: 'result',
-          result: initializeResult(this.#options.server, this.#revision),
+          result: opened.result,
         },
         begun.generation,
       );
