@@ -1,5 +1,6 @@
 import type { TaskRecord } from '@taskgate/db';
 import { defineTool } from '@taskgate/sdk';
+import { MAX_TOOL_RESULT_BYTES } from '@taskgate/tools';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
@@ -21,6 +22,8 @@ const returns = (name: string, result: unknown, extra: Record<string, unknown> =
 const tools: unknown[] = [
   returns('returns_string_content', { content: 'nope' }),
   returns('returns_nothing', undefined),
+  // One byte past the bound, as JSON: {"content":[{"type":"text","text":""}]} is 39 bytes around the text.
+  returns('returns_too_much', { content: [{ type: 'text', text: 'x'.repeat(MAX_TOOL_RESULT_BYTES - 38) }] }),
   returns(
     'returns_off_schema',
     { content: [], structuredContent: { n: 'not a number' } },
@@ -99,6 +102,10 @@ describe("a handler's result", () => {
     ['returns_string_content', 'its result has no content array'],
     ['returns_nothing', 'it returned nothing, not a { content: [...] } result'],
     ['returns_off_schema', 'its structuredContent does not match its outputSchema (/n must be number)'],
+    [
+      'returns_too_much',
+      `its result is ${MAX_TOOL_RESULT_BYTES + 1} bytes as JSON, more than the ${MAX_TOOL_RESULT_BYTES} a result may be (a large output belongs in storage the result links to)`,
+    ],
   ])('fails the task when %s', async (tool, problem) => {
     const task = await run(tool);
     expect(task.status).toBe('failed');

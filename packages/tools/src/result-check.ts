@@ -1,6 +1,14 @@
 import { checkJsonValue } from '@taskgate/protocol';
 
 /**
+ * The largest result a tool may return, as JSON: it is one jsonb value in the task row, read
+ * whole by every poll of tasks/get, and one message on the client's stream (which a slow reader
+ * holds in memory). A larger result fails the task, saying so, rather than the row write, the
+ * reads or the stream.
+ */
+export const MAX_TOOL_RESULT_BYTES = 16 * 1024 * 1024;
+
+/**
  * What is wrong with a handler's result, or null. It must be an MCP CallToolResult — `content` an
  * array of the content blocks MCP defines, `structuredContent` an object if present, `isError` a
  * boolean if present — or clients refuse it (the SDK clients throw on a malformed result) after
@@ -76,11 +84,16 @@ export function contentBlockProblem(block: unknown): string | null {
 
 /** Whether the result survives JSON and jsonb as it is. */
 function storableProblem(result: object): string | null {
+  let json: string;
   try {
-    JSON.stringify(result);
+    json = JSON.stringify(result);
   } catch (error) {
     // A BigInt ("Do not know how to serialize a BigInt") or a cycle ("Converting circular structure").
     return `its result is not JSON: ${(error as Error).message.split('\n')[0]}`;
+  }
+  const bytes = Buffer.byteLength(json);
+  if (bytes > MAX_TOOL_RESULT_BYTES) {
+    return `its result is ${bytes} bytes as JSON, more than the ${MAX_TOOL_RESULT_BYTES} a result may be (a large output belongs in storage the result links to)`;
   }
   const found = checkJsonValue(result);
   return found === null ? null : `its result cannot be stored: ${found.message}`;
