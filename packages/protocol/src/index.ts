@@ -20,6 +20,7 @@ export {
 } from './json-value-check.ts';
 export { isLogLevel, LOG_LEVELS, type LogLevel, logLevelPasses } from './logging.ts';
 export {
+  type ConnectionEra,
   eraOf,
   LATEST_PROTOCOL_VERSION,
   LEGACY_PROTOCOL_VERSIONS,
@@ -28,6 +29,7 @@ export {
   negotiateHandshake,
   type ProtocolEra,
   type RevisionInfo,
+  requestEra,
   revisionInfo,
   SUPPORTED_PROTOCOL_VERSIONS,
   WITHOUT_VERSION_HEADER,

@@ -1,5 +1,6 @@
 // The revision registry lives in revisions/; these names stay importable from here.
 export {
+  type ConnectionEra,
   eraOf,
   LATEST_PROTOCOL_VERSION,
   LEGACY_PROTOCOL_VERSIONS,
@@ -8,6 +9,7 @@ export {
   negotiateHandshake,
   type ProtocolEra,
   type RevisionInfo,
+  requestEra,
   revisionInfo,
   SUPPORTED_PROTOCOL_VERSIONS,
   WITHOUT_VERSION_HEADER,

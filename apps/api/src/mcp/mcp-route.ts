@@ -6,7 +6,6 @@ import {
   checkRequestMetadata,
   classifyMessage,
   ErrorCode,
-  eraOf,
   errorResponse,
   invalidJsonValueError,
   type JsonRpcId,
@@ -14,6 +13,7 @@ import {
   type LogLevel,
   type ProtocolEra,
   type RequestHeaders,
+  requestEra,
   resultResponse,
 } from '@taskgate/protocol';
 import { RequestCoordinator } from '@taskgate/reliability';
@@ -270,7 +270,7 @@ async function handle(
   }
 
   const { id, method, params } = message;
-  if (legacyHeaders || eraOf(method, params, versionHeader) === 'legacy') {
+  if (requestEra(method, params, { handshake: legacyHeaders, sticky: true, versionHeader }) === 'legacy') {
     return handleLegacy(
       request,
       reply,

@@ -5,7 +5,6 @@ import {
   checkMetaFields,
   classifyMessage,
   ErrorCode,
-  eraOf,
   errorResponse,
   invalidJsonValueError,
   type JsonRpcId,
@@ -13,6 +12,7 @@ import {
   LEGACY_PROTOCOL_VERSIONS,
   type LogLevel,
   parseCancelledParams,
+  requestEra,
 } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import { BatchAnswer, batchRefusal } from './batch-answer.ts';
@@ -295,9 +295,10 @@ export class StdioServer {
     // A 2025-11-25 client opens with initialize; from then on this pipe speaks that revision
     // (one client per pipe), except for requests that carry 2026-07-28's per-request _meta.
     const modern =
-      !this.#options.handshakeOnly &&
-      eraOf(method, params, undefined) === 'modern' &&
-      !(this.#legacy && !hasMetaVersion(params));
+      requestEra(method, params, {
+        handshake: this.#legacy || this.#options.handshakeOnly === true,
+        sticky: this.#options.handshakeOnly === true,
+      }) === 'modern';
     if (method === 'initialize' && !modern) {
       this.#legacy = true;
       const opened = initialize(params, this.#options.server);

@@ -58,6 +58,40 @@ export function eraOf(
   return 'modern';
 }
 
+/** What a request's connection already says of its era, as each transport knows it. */
+export interface ConnectionEra {
+  /**
+   * The connection speaks a handshake revision: it initialized (a stdio pipe, an HTTP+SSE
+   * connection), or the request names a session or a handshake revision's version header.
+   */
+  readonly handshake: boolean;
+  /**
+   * Whether that holds even for a request carrying its own per-request version in `_meta`: on
+   * HTTP a session or a header is the request's own word; a stdio pipe serves a 2026-07-28
+   * request among its handshake ones.
+   */
+  readonly sticky: boolean;
+  /** HTTP's MCP-Protocol-Version header; none on stdio. */
+  readonly versionHeader?: string | undefined;
+}
+
+/**
+ * The era of one request on a connection: the connection's handshake revision when it has one
+ * (unless the request carries its own per-request version and the connection lets it), else
+ * what the request itself says (eraOf). The one place every transport decides it.
+ */
+export function requestEra(
+  method: string,
+  params: Readonly<Record<string, unknown>> | undefined,
+  connection: ConnectionEra,
+): ProtocolEra {
+  if (connection.handshake) {
+    const meta = params?._meta as Record<string, unknown> | undefined;
+    if (connection.sticky || typeof meta?.[META.protocolVersion] !== 'string') return 'legacy';
+  }
+  return eraOf(method, params, connection.versionHeader);
+}
+
 /**
  * The revision an `initialize` is answered with (basic/lifecycle "Version Negotiation", the same
  * text in every handshake revision): the one the client asked for when it is served, else the
