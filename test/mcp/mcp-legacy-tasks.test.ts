@@ -1,4 +1,5 @@
 import http from 'node:http';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { type Platform, serveApi, startLoopbackApi, startPlatform, waitForTask } from '../support/task-platform.ts';
@@ -197,6 +198,75 @@ describe('2025-11-25 tasks over HTTP', () => {
     });
     expect(await platform.service.get('default', taskId)).toMatchObject({ status: 'working', cancelRequestedAt: null });
     await platform.service.cancel('default', taskId, 'test over');
+  });
+});
+
+describe('requests without a session', () => {
+  it('are each their own: fifty clients using id 1 at once are all answered', async () => {
+    const created = await rpc('tools/call', { name: 'slow_compute', arguments: { seconds: 0 }, task: {} });
+    const taskId = created.body.result.task.taskId as string;
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        rawPost(
+          api.mcpUrl,
+          { jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { taskId } },
+          { 'mcp-protocol-version': '2025-11-25' },
+        ),
+      ),
+    );
+    for (const answer of answers) expect(JSON.parse(answer.text)).toMatchObject({ id: 1, result: { taskId } });
+  });
+});
+
+describe('a client that closes while its session is looked up', () => {
+  it('cancels its call: the close is heard from the request’s arrival, not after the lookup', async () => {
+    const label = `closed-in-lookup-${crypto.randomUUID()}`;
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 'early',
+      method: 'tools/call',
+      params: { name: 'slow_compute', arguments: { seconds: 30, label } },
+    });
+    // The session's lookup waits on this lock until the client has gone.
+    const lock = new pg.Client({ connectionString: database.url });
+    await lock.connect();
+    try {
+      await lock.query('BEGIN');
+      await lock.query('LOCK TABLE mcp_sessions IN ACCESS EXCLUSIVE MODE');
+      const request = http.request(api.mcpUrl, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'content-length': Buffer.byteLength(body),
+          ...session,
+        },
+      });
+      request.on('error', () => {});
+      request.end(body);
+      await waitForTask(
+        async () =>
+          (
+            await lock.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%mcp_sessions%'",
+            )
+          ).rows[0]?.n ?? 0,
+        (waiting) => waiting > 0,
+      );
+      request.destroy();
+      await lock.query('COMMIT');
+    } finally {
+      await lock.end();
+    }
+    // The call goes on from the lookup with its client gone: its task is cancelled, not run.
+    const task = await waitForTask(
+      async () =>
+        (await platform.service.list('default', { limit: 50 })).tasks.find(
+          (t) => (t.arguments as { label?: string }).label === label,
+        ),
+      (found) => found !== undefined && found.status !== 'working',
+    );
+    expect(task?.status).toBe('cancelled');
   });
 });
 

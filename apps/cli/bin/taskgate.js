@@ -50,7 +50,9 @@ if (projectNode !== null && projectNode !== realpathSync(process.execPath)) {
   // NODE_COMPILE_CACHE, else in the node_modules this file is installed in (its owner's, not a
   // world-writable temp directory another user could have made first). Quietly off where it
   // cannot be written (the call never throws) or with NODE_DISABLE_COMPILE_CACHE=1.
-  module.enableCompileCache?.(process.env.NODE_COMPILE_CACHE || compileCacheDir(path.dirname(launcher)));
+  // Without a node_modules to keep it in (Yarn PnP), none: Node's default is a shared temp path.
+  const cacheDir = process.env.NODE_COMPILE_CACHE || compileCacheDir(path.dirname(launcher));
+  if (cacheDir !== undefined) module.enableCompileCache?.(cacheDir);
   const entry = (name) => (built ? `../dist/${name}.js` : `../src/${name}.ts`);
   const { noteParentAtStart } = await import(entry('parent-watch'));
   noteParentAtStart(parentAtStart);

@@ -52,7 +52,8 @@ interface Entry {
 
 export class RequestCoordinator {
   readonly #entries = new Map<string, Entry>();
-  readonly #settled: string[] = [];
+  /** Settled ids, oldest first (a Set keeps insertion order, and finds an id without a scan). */
+  readonly #settled = new Set<string>();
   readonly #uncancellable: ReadonlySet<string>;
   readonly #memory: number;
   #generations = 0;
@@ -69,8 +70,7 @@ export class RequestCoordinator {
   begin(id: RequestId, method: string): BeginResult {
     const key = requestIdKey(id);
     if (this.#entries.get(key)?.state === 'in-flight') return { ok: false, reason: 'duplicate-id' };
-    const settledAt = this.#settled.indexOf(key);
-    if (settledAt >= 0) this.#settled.splice(settledAt, 1);
+    this.#settled.delete(key);
     this.#generations += 1;
     this.#entries.set(key, { method, generation: this.#generations, state: 'in-flight', cancelReason: null });
     return { ok: true, generation: this.#generations };
@@ -129,9 +129,10 @@ export class RequestCoordinator {
 
   /** Keeps the last `memory` settled ids, so memory stays bounded on a long-lived connection. */
   #settle(key: string): void {
-    this.#settled.push(key);
-    while (this.#settled.length > this.#memory) {
-      const oldest = this.#settled.shift() as string;
+    this.#settled.add(key);
+    while (this.#settled.size > this.#memory) {
+      const oldest = this.#settled.values().next().value as string;
+      this.#settled.delete(oldest);
       this.#entries.delete(oldest);
     }
   }

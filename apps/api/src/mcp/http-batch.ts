@@ -28,6 +28,8 @@ export interface BatchRoute {
   /** A batch still running after this long is answered as SSE (keepalives, then the answer). */
   readonly sseAfterMs: number;
   readonly signals?: SessionSignals | undefined;
+  /** Aborts when the client closes the response before its answer (watched from its arrival). */
+  readonly gone: AbortSignal;
   /** A failure as its JSON-RPC error, logged. */
   readonly failure: (error: unknown) => RpcFailure;
 }
@@ -91,8 +93,6 @@ export async function handleBatch(
     }
     return stream;
   };
-  // The response closed before the answer: every request still running is cancelled.
-  const gone = new AbortController();
   let sent = 0;
   const send = (message: Record<string, unknown>) => {
     sent += 1;
@@ -102,9 +102,6 @@ export async function handleBatch(
   if (hasRequest) {
     reply.hijack();
     sseTimer = setTimeout(toSse, route.sseAfterMs);
-    raw.on('close', () => {
-      if (!raw.writableEnded) gone.abort(new Error('the client closed the response stream'));
-    });
   }
   const running: Promise<void>[] = [];
   for (const { element, message } of messages) {
@@ -157,7 +154,8 @@ export async function handleBatch(
           request.log.warn(fields, text),
         ),
         send,
-        gone: gone.signal,
+        // The response closed before the answer: every request still running is cancelled.
+        gone: route.gone,
         stopping: stopping.signal,
         failure: route.failure,
       });

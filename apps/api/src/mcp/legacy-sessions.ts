@@ -119,7 +119,6 @@ export class LegacySessions {
   readonly #store: SessionStore;
   /** This process's part of the sessions it has seen: their request scopes and GET streams. */
   readonly #local = new Map<string, Local>();
-  readonly #tenantScopes = new Map<string, CallScope>();
   readonly #idleMs: number;
   readonly #max: number;
   readonly #now: () => number;
@@ -246,14 +245,14 @@ export class LegacySessions {
     return true;
   }
 
-  /** The scope of a tenant's requests sent without a session id. */
-  tenantScope(tenantId: string): CallScope {
-    let scope = this.#tenantScopes.get(tenantId);
-    if (!scope) {
-      scope = newScope();
-      this.#tenantScopes.set(tenantId, scope);
-    }
-    return scope;
+  /**
+   * The scope of a request sent without a session id: its own. Request ids are only unique per
+   * client, and without a session nothing says which client a POST is from, so two clients of
+   * one tenant must not share ids (or cancel each other's requests). Such a request is cancelled
+   * by closing its response; a POSTed notifications/cancelled without a session reaches nothing.
+   */
+  requestScope(): CallScope {
+    return newScope();
   }
 
   /** logging/setLevel for the session, for every instance's later requests of it. */
@@ -315,7 +314,7 @@ export async function sessionOf(
   }
   const scope =
     context.sessionId === undefined
-      ? sessions.tenantScope(context.tenantId)
+      ? sessions.requestScope()
       : await sessions.scopeOf(context.sessionId, context.tenantId);
   if (!scope) {
     return {

@@ -82,6 +82,27 @@ interface RouteOptions extends McpRouteOptions {
 }
 
 const tenants = new WeakMap<FastifyRequest, string>();
+/**
+ * Aborts once the client closes a request's response before it ended. Registered as the request
+ * arrives, before any await (the body, the session's lookup in Postgres): a close during them is
+ * a cancel too, or its request would run on with its id held.
+ */
+const closedBeforeAnswer = new WeakMap<FastifyRequest, AbortSignal>();
+
+function watchClose(request: FastifyRequest, reply: FastifyReply): void {
+  const gone = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableEnded) gone.abort(new Error('the client closed the response stream'));
+  };
+  if (reply.raw.destroyed) onClose();
+  else reply.raw.once('close', onClose);
+  closedBeforeAnswer.set(request, gone.signal);
+}
+
+/** closedBeforeAnswer's signal for a request of this scope (its onRequest hook set it). */
+function goneOf(request: FastifyRequest): AbortSignal {
+  return closedBeforeAnswer.get(request) ?? new AbortController().signal;
+}
 
 /**
  * POST /mcp, Streamable HTTP of revision 2026-07-28: one JSON-RPC message per POST, each request
@@ -124,6 +145,7 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
     scope.setErrorHandler((error: FastifyError, request, reply) => sendFailure(request, reply, null, error));
     // Host and Origin are checked for every route, /mcp included, by the server's request guard.
     scope.addHook('onRequest', async (request, reply) => {
+      watchClose(request, reply);
       // Streamable HTTP's Accept rule; the HTTP+SSE transport's POSTs predate it.
       const refused = request.routeOptions.url === '/mcp' ? checkMcpAccept(request) : null;
       if (refused) return reply.code(refused.status).type('application/json').send(errorResponse(null, refused.error));
@@ -205,6 +227,7 @@ async function handle(
         keepaliveMs: options.keepaliveMs ?? 15_000,
         sseAfterMs: options.sseAfterMs ?? DEFAULT_SSE_AFTER_MS,
         signals: options.signals,
+        gone: goneOf(request),
         failure: (error) => logged(request, error),
       },
       sessions,
@@ -253,10 +276,10 @@ async function handle(
     sessionId !== undefined || (versionHeader !== undefined && LEGACY_PROTOCOL_VERSIONS.includes(versionHeader));
   if (message.kind === 'notification') {
     // 2026-07-28 defines no client notifications on HTTP (a closed stream is the cancel), but the
-    // clients deployed today (2025-11-25) POST notifications/cancelled, and it is honoured.
-    if (legacyHeaders && message.method === 'notifications/cancelled') {
-      const scope =
-        sessionId === undefined ? sessions.tenantScope(tenantId) : await sessions.scopeOf(sessionId, tenantId);
+    // clients deployed today (2025-11-25) POST notifications/cancelled, and it is honoured in
+    // their session (without one, nothing says which client's request id it names).
+    if (sessionId !== undefined && message.method === 'notifications/cancelled') {
+      const scope = await sessions.scopeOf(sessionId, tenantId);
       if (scope) {
         honourPostedCancel(scope, message.params, {
           tenantId,
@@ -381,10 +404,6 @@ async function handleLegacy(
   };
   const onTaskStatus = (notification: Record<string, unknown>) =>
     toSse().push({ kind: 'replaceable', key: 'status', value: { data: notification } });
-  const gone = new AbortController();
-  reply.raw.on('close', () => {
-    if (!reply.raw.writableEnded) gone.abort(new Error('the client closed the response stream'));
-  });
   const stopping = new AbortController();
   const endRequest = (reason: ServerStopping) => stopping.abort(reason);
   options.calls.add(endRequest);
@@ -405,7 +424,7 @@ async function handleLegacy(
         sent += 1;
         toSse().push({ kind: 'replaceable', key: `${kind} ${sent}`, value: { data: message } });
       },
-      gone: gone.signal,
+      gone: goneOf(request),
       stopping: stopping.signal,
       failure: (error) => logged(request, error),
     });
@@ -575,10 +594,6 @@ async function callTool(
     );
   }
   reply.hijack();
-  const gone = new AbortController();
-  reply.raw.on('close', () => {
-    if (!reply.raw.writableEnded) gone.abort(new Error('the client closed the response stream'));
-  });
   const stopping = new AbortController();
   const endCall = (reason: ServerStopping) => stopping.abort(reason);
   options.calls.add(endCall);
@@ -608,7 +623,7 @@ async function callTool(
       // A log message (or a request to the client) turns the answer into SSE, as progress does:
       // it must go before the response.
       send: (message) => toSse()?.message(message),
-      gone: gone.signal,
+      gone: goneOf(request),
       stopping: stopping.signal,
       failure: (error) => logged(request, error),
     });

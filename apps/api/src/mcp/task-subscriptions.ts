@@ -214,10 +214,13 @@ export class TaskSubscription {
     const asked = this.#filter.resourceSubscriptions;
     const served = this.#options.resources;
     if (!asked || !served) return { resources: null, honoured: [] };
-    // Another tenant's task, or a malformed id, is left out as an unknown one is (taskIds too).
-    const candidates = [...new Set(asked)].filter((uri) => uri !== '' && uri.length <= MAX_URI_CHARS);
+    // The first 100 asked for, of which another tenant's task or a malformed id is left out as an
+    // unknown one is (taskIds too): at most 100 task reads, which the service batches into one.
+    const candidates = [...new Set(asked)]
+      .filter((uri) => uri !== '' && uri.length <= MAX_URI_CHARS)
+      .slice(0, MAX_RESOURCE_SUBSCRIPTIONS);
     const kept = await Promise.all(candidates.map((uri) => served.has(uri)));
-    const honoured = candidates.filter((_, index) => kept[index]).slice(0, MAX_RESOURCE_SUBSCRIPTIONS);
+    const honoured = candidates.filter((_, index) => kept[index]);
     const resources = served.subscriptions(this.#tenantId, (notification) => {
       if (this.#stopped) return;
       const params = notification.params as { uri: string };

@@ -136,13 +136,22 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
             if (!content.resolve(uri)) return notFound(shape.notFoundCode, uri);
             const subscriptions = context.resourceSubscriptions;
             if (!subscriptions) return bad('resources/subscribe needs a session: send initialize first');
+            const held = subscriptions.has(uri);
             if (!subscriptions.subscribe(uri)) {
               return bad(`this connection is subscribed to ${MAX_RESOURCE_SUBSCRIPTIONS} resources already`);
             }
             // A task resource is its tenant's only: subscribed at once (so an unsubscribe sent
-            // after it applies after it), then undone for another tenant's task, or none.
-            if (options.served && !(await options.served(context.tenantId, uri))) {
-              subscriptions.unsubscribe(uri);
+            // after it applies after it), then undone — unless it was held before this request —
+            // for another tenant's task, or none, and when the check fails (an outage: 503).
+            let served: boolean;
+            try {
+              served = options.served ? await options.served(context.tenantId, uri) : true;
+            } catch (error) {
+              if (!held) subscriptions.unsubscribe(uri);
+              throw error;
+            }
+            if (!served) {
+              if (!held) subscriptions.unsubscribe(uri);
               return notFound(shape.notFoundCode, uri);
             }
             return ok({});

@@ -10,6 +10,8 @@ export const MAX_RESOURCE_SUBSCRIPTIONS = 100;
 export interface ResourceSubscriptions {
   /** False when the connection already holds MAX_RESOURCE_SUBSCRIPTIONS others. */
   subscribe(uri: string): boolean;
+  /** Whether the connection is subscribed to `uri`. */
+  has(uri: string): boolean;
   unsubscribe(uri: string): void;
   stop(): void;
 }
@@ -106,6 +108,7 @@ export function resourceSubscriptions(
       }
       return true;
     },
+    has: (uri) => uris.has(uri),
     unsubscribe(uri) {
       uris.delete(uri);
       stopWatch(uri);
