@@ -2,6 +2,7 @@ import http from 'node:http';
 import { defineTool } from '@taskgate/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { linkedReport } from '../support/example-tools.ts';
 import { openSseConnection, type SseConnection } from '../support/sse-client.ts';
 import {
   endedTaskWith,
@@ -17,26 +18,6 @@ import {
 // `message` event on the stream. The SDK v1 1.9 client (package.json alias sdk-v1-9) speaks only
 // 2024-11-05 and only this transport over HTTP.
 const database = useTestDatabase();
-/** Content of every type later revisions have: 2024-11-05 has text, image and resource only. */
-const report = defineTool({
-  name: 'linked_report',
-  description: 'A report with a link to its data, a recording, and structured content.',
-  inputSchema: { type: 'object' },
-  outputSchema: { type: 'object', properties: { rows: { type: 'integer' } } },
-  annotations: { readOnlyHint: true },
-  retry: 'safe',
-  inline: true,
-  async handler() {
-    return {
-      content: [
-        { type: 'text', text: 'report ready' },
-        { type: 'resource_link', uri: 'file:///reports/r.csv', name: 'r.csv', mimeType: 'text/csv' },
-        { type: 'audio', data: 'UklGRg==', mimeType: 'audio/wav' },
-      ],
-      structuredContent: { rows: 3 },
-    };
-  },
-});
 /** An answer of 1 MiB, for a client that does not read its stream. */
 const bulky = defineTool({
   name: 'bulky_answer',
@@ -56,7 +37,7 @@ let platform: Platform;
 let api: Awaited<ReturnType<typeof serveApi>>;
 let sseUrl: URL;
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [report, bulky] });
+  platform = await startPlatform(database.url, { tools: [linkedReport, bulky] });
   await platform.startWorker();
   api = await serveApi(platform, database.url);
   sseUrl = new URL('/sse', api.mcpUrl);

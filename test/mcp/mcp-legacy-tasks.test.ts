@@ -114,17 +114,7 @@ describe('2025-11-25 tasks over HTTP', () => {
     const taskId = created.body.result.task.taskId as string;
     expect(created.body.result.task).toMatchObject({ status: 'working', ttl: 120_000 });
     const body = JSON.stringify({ jsonrpc: '2.0', id: 'wait', method: 'tasks/result', params: { taskId } });
-    const request = http.request(api.mcpUrl, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'content-length': Buffer.byteLength(body),
-        ...session,
-      },
-    });
-    request.on('error', () => {});
-    request.end(body);
+    const request = sendInSession(body);
     // The wait is under way once the task is running and the request has been sent; closing it
     // must not touch the task.
     await waitForTask(
@@ -233,17 +223,7 @@ describe('a client that closes while its session is looked up', () => {
     try {
       await lock.query('BEGIN');
       await lock.query('LOCK TABLE mcp_sessions IN ACCESS EXCLUSIVE MODE');
-      const request = http.request(api.mcpUrl, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'content-length': Buffer.byteLength(body),
-          ...session,
-        },
-      });
-      request.on('error', () => {});
-      request.end(body);
+      const request = sendInSession(body);
       await waitForTask(
         async () =>
           (
@@ -269,6 +249,22 @@ describe('a client that closes while its session is looked up', () => {
     expect(task?.status).toBe('cancelled');
   });
 });
+
+/** A POST in the session whose answer the test does not read: it destroys the request itself. */
+function sendInSession(body: string): http.ClientRequest {
+  const request = http.request(api.mcpUrl, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'content-length': Buffer.byteLength(body),
+      ...session,
+    },
+  });
+  request.on('error', () => {});
+  request.end(body);
+  return request;
+}
 
 interface RawAnswer {
   readonly status: number;

@@ -1,7 +1,7 @@
-import { defineTool } from '@taskgate/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, cleanEnv, REPO_ROOT } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
+import { linkedReport } from '../support/example-tools.ts';
 import { type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
 
 // Clients whose SDK stops at an older revision: SDK v1 1.22 speaks 2025-06-18 at the latest, 1.11
@@ -10,29 +10,10 @@ import { type Platform, serveApi, startPlatform } from '../support/task-platform
 // client's revision (basic/lifecycle "Version Negotiation"). Over HTTP and over stdio, each client
 // connects, lists the tools and calls one, with its progress.
 const database = useTestDatabase();
-/** Content of every type 2025-06-18 has: a client of an older revision refuses the types it lacks. */
-const report = defineTool({
-  name: 'linked_report',
-  description: 'A report with a link to its data, a recording, and structured content.',
-  inputSchema: { type: 'object' },
-  outputSchema: { type: 'object', properties: { rows: { type: 'integer' } } },
-  retry: 'safe',
-  inline: true,
-  async handler() {
-    return {
-      content: [
-        { type: 'text', text: 'report ready' },
-        { type: 'resource_link', uri: 'file:///reports/r.csv', name: 'r.csv', mimeType: 'text/csv' },
-        { type: 'audio', data: 'UklGRg==', mimeType: 'audio/wav' },
-      ],
-      structuredContent: { rows: 3 },
-    };
-  },
-});
 let platform: Platform;
 let api: Awaited<ReturnType<typeof serveApi>>;
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [report] });
+  platform = await startPlatform(database.url, { tools: [linkedReport] });
   await platform.startWorker();
   api = await serveApi(platform, database.url);
 });

@@ -29,3 +29,17 @@ function acceptsBoth(accept: string | undefined): boolean {
   if (types.includes('*/*')) return true;
   return types.includes('application/json') && types.includes('text/event-stream');
 }
+
+/**
+ * Whether an Accept header allows text/event-stream (RFC 9110 12.5.1: none at all allows
+ * anything; a type with q=0 is refused).
+ */
+export function acceptsEventStream(accept: string | undefined): boolean {
+  if (accept === undefined || accept.trim() === '') return true;
+  return accept.split(',').some((part) => {
+    const [type = '', ...parameters] = part.split(';').map((piece) => piece.trim().toLowerCase());
+    const q = parameters.find((parameter) => parameter.startsWith('q='));
+    if (q !== undefined && Number(q.slice(2)) === 0) return false;
+    return type === 'text/event-stream' || type === 'text/*' || type === '*/*';
+  });
+}

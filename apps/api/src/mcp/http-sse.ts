@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { Writable } from 'node:stream';
 import { ErrorCode, errorResponse } from '@taskgate/protocol';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { acceptsEventStream } from './http-guards.ts';
 import { type McpCore, ServerStopping } from './mcp-core.ts';
 import type { ServerIdentity } from './mcp-methods.ts';
 import { StdioServer } from './stdio-server.ts';
@@ -180,20 +181,6 @@ export function registerHttpSse(scope: FastifyInstance, options: HttpSseOptions)
       for (const { output, res } of open) output.end(() => res.end());
     },
   };
-}
-
-/**
- * Whether an Accept header allows text/event-stream (RFC 9110 12.5.1: none at all allows
- * anything; a type with q=0 is refused).
- */
-function acceptsEventStream(accept: string | undefined): boolean {
-  if (accept === undefined || accept.trim() === '') return true;
-  return accept.split(',').some((part) => {
-    const [type = '', ...parameters] = part.split(';').map((piece) => piece.trim().toLowerCase());
-    const q = parameters.find((parameter) => parameter.startsWith('q='));
-    if (q !== undefined && Number(q.slice(2)) === 0) return false;
-    return type === 'text/event-stream' || type === 'text/*' || type === '*/*';
-  });
 }
 
 function refuse(reply: FastifyReply, status: number, message: string, retryAfter?: string) {

@@ -274,19 +274,11 @@ export class StdioServer {
       // The batch is this revision's; initialize must not be batched (basic/lifecycle), and a
       // request versioned by its own _meta is of a revision without batches.
       if (method === 'initialize' || hasMetaVersion(params)) {
-        this.#answer(
+        this.#refuse(
           id,
-          {
-            kind: 'error',
-            httpStatus: 400,
-            error: {
-              code: ErrorCode.InvalidRequest,
-              message:
-                method === 'initialize'
-                  ? 'initialize must not be part of a JSON-RPC batch'
-                  : 'a request with a per-request protocol version cannot be part of a JSON-RPC batch',
-            },
-          },
+          method === 'initialize'
+            ? 'initialize must not be part of a JSON-RPC batch'
+            : 'a request with a per-request protocol version cannot be part of a JSON-RPC batch',
           begun.generation,
         );
         return;
@@ -307,29 +299,15 @@ export class StdioServer {
       // stdio is one stream both ways: 2025-11-25's notifications/tools/list_changed goes on it
       // whenever the tools offered change (the initialize result declares listChanged).
       this.#unsubscribeTools ??= this.#options.core.onToolsChanged(() => this.#toolsChanged());
-      this.#answer(
-        id,
-        {
-          kind: 'result',
-          result: opened.result,
-        },
-        begun.generation,
-      );
+      this.#answer(id, { kind: 'result', result: opened.result }, begun.generation);
       return;
     }
     if (!modern && !this.#legacy) {
-      this.#answer(
+      this.#refuse(
         id,
-        {
-          kind: 'error',
-          httpStatus: 400,
-          error: {
-            code: ErrorCode.InvalidRequest,
-            message: this.#options.handshakeOnly
-              ? 'this connection is not initialized: send initialize first (a stream opened again is a new connection)'
-              : `send initialize first, or ${LATEST_PROTOCOL_VERSION} per-request _meta`,
-          },
-        },
+        this.#options.handshakeOnly
+          ? 'this connection is not initialized: send initialize first (a stream opened again is a new connection)'
+          : `send initialize first, or ${LATEST_PROTOCOL_VERSION} per-request _meta`,
         begun.generation,
       );
       return;
@@ -598,6 +576,15 @@ export class StdioServer {
       return;
     }
     this.#deliver(id, outcome, generation);
+  }
+
+  /** A -32600 refusal of a request the transport answers itself, through #answer. */
+  #refuse(id: JsonRpcId, message: string, generation: number): void {
+    this.#answer(
+      id,
+      { kind: 'error', httpStatus: 400, error: { code: ErrorCode.InvalidRequest, message } },
+      generation,
+    );
   }
 
   /** Writes the answer of a request its coordinator has completed (or keeps it for its batch). */
