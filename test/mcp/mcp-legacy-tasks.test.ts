@@ -224,14 +224,22 @@ describe('a client that closes while its session is looked up', () => {
       await lock.query('BEGIN');
       await lock.query('LOCK TABLE mcp_sessions IN ACCESS EXCLUSIVE MODE');
       const request = sendInSession(body);
+      // A request answered instead of blocked shows in the failure's "last:" with its status.
+      let answered: number | undefined;
+      request.on('response', (response) => {
+        answered = response.statusCode;
+      });
       await waitForTask(
-        async () =>
-          (
-            await lock.query<{ n: number }>(
-              "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE '%mcp_sessions%'",
-            )
-          ).rows[0]?.n ?? 0,
-        (waiting) => waiting > 0,
+        async () => ({
+          waiting:
+            (
+              await lock.query<{ n: number }>(
+                "SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = 'mcp_sessions'::regclass",
+              )
+            ).rows[0]?.n ?? 0,
+          answered,
+        }),
+        (seen) => seen.waiting > 0,
       );
       request.destroy();
       await lock.query('COMMIT');
