@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanEnv, isRunning, portIsFree, RunningProcess, startCli } from '../support/cli.ts';
+import { cleanEnv, goneWithin, portIsFree, RunningProcess, startCli } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 import { waitForTask } from '../support/task-platform.ts';
 
@@ -109,7 +109,7 @@ describe('SIGTERM to the npm or npx process leaves no Taskgate behind', () => {
     const pid = process.taskgatePid;
     await process.closedWithin(15_000);
     expect(process.logs.at(-1)).toMatchObject({ msg: 'taskgate stopped', problems: [] });
-    expect(isRunning(pid), `Taskgate pid ${pid}`).toBe(false);
+    expect(await goneWithin(pid, 1_000), `Taskgate pid ${pid}`).toBe(true);
     expect(await portIsFree(Number(new URL(url).port))).toBe(true);
   }
 

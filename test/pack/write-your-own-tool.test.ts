@@ -9,7 +9,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packPackages } from '../../scripts/pack-packages.ts';
-import { cleanEnv, isRunning, portIsFree, REPO_ROOT, RunningProcess } from '../support/cli.ts';
+import { cleanEnv, goneWithin, portIsFree, REPO_ROOT, RunningProcess } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { waitForTask } from '../support/task-platform.ts';
 
@@ -366,7 +366,7 @@ describe('Write your own tool (README), on the packed packages', () => {
     // npx and the shell it runs die of the signal; Taskgate itself stops gracefully.
     await running.closedWithin(20_000);
     expect(running.logs.at(-1)).toMatchObject({ msg: 'taskgate stopped', problems: [] });
-    expect(isRunning(pid)).toBe(false);
+    expect(await goneWithin(pid, 1_000)).toBe(true);
     expect(await portIsFree(Number(new URL(origin).port))).toBe(true);
     taskgate = undefined;
   }, 30_000);

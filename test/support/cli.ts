@@ -204,6 +204,21 @@ export function isRunning(pid: number): boolean {
   return state !== 'Z' && state !== 'X';
 }
 
+/**
+ * Whether a pid is gone within `ms`. An orphaned Taskgate's pipes close as it exits, a moment
+ * before the kernel has it a zombie (files are closed before the exit is signalled), and on a
+ * loaded machine a test reads /proc in that moment: gone within a bound, not at the instant
+ * its pipes close. There is no event for another process's end, so this polls.
+ */
+export async function goneWithin(pid: number, ms: number): Promise<boolean> {
+  const deadline = performance.now() + ms;
+  while (isRunning(pid)) {
+    if (performance.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return true;
+}
+
 /** Whether a loopback TCP port can be bound now. */
 export async function portIsFree(port: number): Promise<boolean> {
   const server = net.createServer();
