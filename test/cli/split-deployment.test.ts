@@ -25,10 +25,11 @@ async function writeModules(): Promise<{ alpha: string; beta: string }> {
   await mkdir(path.join(root, 'node_modules', '@taskgate'), { recursive: true });
   await symlink(path.join(REPO_ROOT, 'packages/sdk'), path.join(root, 'node_modules/@taskgate/sdk'), 'dir');
   await writeFile(path.join(root, 'package.json'), JSON.stringify({ type: 'module' }));
-  const module = (tool: string) =>
+  const module = (tool: string, content: string[] = []) =>
     [
-      "import { defineTool } from '@taskgate/sdk';",
+      "import { definePrompt, defineResource, defineTool } from '@taskgate/sdk';",
       '',
+      ...content,
       `export const name: string = '${tool.replace('_', '-')}';`,
       'export const tools = [',
       '  defineTool({',
@@ -44,7 +45,22 @@ async function writeModules(): Promise<{ alpha: string; beta: string }> {
       '];',
       '',
     ].join('\n');
-  await writeFile(path.join(root, 'alpha.ts'), module('fleet_alpha'));
+  // Alpha's module also has a resource and a prompt: the API lists them from the catalog, and its
+  // worker reads them.
+  const alphaContent = [
+    'export const resources = [',
+    "  defineResource({ uri: 'fleet://alpha/pid', name: 'pid', read: () => [{ text: String(process.pid) }] }),",
+    '];',
+    'export const prompts = [',
+    '  definePrompt({',
+    "    name: 'fleet_prompt',",
+    "    arguments: [{ name: 'who', required: true }],",
+    "    get: ({ who }) => ({ messages: [{ role: 'user', content: { type: 'text', text: who + ' in ' + process.pid } }] }),",
+    '  }),',
+    '];',
+    '',
+  ];
+  await writeFile(path.join(root, 'alpha.ts'), module('fleet_alpha', alphaContent));
   await writeFile(path.join(root, 'beta.ts'), module('fleet_beta'));
   return { alpha: path.join(root, 'alpha.ts'), beta: path.join(root, 'beta.ts') };
 }
@@ -111,6 +127,18 @@ describe('an API with no module and two workers with one module each', () => {
     await stream.until((messages) => messages.length >= 2);
     expect(stream.messages[1]).toMatchObject({ method: 'notifications/tools/list_changed' });
     expect(await listed(mcpUrl)).toEqual(['fleet_alpha', 'fleet_beta']);
+
+    // Alpha's content, listed from the catalog and read by alpha's worker (the API loaded no module).
+    const resources = await rpc(mcpUrl, 'resources/list', {});
+    expect((resources.result as { resources?: { uri: string }[] }).resources?.map((r) => r.uri)).toEqual([
+      'fleet://alpha/pid',
+    ]);
+    const read = await rpc(mcpUrl, 'resources/read', { uri: 'fleet://alpha/pid' });
+    expect(read.result).toMatchObject({ contents: [{ uri: 'fleet://alpha/pid', text: String(alpha.taskgatePid) }] });
+    const prompt = await rpc(mcpUrl, 'prompts/get', { name: 'fleet_prompt', arguments: { who: 'me' } });
+    expect(prompt.result).toMatchObject({
+      messages: [{ role: 'user', content: { type: 'text', text: `me in ${alpha.taskgatePid}` } }],
+    });
 
     // Each call runs in the process that serves its tool, never in the API's.
     const ranAlpha = await rpc(mcpUrl, 'tools/call', { name: 'fleet_alpha', arguments: {} });

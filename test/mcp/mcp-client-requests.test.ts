@@ -335,7 +335,7 @@ describe('resources/subscribe', () => {
       method: 'initialize',
       params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
     });
-    expect((await json(init)).result.capabilities.resources).toEqual({ subscribe: true });
+    expect((await json(init)).result.capabilities.resources).toEqual({ subscribe: true, listChanged: true });
     const session = init.headers.get('mcp-session-id') as string;
     const stream = openSse(api.mcpUrl, { method: 'GET', headers: headers(session) });
     expect(await stream.status).toBe(200);

@@ -103,8 +103,8 @@ describe('POST /mcp (2026-07-28)', () => {
         supportedVersions: ['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'],
         capabilities: {
           tools: { listChanged: true },
-          resources: { subscribe: true },
-          prompts: {},
+          resources: { subscribe: true, listChanged: true },
+          prompts: { listChanged: true },
           completions: {},
           logging: {},
           extensions: { 'io.modelcontextprotocol/tasks': {} },

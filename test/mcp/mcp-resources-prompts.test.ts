@@ -383,8 +383,8 @@ describe('capabilities', () => {
   it('declares resources, prompts, completions and logging in server/discover', async () => {
     const discover = await result('server/discover', {});
     expect(discover.capabilities).toMatchObject({
-      resources: { subscribe: true },
-      prompts: {},
+      resources: { subscribe: true, listChanged: true },
+      prompts: { listChanged: true },
       completions: {},
       logging: {},
     });

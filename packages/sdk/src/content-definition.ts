@@ -2,9 +2,11 @@ import type { ContentAnnotations, ContentBlock, InputRequest } from './tool-cont
 
 /**
  * Resources and prompts a module serves next to its tools (MCP server/resources, server/prompts).
- * They are read in the process that loaded their module, in the request, with no task row: like
- * inline tools they must be quick and safe to call again. A read that outlives its clock
- * (`timeoutMs`, default 10 s) or its request is aborted through `ctx.signal` and answered -32603.
+ * They are published through the tool catalog like tools, so every API process lists them. An
+ * API process that loaded the module reads them in the request, with no task row; one that did not
+ * asks a worker serving the module, as a short platform-owned task. Either way they must be quick
+ * and safe to call again. A read that outlives its clock (`timeoutMs`, default 10 s) or its
+ * request is aborted through `ctx.signal` and answered -32603.
  */
 export interface ContentContext {
   /** The caller's tenant: a resource that shows tenant data must show only this tenant's. */
@@ -18,7 +20,8 @@ export interface ContentContext {
    * the requests go to the client on the request's own stream and this waits for its answers
    * (over HTTP only in a session; without one it rejects, and the client gets -32603). Either
    * way an answer is checked against its request (an elicitation's content against its
-   * requestedSchema) before the handler sees it.
+   * requestedSchema) before the handler sees it. A handler a worker runs for an API process that
+   * did not load its module cannot ask: there it rejects, and the client gets -32603.
    */
   input(requests: Readonly<Record<string, InputRequest>>): Promise<Record<string, unknown>>;
 }
@@ -51,11 +54,16 @@ interface ContentEntry {
 
 /**
  * Suggestions for one argument (completion/complete): at most 100 are sent, the rest counted in
- * `total`. `context.arguments` holds the arguments the client already resolved.
+ * `total`. `context.arguments` holds the arguments the client already resolved; `tenant` and
+ * `signal` are a read's (the signal aborts when the request is cancelled or the clock runs out).
  */
 export type Completer = (
   value: string,
-  context: { readonly arguments: Readonly<Record<string, string>> },
+  context: {
+    readonly arguments: Readonly<Record<string, string>>;
+    readonly tenant: string;
+    readonly signal: AbortSignal;
+  },
 ) => readonly string[] | Promise<readonly string[]>;
 
 /** A resource at a fixed URI. */

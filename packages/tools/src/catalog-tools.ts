@@ -1,6 +1,12 @@
 import { toolDefinitionProblem } from '@taskgate/sdk';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { AnyTool } from './any-tool.ts';
+import {
+  CONTENT_TOOL_PREFIX,
+  PLATFORM_TOOL_PREFIX,
+  type PublishedContent,
+  readPublishedContent,
+} from './content-tool.ts';
 import { toolResultProblem } from './result-check.ts';
 import { checkWith, SchemaValidators } from './schema-validators.ts';
 import type { ToolCatalog, ToolSpec } from './tool-catalog.ts';
@@ -18,6 +24,14 @@ export interface CatalogSource {
   /** Moves exactly when the listing (names and fingerprints) does. */
   readonly version: string;
   onChange(listener: () => void): () => void;
+}
+
+/** A module's content as the catalog publishes it: served by the worker that serves `tool`. */
+export interface CatalogContent {
+  readonly tool: string;
+  readonly fingerprint: string;
+  readonly spec: ToolSpec;
+  readonly content: PublishedContent;
 }
 
 interface Offered {
@@ -47,6 +61,14 @@ export class CatalogTools implements ToolCatalog {
   readonly #logger: { readonly warn: LogFn };
   readonly #validators = new SchemaValidators();
   readonly #listeners = new Set<() => void>();
+  readonly #contentListeners = new Set<() => void>();
+  /** The offer's names and fingerprints, tools and content apart, as built and as last told. */
+  #toolsSignature = '';
+  #contentSignature = '';
+  #toldTools = '';
+  #toldContent = '';
+  #content: readonly CatalogContent[] = Object.freeze([]);
+  #platform = new Map<string, CatalogContent>();
   /** Fingerprints already reported as unusable: said once, not at every refresh. */
   readonly #refused = new Set<string>();
   #builtFor: string | null = null;
@@ -60,15 +82,52 @@ export class CatalogTools implements ToolCatalog {
     this.#localInline = (options.local?.list() ?? []).filter((tool) => tool.inline === true) as AnyTool[];
     this.#logger = options.logger;
     this.#unsubscribe = source.onChange(() => {
+      // Against what listeners were last told, not the last build: a list() between the source's
+      // change and this call has rebuilt already.
       this.#current();
-      for (const listener of this.#listeners) {
-        try {
-          listener();
-        } catch (error) {
-          this.#logger.warn({ error: (error as Error).message }, 'a tool list change listener failed');
-        }
+      if (this.#toolsSignature !== this.#toldTools) {
+        this.#toldTools = this.#toolsSignature;
+        this.#tell(this.#listeners, 'a tool list change listener failed');
+      }
+      if (this.#contentSignature !== this.#toldContent) {
+        this.#toldContent = this.#contentSignature;
+        this.#tell(this.#contentListeners, 'a content list change listener failed');
       }
     });
+    this.#current();
+    this.#toldTools = this.#toolsSignature;
+    this.#toldContent = this.#contentSignature;
+  }
+
+  #tell(listeners: ReadonlySet<() => void>, failure: string): void {
+    for (const listener of listeners) {
+      try {
+        listener();
+      } catch (error) {
+        this.#logger.warn({ error: (error as Error).message }, failure);
+      }
+    }
+  }
+
+  /**
+   * The modules' content the catalog publishes (one entry per content tool, sorted by its name):
+   * the same array until it changes. Content tools are never offered as tools.
+   */
+  content(): readonly CatalogContent[] {
+    this.#current();
+    return this.#content;
+  }
+
+  /** A content tool by name, for the platform's own tasks (a client can neither list nor call it). */
+  platform(name: string): CatalogContent | undefined {
+    this.#current();
+    return this.#platform.get(name);
+  }
+
+  /** Calls `listener` after each change of content(); returns the unsubscribe function. */
+  onContentChange(listener: () => void): () => void {
+    this.#contentListeners.add(listener);
+    return () => this.#contentListeners.delete(listener);
   }
 
   list(): readonly ToolSpec[] {
@@ -114,6 +173,7 @@ export class CatalogTools implements ToolCatalog {
   close(): void {
     this.#unsubscribe();
     this.#listeners.clear();
+    this.#contentListeners.clear();
   }
 
   /** The offer for the source's current version, rebuilt when that moved. */
@@ -129,17 +189,55 @@ export class CatalogTools implements ToolCatalog {
       const fingerprint = this.#localRegistry?.fingerprint(tool.name) as string;
       byName.set(tool.name, { spec: tool, fingerprint, validate: null, local: tool });
     }
+    const content: CatalogContent[] = [];
     for (const entry of this.#source.entries()) {
+      if (entry.name.startsWith(PLATFORM_TOOL_PREFIX)) {
+        const found = this.#platformEntry(entry);
+        if (found) content.push(found);
+        continue;
+      }
       if (byName.has(entry.name)) continue;
       const spec = entry.definition as unknown as ToolSpec;
       const validate = this.#usable(entry.name, entry.fingerprint, spec);
       if (validate) byName.set(entry.name, { spec, fingerprint: entry.fingerprint, validate, local: null });
     }
     const sorted = [...byName.values()].sort((a, b) => (a.spec.name < b.spec.name ? -1 : 1));
+    content.sort((a, b) => (a.tool < b.tool ? -1 : 1));
     this.#validators.retain(new Set(sorted.map((offered) => offered.fingerprint)));
     this.#byName = new Map(sorted.map((offered) => [offered.spec.name, offered]));
     this.#list = Object.freeze(sorted.map((offered) => offered.spec));
+    const contentSignature = content.map((entry) => `${entry.tool}:${entry.fingerprint}`).join('\n');
+    if (contentSignature !== this.#contentSignature) {
+      this.#content = Object.freeze(content);
+      this.#platform = new Map(content.map((entry) => [entry.tool, entry]));
+      this.#contentSignature = contentSignature;
+    }
+    this.#toolsSignature = sorted.map((offered) => `${offered.spec.name}:${offered.fingerprint}`).join('\n');
     this.#builtFor = version;
+  }
+
+  /** A content tool's entry, or null (logged once) for a platform name it cannot be. */
+  #platformEntry(entry: ReturnType<CatalogSource['entries']>[number]): CatalogContent | null {
+    if (this.#refused.has(entry.fingerprint)) return null;
+    const known = this.#platform.get(entry.name);
+    if (known?.fingerprint === entry.fingerprint) return known;
+    const spec = entry.definition as unknown as ToolSpec;
+    const content = entry.name.startsWith(CONTENT_TOOL_PREFIX)
+      ? readPublishedContent(entry.definition)
+      : 'no platform tool has that name';
+    const problem =
+      typeof content === 'string'
+        ? content
+        : toolDefinitionProblem({ ...spec, handler: async () => ({ content: [] }) });
+    if (problem === null && typeof content !== 'string') {
+      return { tool: entry.name, fingerprint: entry.fingerprint, spec, content };
+    }
+    this.#refused.add(entry.fingerprint);
+    this.#logger.warn(
+      { tool: entry.name, fingerprint: entry.fingerprint, problem },
+      'a platform catalog entry cannot be used; its content is left out of the lists',
+    );
+    return null;
   }
 
   #usable(name: string, fingerprint: string, spec: ToolSpec): ValidateFunction | null {

@@ -99,7 +99,9 @@ export async function complete(
   context: ContentRunContext,
   timeoutMs?: number,
 ): Promise<{ values: string[]; total: number; hasMore: boolean }> {
-  const values = await bounded(label, timeoutMs, context, () => completer(value, { arguments: args }));
+  const values = await bounded(label, timeoutMs, context, (ctx) =>
+    completer(value, { arguments: args, tenant: ctx.tenant, signal: ctx.signal }),
+  );
   if (!Array.isArray(values) || values.some((item) => typeof item !== 'string')) {
     throw new ContentRunError('invalid', `${label} returned ${describe(values)}, not an array of strings`);
   }

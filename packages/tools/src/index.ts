@@ -1,5 +1,5 @@
 export type { AnyTool } from './any-tool.ts';
-export { type CatalogSource, CatalogTools } from './catalog-tools.ts';
+export { type CatalogContent, type CatalogSource, CatalogTools } from './catalog-tools.ts';
 export {
   ContentRegistry,
   type ContentSet,
@@ -18,6 +18,19 @@ export {
   type ReadContents,
   readResource,
 } from './content-run.ts';
+export {
+  CONTENT_TOOL_PREFIX,
+  type ContentAnswer,
+  type ContentRequest,
+  contentTool,
+  contentToolName,
+  PLATFORM_TOOL_PREFIX,
+  type PublishedContent,
+  publishedContent,
+  type RemoteContentCall,
+  readPublishedContent,
+  remoteContentSet,
+} from './content-tool.ts';
 export { InlineStore } from './inline-store.ts';
 export { inputAnswerProblem, inputResultProblem } from './input-answers.ts';
 export { contentRegistryOf, loadToolModules, registryOf } from './module-loader.ts';

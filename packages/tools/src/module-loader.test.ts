@@ -5,7 +5,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { isTaskgateError } from '@taskgate/errors';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadToolModules } from './module-loader.ts';
+import { contentToolName } from './content-tool.ts';
+import { loadToolModules, registryOf } from './module-loader.ts';
 
 /** A tool as a plain module exports it (no SDK import needed in a .mjs file). */
 const tool = (name: string, extra = '') =>
@@ -245,5 +246,27 @@ describe('loadToolModules: resources, resource templates and prompts', () => {
     expect(await failure(['./notarray.mjs'], cwd)).toContain('its prompts export must be an array');
     expect(await failure(['./noread.mjs'], cwd)).toContain('resource docs://x: read must be a function');
     expect(await failure(['./nothing.mjs'], cwd)).toContain('exports no tools');
+  });
+
+  it('serves a module’s content by one platform tool, and refuses a tool named like one', async () => {
+    const cwd = await folder({
+      'docs.mjs': `export const name = 'docs';\nexport const resources = [${resource('docs://readme')}];\n`,
+      'mimic.mjs': `export const tools = [{ name: 'taskgate.content.docs', description: 'd', inputSchema: { type: 'object' }, retry: 'safe', handler: async () => ({ content: [] }) }];\n`,
+    });
+    const registry = registryOf(await loadToolModules(['./docs.mjs'], cwd));
+    const [tool] = registry.list();
+    expect(tool?.name).toBe(contentToolName('docs'));
+    expect(tool?.name).toMatch(/^taskgate\.content\.docs\.[0-9a-f]{12}$/);
+    // What the catalog gets: the declarations, not their functions.
+    const [entry] = registry.catalogEntries();
+    expect(entry?.definition.content).toEqual({
+      module: 'docs',
+      resources: [{ uri: 'docs://readme', name: 'r' }],
+      resourceTemplates: [],
+      prompts: [],
+    });
+    expect(await failure(['./mimic.mjs'], cwd)).toContain(
+      "tool taskgate.content.docs: names beginning taskgate. are the platform's own",
+    );
   });
 });

@@ -6,6 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { TaskgateError } from '@taskgate/errors';
 import type { AnyTool } from './any-tool.ts';
 import { ContentRegistry, type ContentSet } from './content-registry.ts';
+import { contentTool, PLATFORM_TOOL_PREFIX } from './content-tool.ts';
 import type { ModuleErrorDefinition, ModuleRoutes, ToolModule } from './tool-module.ts';
 import { ToolRegistry } from './tool-registry.ts';
 
@@ -47,9 +48,18 @@ export async function loadToolModules(specs: readonly string[], cwd: string): Pr
   return modules;
 }
 
-/** The tools of the loaded modules, checked and compiled together. */
+/**
+ * The tools of the loaded modules, checked and compiled together, with one platform tool per
+ * module that has resources, templates or prompts (content-tool.ts): a worker serving the module
+ * publishes its content through the catalog and reads it for API processes that did not load it.
+ */
 export function registryOf(modules: readonly ToolModule[]): ToolRegistry {
-  return new ToolRegistry(modules.flatMap((module) => module.tools));
+  return new ToolRegistry(
+    modules.flatMap((module) => {
+      const content = module.content ? contentTool(module.name, module.content) : null;
+      return content ? [...module.tools, content] : module.tools;
+    }),
+  );
 }
 
 function resolveSpec(spec: string, cwd: string): string {
@@ -102,6 +112,10 @@ async function loadOne(file: string, cwd: string): Promise<ToolModule> {
     ...(content.resourceTemplates ?? []).map((template) => template.uriTemplate),
   ].find((uri) => /^taskgate:/i.test(uri));
   if (reserved !== undefined) throw invalid(file, `${reserved}: the taskgate: scheme is the platform's own`);
+  const platformTool = (tools as AnyTool[]).find((tool) => tool.name.startsWith(PLATFORM_TOOL_PREFIX));
+  if (platformTool !== undefined) {
+    throw invalid(file, `tool ${platformTool.name}: names beginning ${PLATFORM_TOOL_PREFIX} are the platform's own`);
+  }
   const name = await nameOf(source.name, file);
   const migrationsDir = await migrationsOf(source.migrations, file);
   if (migrationsDir !== null && source.name === undefined) {

@@ -1,5 +1,6 @@
 import type { ToolDefinition } from '@taskgate/sdk';
 import type { AnyTool } from './any-tool.ts';
+import type { CatalogContent } from './catalog-tools.ts';
 import type { ArgumentCheck } from './tool-registry.ts';
 
 /**
@@ -36,4 +37,11 @@ export interface ToolCatalog {
   readonly version: string;
   /** Calls `listener` after each change of the offer; returns the unsubscribe function. */
   onChange(listener: () => void): () => void;
+  /**
+   * The modules' resources and prompts the catalog publishes (CatalogTools; a bare registry has
+   * none): served by the workers that publish them.
+   */
+  content?(): readonly CatalogContent[];
+  /** Calls `listener` after each change of content(). */
+  onContentChange?(listener: () => void): () => void;
 }

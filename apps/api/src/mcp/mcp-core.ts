@@ -7,10 +7,11 @@ import {
   type ProtocolEra,
   type RequestHeaders,
 } from '@taskgate/protocol';
-import { ContentRegistry, type ContentSet, type ToolCatalog } from '@taskgate/tools';
+import type { ContentSet, ToolCatalog } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import type { ClockCaps, TaskService } from '../tasks/task-service.ts';
 import { TaskWatcher } from '../tasks/task-watch.ts';
+import { ContentOffer, remoteContentCalls } from './content-offer.ts';
 import { CallRunner } from './dispatch/call-runner.ts';
 import { type ResourceSubscriptions, resourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import type { MethodOutcome, ServerIdentity } from './mcp-methods.ts';
@@ -31,7 +32,8 @@ export interface McpCoreOptions {
   readonly server: ServerIdentity;
   /**
    * The resources, resource templates and prompts of the modules loaded in this process (served
-   * here, in the request). Taskgate's own task resources come first and are always there.
+   * here, in the request). Taskgate's own task resources come first and are always there; what
+   * the catalog publishes for other modules (`tools.content()`) is read by a worker serving it.
    */
   readonly content?: readonly ContentSet[];
   /**
@@ -55,6 +57,9 @@ export interface McpCoreOptions {
 }
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
+
+/** A list whose changes a client may hear of: notifications/<kind>/list_changed. */
+export type ListKind = 'tools' | 'resources' | 'prompts';
 
 export { DEFAULT_TASK_AFTER_MS, ServerStopping, stoppedCallError } from './dispatch/call-runner.ts';
 
@@ -117,14 +122,27 @@ export class McpCore {
   readonly #watcher: TaskWatcher;
   /** Each served revision's methods; the transports tell which revision a request speaks. */
   readonly #revisions: ReadonlyMap<string, Revision>;
-  /** Every resource and prompt served: the modules' and the tasks'. */
-  readonly #content: ContentRegistry;
+  /** Every resource and prompt served: the tasks', the modules' loaded here, and the catalog's. */
+  readonly #content: ContentOffer;
 
   constructor(options: McpCoreOptions) {
     this.#options = options;
     this.#watcher = new TaskWatcher(options);
     const runner = new CallRunner(options, this.#watcher);
-    const content = new ContentRegistry([taskResources(options.service, options.server), ...(options.content ?? [])]);
+    const { tools } = options;
+    const content = new ContentOffer({
+      local: [taskResources(options.service, options.server), ...(options.content ?? [])],
+      ...(tools.content && tools.onContentChange
+        ? {
+            catalog: {
+              content: () => tools.content?.() ?? [],
+              onContentChange: (l) => tools.onContentChange?.(l) ?? (() => {}),
+            },
+            remote: remoteContentCalls(options.service, this.#watcher, options.pollMs, options.logger),
+          }
+        : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+    });
     this.#content = content;
     this.#revisions = servedRevisions(runner, this.#watcher, {
       content,
@@ -159,12 +177,24 @@ export class McpCore {
    * template matches whatever its variables are: a module's resource is not read to find out).
    */
   async #resourceServed(tenantId: string, uri: string): Promise<boolean> {
-    return (await hasTaskResource(this.#options.service, tenantId, uri)) ?? this.#content.resolve(uri) !== null;
+    return (
+      (await hasTaskResource(this.#options.service, tenantId, uri)) ?? this.#content.current().resolve(uri) !== null
+    );
   }
 
-  /** Calls `listener` after each change of the tools offered (for list-changed notifications). */
-  onToolsChanged(listener: () => void): () => void {
-    return this.#options.tools.onChange(listener);
+  /**
+   * Calls `listener` with each list that changed — the tools offered, the resources (and
+   * templates), the prompts — for its list-changed notification. Returns the unsubscribe function.
+   */
+  onListChanged(listener: (kind: ListKind) => void): () => void {
+    const tools = this.#options.tools.onChange(() => listener('tools'));
+    const content = this.#content.onChange((kinds) => {
+      for (const kind of kinds) listener(kind);
+    });
+    return () => {
+      tools();
+      content();
+    };
   }
 
   /**
@@ -185,7 +215,7 @@ export class McpCore {
     send: (notification: Record<string, unknown>) => void,
   ): ResourceSubscriptions {
     return resourceSubscriptions(this.#watcher, this.#options.pollMs, tenantId, send, {
-      resolve: (uri) => this.#content.resolve(uri),
+      resolve: (uri) => this.#content.current().resolve(uri),
       ...(this.#options.logger ? { log: (fields, message) => this.#options.logger?.warn(fields, message) } : {}),
     });
   }
@@ -206,6 +236,7 @@ export class McpCore {
       {
         ...this.#options,
         watcher: this.#watcher,
+        lists: { onChange: (listener) => this.onListChanged(listener) },
         resources: {
           has: (uri) => this.#resourceServed(context.tenantId, uri),
           subscriptions: (tenantId, send) => this.resourceSubscriptions(tenantId, send),

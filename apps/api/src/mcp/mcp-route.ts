@@ -116,9 +116,9 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
   // before the server closes, or close() would wait for them forever.
   const listens = new Set<TaskSubscription>();
   const calls: CallsInFlight = new Set();
-  // A 2025-11-25 client hears of tool list changes on its session's GET stream, if it opened one.
-  const unsubscribeTools = options.core.onToolsChanged(() =>
-    sessions.notifyStreams({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' }, 'tools'),
+  // A handshake client hears of list changes on its session's GET stream, if it opened one.
+  const unsubscribeTools = options.core.onListChanged((kind) =>
+    sessions.notifyStreams({ jsonrpc: '2.0', method: `notifications/${kind}/list_changed` }, kind),
   );
   // A cancel or response for a session's request that another instance took: acted on if it is here.
   const unsubscribeSignals = options.signals?.onSignal((signal) => sessions.onSignal(signal));
@@ -168,7 +168,7 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
     });
     // 2026-07-28 has no GET stream and no sessions ("Backward Compatibility"); a 2025-11-25 client
     // may DELETE the session it was given, and may GET its session's stream, which carries
-    // notifications/tools/list_changed (the one message this server sends unrelated to a request).
+    // notifications/*/list_changed (the messages this server sends unrelated to a request).
     // GET without a session gets 405, as do other methods: a JSON-RPC 405, not problem+json's 404.
     scope.route({
       method: ['GET', 'DELETE', 'PUT', 'PATCH', 'OPTIONS'],

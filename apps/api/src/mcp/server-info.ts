@@ -18,14 +18,14 @@ export const TOOLS_CAPABILITY = { listChanged: true } as const;
 
 /**
  * Resources (Taskgate's own task resources are always there, next to the modules'), prompts,
- * completion and logging (tools' ctx.log(), as notifications/message). Neither list changes while a
- * process runs (modules load at start-up), so neither says listChanged. Resources may be
- * subscribed to (a task's notifies on each status change): resources/subscribe before 2026-07-28,
- * subscriptions/listen's resourceSubscriptions from then on.
+ * completion and logging (tools' ctx.log(), as notifications/message). Both lists change as
+ * workers serving modules' content come and go (the catalog), and the server says so as it does
+ * for tools. Resources may be subscribed to (a task's notifies on each status change):
+ * resources/subscribe before 2026-07-28, subscriptions/listen's resourceSubscriptions from then on.
  */
 export const CONTENT_CAPABILITIES = {
-  resources: { subscribe: true },
-  prompts: {},
+  resources: { subscribe: true, listChanged: true },
+  prompts: { listChanged: true },
   completions: {},
   logging: {},
 } as const;

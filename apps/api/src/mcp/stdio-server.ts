@@ -19,7 +19,7 @@ import { BatchAnswer, batchRefusal } from './batch-answer.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
 import { runRequest } from './dispatch/request-runner.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
-import { type McpCore, stoppedCallError } from './mcp-core.ts';
+import { type ListKind, type McpCore, stoppedCallError } from './mcp-core.ts';
 import { legacyResult, type MethodOutcome, resultJson, type ServerIdentity } from './mcp-methods.ts';
 import { initialize } from './revisions/handshake/initialize.ts';
 import { rpcFailure } from './rpc-failures.ts';
@@ -95,7 +95,8 @@ export class StdioServer {
   /** A 2025-11-25 client hears of tool list changes from initialize on; null until then. */
   #unsubscribeTools: (() => void) | null = null;
   /** A list change that found stdout full: written once it drains (one says it all). */
-  #toolsChangedPending = false;
+  /** List-changed notifications held for the pipe to drain: one per list, however many changes. */
+  readonly #listsChangedPending = new Set<ListKind>();
   /** resources/updated that found stdout full, latest per URI: written once it drains. */
   readonly #heldUpdates = new Map<string, unknown>();
   /** This pipe's requests as the request runner sees them; a handshake revision's may ask the client. */
@@ -296,9 +297,9 @@ export class StdioServer {
       const opened = initialize(params, this.#options.server);
       this.#revision = opened.revision;
       this.#legacyCapabilities = opened.clientCapabilities;
-      // stdio is one stream both ways: 2025-11-25's notifications/tools/list_changed goes on it
-      // whenever the tools offered change (the initialize result declares listChanged).
-      this.#unsubscribeTools ??= this.#options.core.onToolsChanged(() => this.#toolsChanged());
+      // stdio is one stream both ways: a handshake revision's notifications/*/list_changed go on
+      // it whenever a list changes (the initialize result declares listChanged).
+      this.#unsubscribeTools ??= this.#options.core.onListChanged((kind) => this.#listChanged(kind));
       this.#answer(id, { kind: 'result', result: opened.result }, begun.generation);
       return;
     }
@@ -540,17 +541,17 @@ export class StdioServer {
     }
   }
 
-  #toolsChanged(): void {
+  #listChanged(kind: ListKind): void {
     const output = this.#options.output;
     if (!output.writableNeedDrain) {
-      this.#write({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
+      this.#write({ jsonrpc: '2.0', method: `notifications/${kind}/list_changed` });
       return;
     }
-    if (this.#toolsChangedPending) return;
-    this.#toolsChangedPending = true;
+    if (this.#listsChangedPending.has(kind)) return;
+    this.#listsChangedPending.add(kind);
     output.once('drain', () => {
-      this.#toolsChangedPending = false;
-      this.#toolsChanged();
+      this.#listsChangedPending.delete(kind);
+      this.#listChanged(kind);
     });
   }
 

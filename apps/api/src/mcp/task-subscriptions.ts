@@ -4,6 +4,7 @@ import { isTerminalStatus } from '@taskgate/reliability';
 import { changesStatus, type TaskReading, type TaskWatch, type TaskWatcher } from '../tasks/task-watch.ts';
 import { MAX_URI_CHARS } from './dispatch/content-methods.ts';
 import { MAX_RESOURCE_SUBSCRIPTIONS, type ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
+import type { ListKind } from './mcp-core.ts';
 import { invalidParams, type MethodOutcome, missingCapability, type ServerIdentity } from './mcp-methods.ts';
 import { detailedTask } from './mcp-tasks.ts';
 
@@ -22,6 +23,12 @@ export interface ListenFilter {
 }
 
 const BOOLEAN_FIELDS = ['toolsListChanged', 'promptsListChanged', 'resourcesListChanged'] as const;
+const LIST_KINDS: readonly ListKind[] = ['tools', 'resources', 'prompts'];
+const LIST_FIELDS_BY_KIND = {
+  tools: 'toolsListChanged',
+  resources: 'resourcesListChanged',
+  prompts: 'promptsListChanged',
+} as const satisfies Record<ListKind, (typeof BOOLEAN_FIELDS)[number]>;
 const LIST_FIELDS = ['resourceSubscriptions', 'taskIds'] as const;
 
 /**
@@ -74,8 +81,11 @@ export interface TaskSubscriptionOptions {
   readonly server: ServerIdentity;
   /** The floor under NOTIFY: subscribed tasks are re-read this often. */
   readonly pollMs: number;
-  /** The tools offered: a toolsListChanged subscription hears of each change (CatalogView.onChange). */
-  readonly tools?: { onChange(listener: () => void): () => void };
+  /**
+   * The lists offered (McpCore.onListChanged): a toolsListChanged, resourcesListChanged or
+   * promptsListChanged subscription hears of each change of its list.
+   */
+  readonly lists?: { onChange(listener: (kind: ListKind) => void): () => void };
   /** The resources a `resourceSubscriptions` filter may name, and their change notifications. */
   readonly resources?: {
     /** Whether `uri` names a resource of this tenant's (a module's, or one of its tasks). */
@@ -92,8 +102,9 @@ export interface TaskSubscriptionOptions {
  * status matters, so undelivered ones are replaced (the sink's key). Closing it never touches a task.
  *
  * With `toolsListChanged`, `notifications/tools/list_changed` whenever the tools offered change
- * (a worker serving other tools started, or the last one serving a tool left the catalog window).
- * It carries nothing but the subscription id — the client re-reads tools/list — so undelivered ones
+ * (a worker serving other tools started, or the last one serving a tool left the catalog window);
+ * `resourcesListChanged` and `promptsListChanged` likewise for the modules' content the catalog
+ * publishes. Each carries nothing but the subscription id — the client re-reads the list — so undelivered ones
  * fold into one, and one that comes before the acknowledgement is sent right after it
  * (basic/patterns/subscriptions: nothing on the subscription before its acknowledgement).
  */
@@ -112,7 +123,8 @@ export class TaskSubscription {
   #unsubscribeTools: (() => void) | null = null;
   #resources: ResourceSubscriptions | null = null;
   #acknowledged = false;
-  #toolsChangedBeforeAck = false;
+  /** Lists that changed before the acknowledgement: told right after it. */
+  readonly #changedBeforeAck = new Set<ListKind>();
   #stopped = false;
 
   constructor(
@@ -129,19 +141,20 @@ export class TaskSubscription {
 
   /**
    * Subscribes, reads each task once (so a change during the read is not lost), and sends the
-   * acknowledgement naming what it honours: the tool list (whose changes it sends) and the
+   * acknowledgement naming what it honours: the lists (whose changes it sends) and the
    * task ids this tenant has (other tenants' and unknown ids are left out), and the resource URIs
    * it watches. A URI this server does not serve, one longer than a URI may be, and those past
    * MAX_RESOURCE_SUBSCRIPTIONS are left out. Resources are subscribed after the acknowledgement:
-   * their first reading is the baseline, so nothing of theirs can come before it. List changes of
-   * resources and prompts are left out: this server's lists do not change while it runs.
+   * their first reading is the baseline, so nothing of theirs can come before it.
    */
   async start(): Promise<void> {
     if (this.#stopped) return;
-    if (this.#filter.toolsListChanged && this.#options.tools) {
-      this.#unsubscribeTools = this.#options.tools.onChange(() => {
-        if (this.#acknowledged) this.#toolsChanged();
-        else this.#toolsChangedBeforeAck = true;
+    const lists = this.#listsWanted();
+    if (lists.length > 0 && this.#options.lists) {
+      this.#unsubscribeTools = this.#options.lists.onChange((kind) => {
+        if (!lists.includes(kind)) return;
+        if (this.#acknowledged) this.#listChanged(kind);
+        else this.#changedBeforeAck.add(kind);
       });
     }
     const wanted = [...new Set(this.#filter.taskIds ?? [])];
@@ -186,7 +199,7 @@ export class TaskSubscription {
         params: {
           _meta: { [SUBSCRIPTION_ID]: this.#listenId },
           notifications: {
-            ...(this.#filter.toolsListChanged && this.#options.tools ? { toolsListChanged: true } : {}),
+            ...Object.fromEntries(lists.map((kind) => [LIST_FIELDS_BY_KIND[kind], true])),
             ...(this.#filter.resourceSubscriptions && this.#options.resources
               ? { resourceSubscriptions: honoured }
               : {}),
@@ -201,7 +214,8 @@ export class TaskSubscription {
       this.#resources = resources;
       for (const uri of honoured) resources.subscribe(uri);
     }
-    if (this.#toolsChangedBeforeAck) this.#toolsChanged();
+    for (const kind of this.#changedBeforeAck) this.#listChanged(kind);
+    this.#changedBeforeAck.clear();
     for (const [id, task] of this.#early) this.#deliver(id, task);
     this.#early.clear();
   }
@@ -257,15 +271,21 @@ export class TaskSubscription {
     });
   }
 
-  #toolsChanged(): void {
+  /** The lists the filter asks for that this server can tell changes of. */
+  #listsWanted(): ListKind[] {
+    if (!this.#options.lists) return [];
+    return LIST_KINDS.filter((kind) => this.#filter[LIST_FIELDS_BY_KIND[kind]] === true);
+  }
+
+  #listChanged(kind: ListKind): void {
     if (this.#stopped) return;
     this.#sink.push(
       {
         jsonrpc: '2.0',
-        method: 'notifications/tools/list_changed',
+        method: `notifications/${kind}/list_changed`,
         params: { _meta: { [SUBSCRIPTION_ID]: this.#listenId } },
       },
-      'tools',
+      kind,
     );
   }
 

@@ -157,6 +157,31 @@ export class TaskService {
     return this.#submitWithKey({ ...task, id: randomUUID(), idempotencyKey: key });
   }
 
+  /**
+   * A task of a platform tool (a module's content read for this API, CatalogTools.platform): a
+   * `request`-mode task a client can neither call nor list, with no idempotency key (reads are
+   * safe to repeat). The caller waits for it and cancels it when its request goes.
+   */
+  async submitPlatform(
+    tenantId: string,
+    tool: { readonly name: string; readonly fingerprint: string; readonly spec: ToolSpec },
+    args: Readonly<Record<string, unknown>>,
+    ttlMs: number,
+  ): Promise<TaskRecord> {
+    if (!this.#queues.has(tool.name)) await this.#queues.ensure(tool.name);
+    return this.#creates.run({
+      tenantId,
+      tool: tool.name,
+      arguments: args,
+      mode: 'request',
+      apiInstanceId: this.#options.instanceId ?? null,
+      ttlMs,
+      pollIntervalMs: this.#options.pollIntervalMs,
+      toolFingerprint: tool.fingerprint,
+      ...cappedClocks(tool.spec, this.#options.clockCaps),
+    });
+  }
+
   #checkCall(input: CreateTaskInput): ToolSpec {
     const { tools } = this.#options;
     const check = tools.check(input.tool, input.arguments ?? {});

@@ -144,6 +144,8 @@ export async function listTasks(db: Db, tenantId: string, query: ListQuery): Pro
     SELECT *, created_at::text AS cursor_created_at FROM tasks
     WHERE tenant_id = ${tenantId} ${status} ${after}
       AND (expires_at IS NULL OR expires_at > now())
+      -- The platform's own tasks (a remote resource read) are not the client's to list.
+      AND tool NOT LIKE 'taskgate.%'
     ORDER BY created_at DESC, id DESC
     LIMIT ${query.limit + 1}`.execute(db);
   const page = rows.slice(0, query.limit);

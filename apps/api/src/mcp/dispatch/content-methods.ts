@@ -20,7 +20,8 @@ import { ClientCapabilityMissing, clientAsker, type Round, type RoundTrips } fro
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 export interface ContentMethodsOptions {
-  readonly content: ContentRegistry;
+  /** What is served now: the registry moves when the catalog's content does (ContentOffer). */
+  readonly content: { current(): ContentRegistry };
   readonly server: ServerIdentity;
   readonly logger?: { readonly warn: LogFn };
   /** Entries per list page (default 100). */
@@ -46,7 +47,10 @@ export interface ContentShape {
   readonly subscribe?: boolean;
 }
 
-/** Lists may be cached a minute: they change only when this process loads other modules (a restart). */
+/**
+ * Lists may be cached a minute: they change when a worker serving other content comes or goes,
+ * which list-changed notifications tell a client that listens.
+ */
 const LIST_TTL_MS = 60_000;
 export const DEFAULT_PAGE_SIZE = 100;
 /** The longest URI read or subscribed (a definition's URIs are at most 2048 too): a subscription keeps it. */
@@ -59,7 +63,8 @@ export const MAX_URI_CHARS = 2048;
  * -32603 naming the resource or prompt, never the thrown text.
  */
 export function contentMethods(options: ContentMethodsOptions, shape: ContentShape): [string, MethodHandler][] {
-  const { content, server } = options;
+  const { server } = options;
+  const registry = () => options.content.current();
   const size = options.pageSize ?? DEFAULT_PAGE_SIZE;
   const bad = (message: string) => invalidParams(message, shape.invalidStatus);
   const complete_ = (result: Record<string, unknown>, cache: { ttlMs: number; cacheScope: string } | null) =>
@@ -133,7 +138,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
             if (typeof uri !== 'string' || uri === '')
               return bad('resources/subscribe needs params.uri, a resource URI');
             if (uri.length > MAX_URI_CHARS) return bad(`params.uri is longer than ${MAX_URI_CHARS} characters`);
-            if (!content.resolve(uri)) return notFound(shape.notFoundCode, uri);
+            if (!registry().resolve(uri)) return notFound(shape.notFoundCode, uri);
             const subscriptions = context.resourceSubscriptions;
             if (!subscriptions) return bad('resources/subscribe needs a session: send initialize first');
             const held = subscriptions.has(uri);
@@ -178,7 +183,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
       (params) =>
         listed(
           'resources',
-          content.resources(),
+          registry().resources(),
           (resource) => resource.uri,
           (resource) => ({
             uri: resource.uri,
@@ -193,7 +198,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
       (params) =>
         listed(
           'resourceTemplates',
-          content.templates(),
+          registry().templates(),
           (entry) => entry.definition.uriTemplate,
           ({ definition }) => ({
             uriTemplate: definition.uriTemplate,
@@ -209,7 +214,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
         const uri = params?.uri;
         if (typeof uri !== 'string' || uri === '') return bad('resources/read needs params.uri, a resource URI');
         if (uri.length > MAX_URI_CHARS) return bad(`params.uri is longer than ${MAX_URI_CHARS} characters`);
-        const target = content.resolve(uri);
+        const target = registry().resolve(uri);
         if (!target) return notFound(shape.notFoundCode, uri);
         const round = begin(params, context, { method: 'resources/read', name: uri });
         if (round && 'kind' in round) return round;
@@ -234,7 +239,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
       (params) =>
         listed(
           'prompts',
-          content.prompts(),
+          registry().prompts(),
           (prompt) => prompt.name,
           (prompt) => ({
             name: prompt.name,
@@ -249,7 +254,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
       async (params, context) => {
         const name = params?.name;
         if (typeof name !== 'string' || name === '') return bad('prompts/get needs params.name, the name of a prompt');
-        const prompt = content.prompt(name);
+        const prompt = registry().prompt(name);
         if (!prompt) return bad(`there is no prompt named ${JSON.stringify(name)}`);
         const args = promptArguments(prompt, params?.arguments);
         if ('problem' in args) return bad(argumentsMessage(name, args));
@@ -270,7 +275,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
     [
       'completion/complete',
       async (params, context) => {
-        const target = completionTarget(content, params);
+        const target = completionTarget(registry(), params);
         if ('problem' in target) return bad(target.problem);
         if (!target.completer) return complete_({ completion: { values: [], total: 0, hasMore: false } }, null);
         try {

@@ -1,0 +1,359 @@
+import { sha256Hex } from '@taskgate/reliability';
+import type {
+  Completer,
+  PromptDefinition,
+  PromptResult,
+  ResourceDefinition,
+  ResourceTemplateDefinition,
+  ToolResult,
+} from '@taskgate/sdk';
+import type { AnyTool } from './any-tool.ts';
+import { ContentRegistry, type ContentSet } from './content-registry.ts';
+import {
+  ContentRunError,
+  complete,
+  DEFAULT_CONTENT_TIMEOUT_MS,
+  getPrompt,
+  promptArguments,
+  type ReadContents,
+  readResource,
+} from './content-run.ts';
+
+/**
+ * A module's resources, resource templates and prompts published through the tool catalog: each
+ * module with content is served by one platform tool, `taskgate.content.<module>`, whose
+ * definition carries the content's declarations (what every API lists from) and whose handler
+ * reads, gets and completes them (what an API that did not load the module asks a worker to run,
+ * as a durable request-mode task). One catalog, one queue per tool, one task runtime: a rolling
+ * deploy, a worker's death, a cancel and a clock treat a remote read as they treat a tool call.
+ * The tool is never offered as a tool (CatalogTools keeps the prefix apart).
+ */
+export const PLATFORM_TOOL_PREFIX = 'taskgate.';
+export const CONTENT_TOOL_PREFIX = 'taskgate.content.';
+
+/** Above the longest content clock: the task's max clock ends a handler its own clock did not. */
+const TASK_CLOCK_MARGIN_MS = 5_000;
+
+/** The tool name of a module's content: readable where the module name allows, unique by its hash. */
+export function contentToolName(moduleName: string): string {
+  const readable = moduleName.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 80);
+  return `${CONTENT_TOOL_PREFIX}${readable}.${sha256Hex(moduleName).slice(0, 12)}`;
+}
+
+export interface PublishedResource {
+  readonly uri: string;
+  readonly name: string;
+  readonly title?: string;
+  readonly description?: string;
+  readonly mimeType?: string;
+  readonly size?: number;
+  readonly annotations?: Readonly<Record<string, unknown>>;
+  readonly timeoutMs?: number;
+}
+
+export interface PublishedTemplate {
+  readonly uriTemplate: string;
+  readonly name: string;
+  readonly title?: string;
+  readonly description?: string;
+  readonly mimeType?: string;
+  readonly annotations?: Readonly<Record<string, unknown>>;
+  readonly timeoutMs?: number;
+  /** The variables it completes (completion/complete). */
+  readonly completes: readonly string[];
+}
+
+export interface PublishedPrompt {
+  readonly name: string;
+  readonly title?: string;
+  readonly description?: string;
+  readonly arguments?: readonly Readonly<Record<string, unknown>>[];
+  readonly timeoutMs?: number;
+  /** The arguments it completes. */
+  readonly completes: readonly string[];
+}
+
+/** The `content` field of a content tool's definition: the declarations without their functions. */
+export interface PublishedContent {
+  readonly module: string;
+  readonly resources: readonly PublishedResource[];
+  readonly resourceTemplates: readonly PublishedTemplate[];
+  readonly prompts: readonly PublishedPrompt[];
+}
+
+/** What an API asks of a content tool (the task's arguments). */
+export type ContentRequest =
+  | { readonly op: 'read'; readonly uri: string }
+  | { readonly op: 'get'; readonly name: string; readonly arguments: Readonly<Record<string, string>> }
+  | {
+      readonly op: 'complete';
+      readonly ref:
+        | { readonly type: 'ref/prompt'; readonly name: string }
+        | { readonly type: 'ref/resource'; readonly uri: string };
+      readonly argument: { readonly name: string; readonly value: string };
+      readonly arguments: Readonly<Record<string, string>>;
+    };
+
+/** What a content tool answers (its result's structuredContent). */
+export type ContentAnswer =
+  | { readonly outcome: 'contents'; readonly contents: ReadContents }
+  | { readonly outcome: 'not-found' }
+  | { readonly outcome: 'prompt'; readonly result: PromptResult }
+  | { readonly outcome: 'completion'; readonly completion: { values: string[]; total: number; hasMore: boolean } }
+  | { readonly outcome: 'error'; readonly kind: ContentRunError['kind']; readonly message: string };
+
+const STRINGS = { type: 'object', additionalProperties: { type: 'string' } } as const;
+
+const INPUT_SCHEMA = {
+  type: 'object',
+  oneOf: [
+    {
+      properties: { op: { const: 'read' }, uri: { type: 'string', minLength: 1 } },
+      required: ['op', 'uri'],
+      additionalProperties: false,
+    },
+    {
+      properties: { op: { const: 'get' }, name: { type: 'string', minLength: 1 }, arguments: STRINGS },
+      required: ['op', 'name', 'arguments'],
+      additionalProperties: false,
+    },
+    {
+      properties: {
+        op: { const: 'complete' },
+        ref: { type: 'object' },
+        argument: { type: 'object' },
+        arguments: STRINGS,
+      },
+      required: ['op', 'ref', 'argument', 'arguments'],
+      additionalProperties: false,
+    },
+  ],
+} as const;
+
+/** The platform tool that serves one module's content; null for a module that has none. */
+export function contentTool(moduleName: string, set: ContentSet): AnyTool | null {
+  const published = publishedContent(moduleName, set);
+  const count = published.resources.length + published.resourceTemplates.length + published.prompts.length;
+  if (count === 0) return null;
+  const registry = new ContentRegistry([set]);
+  const clocks = [...(set.resources ?? []), ...(set.resourceTemplates ?? []), ...(set.prompts ?? [])].map(
+    (entry) => entry.timeoutMs ?? DEFAULT_CONTENT_TIMEOUT_MS,
+  );
+  const tool = {
+    name: contentToolName(moduleName),
+    description: `The resources, resource templates and prompts of tool module ${moduleName}, read for the platform's API processes (never offered as a tool).`,
+    inputSchema: INPUT_SCHEMA,
+    retry: 'safe',
+    taskSupport: 'forbidden',
+    timeouts: { maxMs: Math.max(...clocks) + TASK_CLOCK_MARGIN_MS },
+    content: published,
+    handler: async (input: ContentRequest, ctx: { tenant: string; signal: AbortSignal }): Promise<ToolResult> => ({
+      content: [],
+      structuredContent: (await answer(registry, input, ctx)) as unknown as Record<string, unknown>,
+    }),
+  };
+  return tool as unknown as AnyTool;
+}
+
+/** Runs one request against the module's own definitions, as an in-process read would. */
+async function answer(
+  registry: ContentRegistry,
+  request: ContentRequest,
+  ctx: { tenant: string; signal: AbortSignal },
+): Promise<ContentAnswer> {
+  const context = { tenant: ctx.tenant, signal: ctx.signal };
+  try {
+    if (request.op === 'read') {
+      const target = registry.resolve(request.uri);
+      const contents = target ? await readResource(target, request.uri, context) : null;
+      return contents === null ? { outcome: 'not-found' } : { outcome: 'contents', contents };
+    }
+    if (request.op === 'get') {
+      const prompt = registry.prompt(request.name);
+      if (!prompt) return { outcome: 'not-found' };
+      const args = promptArguments(prompt, request.arguments);
+      if ('problem' in args) return { outcome: 'error', kind: 'refused', message: args.problem };
+      return { outcome: 'prompt', result: await getPrompt(prompt, args.values, context) };
+    }
+    const target = completerOf(registry, request);
+    if (!target) return { outcome: 'not-found' };
+    const completion = await complete(
+      target.label,
+      target.completer,
+      request.argument.value,
+      request.arguments,
+      context,
+      target.timeoutMs,
+    );
+    return { outcome: 'completion', completion };
+  } catch (error) {
+    // Said as an in-process read says it; the thrown error's own text stays in this process.
+    if (error instanceof ContentRunError) return { outcome: 'error', kind: error.kind, message: error.message };
+    throw error;
+  }
+}
+
+function completerOf(
+  registry: ContentRegistry,
+  request: Extract<ContentRequest, { op: 'complete' }>,
+): { label: string; completer: Completer; timeoutMs: number | undefined } | null {
+  const { ref, argument } = request;
+  if (ref.type === 'ref/prompt') {
+    const prompt = registry.prompt(ref.name);
+    const completer = prompt?.complete?.[argument.name];
+    if (!prompt || !completer) return null;
+    return { label: `prompt ${prompt.name} argument ${argument.name}`, completer, timeoutMs: prompt.timeoutMs };
+  }
+  const entry = registry.template(ref.uri);
+  const completer = entry?.definition.complete?.[argument.name];
+  if (!entry || !completer) return null;
+  return {
+    label: `resource template ${entry.definition.uriTemplate} variable ${argument.name}`,
+    completer,
+    timeoutMs: entry.definition.timeoutMs,
+  };
+}
+
+/** The declarations as JSON, in the registry's order (so the fingerprint does not move with export order). */
+export function publishedContent(moduleName: string, set: ContentSet): PublishedContent {
+  const registry = new ContentRegistry([set]);
+  return {
+    module: moduleName,
+    resources: registry.resources().map((resource) => ({
+      uri: resource.uri,
+      name: resource.name,
+      ...pick(resource, ['title', 'description', 'mimeType', 'size', 'annotations', 'timeoutMs']),
+    })),
+    resourceTemplates: registry.templates().map(({ definition }) => ({
+      uriTemplate: definition.uriTemplate,
+      name: definition.name,
+      ...pick(definition, ['title', 'description', 'mimeType', 'annotations', 'timeoutMs']),
+      completes: Object.keys(definition.complete ?? {}).sort(),
+    })),
+    prompts: registry.prompts().map((prompt) => ({
+      name: prompt.name,
+      ...pick(prompt, ['title', 'description', 'timeoutMs']),
+      ...(prompt.arguments ? { arguments: prompt.arguments.map((arg) => ({ ...arg })) } : {}),
+      completes: Object.keys(prompt.complete ?? {}).sort(),
+    })),
+  };
+}
+
+/**
+ * Runs a content request on whichever worker serves the content tool and resolves with its answer;
+ * rejects (ContentRunError `cancelled`) when `signal` aborts, after cancelling the work.
+ */
+export type RemoteContentCall = (
+  request: ContentRequest,
+  ctx: { readonly tenant: string; readonly signal: AbortSignal },
+) => Promise<ContentAnswer>;
+
+/**
+ * The content a catalog entry publishes, as definitions whose functions ask `call` (a worker runs
+ * the module's own). The caller's bounded() still applies each definition's clock here, so a read
+ * ends in time even when no worker picks its task up. A handler's ctx.input() cannot cross to a
+ * worker: a remote handler that asks is answered as one that asked where it cannot.
+ */
+export function remoteContentSet(content: PublishedContent, call: RemoteContentCall): ContentSet {
+  const fromAnswer = <T>(label: string, answer: ContentAnswer, pick: (answer: ContentAnswer) => T | undefined): T => {
+    if (answer.outcome === 'error') throw new ContentRunError(answer.kind, answer.message);
+    const value = pick(answer);
+    if (value === undefined) throw new ContentRunError('invalid', `${label}: the worker's answer was not one`);
+    return value;
+  };
+  const contentsOf = (label: string, answer: ContentAnswer): ReadContents | null =>
+    answer.outcome === 'not-found'
+      ? null
+      : fromAnswer(label, answer, (a) => (a.outcome === 'contents' ? a.contents : undefined));
+  const completers = (
+    names: readonly string[],
+    ref: Extract<ContentRequest, { op: 'complete' }>['ref'],
+    label: string,
+  ): Record<string, Completer> =>
+    Object.fromEntries(
+      names.map((name) => [
+        name,
+        (async (value, context) => {
+          const ctx = context as { arguments: Readonly<Record<string, string>>; tenant: string; signal: AbortSignal };
+          const answer = await call(
+            { op: 'complete', ref, argument: { name, value }, arguments: ctx.arguments },
+            { tenant: ctx.tenant, signal: ctx.signal },
+          );
+          if (answer.outcome === 'not-found') return [];
+          const completion = fromAnswer(`${label} argument ${name}`, answer, (a) =>
+            a.outcome === 'completion' ? a.completion : undefined,
+          );
+          return completion.values;
+        }) satisfies Completer,
+      ]),
+    );
+  const resources: ResourceDefinition[] = content.resources.map((resource) => ({
+    ...resource,
+    read: async (ctx) =>
+      contentsOf(`resource ${resource.uri}`, await call({ op: 'read', uri: resource.uri }, ctx)) as never,
+  }));
+  const resourceTemplates: ResourceTemplateDefinition[] = content.resourceTemplates.map(
+    ({ completes, ...template }) => ({
+      ...template,
+      read: async (uri, _variables, ctx) =>
+        contentsOf(`resource ${uri}`, await call({ op: 'read', uri }, ctx)) as never,
+      ...(completes.length > 0
+        ? {
+            complete: completers(
+              completes,
+              { type: 'ref/resource', uri: template.uriTemplate },
+              `resource template ${template.uriTemplate}`,
+            ),
+          }
+        : {}),
+    }),
+  );
+  const prompts: PromptDefinition[] = content.prompts.map(({ completes, ...prompt }) => ({
+    ...(prompt as Omit<PromptDefinition, 'get'>),
+    get: async (args, ctx) => {
+      const answer = await call({ op: 'get', name: prompt.name, arguments: args }, ctx);
+      if (answer.outcome === 'not-found') {
+        throw new ContentRunError('failed', `prompt ${prompt.name}: the worker serving it no longer has it`);
+      }
+      return fromAnswer(`prompt ${prompt.name}`, answer, (a) => (a.outcome === 'prompt' ? a.result : undefined));
+    },
+    ...(completes.length > 0
+      ? { complete: completers(completes, { type: 'ref/prompt', name: prompt.name }, `prompt ${prompt.name}`) }
+      : {}),
+  }));
+  return { resources, resourceTemplates, prompts };
+}
+
+/**
+ * A content tool's published `content`, or the problem with it: a foreign or broken publisher is
+ * left out (and logged by the caller), never allowed to make a list throw.
+ */
+export function readPublishedContent(definition: Readonly<Record<string, unknown>>): PublishedContent | string {
+  const content = definition.content as Record<string, unknown> | undefined;
+  if (typeof content !== 'object' || content === null || Array.isArray(content)) return 'it has no content object';
+  const { module, resources, resourceTemplates, prompts } = content;
+  if (typeof module !== 'string') return 'its content names no module';
+  for (const [field, value] of Object.entries({ resources, resourceTemplates, prompts })) {
+    if (!Array.isArray(value)) return `its content.${field} is not an array`;
+    for (const item of value) {
+      if (typeof item !== 'object' || item === null || Array.isArray(item)) return `content.${field} has a non-object`;
+      if (field !== 'resources' && !isStrings((item as { completes?: unknown }).completes)) {
+        return `content.${field} has an entry whose completes is not an array of strings`;
+      }
+    }
+  }
+  return content as unknown as PublishedContent;
+}
+
+function isStrings(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === 'string');
+}
+
+function pick(value: object, fields: readonly string[]): Record<string, unknown> {
+  const picked: Record<string, unknown> = {};
+  for (const field of fields) {
+    const found = (value as Record<string, unknown>)[field];
+    if (found !== undefined) picked[field] = found;
+  }
+  return picked;
+}
