@@ -49,7 +49,16 @@ async function writeModules(): Promise<{ alpha: string; beta: string }> {
   // worker reads them.
   const alphaContent = [
     'export const resources = [',
-    "  defineResource({ uri: 'fleet://alpha/pid', name: 'pid', read: () => [{ text: String(process.pid) }] }),",
+    '  defineResource({',
+    "    uri: 'fleet://alpha/pid',",
+    "    name: 'pid',",
+    '    read: () => [{ text: String(process.pid) }],',
+    '    // Changes every 100 ms while anyone watches it.',
+    '    watch: (changed: () => void) => {',
+    '      const timer = setInterval(changed, 100);',
+    '      return () => clearInterval(timer);',
+    '    },',
+    '  }),',
     '];',
     'export const prompts = [',
     '  definePrompt({',
@@ -139,6 +148,19 @@ describe('an API with no module and two workers with one module each', () => {
     expect(prompt.result).toMatchObject({
       messages: [{ role: 'user', content: { type: 'text', text: `me in ${alpha.taskgatePid}` } }],
     });
+
+    // A subscription to it (2026-07-28: subscriptions/listen) hears the changes alpha's worker watches.
+    const watched = listenStream(mcpUrl, 'fleet-watch', { resourceSubscriptions: ['fleet://alpha/pid'] });
+    await watched.until((messages) => messages.length >= 3);
+    expect(watched.messages[0]).toMatchObject({
+      method: 'notifications/subscriptions/acknowledged',
+      params: { notifications: { resourceSubscriptions: ['fleet://alpha/pid'] } },
+    });
+    expect(watched.messages[2]).toMatchObject({
+      method: 'notifications/resources/updated',
+      params: { uri: 'fleet://alpha/pid' },
+    });
+    watched.close();
 
     // Each call runs in the process that serves its tool, never in the API's.
     const ranAlpha = await rpc(mcpUrl, 'tools/call', { name: 'fleet_alpha', arguments: {} });

@@ -1,4 +1,4 @@
-import { McpCore, type RequestContext, TaskEventsHub } from '@taskgate/api';
+import { McpCore, RemoteWatches, type RequestContext, TaskEventsHub } from '@taskgate/api';
 import { CatalogView, publishTools, type TaskRecord } from '@taskgate/db';
 import { toolCatalogEntry } from '@taskgate/reliability';
 import { definePrompt, defineResource, defineResourceTemplate } from '@taskgate/sdk';
@@ -48,8 +48,20 @@ const quick = defineResourceTemplate({
   read: (_uri, _vars, ctx) =>
     new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('x')))),
 });
+/** The module resource's watches running now, by tenant: calling one says the resource changed. */
+const watching = new Map<string, () => void>();
+const watched = defineResource({
+  uri: 'watched://counter',
+  name: 'counter',
+  read: () => [{ text: 'count' }],
+  watch: (changed, ctx) => {
+    watching.set(ctx.tenant, changed);
+    return () => watching.delete(ctx.tenant);
+  },
+});
 const extras: ContentSet = {
   resources: [
+    watched,
     defineResource({
       uri: 'bad://throws',
       name: 'throws',
@@ -58,7 +70,17 @@ const extras: ContentSet = {
     defineResource({ uri: 'bad://empty', name: 'empty', read: () => [] }),
     defineResource({ uri: 'gone://nothing', name: 'nothing', read: () => null }),
   ],
-  resourceTemplates: [hanging, quick],
+  resourceTemplates: [
+    hanging,
+    quick,
+    // More values than a completion sends: the worker cuts them, the total must come along.
+    defineResourceTemplate({
+      uriTemplate: 'many://{n}',
+      name: 'many',
+      complete: { n: (value) => Array.from({ length: 250 }, (_, i) => `${value}${i}`) },
+      read: (uri, { n }) => [{ uri, text: n as string }],
+    }),
+  ],
   prompts: [
     definePrompt({
       name: 'whoami',
@@ -89,6 +111,7 @@ let catalogTools: CatalogTools;
 let local: McpCore;
 /** Did not: reads through the catalog, by a worker. */
 let remote: McpCore;
+let contentWatches: RemoteWatches;
 
 beforeAll(async () => {
   platform = await startPlatform(database.url);
@@ -106,13 +129,23 @@ beforeAll(async () => {
   catalogTools = new CatalogTools(view, { logger: silentLogger });
   const common = { service: platform.service, hub, server: { name: 'taskgate', version: 'test' }, pollMs: 100 };
   local = new McpCore({ ...common, tools: platform.tools, content: [moduleContent], logger: silentLogger });
-  remote = new McpCore({ ...common, tools: catalogTools, logger: recording });
+  // The remote API's instance row: a worker watches only for a live instance.
+  await setInstance(platform.db, 'api-remote', { heartbeatAgoMs: 0 });
+  contentWatches = new RemoteWatches({
+    db: platform.db,
+    instanceId: 'api-remote',
+    listen: { connectionString: database.url, applicationName: 'catalog-content-watches' },
+    pollMs: 200,
+    logger: silentLogger,
+  });
+  remote = new McpCore({ ...common, tools: catalogTools, contentWatches, logger: recording });
   await waitForTask(
     async () => catalogTools.content().length,
     (count) => count === 1,
   );
 });
 afterAll(async () => {
+  await contentWatches.stop();
   catalogTools.close();
   await view.stop();
   await hub.stop();
@@ -180,6 +213,10 @@ describe('content published through the catalog', () => {
         'completion/complete',
         { ref: { type: 'ref/resource', uri: 'test://template/{id}/data' }, argument: { name: 'id', value: '12' } },
       ],
+      [
+        'completion/complete',
+        { ref: { type: 'ref/resource', uri: 'many://{n}' }, argument: { name: 'n', value: 'v' } },
+      ],
     ];
     for (const revision of REVISIONS) {
       for (const [method, params] of requests) {
@@ -193,6 +230,16 @@ describe('content published through the catalog', () => {
     expect((resultOf(listed).resources as { uri: string }[]).map((r) => r.uri)).toContain('test://static-binary');
     const whoami = await ask(remote, 'prompts/get', { name: 'whoami' });
     expect(whoami).toMatchObject({ result: { messages: [{ content: { text: 'tenant-a' } }] } });
+    const many = await ask(remote, 'completion/complete', {
+      ref: { type: 'ref/resource', uri: 'many://{n}' },
+      argument: { name: 'n', value: 'v' },
+    });
+    expect(many).toMatchObject({ result: { completion: { total: 250, hasMore: true } } });
+    // What the handler threw reaches the API's log (never the client), as a local read's does.
+    expect(warnings).toContainEqual({
+      fields: { error: 'resource bad://throws failed', cause: 'secret: db password' },
+      message: 'resource bad://throws gave no answer',
+    });
   }, 60_000);
 
   it('reads by a worker, as a platform task of the caller’s tenant that no client lists or calls', async () => {
@@ -313,6 +360,44 @@ describe('list changes of the catalog’s content', () => {
     }
   });
 
+  it('tells nothing of a change that moves no list, and lists two modules of one name apart', async () => {
+    const told: string[] = [];
+    const stop = remote.onListChanged((kind) => told.push(kind));
+    await setInstance(platform.db, 'w-same', { heartbeatAgoMs: 0 });
+    const version = (timeoutMs: number, extra: string[] = []) =>
+      toolCatalogEntry(
+        contentTool('fixtures', {
+          resources: ['same://a', ...extra].map((uri) =>
+            defineResource({ uri, name: 'a', timeoutMs, read: () => [{ text: 'a' }] }),
+          ),
+        }) as unknown as Record<string, unknown>,
+      );
+    // Another module also named "fixtures" (two files called tools.ts): listed next to the first.
+    await publishTools(platform.db, 'w-same', [version(1_000)]);
+    await waitForTask(
+      async () => told.join(),
+      (kinds) => kinds === 'resources',
+    );
+    const uris = (resultOf(await ask(remote, 'resources/list', {})).resources as { uri: string }[]).map((r) => r.uri);
+    expect(uris).toEqual(expect.arrayContaining(['same://a', 'test://static-text']));
+    // Its clock changes: a new version, the same list. The offer's listener runs in the catalog's
+    // own change, so once the catalog holds the version, any notification would have been told.
+    const entry = version(2_000);
+    await publishTools(platform.db, 'w-same', [entry]);
+    await waitForTask(
+      async () => catalogTools.content().map((content) => content.fingerprint),
+      (fingerprints) => fingerprints.includes(entry.fingerprint),
+    );
+    expect(told).toEqual(['resources']);
+    await publishTools(platform.db, 'w-same', [version(2_000, ['same://b'])]);
+    await waitForTask(
+      async () => told.join(),
+      (kinds) => kinds === 'resources,resources',
+    );
+    await publishTools(platform.db, 'w-same', []);
+    stop();
+  });
+
   it('leaves out a published key another module already serves, and a publisher that sends no content', async () => {
     // Served from the first module by content-tool name: "fixtures" before "theft".
     await setInstance(platform.db, 'w-dup', { heartbeatAgoMs: 0 });
@@ -349,7 +434,7 @@ describe('list changes of the catalog’s content', () => {
     const said = warnings.filter((warning) => warning.fields.module === 'theft');
     expect(said).toEqual([
       {
-        fields: expect.objectContaining({ skipped: ['test://static-text is published by another module too'] }),
+        fields: expect.objectContaining({ skipped: ['test://static-text is published by module fixtures too'] }),
         message: expect.stringContaining("some of a module's published resources or prompts are not served"),
       },
     ]);
@@ -381,5 +466,87 @@ describe('list changes of the catalog’s content', () => {
     await ask(remote, 'resources/read', { uri: 'gone://nothing' });
     expect(await count()).toBe((tasksBefore as number) + 1);
     expect(warnings.slice(before)).toEqual([]);
+  });
+});
+
+describe('subscriptions to a resource a worker watches', () => {
+  const updated = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'watched://counter' } };
+  const rows = async () =>
+    (
+      await sql<{ tenant_id: string }>`
+        SELECT tenant_id FROM content_watches WHERE api_instance_id = 'api-remote' ORDER BY tenant_id`.execute(
+        platform.db,
+      )
+    ).rows.map((row) => row.tenant_id);
+
+  it('runs the module’s watch in the worker while a subscription is held, and tells each change to its tenant only', async () => {
+    await setInstance(platform.db, 'api-remote', { heartbeatAgoMs: 0 });
+    const heardA: unknown[] = [];
+    const heardA2: unknown[] = [];
+    const heardB: unknown[] = [];
+    const a = remote.resourceSubscriptions('tenant-a', (message) => heardA.push(message));
+    const a2 = remote.resourceSubscriptions('tenant-a', (message) => heardA2.push(message));
+    const b = remote.resourceSubscriptions('tenant-b', (message) => heardB.push(message));
+    a.subscribe('watched://counter');
+    a2.subscribe('watched://counter');
+    b.subscribe('watched://counter');
+    // One watch per tenant in the worker (two connections of tenant-a share one), one row per tenant.
+    await waitForTask(
+      async () => [...watching.keys()].sort().join(),
+      (tenants) => tenants === 'tenant-a,tenant-b',
+    );
+    expect(await rows()).toEqual(['tenant-a', 'tenant-b']);
+
+    watching.get('tenant-a')?.();
+    await waitForTask(
+      async () => heardA.length + heardA2.length,
+      (count) => count === 2,
+    );
+    expect(heardA).toEqual([updated]);
+    expect(heardA2).toEqual([updated]);
+    // Tenant b's count did not move: the read that told a and a2 told b nothing.
+    expect(heardB).toEqual([]);
+    watching.get('tenant-b')?.();
+    await waitForTask(
+      async () => heardB.length,
+      (count) => count === 1,
+    );
+    expect(heardA).toHaveLength(1);
+
+    // The last subscription of a tenant goes: its row and its watch go; the other tenant's stay.
+    a.stop();
+    expect(watching.has('tenant-a')).toBe(true);
+    a2.unsubscribe('watched://counter');
+    await waitForTask(
+      async () => watching.has('tenant-a'),
+      (running) => !running,
+    );
+    expect(await rows()).toEqual(['tenant-b']);
+    expect(watching.has('tenant-b')).toBe(true);
+    b.stop();
+    await waitForTask(
+      async () => watching.size,
+      (count) => count === 0,
+    );
+    a2.stop();
+  });
+
+  it('stops the watch when the API instance holding the subscription goes silent', async () => {
+    await setInstance(platform.db, 'api-remote', { heartbeatAgoMs: 0 });
+    const subscriptions = remote.resourceSubscriptions('tenant-c', () => {});
+    subscriptions.subscribe('watched://counter');
+    await waitForTask(
+      async () => watching.has('tenant-c'),
+      (running) => running,
+    );
+    // Its heartbeat a minute old: a crashed API, whose rows stay until retention.
+    await setInstance(platform.db, 'api-remote', { heartbeatAgoMs: 60_000 });
+    await waitForTask(
+      async () => watching.has('tenant-c'),
+      (running) => !running,
+    );
+    expect(await rows()).toEqual(['tenant-c']);
+    subscriptions.stop();
+    await waitForTask(rows, (left) => left.length === 0);
   });
 });

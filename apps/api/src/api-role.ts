@@ -118,6 +118,7 @@ export async function prepareApiRole(options: ApiRoleOptions): Promise<PreparedA
         mcp: {
           tools: services.tools,
           requestStateKey: services.requestStateKey,
+          contentWatches: services.contentWatches,
           // The modules' resources and prompts are read here, in the request, like inline tools.
           ...(options.modules ? { content: options.modules.map((module) => module.content ?? {}) } : {}),
           allowedOrigins: options.allowedOrigins ?? [],

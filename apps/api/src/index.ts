@@ -16,6 +16,7 @@ export {
 } from './mcp/legacy-sessions.ts';
 export { McpCore, type McpCoreOptions, type RequestContext } from './mcp/mcp-core.ts';
 export { ProgressStream } from './mcp/progress-stream.ts';
+export { RemoteWatches, type RemoteWatchesOptions } from './mcp/remote-watches.ts';
 export { StdioFront } from './mcp/stdio-front.ts';
 export { StdioServer, type StdioServerOptions } from './mcp/stdio-server.ts';
 export {

@@ -13,6 +13,7 @@ import type { LedgerService } from './ledger/ledger-service.ts';
 import type { SessionStore } from './mcp/legacy-sessions.ts';
 import { McpCore } from './mcp/mcp-core.ts';
 import { registerMcpRoute } from './mcp/mcp-route.ts';
+import type { RemoteWatches } from './mcp/remote-watches.ts';
 import { registerModuleRoutes } from './modules/module-routes.ts';
 import { registerReconciliationRoutes } from './routes/reconciliation-routes.ts';
 import { ProblemSchema, TaskSchema } from './routes/task-schemas.ts';
@@ -41,6 +42,8 @@ export interface ApiServerOptions {
       readonly tools: ToolCatalog;
       /** The resources, templates and prompts of the modules loaded here. */
       readonly content?: readonly ContentSet[];
+      /** Subscriptions to the catalog's watched resources, for the workers serving them. */
+      readonly contentWatches?: RemoteWatches;
       /** The key that signs requestState, the same on every instance (default: this process's own). */
       readonly requestStateKey?: Buffer;
       /** With loopbackOnly, these configure the DNS-rebinding guard of every route, not only /mcp. */
@@ -126,6 +129,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
         hub: tasks.hub,
         tools: tasks.mcp.tools,
         ...(tasks.mcp.content ? { content: tasks.mcp.content } : {}),
+        ...(tasks.mcp.contentWatches ? { contentWatches: tasks.mcp.contentWatches } : {}),
         ...(tasks.mcp.requestStateKey ? { requestStateKey: tasks.mcp.requestStateKey } : {}),
         server,
         pollMs: tasks.events?.pollMs ?? 1_000,

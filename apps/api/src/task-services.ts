@@ -19,6 +19,7 @@ import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { LedgerService } from './ledger/ledger-service.ts';
+import { RemoteWatches } from './mcp/remote-watches.ts';
 import { TaskEventsHub } from './tasks/task-events-hub.ts';
 import { type ClockCaps, TaskService } from './tasks/task-service.ts';
 
@@ -73,6 +74,8 @@ export interface TaskServices {
   readonly sessionSignals: DatabaseSessionSignals | null;
   /** The key that signs MCP requestState, shared by every instance (server_secrets). */
   readonly requestStateKey: Buffer;
+  /** Subscriptions to resources of modules this process did not load, for workers to watch. */
+  readonly contentWatches: RemoteWatches;
   readonly heartbeat: InstanceHeartbeat;
   readonly sweeper: TaskSweeper | null;
   stop(): Promise<void>;
@@ -137,6 +140,16 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     logger: options.logger,
   });
   const tools = new CatalogTools(catalog, { local: options.localTools ?? null, logger: options.logger });
+  const contentWatches = new RemoteWatches({
+    db,
+    instanceId,
+    ...(options.listenNotify
+      ? {
+          listen: { connectionString: options.connectionString, applicationName: `${options.applicationName}-content` },
+        }
+      : {}),
+    logger: options.logger,
+  });
   // Once: a caller's clean-up may run after a failed step already stopped everything (the API's
   // listen, then start-up's discard), and a second upkeep stop would write to a destroyed pool.
   let stopped: Promise<void> | null = null;
@@ -144,6 +157,7 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     stopped ??= (async () => {
       tools.close();
       await Promise.allSettled([
+        contentWatches.stop(),
         hub.stop(),
         sessionSignals?.stop(),
         catalog.stop(),
@@ -189,6 +203,7 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     hub,
     sessionSignals,
     requestStateKey,
+    contentWatches,
     heartbeat: upkeep.heartbeat,
     sweeper: upkeep.sweeper,
     stop,

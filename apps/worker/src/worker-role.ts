@@ -16,9 +16,10 @@ import {
   type TaskSweeper,
   toolQueue,
 } from '@taskgate/db';
-import type { ToolRegistry } from '@taskgate/tools';
+import { CONTENT_TOOL_PREFIX, type ContentRegistry, contentRegistryOfTool, type ToolRegistry } from '@taskgate/tools';
 import { fromKysely, PgBoss } from 'pg-boss';
 import { CancelWatcher } from './cancel-watcher.ts';
+import { ContentWatchRunner } from './content-watch-runner.ts';
 import { type FetchedJob, JobPump } from './job-pump.ts';
 import { LegacyQueueDrain } from './legacy-queue-drain.ts';
 import { DEFAULT_OUTBOX_RETENTION_MS, RetentionSweeper } from './retention-sweeper.ts';
@@ -86,6 +87,8 @@ export interface WorkerRole {
   /** Null with `sweep: false`. */
   readonly tasks: TaskSweeper | null;
   readonly heartbeat: InstanceHeartbeat;
+  /** Runs the `watch` of the served modules' resources API instances subscribe to; null when none has one. */
+  readonly contentWatches: ContentWatchRunner | null;
   stop(): Promise<void>;
 }
 
@@ -184,12 +187,42 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     logger,
     options.outboxRetentionMs ?? DEFAULT_OUTBOX_RETENTION_MS,
   );
+  // The served modules' resources that have a `watch`: subscriptions held by API processes that
+  // did not load the module are watched here.
+  const watchable = new Map<string, ContentRegistry>();
+  for (const tool of tools.list()) {
+    const registry = contentRegistryOfTool(tool);
+    const watches =
+      registry?.resources().some((resource) => resource.watch) ||
+      registry?.templates().some((entry) => entry.definition.watch);
+    if (registry && watches) watchable.set(tool.name, registry);
+  }
+  const contentWatches =
+    watchable.size === 0
+      ? null
+      : new ContentWatchRunner({
+          db,
+          registries: watchable,
+          ...(options.listenNotify
+            ? {
+                listen: {
+                  connectionString: options.connectionString,
+                  applicationName: 'taskgate-worker-content',
+                },
+              }
+            : {}),
+          logger,
+        });
   const queues = new TaskQueues(boss);
   const pump = new JobPump({
     boss,
     queues: served.map((tool) => ({
       name: toolQueue(tool),
-      concurrency: options.toolConcurrency?.get(tool) ?? concurrency,
+      // A module's resource reads and prompt gets take at most half the slots unless told
+      // otherwise, so a flood of slow reads cannot starve the tools.
+      concurrency:
+        options.toolConcurrency?.get(tool) ??
+        (tool.startsWith(CONTENT_TOOL_PREFIX) ? Math.max(1, Math.floor(concurrency / 2)) : concurrency),
     })),
     concurrency,
     pollIntervalMs: options.listenNotify ? 1_000 : 250,
@@ -248,8 +281,10 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     pump.start();
     sweeper.start();
     legacyDrain.start();
+    await contentWatches?.start();
   } catch (error) {
     watcher.stop();
+    await contentWatches?.stop();
     await Promise.allSettled([listener?.stop(), upkeep.stop(), boss.stop({ graceful: false, close: true })]);
     await db.destroy();
     throw error;
@@ -273,7 +308,9 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     sweeper,
     tasks: upkeep.sweeper,
     heartbeat: upkeep.heartbeat,
+    contentWatches,
     stop: async () => {
+      await contentWatches?.stop();
       // 1. Take no new jobs; running handlers hand their task back at their next checkpoint.
       runner.beginDrain();
       await pump.stopFetching();

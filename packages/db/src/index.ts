@@ -4,6 +4,17 @@ export {
   DEFAULT_CATALOG_POLL_MS,
 } from './catalog/catalog-view.ts';
 export {
+  addContentWatch,
+  CONTENT_CHANGED_CHANNEL,
+  CONTENT_WATCHES_CHANNEL,
+  type ContentWatchKey,
+  contentWatchCounts,
+  recordContentChange,
+  removeContentWatch,
+  type WantedWatch,
+  wantedContentWatches,
+} from './catalog/content-watches.ts';
+export {
   CATALOG_CHANNEL,
   type CatalogTool,
   DEFAULT_CATALOG_WINDOW_MS,
@@ -12,6 +23,7 @@ export {
   type PublishReport,
   publishTools,
 } from './catalog/tool-catalog.ts';
+export { ChannelListener, type ChannelListenerOptions } from './channel-listener.ts';
 export { createPool, describeTarget, type PoolOptions, probeDatabase, redactConnectionString } from './connection.ts';
 export { isDatabaseUnavailable } from './connection-errors.ts';
 export {

@@ -173,6 +173,16 @@ export interface ToolCatalogTable {
   published_at: GeneratedTimestamp;
 }
 
+/** A subscription a worker watches (migration 0013); packages/db/src/catalog/content-watches.ts owns it. */
+export interface ContentWatchesTable {
+  api_instance_id: string;
+  tool: string;
+  tenant_id: string;
+  uri: string;
+  changes: ColumnType<string, string | undefined, string>;
+  created_at: GeneratedTimestamp;
+}
+
 /** A handshake-era MCP session (migration 0008); packages/db/src/sessions/mcp-sessions.ts owns it. */
 export interface ServerSecretsTable {
   name: string;
@@ -191,6 +201,7 @@ export interface McpSessionsTable {
 }
 
 export interface Database {
+  content_watches: ContentWatchesTable;
   instances: InstancesTable;
   mcp_sessions: McpSessionsTable;
   server_secrets: ServerSecretsTable;

@@ -40,6 +40,8 @@ describe('defineResource, defineResourceTemplate, definePrompt', () => {
       [{ uri: 'docs://a', name: 'r', size: -1, read }, 'size must be a whole number'],
       [{ uri: 'docs://a', name: 'r', size: '3', read }, 'size must be a whole number'],
       [{ uri: 'docs://a', name: 'r', timeoutMs: 0, read }, 'timeoutMs must be a positive integer'],
+      // Past a timer's longest delay Node fires at once, and past 2^32 it throws: refused here.
+      [{ uri: 'docs://a', name: 'r', timeoutMs: 3_000_000_000, read }, 'at most 2147483647'],
       [{ uri: 'docs://a', name: 'r', mimeType: 1, read }, 'mimeType must be a string'],
     ];
     for (const [definition, message] of cases) expect(resourceDefinitionProblem(definition)).toContain(message);

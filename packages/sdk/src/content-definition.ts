@@ -161,8 +161,12 @@ function entryProblem(definition: Record<string, unknown>, kind: string, label: 
     }
   }
   const timeout = definition.timeoutMs;
-  if (timeout !== undefined && !(Number.isInteger(timeout) && (timeout as number) > 0)) {
-    return problem('timeoutMs must be a positive integer of milliseconds');
+  // A timer's longest delay (2^31 - 1 ms, about 24.8 days): past it, Node fires at once.
+  if (
+    timeout !== undefined &&
+    !(Number.isInteger(timeout) && (timeout as number) > 0 && (timeout as number) <= MAX_TIMER_MS)
+  ) {
+    return problem(`timeoutMs must be a positive integer of milliseconds, at most ${MAX_TIMER_MS}`);
   }
   if (definition.annotations !== undefined && !isRecord(definition.annotations)) {
     return problem('annotations must be an object');
@@ -175,6 +179,8 @@ function entryProblem(definition: Record<string, unknown>, kind: string, label: 
   }
   return null;
 }
+
+const MAX_TIMER_MS = 2_147_483_647;
 
 /** What is wrong with a resource declaration, or null (run on every one a module exports). */
 export function resourceDefinitionProblem(definition: unknown): string | null {

@@ -68,7 +68,8 @@ export class CatalogTools implements ToolCatalog {
   #toldTools = '';
   #toldContent = '';
   #content: readonly CatalogContent[] = Object.freeze([]);
-  #platform = new Map<string, CatalogContent>();
+  /** The content entries by tool name: an unchanged version is not read again. */
+  #byTool = new Map<string, CatalogContent>();
   /** Fingerprints already reported as unusable: said once, not at every refresh. */
   readonly #refused = new Set<string>();
   #builtFor: string | null = null;
@@ -116,12 +117,6 @@ export class CatalogTools implements ToolCatalog {
   content(): readonly CatalogContent[] {
     this.#current();
     return this.#content;
-  }
-
-  /** A content tool by name, for the platform's own tasks (a client can neither list nor call it). */
-  platform(name: string): CatalogContent | undefined {
-    this.#current();
-    return this.#platform.get(name);
   }
 
   /** Calls `listener` after each change of content(); returns the unsubscribe function. */
@@ -209,7 +204,7 @@ export class CatalogTools implements ToolCatalog {
     const contentSignature = content.map((entry) => `${entry.tool}:${entry.fingerprint}`).join('\n');
     if (contentSignature !== this.#contentSignature) {
       this.#content = Object.freeze(content);
-      this.#platform = new Map(content.map((entry) => [entry.tool, entry]));
+      this.#byTool = new Map(content.map((entry) => [entry.tool, entry]));
       this.#contentSignature = contentSignature;
     }
     this.#toolsSignature = sorted.map((offered) => `${offered.spec.name}:${offered.fingerprint}`).join('\n');
@@ -219,7 +214,7 @@ export class CatalogTools implements ToolCatalog {
   /** A content tool's entry, or null (logged once) for a platform name it cannot be. */
   #platformEntry(entry: ReturnType<CatalogSource['entries']>[number]): CatalogContent | null {
     if (this.#refused.has(entry.fingerprint)) return null;
-    const known = this.#platform.get(entry.name);
+    const known = this.#byTool.get(entry.name);
     if (known?.fingerprint === entry.fingerprint) return known;
     const spec = entry.definition as unknown as ToolSpec;
     const content = entry.name.startsWith(CONTENT_TOOL_PREFIX)

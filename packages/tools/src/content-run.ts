@@ -4,6 +4,12 @@ import type { ResolvedResource } from './content-registry.ts';
 import { inputAnswerProblem } from './input-answers.ts';
 import { contentBlockProblem } from './result-check.ts';
 
+/**
+ * Set on the values a remote completer returns: the total and hasMore the worker counted before it
+ * cut them to MAX_COMPLETION_VALUES (the values alone would say 100 and no more).
+ */
+export const REMOTE_COMPLETION = Symbol('taskgate.remoteCompletion');
+
 /** The default clock of a resource read, a prompt get or a completion. */
 export const DEFAULT_CONTENT_TIMEOUT_MS = 10_000;
 /** completion/complete sends at most this many values (server/utilities/completion). */
@@ -106,10 +112,11 @@ export async function complete(
     throw new ContentRunError('invalid', `${label} returned ${describe(values)}, not an array of strings`);
   }
   const strings = values as string[];
+  const counted = (values as { [REMOTE_COMPLETION]?: { total: number; hasMore: boolean } })[REMOTE_COMPLETION];
   return {
     values: strings.slice(0, MAX_COMPLETION_VALUES),
-    total: strings.length,
-    hasMore: strings.length > MAX_COMPLETION_VALUES,
+    total: Math.max(counted?.total ?? 0, strings.length),
+    hasMore: counted?.hasMore === true || strings.length > MAX_COMPLETION_VALUES,
   };
 }
 

@@ -1,4 +1,4 @@
-import { sha256Hex } from '@taskgate/reliability';
+import { canonicalJson, sha256Hex } from '@taskgate/reliability';
 import type {
   Completer,
   PromptDefinition,
@@ -15,6 +15,7 @@ import {
   DEFAULT_CONTENT_TIMEOUT_MS,
   getPrompt,
   promptArguments,
+  REMOTE_COMPLETION,
   type ReadContents,
   readResource,
 } from './content-run.ts';
@@ -34,10 +35,16 @@ export const CONTENT_TOOL_PREFIX = 'taskgate.content.';
 /** Above the longest content clock: the task's max clock ends a handler its own clock did not. */
 const TASK_CLOCK_MARGIN_MS = 5_000;
 
-/** The tool name of a module's content: readable where the module name allows, unique by its hash. */
-export function contentToolName(moduleName: string): string {
+/**
+ * The tool name of one version of a module's content: readable where the module name allows,
+ * unique by a hash of the name and the published declarations. Each version is its own tool, so
+ * its own queue: during a rolling deploy a read goes to a worker of the version it was listed
+ * from, and two unrelated modules that happen to share a name (two files called tools.ts) are two
+ * tools rather than one whose versions take turns.
+ */
+export function contentToolName(moduleName: string, content: PublishedContent): string {
   const readable = moduleName.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 80);
-  return `${CONTENT_TOOL_PREFIX}${readable}.${sha256Hex(moduleName).slice(0, 12)}`;
+  return `${CONTENT_TOOL_PREFIX}${readable}.${sha256Hex(canonicalJson({ moduleName, content })).slice(0, 16)}`;
 }
 
 export interface PublishedResource {
@@ -49,6 +56,8 @@ export interface PublishedResource {
   readonly size?: number;
   readonly annotations?: Readonly<Record<string, unknown>>;
   readonly timeoutMs?: number;
+  /** It has a `watch`: a subscription to it is watched by a worker serving the module. */
+  readonly watches?: true;
 }
 
 export interface PublishedTemplate {
@@ -61,6 +70,7 @@ export interface PublishedTemplate {
   readonly timeoutMs?: number;
   /** The variables it completes (completion/complete). */
   readonly completes: readonly string[];
+  readonly watches?: true;
 }
 
 export interface PublishedPrompt {
@@ -100,7 +110,13 @@ export type ContentAnswer =
   | { readonly outcome: 'not-found' }
   | { readonly outcome: 'prompt'; readonly result: PromptResult }
   | { readonly outcome: 'completion'; readonly completion: { values: string[]; total: number; hasMore: boolean } }
-  | { readonly outcome: 'error'; readonly kind: ContentRunError['kind']; readonly message: string };
+  | {
+      readonly outcome: 'error';
+      readonly kind: ContentRunError['kind'];
+      readonly message: string;
+      /** What the handler threw, for the API's log. */
+      readonly cause?: string;
+    };
 
 const STRINGS = { type: 'object', additionalProperties: { type: 'string' } } as const;
 
@@ -130,6 +146,17 @@ const INPUT_SCHEMA = {
   ],
 } as const;
 
+/** Each content tool's own registry: what a worker watches with (content-watch runner). */
+const registries = new WeakMap<object, ContentRegistry>();
+
+/**
+ * The module's definitions behind a content tool this process made, for a worker to run their
+ * `watch`es; undefined for any other tool.
+ */
+export function contentRegistryOfTool(tool: object): ContentRegistry | undefined {
+  return registries.get(tool);
+}
+
 /** The platform tool that serves one module's content; null for a module that has none. */
 export function contentTool(moduleName: string, set: ContentSet): AnyTool | null {
   const published = publishedContent(moduleName, set);
@@ -140,7 +167,7 @@ export function contentTool(moduleName: string, set: ContentSet): AnyTool | null
     (entry) => entry.timeoutMs ?? DEFAULT_CONTENT_TIMEOUT_MS,
   );
   const tool = {
-    name: contentToolName(moduleName),
+    name: contentToolName(moduleName, published),
     description: `The resources, resource templates and prompts of tool module ${moduleName}, read for the platform's API processes (never offered as a tool).`,
     inputSchema: INPUT_SCHEMA,
     retry: 'safe',
@@ -152,6 +179,7 @@ export function contentTool(moduleName: string, set: ContentSet): AnyTool | null
       structuredContent: (await answer(registry, input, ctx)) as unknown as Record<string, unknown>,
     }),
   };
+  registries.set(tool, registry);
   return tool as unknown as AnyTool;
 }
 
@@ -171,8 +199,10 @@ async function answer(
     if (request.op === 'get') {
       const prompt = registry.prompt(request.name);
       if (!prompt) return { outcome: 'not-found' };
+      // Checked by the API against the declaration it listed: a problem here is version skew.
       const args = promptArguments(prompt, request.arguments);
-      if ('problem' in args) return { outcome: 'error', kind: 'refused', message: args.problem };
+      if ('problem' in args)
+        return { outcome: 'error', kind: 'failed', message: `prompt ${prompt.name}: ${args.problem}` };
       return { outcome: 'prompt', result: await getPrompt(prompt, args.values, context) };
     }
     const target = completerOf(registry, request);
@@ -187,8 +217,12 @@ async function answer(
     );
     return { outcome: 'completion', completion };
   } catch (error) {
-    // Said as an in-process read says it; the thrown error's own text stays in this process.
-    if (error instanceof ContentRunError) return { outcome: 'error', kind: error.kind, message: error.message };
+    // Said as an in-process read says it. The thrown error's own text goes as `cause`, for the
+    // API's log only (it never reaches a client): the worker has no log of a handler's own.
+    if (error instanceof ContentRunError) {
+      const cause = error.cause instanceof Error ? error.cause.message : undefined;
+      return { outcome: 'error', kind: error.kind, message: error.message, ...(cause === undefined ? {} : { cause }) };
+    }
     throw error;
   }
 }
@@ -223,12 +257,14 @@ export function publishedContent(moduleName: string, set: ContentSet): Published
       uri: resource.uri,
       name: resource.name,
       ...pick(resource, ['title', 'description', 'mimeType', 'size', 'annotations', 'timeoutMs']),
+      ...(resource.watch ? { watches: true as const } : {}),
     })),
     resourceTemplates: registry.templates().map(({ definition }) => ({
       uriTemplate: definition.uriTemplate,
       name: definition.name,
       ...pick(definition, ['title', 'description', 'mimeType', 'annotations', 'timeoutMs']),
       completes: Object.keys(definition.complete ?? {}).sort(),
+      ...(definition.watch ? { watches: true as const } : {}),
     })),
     prompts: registry.prompts().map((prompt) => ({
       name: prompt.name,
@@ -249,14 +285,30 @@ export type RemoteContentCall = (
 ) => Promise<ContentAnswer>;
 
 /**
+ * Holds a subscription to a remote resource for `tenant` until the returned function is called:
+ * `changed` runs each time the worker watching it says it changed.
+ */
+export type RemoteContentWatch = (uri: string, tenant: string, changed: () => void) => () => void;
+
+/**
  * The content a catalog entry publishes, as definitions whose functions ask `call` (a worker runs
  * the module's own). The caller's bounded() still applies each definition's clock here, so a read
  * ends in time even when no worker picks its task up. A handler's ctx.input() cannot cross to a
  * worker: a remote handler that asks is answered as one that asked where it cannot.
  */
-export function remoteContentSet(content: PublishedContent, call: RemoteContentCall): ContentSet {
+export function remoteContentSet(
+  content: PublishedContent,
+  call: RemoteContentCall,
+  watch?: RemoteContentWatch,
+): ContentSet {
   const fromAnswer = <T>(label: string, answer: ContentAnswer, pick: (answer: ContentAnswer) => T | undefined): T => {
-    if (answer.outcome === 'error') throw new ContentRunError(answer.kind, answer.message);
+    if (answer.outcome === 'error') {
+      // Only this request's signal cancels this request: a worker's "cancelled" is a failure here.
+      const kind = answer.kind === 'cancelled' ? 'failed' : answer.kind;
+      throw new ContentRunError(kind, answer.message, {
+        cause: new Error(typeof answer.cause === 'string' ? answer.cause : answer.message),
+      });
+    }
     const value = pick(answer);
     if (value === undefined) throw new ContentRunError('invalid', `${label}: the worker's answer was not one`);
     return value;
@@ -283,20 +335,30 @@ export function remoteContentSet(content: PublishedContent, call: RemoteContentC
           const completion = fromAnswer(`${label} argument ${name}`, answer, (a) =>
             a.outcome === 'completion' ? a.completion : undefined,
           );
-          return completion.values;
+          // The worker counted what it cut: complete() takes the count along (REMOTE_COMPLETION).
+          return Object.assign([...completion.values], {
+            [REMOTE_COMPLETION]: { total: completion.total, hasMore: completion.hasMore },
+          });
         }) satisfies Completer,
       ]),
     );
-  const resources: ResourceDefinition[] = content.resources.map((resource) => ({
+  const resources: ResourceDefinition[] = content.resources.map(({ watches, ...resource }) => ({
     ...resource,
     read: async (ctx) =>
       contentsOf(`resource ${resource.uri}`, await call({ op: 'read', uri: resource.uri }, ctx)) as never,
+    ...(watches && watch ? { watch: (changed, ctx) => watch(resource.uri, ctx.tenant, changed) } : {}),
   }));
   const resourceTemplates: ResourceTemplateDefinition[] = content.resourceTemplates.map(
-    ({ completes, ...template }) => ({
+    ({ completes, watches, ...template }) => ({
       ...template,
       read: async (uri, _variables, ctx) =>
         contentsOf(`resource ${uri}`, await call({ op: 'read', uri }, ctx)) as never,
+      ...(watches && watch
+        ? {
+            watch: (uri: string, _variables: unknown, changed: () => void, ctx: { tenant: string }) =>
+              watch(uri, ctx.tenant, changed),
+          }
+        : {}),
       ...(completes.length > 0
         ? {
             complete: completers(

@@ -255,16 +255,22 @@ describe('loadToolModules: resources, resource templates and prompts', () => {
     });
     const registry = registryOf(await loadToolModules(['./docs.mjs'], cwd));
     const [tool] = registry.list();
-    expect(tool?.name).toBe(contentToolName('docs'));
-    expect(tool?.name).toMatch(/^taskgate\.content\.docs\.[0-9a-f]{12}$/);
     // What the catalog gets: the declarations, not their functions.
     const [entry] = registry.catalogEntries();
-    expect(entry?.definition.content).toEqual({
+    const published = {
       module: 'docs',
       resources: [{ uri: 'docs://readme', name: 'r' }],
       resourceTemplates: [],
       prompts: [],
-    });
+    };
+    expect(entry?.definition.content).toEqual(published);
+    // Named by the module and its declarations: another version, or another module of the same
+    // name, is another tool (and queue).
+    expect(tool?.name).toBe(contentToolName('docs', published));
+    expect(tool?.name).toMatch(/^taskgate\.content\.docs\.[0-9a-f]{16}$/);
+    expect(contentToolName('docs', { ...published, resources: [{ uri: 'docs://other', name: 'r' }] })).not.toBe(
+      tool?.name,
+    );
     expect(await failure(['./mimic.mjs'], cwd)).toContain(
       "tool taskgate.content.docs: names beginning taskgate. are the platform's own",
     );

@@ -3,13 +3,14 @@ import {
   type CatalogContent,
   type ContentAnswer,
   ContentRegistry,
-  ContentRunError,
   type ContentSet,
   type RemoteContentCall,
+  type RemoteContentWatch,
   remoteContentSet,
 } from '@taskgate/tools';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { TaskWatcher } from '../tasks/task-watch.ts';
+import { promptEntry, resourceEntry, templateEntry } from './dispatch/content-methods.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -29,6 +30,8 @@ export interface ContentOfferOptions {
   readonly catalog?: ContentCatalog;
   /** How a remote entry's reads reach a worker serving it. */
   readonly remote?: (entry: CatalogContent) => RemoteContentCall;
+  /** How a subscription to a remote resource with `watch` reaches a worker serving it; absent: never notified. */
+  readonly watch?: (entry: CatalogContent) => RemoteContentWatch;
   readonly logger?: { readonly warn: LogFn };
 }
 
@@ -49,6 +52,7 @@ export class ContentOffer {
   #builtFor: readonly CatalogContent[] | null = null;
   #registry: ContentRegistry;
   #signatures = { resources: '', prompts: '' };
+  #told = { resources: '', prompts: '' };
   readonly #unsubscribe: () => void;
 
   constructor(options: ContentOfferOptions) {
@@ -56,13 +60,16 @@ export class ContentOffer {
     this.#local = new ContentRegistry(options.local);
     this.#registry = this.#local;
     this.#current();
+    this.#told = this.#signatures;
     this.#unsubscribe =
       options.catalog?.onContentChange(() => {
-        const before = this.#signatures;
+        // Against what listeners were last told, not the last build: a read between the catalog's
+        // change and this call has rebuilt already.
         this.#current();
         const kinds: ContentListKind[] = [];
-        if (this.#signatures.resources !== before.resources) kinds.push('resources');
-        if (this.#signatures.prompts !== before.prompts) kinds.push('prompts');
+        if (this.#signatures.resources !== this.#told.resources) kinds.push('resources');
+        if (this.#signatures.prompts !== this.#told.prompts) kinds.push('prompts');
+        this.#told = this.#signatures;
         if (kinds.length === 0) return;
         for (const listener of this.#listeners) {
           try {
@@ -102,27 +109,35 @@ export class ContentOffer {
       templates: new Set(this.#local.templates().map((entry) => entry.definition.uriTemplate)),
       prompts: new Set(this.#local.prompts().map((prompt) => prompt.name)),
     };
-    const taken = { uris: new Set<string>(), templates: new Set<string>(), prompts: new Set<string>() };
+    // Published keys so far, with the module that published each: the same module's other version
+    // (a rolling deploy) serving a key is no conflict worth a word, another module's is.
+    const taken = {
+      uris: new Map<string, string>(),
+      templates: new Map<string, string>(),
+      prompts: new Map<string, string>(),
+    };
     const sets: ContentSet[] = [];
     for (const entry of entries) {
-      const set = remoteContentSet(entry.content, remote(entry));
+      const set = remoteContentSet(entry.content, remote(entry), this.#options.watch?.(entry));
       const skipped: string[] = [];
       const keep = <T>(
         items: readonly T[] | undefined,
         key: (item: T) => string,
         here: ReadonlySet<string>,
-        seen: Set<string>,
+        seen: Map<string, string>,
         problem: (item: T) => string | null,
       ) =>
         (items ?? []).filter((item) => {
           const name = key(item);
           if (here.has(name)) return false;
-          const why = seen.has(name) ? `${name} is published by another module too` : problem(item);
+          const owner = seen.get(name);
+          if (owner === entry.content.module) return false;
+          const why = owner !== undefined ? `${name} is published by module ${owner} too` : problem(item);
           if (why !== null) {
             skipped.push(why);
             return false;
           }
-          seen.add(name);
+          seen.set(name, entry.content.module);
           return true;
         });
       sets.push({
@@ -155,14 +170,14 @@ export class ContentOffer {
 /** The lists as a client sees them, one string per list kind: a change of either is a notification. */
 function signaturesOf(registry: ContentRegistry): { resources: string; prompts: string } {
   const resources = [
-    ...registry.resources().map((resource) => JSON.stringify(resource)),
-    ...registry.templates().map((entry) => JSON.stringify(entry.definition)),
+    ...registry.resources().map((resource) => JSON.stringify(resourceEntry(resource))),
+    ...registry.templates().map((entry) => JSON.stringify(templateEntry(entry.definition))),
   ];
   return {
     resources: resources.join('\n'),
     prompts: registry
       .prompts()
-      .map((prompt) => JSON.stringify(prompt))
+      .map((prompt) => JSON.stringify(promptEntry(prompt)))
       .join('\n'),
   };
 }
@@ -201,19 +216,19 @@ export function remoteContentCalls(
       }
       throw error;
     }
+    // What goes wrong from here is said to the client as "<resource or prompt> failed" (bounded()
+    // wraps what is not a ContentRunError) and logged with this detail: never the platform's names.
     if (done.status === 'completed') {
       const answer = (done.result as { structuredContent?: unknown } | null)?.structuredContent;
       if (typeof answer === 'object' && answer !== null && typeof (answer as ContentAnswer).outcome === 'string') {
         return answer as ContentAnswer;
       }
-      throw new ContentRunError('invalid', `${entry.tool}: the worker's answer has no outcome`);
+      throw new Error(`${entry.tool} (module ${entry.content.module}): the worker's answer has no outcome`);
     }
     const why =
       done.status === 'failed'
         ? ((done.error as { message?: unknown } | null)?.message ?? 'it failed')
         : `it was cancelled${done.cancelReason ? `: ${done.cancelReason}` : ''}`;
-    throw new ContentRunError('failed', `the worker's read of module ${entry.content.module}: ${String(why)}`, {
-      cause: new Error(String(why)),
-    });
+    throw new Error(`${entry.tool} (module ${entry.content.module}), task ${task.id}: ${String(why)}`);
   };
 }

@@ -15,6 +15,7 @@ import { ContentOffer, remoteContentCalls } from './content-offer.ts';
 import { CallRunner } from './dispatch/call-runner.ts';
 import { type ResourceSubscriptions, resourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import type { MethodOutcome, ServerIdentity } from './mcp-methods.ts';
+import type { RemoteWatches } from './remote-watches.ts';
 import { defaultVersion, servedRevisions } from './revisions/index.ts';
 import type { Revision } from './revisions/revision.ts';
 import { hasTaskResource, taskResources } from './task-resources.ts';
@@ -36,6 +37,11 @@ export interface McpCoreOptions {
    * the catalog publishes for other modules (`tools.content()`) is read by a worker serving it.
    */
   readonly content?: readonly ContentSet[];
+  /**
+   * Subscriptions to the catalog's resources that have `watch`, held in Postgres for the workers
+   * serving them (absent: such subscriptions are acknowledged and never notified).
+   */
+  readonly contentWatches?: RemoteWatches;
   /**
    * The key that signs requestState (multi round-trip requests): the same on every instance a
    * retry may reach (TaskServices reads it from Postgres). Absent: a random key of this process.
@@ -139,6 +145,7 @@ export class McpCore {
               onContentChange: (l) => tools.onContentChange?.(l) ?? (() => {}),
             },
             remote: remoteContentCalls(options.service, this.#watcher, options.pollMs, options.logger),
+            ...(options.contentWatches ? { watch: watchesOf(options.contentWatches) } : {}),
           }
         : {}),
       ...(options.logger ? { logger: options.logger } : {}),
@@ -246,4 +253,10 @@ export class McpCore {
       sink,
     );
   }
+}
+
+/** A catalog entry's subscriptions, held in Postgres under its content tool. */
+function watchesOf(watches: RemoteWatches) {
+  return (entry: { readonly tool: string }) => (uri: string, tenant: string, changed: () => void) =>
+    watches.watch(entry.tool, tenant, uri, changed);
 }

@@ -76,6 +76,7 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
         hub: services.hub,
         tools: services.tools,
         content: modules.map((module) => module.content ?? {}),
+        contentWatches: services.contentWatches,
         requestStateKey: services.requestStateKey,
         server,
         pollMs: listenNotify ? 1_000 : 250,

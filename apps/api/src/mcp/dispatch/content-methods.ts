@@ -1,4 +1,5 @@
 import { ErrorCode, META } from '@taskgate/protocol';
+import type { PromptDefinition, ResourceDefinition, ResourceTemplateDefinition } from '@taskgate/sdk';
 import {
   ContentInputAsked,
   type ContentRegistry,
@@ -180,18 +181,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
     ...subscriptions,
     [
       'resources/list',
-      (params) =>
-        listed(
-          'resources',
-          registry().resources(),
-          (resource) => resource.uri,
-          (resource) => ({
-            uri: resource.uri,
-            name: resource.name,
-            ...pick(resource, ['title', 'description', 'mimeType', 'size', 'annotations']),
-          }),
-          params,
-        ),
+      (params) => listed('resources', registry().resources(), (resource) => resource.uri, resourceEntry, params),
     ],
     [
       'resources/templates/list',
@@ -200,11 +190,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
           'resourceTemplates',
           registry().templates(),
           (entry) => entry.definition.uriTemplate,
-          ({ definition }) => ({
-            uriTemplate: definition.uriTemplate,
-            name: definition.name,
-            ...pick(definition, ['title', 'description', 'mimeType', 'annotations']),
-          }),
+          ({ definition }) => templateEntry(definition),
           params,
         ),
     ],
@@ -234,21 +220,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
         }
       },
     ],
-    [
-      'prompts/list',
-      (params) =>
-        listed(
-          'prompts',
-          registry().prompts(),
-          (prompt) => prompt.name,
-          (prompt) => ({
-            name: prompt.name,
-            ...pick(prompt, ['title', 'description']),
-            ...(prompt.arguments ? { arguments: prompt.arguments.map((arg) => ({ ...arg })) } : {}),
-          }),
-          params,
-        ),
-    ],
+    ['prompts/list', (params) => listed('prompts', registry().prompts(), (prompt) => prompt.name, promptEntry, params)],
     [
       'prompts/get',
       async (params, context) => {
@@ -297,6 +269,31 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
 }
 
 type Params = Readonly<Record<string, unknown>> | undefined;
+
+/** A resource as resources/list sends it (and as list-changed compares it: ContentOffer). */
+export function resourceEntry(resource: ResourceDefinition): Record<string, unknown> {
+  return {
+    uri: resource.uri,
+    name: resource.name,
+    ...pick(resource, ['title', 'description', 'mimeType', 'size', 'annotations']),
+  };
+}
+
+export function templateEntry(template: ResourceTemplateDefinition): Record<string, unknown> {
+  return {
+    uriTemplate: template.uriTemplate,
+    name: template.name,
+    ...pick(template, ['title', 'description', 'mimeType', 'annotations']),
+  };
+}
+
+export function promptEntry(prompt: PromptDefinition): Record<string, unknown> {
+  return {
+    name: prompt.name,
+    ...pick(prompt, ['title', 'description']),
+    ...(prompt.arguments ? { arguments: prompt.arguments.map((arg) => ({ ...arg })) } : {}),
+  };
+}
 
 function ok(result: Readonly<Record<string, unknown>>): MethodOutcome {
   return { kind: 'result', result };

@@ -1,0 +1,173 @@
+import {
+  ChannelListener,
+  CONTENT_WATCHES_CHANNEL,
+  type Database,
+  recordContentChange,
+  type WantedWatch,
+  wantedContentWatches,
+} from '@taskgate/db';
+import type { ContentRegistry } from '@taskgate/tools';
+import type { Kysely } from 'kysely';
+
+type LogFn = (fields: Record<string, unknown>, message: string) => void;
+
+export interface ContentWatchRunnerOptions {
+  readonly db: Kysely<Database>;
+  /** The content tools this worker serves whose modules have a resource with `watch`, by tool name. */
+  readonly registries: ReadonlyMap<string, ContentRegistry>;
+  /** For the LISTEN connection; absent (embedded Postgres), polling only. */
+  readonly listen?: { readonly connectionString: string; readonly applicationName: string };
+  /** How often the wanted watches are re-read (default 1 s). */
+  readonly pollMs?: number;
+  readonly logger: { readonly warn: LogFn };
+}
+
+interface Running {
+  stop: () => void;
+  /** A change is being recorded; another came meanwhile and is recorded after it. */
+  recording: boolean;
+  again: boolean;
+}
+
+/**
+ * Runs, in the worker, the `watch` of each module resource an API instance holds a subscription
+ * to (content_watches): one watch per (tenant, URI) however many instances and connections hold
+ * it, started when a live instance holds it and stopped when none does. Each `changed()` moves the
+ * rows' counts (one write at a time per watch: changes while one is written fold into one more).
+ * Every worker serving the module runs the watch: an API instance then sees a change counted once
+ * per worker, which folds into the notifications its next read sends.
+ */
+export class ContentWatchRunner {
+  readonly #options: ContentWatchRunnerOptions;
+  readonly #running = new Map<string, Running>();
+  #listener: ChannelListener | null = null;
+  #timer: NodeJS.Timeout | undefined;
+  #reading: Promise<void> | null = null;
+  #again = false;
+  #stopped = false;
+
+  constructor(options: ContentWatchRunnerOptions) {
+    this.#options = options;
+  }
+
+  async start(): Promise<void> {
+    const { listen, logger } = this.#options;
+    if (listen) {
+      this.#listener = new ChannelListener({
+        connectionString: listen.connectionString,
+        applicationName: listen.applicationName,
+        channel: CONTENT_WATCHES_CHANNEL,
+        name: 'content watch listener',
+        logger,
+        onNotification: (tool) => {
+          if (tool === undefined || this.#options.registries.has(tool)) this.readNow();
+        },
+        onConnected: () => this.readNow(),
+      });
+      await this.#listener.start().catch((error: Error) => {
+        logger.warn({ error: error.message }, 'the content watch listener did not start; polling only');
+      });
+    }
+    this.#timer = setInterval(() => this.readNow(), this.#options.pollMs ?? 1_000);
+    this.#timer.unref();
+    this.readNow();
+  }
+
+  /** How many watches run now (for tests and logs). */
+  get running(): number {
+    return this.#running.size;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    await this.#listener?.stop();
+    await this.#reading;
+    for (const key of [...this.#running.keys()]) this.#stopWatch(key);
+  }
+
+  /** One read at a time; a wake during a read makes one more after it. */
+  readNow(): void {
+    if (this.#stopped) return;
+    if (this.#reading) {
+      this.#again = true;
+      return;
+    }
+    this.#reading = this.#read()
+      .catch((error: Error) => this.#options.logger.warn({ error: error.message }, 'reading content watches failed'))
+      .finally(() => {
+        this.#reading = null;
+        if (this.#again) {
+          this.#again = false;
+          this.readNow();
+        }
+      });
+  }
+
+  async #read(): Promise<void> {
+    const wanted = await wantedContentWatches(this.#options.db, [...this.#options.registries.keys()]);
+    if (this.#stopped) return;
+    const keys = new Set<string>();
+    for (const watch of wanted) {
+      const key = keyOf(watch);
+      keys.add(key);
+      if (!this.#running.has(key)) this.#startWatch(key, watch);
+    }
+    for (const key of [...this.#running.keys()]) if (!keys.has(key)) this.#stopWatch(key);
+  }
+
+  #startWatch(key: string, watch: WantedWatch): void {
+    const target = this.#options.registries.get(watch.tool)?.resolve(watch.uri);
+    if (!target?.definition.watch) return;
+    const running: Running = { stop: () => {}, recording: false, again: false };
+    const changed = () => {
+      if (this.#running.get(key) !== running) return;
+      if (running.recording) {
+        running.again = true;
+        return;
+      }
+      running.recording = true;
+      recordContentChange(this.#options.db, { tenantId: watch.tenantId, uri: watch.uri })
+        .catch((error: Error) =>
+          this.#options.logger.warn({ uri: watch.uri, error: error.message }, 'recording a content change failed'),
+        )
+        .finally(() => {
+          running.recording = false;
+          if (running.again) {
+            running.again = false;
+            changed();
+          }
+        });
+    };
+    const context = { tenant: watch.tenantId };
+    // In the map before the watch starts: a watch may call changed() at once.
+    this.#running.set(key, running);
+    try {
+      const stop =
+        target.kind === 'resource'
+          ? target.definition.watch?.(changed, context)
+          : target.definition.watch?.(watch.uri, target.variables, changed, context);
+      if (typeof stop === 'function') running.stop = stop;
+    } catch (error) {
+      // Left in the map as a watch that stops nothing: tried again only once it is wanted anew.
+      this.#options.logger.warn(
+        { uri: watch.uri, error: (error as Error).message },
+        "a resource's watch threw; its subscribers are not notified",
+      );
+    }
+  }
+
+  #stopWatch(key: string): void {
+    const running = this.#running.get(key);
+    this.#running.delete(key);
+    try {
+      running?.stop();
+    } catch (error) {
+      this.#options.logger.warn({ key, error: (error as Error).message }, "a resource's watch threw as it stopped");
+    }
+  }
+}
+
+function keyOf(watch: WantedWatch): string {
+  return `${watch.tool}\n${watch.tenantId}\n${watch.uri}`;
+}

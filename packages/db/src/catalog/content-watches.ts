@@ -1,0 +1,98 @@
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../schema.ts';
+import { DEFAULT_LOST_AFTER_MS } from '../tasks/task-sweeper.ts';
+
+/**
+ * The content_watches table (migration 0013): which module resources API instances hold
+ * subscriptions to, for the workers that load the modules to watch. API instances add and remove
+ * their rows and read how many changes each has seen; workers read what to watch and record
+ * changes. Every write NOTIFYs, as a hint: both sides poll as well.
+ */
+
+/** A row was added or removed: workers serving its tool look again. Payload: the tool. */
+export const CONTENT_WATCHES_CHANNEL = 'taskgate_content_watches';
+/** A watched resource changed: API instances read their rows' counts. Payload: the tenant and URI. */
+export const CONTENT_CHANGED_CHANNEL = 'taskgate_content_changed';
+
+type Db = Kysely<Database>;
+
+export interface ContentWatchKey {
+  readonly apiInstanceId: string;
+  readonly tenantId: string;
+  readonly uri: string;
+}
+
+/**
+ * Holds (tenant, URI) for an API instance, served by `tool`; resolves with its change count now,
+ * the baseline later counts are compared with. Adding a row held already keeps its count.
+ */
+export async function addContentWatch(db: Db, watch: ContentWatchKey & { readonly tool: string }): Promise<bigint> {
+  const { rows } = await sql<{ changes: string }>`
+    WITH added AS (
+      INSERT INTO content_watches (api_instance_id, tool, tenant_id, uri)
+      VALUES (${watch.apiInstanceId}, ${watch.tool}, ${watch.tenantId}, ${watch.uri})
+      ON CONFLICT (api_instance_id, tenant_id, uri) DO UPDATE SET tool = EXCLUDED.tool
+      RETURNING changes
+    )
+    SELECT changes::text AS changes, pg_notify(${CONTENT_WATCHES_CHANNEL}, ${watch.tool}) FROM added`.execute(db);
+  return BigInt(rows[0]?.changes ?? '0');
+}
+
+export async function removeContentWatch(db: Db, watch: ContentWatchKey): Promise<void> {
+  await sql`
+    WITH removed AS (
+      DELETE FROM content_watches
+      WHERE api_instance_id = ${watch.apiInstanceId} AND tenant_id = ${watch.tenantId} AND uri = ${watch.uri}
+      RETURNING tool
+    )
+    SELECT pg_notify(${CONTENT_WATCHES_CHANNEL}, tool) FROM removed`.execute(db);
+}
+
+export interface WantedWatch {
+  readonly tool: string;
+  readonly tenantId: string;
+  readonly uri: string;
+}
+
+/**
+ * The (tenant, URI) pairs of `tools` some live API instance holds, sorted: an instance not stopped
+ * whose heartbeat is recent (a crashed API's rows stay until retention, unwatched).
+ */
+export async function wantedContentWatches(
+  db: Db,
+  tools: readonly string[],
+  options: { readonly liveWithinMs?: number } = {},
+): Promise<WantedWatch[]> {
+  if (tools.length === 0) return [];
+  const liveWithinMs = options.liveWithinMs ?? DEFAULT_LOST_AFTER_MS;
+  const { rows } = await sql<{ tool: string; tenant_id: string; uri: string }>`
+    SELECT DISTINCT w.tool, w.tenant_id, w.uri
+    FROM content_watches w JOIN instances i ON i.id = w.api_instance_id
+    WHERE w.tool = ANY(${[...tools]}::text[])
+      AND i.stopped_at IS NULL AND i.heartbeat_at > now() - ${liveWithinMs} * interval '1 millisecond'
+    ORDER BY w.tool, w.tenant_id, w.uri`.execute(db);
+  return rows.map((row) => ({ tool: row.tool, tenantId: row.tenant_id, uri: row.uri }));
+}
+
+/** A watched resource changed: every instance's row of it counts one more, and they are told. */
+export async function recordContentChange(db: Db, change: { readonly tenantId: string; readonly uri: string }) {
+  await sql`
+    WITH moved AS (
+      UPDATE content_watches SET changes = changes + 1
+      WHERE tenant_id = ${change.tenantId} AND uri = ${change.uri}
+      RETURNING 1
+    )
+    SELECT pg_notify(${CONTENT_CHANGED_CHANNEL}, ${JSON.stringify({ tenantId: change.tenantId, uri: change.uri })})
+    WHERE EXISTS (SELECT 1 FROM moved)`.execute(db);
+}
+
+/** An API instance's rows with their change counts. */
+export async function contentWatchCounts(
+  db: Db,
+  apiInstanceId: string,
+): Promise<{ tenantId: string; uri: string; changes: bigint }[]> {
+  const { rows } = await sql<{ tenant_id: string; uri: string; changes: string }>`
+    SELECT tenant_id, uri, changes::text AS changes FROM content_watches
+    WHERE api_instance_id = ${apiInstanceId}`.execute(db);
+  return rows.map((row) => ({ tenantId: row.tenant_id, uri: row.uri, changes: BigInt(row.changes) }));
+}
