@@ -36,6 +36,7 @@ const readRequest = (legacy: boolean): LoadRequest => ({
         accept: 'application/json, text/event-stream',
         'mcp-protocol-version': '2026-07-28',
         'mcp-method': 'resources/read',
+        'mcp-name': 'docs://readme',
       },
   body: JSON.stringify({
     jsonrpc: '2.0',
