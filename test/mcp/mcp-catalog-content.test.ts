@@ -88,7 +88,27 @@ const extras: ContentSet = {
     }),
   ],
 };
-const fixtures: ContentSet = { resources, resourceTemplates, prompts: prompts.filter((p) => !p.name.includes('mrtr')) };
+/** A resource that asks twice, one question per run: each retry runs it from the start. */
+const interview = defineResource({
+  uri: 'ask://interview',
+  name: 'interview',
+  read: async (ctx) => {
+    const { first } = await ctx.input({ first: elicitName('first') });
+    const { second } = await ctx.input({ second: elicitName('second') });
+    const name = (answer: unknown) => String((answer as { content?: { name?: unknown } }).content?.name);
+    return [{ text: `${name(first)} then ${name(second)}` }];
+  },
+});
+function elicitName(which: string) {
+  return {
+    method: 'elicitation/create',
+    params: {
+      message: `the ${which} name?`,
+      requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+    },
+  };
+}
+const fixtures: ContentSet = { resources: [...resources, interview], resourceTemplates, prompts };
 const moduleContent: ContentSet = {
   resources: [...(fixtures.resources ?? []), ...(extras.resources ?? [])],
   resourceTemplates: [...(fixtures.resourceTemplates ?? []), ...(extras.resourceTemplates ?? [])],
@@ -548,5 +568,61 @@ describe('subscriptions to a resource a worker watches', () => {
     expect(await rows()).toEqual(['tenant-c']);
     subscriptions.stop();
     await waitForTask(rows, (left) => left.length === 0);
+  });
+});
+
+describe('a remote handler’s ctx.input()', () => {
+  const ELICIT = { clientCapabilities: { elicitation: {} } };
+  const accept = (name: string) => ({ action: 'accept', content: { name } });
+
+  it('is answered input_required in 2026-07-28, and the retry runs the handler again with the answers', async () => {
+    const run = async (core: McpCore) => {
+      const first = resultOf(await ask(core, 'resources/read', { uri: 'ask://interview' }, ELICIT));
+      expect(first).toMatchObject({ resultType: 'input_required', inputRequests: { first: elicitName('first') } });
+      const second = resultOf(
+        await ask(
+          core,
+          'resources/read',
+          { uri: 'ask://interview', requestState: first.requestState, inputResponses: { first: accept('Ada') } },
+          ELICIT,
+        ),
+      );
+      expect(second).toMatchObject({ resultType: 'input_required', inputRequests: { second: elicitName('second') } });
+      const done = resultOf(
+        await ask(
+          core,
+          'resources/read',
+          { uri: 'ask://interview', requestState: second.requestState, inputResponses: { second: accept('Grace') } },
+          ELICIT,
+        ),
+      );
+      return done;
+    };
+    const here = await run(local);
+    expect(here.contents).toEqual([{ uri: 'ask://interview', text: 'Ada then Grace' }]);
+    expect(await run(remote)).toEqual(here);
+    // The prompt the conformance suite asks with, the same way.
+    const prompt = resultOf(await ask(remote, 'prompts/get', { name: 'test_input_required_result_prompt' }, ELICIT));
+    expect(prompt).toMatchObject({ resultType: 'input_required', inputRequests: { user_context: expect.any(Object) } });
+  });
+
+  it('asks the client on the request’s connection in a handshake revision, and refuses without the capability', async () => {
+    const asked: string[] = [];
+    const askClient = async (method: string, params: Readonly<Record<string, unknown>>) => {
+      asked.push(`${method} ${String(params.message)}`);
+      return accept(asked.length === 1 ? 'Ada' : 'Grace');
+    };
+    const handshake = { revision: '2025-11-25', askClient, ...ELICIT };
+    const there = await ask(remote, 'resources/read', { uri: 'ask://interview' }, handshake);
+    // The worker ran the handler three times (none, one, two answers); the client was asked twice.
+    expect(asked).toEqual(['elicitation/create the first name?', 'elicitation/create the second name?']);
+    asked.length = 0;
+    expect(there).toEqual(await ask(local, 'resources/read', { uri: 'ask://interview' }, handshake));
+    expect(resultOf(there).contents).toEqual([{ uri: 'ask://interview', text: 'Ada then Grace' }]);
+    // A client that did not declare elicitation: -32021, as for a read in the request.
+    const undeclared = { revision: '2025-11-25', askClient };
+    const refused = await ask(remote, 'resources/read', { uri: 'ask://interview' }, undeclared);
+    expect(refused).toEqual(await ask(local, 'resources/read', { uri: 'ask://interview' }, undeclared));
+    expect(refused).toMatchObject({ kind: 'error', error: { code: -32021 } });
   });
 });

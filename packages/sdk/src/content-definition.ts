@@ -21,7 +21,7 @@ export interface ContentContext {
    * (over HTTP only in a session; without one it rejects, and the client gets -32603). Either
    * way an answer is checked against its request (an elicitation's content against its
    * requestedSchema) before the handler sees it. A handler a worker runs for an API process that
-   * did not load its module cannot ask: there it rejects, and the client gets -32603.
+   * did not load its module asks the same way: it runs again from the start with the answers.
    */
   input(requests: Readonly<Record<string, InputRequest>>): Promise<Record<string, unknown>>;
 }

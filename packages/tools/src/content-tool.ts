@@ -1,6 +1,8 @@
 import { canonicalJson, sha256Hex } from '@taskgate/reliability';
 import type {
   Completer,
+  ContentContext,
+  InputRequest,
   PromptDefinition,
   PromptResult,
   ResourceDefinition,
@@ -10,6 +12,7 @@ import type {
 import type { AnyTool } from './any-tool.ts';
 import { ContentRegistry, type ContentSet } from './content-registry.ts';
 import {
+  ContentInputAsked,
   ContentRunError,
   complete,
   DEFAULT_CONTENT_TIMEOUT_MS,
@@ -91,8 +94,12 @@ export interface PublishedContent {
   readonly prompts: readonly PublishedPrompt[];
 }
 
-/** What an API asks of a content tool (the task's arguments). */
-export type ContentRequest =
+/**
+ * What an API asks of a content tool (the task's arguments). `answers`: the client's answers to
+ * what the handler asked with ctx.input() so far (the handler runs again from the start with them,
+ * as a multi round-trip retry runs it).
+ */
+export type ContentRequest = (
   | { readonly op: 'read'; readonly uri: string }
   | { readonly op: 'get'; readonly name: string; readonly arguments: Readonly<Record<string, string>> }
   | {
@@ -102,7 +109,8 @@ export type ContentRequest =
         | { readonly type: 'ref/resource'; readonly uri: string };
       readonly argument: { readonly name: string; readonly value: string };
       readonly arguments: Readonly<Record<string, string>>;
-    };
+    }
+) & { readonly answers?: Readonly<Record<string, unknown>> };
 
 /** What a content tool answers (its result's structuredContent). */
 export type ContentAnswer =
@@ -110,6 +118,8 @@ export type ContentAnswer =
   | { readonly outcome: 'not-found' }
   | { readonly outcome: 'prompt'; readonly result: PromptResult }
   | { readonly outcome: 'completion'; readonly completion: { values: string[]; total: number; hasMore: boolean } }
+  /** The handler asked for input it has no answer to: asked of the client, then run again. */
+  | { readonly outcome: 'input'; readonly requests: Readonly<Record<string, InputRequest>> }
   | {
       readonly outcome: 'error';
       readonly kind: ContentRunError['kind'];
@@ -119,17 +129,23 @@ export type ContentAnswer =
     };
 
 const STRINGS = { type: 'object', additionalProperties: { type: 'string' } } as const;
+const ANSWERS = { type: 'object' } as const;
 
 const INPUT_SCHEMA = {
   type: 'object',
   oneOf: [
     {
-      properties: { op: { const: 'read' }, uri: { type: 'string', minLength: 1 } },
+      properties: { op: { const: 'read' }, uri: { type: 'string', minLength: 1 }, answers: ANSWERS },
       required: ['op', 'uri'],
       additionalProperties: false,
     },
     {
-      properties: { op: { const: 'get' }, name: { type: 'string', minLength: 1 }, arguments: STRINGS },
+      properties: {
+        op: { const: 'get' },
+        name: { type: 'string', minLength: 1 },
+        arguments: STRINGS,
+        answers: ANSWERS,
+      },
       required: ['op', 'name', 'arguments'],
       additionalProperties: false,
     },
@@ -139,6 +155,7 @@ const INPUT_SCHEMA = {
         ref: { type: 'object' },
         argument: { type: 'object' },
         arguments: STRINGS,
+        answers: ANSWERS,
       },
       required: ['op', 'ref', 'argument', 'arguments'],
       additionalProperties: false,
@@ -189,7 +206,9 @@ async function answer(
   request: ContentRequest,
   ctx: { tenant: string; signal: AbortSignal },
 ): Promise<ContentAnswer> {
-  const context = { tenant: ctx.tenant, signal: ctx.signal };
+  // With answers (none yet, or the client's so far), a ctx.input() of a key not answered throws
+  // ContentInputAsked: said back as `input`, for the API to ask the client the way its request can.
+  const context = { tenant: ctx.tenant, signal: ctx.signal, answers: request.answers ?? {} };
   try {
     if (request.op === 'read') {
       const target = registry.resolve(request.uri);
@@ -217,6 +236,7 @@ async function answer(
     );
     return { outcome: 'completion', completion };
   } catch (error) {
+    if (error instanceof ContentInputAsked) return { outcome: 'input', requests: error.requests };
     // Said as an in-process read says it. The thrown error's own text goes as `cause`, for the
     // API's log only (it never reaches a client): the worker has no log of a handler's own.
     if (error instanceof ContentRunError) {
@@ -313,6 +333,21 @@ export function remoteContentSet(
     if (value === undefined) throw new ContentRunError('invalid', `${label}: the worker's answer was not one`);
     return value;
   };
+  /**
+   * A read or get whose handler may ask for input: each `input` answer is asked of the client
+   * through the request's own ctx.input() (a multi round-trip request answers from its retry, or
+   * is answered input_required; a handshake one asks on its stream), then the worker runs the
+   * handler again with every answer so far. Bounded: a handler that keeps asking ends.
+   */
+  const withInput = async (request: ContentRequest, ctx: ContentContext): Promise<ContentAnswer> => {
+    let answers: Record<string, unknown> = {};
+    for (let round = 0; round < MAX_INPUT_ROUNDS; round += 1) {
+      const answer = await call({ ...request, ...(round === 0 ? {} : { answers }) }, ctx);
+      if (answer.outcome !== 'input') return answer;
+      answers = { ...answers, ...(await ctx.input(answer.requests)) };
+    }
+    throw new ContentRunError('failed', `${labelOf(request)} asked for input ${MAX_INPUT_ROUNDS} times`);
+  };
   const contentsOf = (label: string, answer: ContentAnswer): ReadContents | null =>
     answer.outcome === 'not-found'
       ? null
@@ -345,14 +380,14 @@ export function remoteContentSet(
   const resources: ResourceDefinition[] = content.resources.map(({ watches, ...resource }) => ({
     ...resource,
     read: async (ctx) =>
-      contentsOf(`resource ${resource.uri}`, await call({ op: 'read', uri: resource.uri }, ctx)) as never,
+      contentsOf(`resource ${resource.uri}`, await withInput({ op: 'read', uri: resource.uri }, ctx)) as never,
     ...(watches && watch ? { watch: (changed, ctx) => watch(resource.uri, ctx.tenant, changed) } : {}),
   }));
   const resourceTemplates: ResourceTemplateDefinition[] = content.resourceTemplates.map(
     ({ completes, watches, ...template }) => ({
       ...template,
       read: async (uri, _variables, ctx) =>
-        contentsOf(`resource ${uri}`, await call({ op: 'read', uri }, ctx)) as never,
+        contentsOf(`resource ${uri}`, await withInput({ op: 'read', uri }, ctx)) as never,
       ...(watches && watch
         ? {
             watch: (uri: string, _variables: unknown, changed: () => void, ctx: { tenant: string }) =>
@@ -373,7 +408,7 @@ export function remoteContentSet(
   const prompts: PromptDefinition[] = content.prompts.map(({ completes, ...prompt }) => ({
     ...(prompt as Omit<PromptDefinition, 'get'>),
     get: async (args, ctx) => {
-      const answer = await call({ op: 'get', name: prompt.name, arguments: args }, ctx);
+      const answer = await withInput({ op: 'get', name: prompt.name, arguments: args }, ctx);
       if (answer.outcome === 'not-found') {
         throw new ContentRunError('failed', `prompt ${prompt.name}: the worker serving it no longer has it`);
       }
@@ -384,6 +419,15 @@ export function remoteContentSet(
       : {}),
   }));
   return { resources, resourceTemplates, prompts };
+}
+
+/** How many times one read or get may ask for input before it ends. */
+const MAX_INPUT_ROUNDS = 8;
+
+function labelOf(request: ContentRequest): string {
+  if (request.op === 'read') return `resource ${request.uri}`;
+  if (request.op === 'get') return `prompt ${request.name}`;
+  return 'a completion';
 }
 
 /**
