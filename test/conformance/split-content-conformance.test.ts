@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanEnv, type RunningProcess, startCli } from '../support/cli.ts';
+import { CONFORMANCE_SUITE, runConformance } from '../support/conformance.ts';
+import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
+
+// The conformance suite's resource, prompt and completion scenarios against a split deployment:
+// an API that loads no module (`--tools none`) and a worker with TASKGATE_CONFORMANCE=1. Every
+// fixture the scenarios read, get, complete or subscribe to is published through the catalog and
+// served by the worker, so these pass only if remote content is the same content.
+//
+// Only the content scenarios are held here: the fixture tools are inline, and a split deployment
+// runs an inline tool it did not load as a durable task, where some tool scenarios (progress, a
+// handshake elicitation, input_required) are answered otherwise (noted in
+// docs/design/catalog-content.md). test/conformance/server-conformance.test.ts holds every scenario
+// against one process.
+const CONTENT = [
+  'completion-complete',
+  'resources-list',
+  'resources-read-text',
+  'resources-read-binary',
+  'resources-templates-read',
+  'prompts-list',
+  'prompts-get-simple',
+  'prompts-get-with-args',
+  'prompts-get-embedded-resource',
+  'prompts-get-with-image',
+];
+/** Each revision's content scenarios (what `--requirements <revision>` runs of them). */
+const SCENARIOS: Readonly<Record<string, readonly string[]>> = {
+  '2025-11-25': [...CONTENT, 'resources-subscribe', 'resources-unsubscribe'],
+  '2026-07-28': [...CONTENT, 'sep-2164-resource-not-found'],
+};
+
+let database: TestDatabase;
+let api: RunningProcess;
+let worker: RunningProcess;
+let url: string;
+beforeAll(async () => {
+  database = await createTestDatabase({ empty: true });
+  // Each migrates what it loads: the API the platform's schema, the worker its modules' too.
+  api = startCli(['start', '--role', 'api', '--tools', 'none'], cleanEnv({ DATABASE_URL: database.url, PORT: '0' }));
+  url = `${(await api.waitForLog((line) => line.msg === 'taskgate started')).url as string}/mcp`;
+  worker = startCli(['start', '--role', 'worker'], cleanEnv({ DATABASE_URL: database.url, TASKGATE_CONFORMANCE: '1' }));
+  await worker.waitForLog((line) => line.msg === 'taskgate started');
+}, 60_000);
+afterAll(async () => {
+  await Promise.all([api?.stop('SIGTERM'), worker?.stop('SIGTERM')]);
+  await database?.drop();
+});
+
+describe('MCP conformance of content served through the catalog', () => {
+  // One scenario per run: the whole requirement set would also run the tool scenarios, whose
+  // timeouts take minutes here.
+  it.each(Object.keys(SCENARIOS))(
+    '%s: every resource, prompt and completion scenario passes',
+    { timeout: 120_000 },
+    async (revision) => {
+      const failed: string[] = [];
+      for (const scenario of SCENARIOS[revision] ?? []) {
+        const { output } = await runConformance(CONFORMANCE_SUITE, url, [
+          '--spec-version',
+          revision,
+          '--scenario',
+          scenario,
+        ]);
+        const passed = /Passed: (\d+)\/(\d+), 0 failed/.exec(output);
+        if (!passed || passed[1] !== passed[2] || passed[1] === '0') failed.push(`${scenario}\n${output}`);
+      }
+      expect(failed).toEqual([]);
+    },
+  );
+});
