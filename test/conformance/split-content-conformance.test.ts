@@ -8,9 +8,9 @@ import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 // fixture the scenarios read, get, complete or subscribe to is published through the catalog and
 // served by the worker, so these pass only if remote content is the same content.
 //
-// Only the content scenarios are held here: the fixture tools are inline, and a split deployment
-// runs an inline tool it did not load as a durable task, where some tool scenarios (progress, a
-// handshake elicitation, input_required) are answered otherwise (noted in
+// The content scenarios, and 2025-11-25's tools that ask the client, are held here: the fixture
+// tools are inline, and a split deployment runs an inline tool it did not load as a durable task,
+// where progress (rate-limited) and 2026-07-28's input_required are answered otherwise (noted in
 // docs/design/catalog-content.md). test/conformance/server-conformance.test.ts holds every scenario
 // against one process.
 const CONTENT = [
@@ -27,7 +27,17 @@ const CONTENT = [
 ];
 /** Each revision's content scenarios (what `--requirements <revision>` runs of them). */
 const SCENARIOS: Readonly<Record<string, readonly string[]>> = {
-  '2025-11-25': [...CONTENT, 'resources-subscribe', 'resources-unsubscribe'],
+  '2025-11-25': [
+    ...CONTENT,
+    'resources-subscribe',
+    'resources-unsubscribe',
+    // Tools that ask the client (ctx.input()): run durably here, their parked task's requests go
+    // to the client on the call's stream.
+    'tools-call-elicitation',
+    'tools-call-sampling',
+    'elicitation-sep1034-defaults',
+    'elicitation-sep1330-enums',
+  ],
   '2026-07-28': [...CONTENT, 'sep-2164-resource-not-found'],
 };
 
@@ -52,7 +62,7 @@ describe('MCP conformance of content served through the catalog', () => {
   // One scenario per run: the whole requirement set would also run the tool scenarios, whose
   // timeouts take minutes here.
   it.each(Object.keys(SCENARIOS))(
-    '%s: every resource, prompt and completion scenario passes',
+    '%s: every resource, prompt and completion scenario passes (and 2025-11-25 tools that ask)',
     { timeout: 120_000 },
     async (revision) => {
       const failed: string[] = [];

@@ -1,4 +1,5 @@
 import { type McpCore, TaskEventsHub } from '@taskgate/api';
+import { defineTool } from '@taskgate/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { askingTools, roundTripPrompts } from '../../examples/conformance/round-trip-fixtures.ts';
 import { useTestDatabase } from '../support/databases.ts';
@@ -11,13 +12,35 @@ import { type Platform, serveApi, silentLogger, startPlatform, waitForTask } fro
 // back as JSON-RPC responses (on stdin, or POSTed with its session). And resources/subscribe: a task
 // resource's status changes send notifications/resources/updated to the connection.
 const database = useTestDatabase();
+
+/** A durable tool (a task, run by the worker) whose handler asks the client for a name. */
+const durableAsk = defineTool({
+  name: 'durable_ask',
+  description: 'asks for a name, then greets it',
+  inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+  retry: 'safe',
+  async handler(_input, ctx) {
+    const { who } = await ctx.input({
+      who: {
+        method: 'elicitation/create',
+        params: {
+          mode: 'form',
+          message: 'Your name?',
+          requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+        },
+      },
+    });
+    const name = (who as { content?: { name?: string } }).content?.name;
+    return { content: [{ type: 'text', text: `Hello, ${name}` }] };
+  },
+});
 let platform: Platform;
 let hub: TaskEventsHub;
 let core: McpCore;
 let api: Awaited<ReturnType<typeof serveApi>>;
 
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: askingTools });
+  platform = await startPlatform(database.url, { tools: [...askingTools, durableAsk] as never });
   // Runs the tasks the subscriptions watch, so that a cancel ends them.
   await platform.startWorker();
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
@@ -351,5 +374,53 @@ describe('resources/subscribe', () => {
       params: { uri },
     });
     stream.close();
+  });
+});
+
+describe('a durable tool’s ctx.input() in a handshake revision', () => {
+  const endedTask = async () => {
+    const { tasks } = await platform.service.list('default', { limit: 100 });
+    const task = tasks.find((listed) => listed.tool === 'durable_ask');
+    return task
+      ? waitForTask(
+          () => platform.service.get('default', task.id),
+          (t) => t.status !== 'working' && t.status !== 'input_required',
+        )
+      : undefined;
+  };
+
+  it('sends the parked task’s requests to the client on the pipe, answers the task, and returns its result', async () => {
+    const client = await initialized({ elicitation: {} });
+    client.send({ jsonrpc: '2.0', id: 'd1', method: 'tools/call', params: { name: 'durable_ask', arguments: {} } });
+    const asked = await serverRequest(client, 'elicitation/create');
+    expect(asked.params).toMatchObject({ message: 'Your name?' });
+    client.send({ jsonrpc: '2.0', id: asked.id, result: { action: 'accept', content: { name: 'Ada' } } });
+    expect(await client.answerTo('d1')).toMatchObject({
+      result: { content: [{ type: 'text', text: 'Hello, Ada' }] },
+    });
+    client.input.end();
+    await client.server.closed;
+  });
+
+  it('ends the call and its task when the client did not declare the capability, or answers what does not answer', async () => {
+    const undeclared = await initialized({});
+    undeclared.send({ jsonrpc: '2.0', id: 'd2', method: 'tools/call', params: { name: 'durable_ask', arguments: {} } });
+    expect(await undeclared.answerTo('d2')).toMatchObject({
+      error: { code: -32021, data: { requiredCapabilities: { elicitation: {} } } },
+    });
+    expect(undeclared.received.some((m) => m.method === 'elicitation/create')).toBe(false);
+    expect((await endedTask())?.status).toBe('cancelled');
+    undeclared.input.end();
+    await undeclared.server.closed;
+
+    const wrong = await initialized({ elicitation: {} });
+    wrong.send({ jsonrpc: '2.0', id: 'd3', method: 'tools/call', params: { name: 'durable_ask', arguments: {} } });
+    const asked = await serverRequest(wrong, 'elicitation/create');
+    wrong.send({ jsonrpc: '2.0', id: asked.id, result: { action: 'accept', content: { name: 42 } } });
+    expect(await wrong.answerTo('d3')).toMatchObject({
+      error: { code: -32602, data: { code: 'TG_INPUT_RESPONSES_INVALID' } },
+    });
+    wrong.input.end();
+    await wrong.server.closed;
   });
 });

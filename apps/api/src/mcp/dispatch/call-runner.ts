@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { TaskProgress, TaskRecord } from '@taskgate/db';
 import { TaskgateError, toJsonRpcError } from '@taskgate/errors';
 import { ErrorCode, type JsonRpcError, logLevelPasses } from '@taskgate/protocol';
+import type { InputRequest } from '@taskgate/sdk';
 import type { AnyTool } from '@taskgate/tools';
 import { type CreateTaskInput, cappedClocks } from '../../tasks/task-service.ts';
 import type { TaskWatcher } from '../../tasks/task-watch.ts';
@@ -10,6 +11,7 @@ import type { McpCoreOptions, RequestContext } from '../mcp-core.ts';
 import {
   callOutcome,
   type MethodOutcome,
+  missingCapability,
   readCallParams,
   refusal,
   shareResult,
@@ -17,7 +19,7 @@ import {
 } from '../mcp-methods.ts';
 import { createTaskResult } from '../mcp-tasks.ts';
 import { RequestStateSealer } from './request-state.ts';
-import { clientAsker, type Round, RoundTrips } from './round-trips.ts';
+import { ClientCapabilityMissing, clientAsker, type Round, RoundTrips } from './round-trips.ts';
 import { TaskLogRelay } from './task-log-relay.ts';
 
 export const DEFAULT_TASK_AFTER_MS = 500;
@@ -187,14 +189,16 @@ export class CallRunner {
     }
     const handOver = new AbortController();
     const timer = handOverAfterMs === null ? undefined : setTimeout(() => handOver.abort(), handOverAfterMs);
-    const signal = AbortSignal.any([context.signal, handOver.signal]);
+    const inputs = this.#inputRelay(task, context);
+    const signal = AbortSignal.any([context.signal, handOver.signal, ...(inputs ? [inputs.failed] : [])]);
     const logs = this.#logRelay(task, context);
     const progress = context.onProgress ? progressOf(context.onProgress) : null;
     const onChange =
-      progress || logs
+      progress || logs || inputs
         ? (reading: TaskRecord) => {
             progress?.(reading);
             logs?.seen(reading.logCount);
+            inputs?.seen(reading, signal);
           }
         : null;
     try {
@@ -207,6 +211,12 @@ export class CallRunner {
       await logs?.drain(done.logCount);
       return callOutcome(done, this.options.server);
     } catch (error) {
+      if (inputs?.failed.aborted && !context.signal.aborted) {
+        // The client could not be asked, or answered what does not answer: nobody else knows the
+        // task (the client has no Tasks of its own here), so it ends with the call.
+        await cancel();
+        return inputs.outcome();
+      }
       if (context.signal.aborted) {
         // A durable task outlives this server as it outlives a connection: the client gets it.
         if (handOverAfterMs !== null && context.signal.reason instanceof ServerStopping) {
@@ -221,6 +231,59 @@ export class CallRunner {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * A handshake request's task asking for input (ctx.input() in a durable handler: the task goes
+   * input_required): its requests are sent to the client on the request's own connection, as an
+   * inline tool's are, and the answers given to the task, which runs on. Null where the request
+   * cannot ask (2026-07-28, a sessionless POST): there the client answers through tasks/update.
+   */
+  #inputRelay(task: TaskRecord, context: RequestContext) {
+    const ask = clientAsker(context, `tool ${task.tool}`);
+    if (!ask) return null;
+    const { service } = this.options;
+    const failing = new AbortController();
+    const asked = new Set<string>();
+    let asking = false;
+    let failure: unknown = null;
+    return {
+      failed: failing.signal,
+      seen(reading: TaskRecord, signal: AbortSignal) {
+        if (reading.status !== 'input_required' || asking) return;
+        const answered = reading.inputResponses ?? {};
+        const outstanding = Object.entries(reading.inputRequests ?? {}).filter(
+          ([key]) => !asked.has(key) && !Object.hasOwn(answered, key),
+        );
+        if (outstanding.length === 0) return;
+        for (const [key] of outstanding) asked.add(key);
+        asking = true;
+        void Promise.all(
+          outstanding.map(async ([key, request]) => [key, await ask(request as InputRequest, signal)] as const),
+        )
+          .then((answers) => service.answerInput(context.tenantId, task.id, Object.fromEntries(answers)))
+          .catch((error: unknown) => {
+            if (signal.aborted) return;
+            failure = error;
+            failing.abort();
+          })
+          .finally(() => {
+            asking = false;
+          });
+      },
+      /** The call's answer once asking failed: the client's gap, a refused answer, or the failure. */
+      outcome(): MethodOutcome {
+        if (failure instanceof ClientCapabilityMissing) return missingCapability(failure.missing, failure.message);
+        const outcome = refusal(failure);
+        if (outcome.kind === 'error' && outcome.error.code === ErrorCode.InternalError) {
+          context.log?.(
+            { taskId: task.id, error: (failure as Error | null)?.message },
+            "asking the client for a task's input failed",
+          );
+        }
+        return outcome;
+      },
+    };
   }
 
   /** The relay of a task's log messages to its request, when the task keeps them for it. */
