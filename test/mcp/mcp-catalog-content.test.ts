@@ -108,7 +108,15 @@ function elicitName(which: string) {
     },
   };
 }
-const fixtures: ContentSet = { resources: [...resources, interview], resourceTemplates, prompts };
+/** A resource that never stops asking: each run asks one question more than the answers it has. */
+const forever = defineResource({
+  uri: 'ask://forever',
+  name: 'forever',
+  read: async (ctx) => {
+    for (let n = 0; ; n += 1) await ctx.input({ [`q${n}`]: elicitName(`q${n}`) });
+  },
+});
+const fixtures: ContentSet = { resources: [...resources, interview, forever], resourceTemplates, prompts };
 const moduleContent: ContentSet = {
   resources: [...(fixtures.resources ?? []), ...(extras.resources ?? [])],
   resourceTemplates: [...(fixtures.resourceTemplates ?? []), ...(extras.resourceTemplates ?? [])],
@@ -624,5 +632,27 @@ describe('a remote handler’s ctx.input()', () => {
     const refused = await ask(remote, 'resources/read', { uri: 'ask://interview' }, undeclared);
     expect(refused).toEqual(await ask(local, 'resources/read', { uri: 'ask://interview' }, undeclared));
     expect(refused).toMatchObject({ kind: 'error', error: { code: -32021 } });
+  });
+
+  it('ends a handler that keeps asking without asking the client a question it would not use', async () => {
+    const asked: string[] = [];
+    const askClient = async (_method: string, params: Readonly<Record<string, unknown>>) => {
+      asked.push(String(params.message));
+      return accept('Ada');
+    };
+    const outcome = await ask(
+      remote,
+      'resources/read',
+      { uri: 'ask://forever' },
+      { revision: '2025-11-25', askClient, ...ELICIT },
+    );
+    expect(outcome).toMatchObject({ kind: 'error' });
+    // Eight runs of the handler: the first seven questions were answered and used by the next run;
+    // the eighth run's question was never sent.
+    expect(asked).toEqual(['q0', 'q1', 'q2', 'q3', 'q4', 'q5', 'q6'].map((q) => `the ${q} name?`));
+    expect(warnings).toContainEqual({
+      fields: { error: 'resource ask://forever kept asking for input: 8 rounds' },
+      message: 'resource ask://forever gave no answer',
+    });
   });
 });

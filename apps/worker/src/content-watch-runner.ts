@@ -6,7 +6,7 @@ import {
   type WantedWatch,
   wantedContentWatches,
 } from '@taskgate/db';
-import type { ContentRegistry } from '@taskgate/tools';
+import { type ContentRegistry, startResourceWatch } from '@taskgate/tools';
 import type { Kysely } from 'kysely';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
@@ -19,14 +19,25 @@ export interface ContentWatchRunnerOptions {
   readonly listen?: { readonly connectionString: string; readonly applicationName: string };
   /** How often the wanted watches are re-read (default 1 s). */
   readonly pollMs?: number;
+  /** The least time between two recorded changes of one watch (default DEFAULT_MIN_CHANGE_INTERVAL_MS). */
+  readonly minIntervalMs?: number;
+  /** The clock minIntervalMs is measured with (default Date.now). */
+  readonly now?: () => number;
   readonly logger: { readonly warn: LogFn };
 }
+
+/** The least time between two recorded changes of one watch, by default. */
+export const DEFAULT_MIN_CHANGE_INTERVAL_MS = 250;
 
 interface Running {
   stop: () => void;
   /** A change is being recorded; another came meanwhile and is recorded after it. */
   recording: boolean;
   again: boolean;
+  /** When the last write started (the options' clock). */
+  lastAt: number;
+  /** A write waiting for minIntervalMs to pass since the last. */
+  timer: NodeJS.Timeout | undefined;
 }
 
 /**
@@ -119,14 +130,12 @@ export class ContentWatchRunner {
   #startWatch(key: string, watch: WantedWatch): void {
     const target = this.#options.registries.get(watch.tool)?.resolve(watch.uri);
     if (!target?.definition.watch) return;
-    const running: Running = { stop: () => {}, recording: false, again: false };
-    const changed = () => {
-      if (this.#running.get(key) !== running) return;
-      if (running.recording) {
-        running.again = true;
-        return;
-      }
+    const minIntervalMs = this.#options.minIntervalMs ?? DEFAULT_MIN_CHANGE_INTERVAL_MS;
+    const now = this.#options.now ?? Date.now;
+    const running: Running = { stop: () => {}, recording: false, again: false, lastAt: -Infinity, timer: undefined };
+    const record = () => {
       running.recording = true;
+      running.lastAt = now();
       recordContentChange(this.#options.db, { tenantId: watch.tenantId, uri: watch.uri })
         .catch((error: Error) =>
           this.#options.logger.warn({ uri: watch.uri, error: error.message }, 'recording a content change failed'),
@@ -139,32 +148,36 @@ export class ContentWatchRunner {
           }
         });
     };
-    const context = { tenant: watch.tenantId };
+    // At most one write per minIntervalMs per watch, trailing: a resource that changes in a tight
+    // loop costs Postgres and its subscribers a few notifications a second, and the last change is
+    // always told (subscribers re-read, so one notification covers every change before it).
+    const changed = () => {
+      if (this.#running.get(key) !== running || running.timer !== undefined) return;
+      if (running.recording) {
+        running.again = true;
+        return;
+      }
+      const wait = running.lastAt + minIntervalMs - now();
+      if (wait <= 0) return record();
+      running.timer = setTimeout(() => {
+        running.timer = undefined;
+        if (this.#running.get(key) === running) record();
+      }, wait);
+      running.timer.unref();
+    };
     // In the map before the watch starts: a watch may call changed() at once.
     this.#running.set(key, running);
-    try {
-      const stop =
-        target.kind === 'resource'
-          ? target.definition.watch?.(changed, context)
-          : target.definition.watch?.(watch.uri, target.variables, changed, context);
-      if (typeof stop === 'function') running.stop = stop;
-    } catch (error) {
-      // Left in the map as a watch that stops nothing: tried again only once it is wanted anew.
-      this.#options.logger.warn(
-        { uri: watch.uri, error: (error as Error).message },
-        "a resource's watch threw; its subscribers are not notified",
-      );
-    }
+    running.stop = startResourceWatch(target, watch.uri, changed, { tenant: watch.tenantId }, (fields, message) =>
+      this.#options.logger.warn(fields, message),
+    );
   }
 
   #stopWatch(key: string): void {
     const running = this.#running.get(key);
     this.#running.delete(key);
-    try {
-      running?.stop();
-    } catch (error) {
-      this.#options.logger.warn({ key, error: (error as Error).message }, "a resource's watch threw as it stopped");
-    }
+    if (!running) return;
+    clearTimeout(running.timer);
+    running.stop();
   }
 }
 

@@ -341,12 +341,15 @@ export function remoteContentSet(
    */
   const withInput = async (request: ContentRequest, ctx: ContentContext): Promise<ContentAnswer> => {
     let answers: Record<string, unknown> = {};
-    for (let round = 0; round < MAX_INPUT_ROUNDS; round += 1) {
-      const answer = await call({ ...request, ...(round === 0 ? {} : { answers }) }, ctx);
+    for (let round = 1; ; round += 1) {
+      const answer = await call({ ...request, ...(round === 1 ? {} : { answers }) }, ctx);
       if (answer.outcome !== 'input') return answer;
+      // Refused before the client is asked a question whose answer would go unused.
+      if (round >= MAX_INPUT_ROUNDS) {
+        throw new ContentRunError('failed', `${labelOf(request)} kept asking for input: ${MAX_INPUT_ROUNDS} rounds`);
+      }
       answers = { ...answers, ...(await ctx.input(answer.requests)) };
     }
-    throw new ContentRunError('failed', `${labelOf(request)} asked for input ${MAX_INPUT_ROUNDS} times`);
   };
   const contentsOf = (label: string, answer: ContentAnswer): ReadContents | null =>
     answer.outcome === 'not-found'

@@ -36,6 +36,7 @@ export {
 export { InlineStore } from './inline-store.ts';
 export { inputAnswerProblem, inputResultProblem } from './input-answers.ts';
 export { contentRegistryOf, loadToolModules, registryOf } from './module-loader.ts';
+export { startResourceWatch } from './resource-watch.ts';
 export { MAX_TOOL_RESULT_BYTES, toolResultProblem } from './result-check.ts';
 export type {
   CommitOutcome,

@@ -32,6 +32,11 @@ export interface ContentOfferOptions {
   readonly remote?: (entry: CatalogContent) => RemoteContentCall;
   /** How a subscription to a remote resource with `watch` reaches a worker serving it; absent: never notified. */
   readonly watch?: (entry: CatalogContent) => RemoteContentWatch;
+  /**
+   * Told after each rebuild which content tool serves a URI now, so subscriptions held under a
+   * tool a deploy renamed move to the new one (RemoteWatches.retool).
+   */
+  readonly retool?: (toolOf: (tenantId: string, uri: string) => string | undefined) => void;
   readonly logger?: { readonly warn: LogFn };
 }
 
@@ -117,8 +122,13 @@ export class ContentOffer {
       prompts: new Map<string, string>(),
     };
     const sets: ContentSet[] = [];
+    /** Each remote resource and template definition, with the content tool that serves it. */
+    const toolOfDefinition = new WeakMap<object, string>();
     for (const entry of entries) {
       const set = remoteContentSet(entry.content, remote(entry), this.#options.watch?.(entry));
+      for (const definition of [...(set.resources ?? []), ...(set.resourceTemplates ?? [])]) {
+        toolOfDefinition.set(definition, entry.tool);
+      }
       const skipped: string[] = [];
       const keep = <T>(
         items: readonly T[] | undefined,
@@ -160,10 +170,15 @@ export class ContentOffer {
         );
       }
     }
-    this.#registry = new ContentRegistry([...this.#options.local, ...sets]);
+    const registry = new ContentRegistry([...this.#options.local, ...sets]);
+    this.#registry = registry;
     this.#builtFor = entries;
-    this.#signatures = signaturesOf(this.#registry);
-    return this.#registry;
+    this.#signatures = signaturesOf(registry);
+    this.#options.retool?.((_tenantId, uri) => {
+      const definition = registry.resolve(uri)?.definition;
+      return definition ? toolOfDefinition.get(definition) : undefined;
+    });
+    return registry;
   }
 }
 

@@ -145,7 +145,12 @@ export class McpCore {
               onContentChange: (l) => tools.onContentChange?.(l) ?? (() => {}),
             },
             remote: remoteContentCalls(options.service, this.#watcher, options.pollMs, options.logger),
-            ...(options.contentWatches ? { watch: watchesOf(options.contentWatches) } : {}),
+            ...(options.contentWatches
+              ? {
+                  watch: watchesOf(options.contentWatches),
+                  retool: (toolOf) => options.contentWatches?.retool(toolOf),
+                }
+              : {}),
           }
         : {}),
       ...(options.logger ? { logger: options.logger } : {}),

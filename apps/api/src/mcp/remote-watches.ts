@@ -22,7 +22,8 @@ export interface RemoteWatchesOptions {
 }
 
 interface Held {
-  readonly tool: string;
+  /** The content tool serving the URI now (retool() moves it when a deploy renames it). */
+  tool: string;
   readonly tenantId: string;
   readonly uri: string;
   readonly listeners: Set<() => void>;
@@ -34,17 +35,25 @@ interface Held {
  * Subscriptions to module resources this process did not load: one content_watches row per
  * (tenant, URI) while any connection here holds it, for a worker serving the module to run the
  * resource's `watch`. Changes come back as the rows' counts, read on NOTIFY and on a poll under
- * it; each increase is one notification to every connection holding the URI. A row that could not
- * be written (an outage) is written again at the next poll; one that could not be deleted stays
- * until this instance's row goes (its watch runs unheard meanwhile).
+ * it; each increase is one notification to every connection holding the URI.
+ *
+ * The table is kept equal to what is held, one key at a time: every write of a key (subscribe,
+ * unsubscribe, retool, a poll's repair) runs after the one before it and decides from what is held
+ * when it runs, so a subscribe and a quick unsubscribe cannot land in the wrong order and leave a
+ * row behind. The poll repairs both ways — a held key without its row (a write lost to an outage)
+ * is written, a row nothing holds (a delete lost) is deleted — and keeps running until the table
+ * holds nothing of this instance.
  */
 export class RemoteWatches {
   readonly #options: RemoteWatchesOptions;
   readonly #held = new Map<string, Held>();
+  /** Keys whose write runs now; a key asked for again meanwhile is written once more after it. */
+  readonly #writing = new Map<string, Promise<void>>();
+  readonly #again = new Set<string>();
   #listener: ChannelListener | null = null;
   #timer: NodeJS.Timeout | undefined;
   #reading: Promise<void> | null = null;
-  #again = false;
+  #readAgain = false;
   #stopped = false;
 
   constructor(options: RemoteWatchesOptions) {
@@ -53,13 +62,16 @@ export class RemoteWatches {
 
   /** Holds `uri` for `tenantId` (served by content tool `tool`) until the returned function runs. */
   watch(tool: string, tenantId: string, uri: string, changed: () => void): () => void {
-    const key = `${tenantId}\n${uri}`;
+    const key = keyOf(tenantId, uri);
     let held = this.#held.get(key);
     if (!held) {
       held = { tool, tenantId, uri, listeners: new Set(), seen: null };
       this.#held.set(key, held);
-      void this.#add(held);
+      this.#write(key, tenantId, uri);
       this.#ensureRunning();
+    } else if (held.tool !== tool) {
+      held.tool = tool;
+      this.#write(key, tenantId, uri);
     }
     const listener = () => changed();
     held.listeners.add(listener);
@@ -67,35 +79,79 @@ export class RemoteWatches {
       const current = this.#held.get(key);
       if (!current?.listeners.delete(listener) || current.listeners.size > 0) return;
       this.#held.delete(key);
-      removeContentWatch(this.#options.db, { apiInstanceId: this.#options.instanceId, tenantId, uri }).catch(
-        (error: Error) => this.#options.logger.warn({ uri, error: error.message }, 'removing a content watch failed'),
-      );
-      if (this.#held.size === 0) this.#idle();
+      this.#write(key, tenantId, uri);
     };
+  }
+
+  /**
+   * The catalog moved: each held URI is moved to the content tool that serves it now (`toolOf`;
+   * undefined keeps it where it is), so the workers of a new module version watch it and the
+   * subscription does not go silent when the old version's workers stop.
+   */
+  retool(toolOf: (tenantId: string, uri: string) => string | undefined): void {
+    for (const [key, held] of this.#held) {
+      const tool = toolOf(held.tenantId, held.uri);
+      if (tool === undefined || tool === held.tool) continue;
+      held.tool = tool;
+      this.#write(key, held.tenantId, held.uri);
+    }
+  }
+
+  /** How many keys this process holds (for tests and logs). */
+  get held(): number {
+    return this.#held.size;
+  }
+
+  /** Resolves once no write of any key runs (for tests: the table then matches what is held). */
+  async settled(): Promise<void> {
+    while (this.#writing.size > 0) await Promise.allSettled([...this.#writing.values()]);
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#held.clear();
     this.#idle();
-    await this.#reading;
+    // This instance's row is marked stopped next: workers stop watching its rows, which go with it.
+    await Promise.allSettled([this.#reading, ...this.#writing.values()]);
   }
 
-  async #add(held: Held): Promise<void> {
-    try {
-      const changes = await addContentWatch(this.#options.db, {
-        apiInstanceId: this.#options.instanceId,
-        tool: held.tool,
-        tenantId: held.tenantId,
-        uri: held.uri,
-      });
-      if (this.#held.get(`${held.tenantId}\n${held.uri}`) === held) held.seen = changes;
-    } catch (error) {
-      this.#options.logger.warn(
-        { uri: held.uri, error: (error as Error).message },
-        'recording a content watch failed; trying again at the next poll',
-      );
+  /** Makes the key's row match what is held, after any write of it already running. */
+  #write(key: string, tenantId: string, uri: string): void {
+    if (this.#writing.has(key)) {
+      this.#again.add(key);
+      return;
     }
+    const run = async () => {
+      do {
+        this.#again.delete(key);
+        if (this.#stopped) return;
+        const held = this.#held.get(key);
+        try {
+          if (held) {
+            const changes = await addContentWatch(this.#options.db, {
+              apiInstanceId: this.#options.instanceId,
+              tool: held.tool,
+              tenantId,
+              uri,
+            });
+            if (this.#held.get(key) === held && held.seen === null) held.seen = changes;
+          } else {
+            await removeContentWatch(this.#options.db, { apiInstanceId: this.#options.instanceId, tenantId, uri });
+          }
+        } catch (error) {
+          this.#options.logger.warn(
+            { uri, error: (error as Error).message },
+            held
+              ? 'recording a content watch failed; trying again at the next poll'
+              : 'removing a content watch failed; trying again at the next poll',
+          );
+        }
+      } while (this.#again.has(key));
+    };
+    this.#writing.set(
+      key,
+      run().finally(() => this.#writing.delete(key)),
+    );
   }
 
   #ensureRunning(): void {
@@ -112,12 +168,24 @@ export class RemoteWatches {
         channel: CONTENT_CHANGED_CHANNEL,
         name: 'content watch listener',
         logger: this.#options.logger,
-        onNotification: () => this.#readSoon(),
+        // A change of a URI this process does not hold is some other instance's: not worth a read.
+        onNotification: (payload) => {
+          if (payload === undefined || this.#holds(payload)) this.#readSoon();
+        },
         onConnected: () => this.#readSoon(),
       });
       this.#listener.start().catch((error: Error) => {
         this.#options.logger.warn({ error: error.message }, 'the content watch listener did not start; polling only');
       });
+    }
+  }
+
+  #holds(payload: string): boolean {
+    try {
+      const { tenantId, uri } = JSON.parse(payload) as { tenantId?: unknown; uri?: unknown };
+      return typeof tenantId !== 'string' || typeof uri !== 'string' || this.#held.has(keyOf(tenantId, uri));
+    } catch {
+      return true;
     }
   }
 
@@ -132,32 +200,38 @@ export class RemoteWatches {
   /** One read at a time; a wake during a read makes one more after it. */
   #readSoon(): void {
     if (this.#reading) {
-      this.#again = true;
+      this.#readAgain = true;
       return;
     }
     this.#reading = this.#read()
       .catch((error: Error) => this.#options.logger.warn({ error: error.message }, 'reading content watches failed'))
       .finally(() => {
         this.#reading = null;
-        if (this.#again && !this.#stopped) {
-          this.#again = false;
+        if (this.#readAgain && !this.#stopped) {
+          this.#readAgain = false;
           this.#readSoon();
         }
       });
   }
 
   async #read(): Promise<void> {
-    if (this.#held.size === 0) return;
     const counts = await contentWatchCounts(this.#options.db, this.#options.instanceId);
+    if (this.#stopped) return;
     const found = new Set<string>();
     for (const row of counts) {
-      const key = `${row.tenantId}\n${row.uri}`;
+      const key = keyOf(row.tenantId, row.uri);
       found.add(key);
       const held = this.#held.get(key);
-      if (!held) continue;
+      // A row nothing here holds: its delete was lost, or is on its way (the write decides).
+      if (!held) {
+        if (!this.#writing.has(key)) this.#write(key, row.tenantId, row.uri);
+        continue;
+      }
       const before = held.seen;
+      // Not written yet by this holder (its write is on its way): no baseline to compare with.
+      if (before === null) continue;
       held.seen = row.changes;
-      if (before === null || row.changes <= before) continue;
+      if (row.changes <= before) continue;
       for (const listener of [...held.listeners]) {
         try {
           listener();
@@ -170,6 +244,14 @@ export class RemoteWatches {
       }
     }
     // Held here but not in the table (its write failed, or retention took it): written again.
-    for (const [key, held] of this.#held) if (!found.has(key)) await this.#add(held);
+    for (const [key, held] of this.#held) {
+      if (!found.has(key) && !this.#writing.has(key)) this.#write(key, held.tenantId, held.uri);
+    }
+    // Nothing held and nothing left to delete: the poll and the listener rest until a subscribe.
+    if (this.#held.size === 0 && counts.length === 0 && this.#writing.size === 0) this.#idle();
   }
+}
+
+function keyOf(tenantId: string, uri: string): string {
+  return `${tenantId}\n${uri}`;
 }

@@ -1,5 +1,5 @@
 import { isTerminalStatus } from '@taskgate/reliability';
-import type { ResolvedResource } from '@taskgate/tools';
+import { type ResolvedResource, startResourceWatch } from '@taskgate/tools';
 import { changesStatus, type TaskWatcher } from '../../tasks/task-watch.ts';
 import { taskIdOfUri } from '../task-resources.ts';
 
@@ -43,28 +43,15 @@ export function resourceSubscriptions(
   const startWatch = (uri: string) => {
     const target = modules.resolve(uri);
     if (!target?.definition.watch) return;
-    const context = { tenant: tenantId };
-    try {
-      const stop =
-        target.kind === 'resource'
-          ? target.definition.watch?.(() => updated(uri), context)
-          : target.definition.watch?.(uri, target.variables, () => updated(uri), context);
-      if (typeof stop === 'function') watching.set(uri, stop);
-    } catch (error) {
-      modules.log?.(
-        { uri, error: (error as Error).message },
-        "a resource's watch threw; its subscribers are not notified",
-      );
-    }
+    watching.set(
+      uri,
+      startResourceWatch(target, uri, () => updated(uri), { tenant: tenantId }, modules.log ?? (() => {})),
+    );
   };
   const stopWatch = (uri: string) => {
     const stop = watching.get(uri);
     watching.delete(uri);
-    try {
-      stop?.();
-    } catch (error) {
-      modules.log?.({ uri, error: (error as Error).message }, "a resource's watch threw as it stopped");
-    }
+    stop?.();
   };
   /** The watched task ids, each with the URIs it was subscribed by (aliases) and its last status. */
   const tasks = new Map<string, { uris: Set<string>; status: string | null }>();

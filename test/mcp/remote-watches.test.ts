@@ -1,0 +1,204 @@
+import { RemoteWatches } from '@taskgate/api';
+import { createKysely, createPool, type Database } from '@taskgate/db';
+import { defineResource } from '@taskgate/sdk';
+import { type ContentRegistry, contentRegistryOfTool, contentTool } from '@taskgate/tools';
+import { ContentWatchRunner } from '@taskgate/worker';
+import { type Kysely, sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setInstance } from '../support/catalog.ts';
+import { useTestDatabase } from '../support/databases.ts';
+import { silentLogger, waitForTask } from '../support/task-platform.ts';
+
+// The content_watches table between an API instance (RemoteWatches: what its connections hold)
+// and the workers (ContentWatchRunner: running the module's watch), without an MCP server around
+// them: the orders of writes a real deployment can produce, forced.
+const database = useTestDatabase();
+let db: Kysely<Database>;
+beforeAll(async () => {
+  db = createKysely(createPool(database.url, { applicationName: 'remote-watches-test' }));
+  await setInstance(db, 'api-1', { heartbeatAgoMs: 0 });
+});
+afterAll(async () => {
+  await db.destroy();
+});
+
+const TOOL_A = 'taskgate.content.mod.aaaaaaaaaaaaaaaa';
+const TOOL_B = 'taskgate.content.mod.bbbbbbbbbbbbbbbb';
+
+function remoteWatches(instanceId = 'api-1') {
+  return new RemoteWatches({ db, instanceId, pollMs: 50, logger: silentLogger });
+}
+
+async function rows(instanceId = 'api-1') {
+  const { rows } = await sql<{ tool: string; tenant_id: string; uri: string; changes: string }>`
+    SELECT tool, tenant_id, uri, changes::text AS changes FROM content_watches
+    WHERE api_instance_id = ${instanceId} ORDER BY tenant_id, uri`.execute(db);
+  return rows;
+}
+
+describe('RemoteWatches', () => {
+  it('leaves no row behind a subscribe and an unsubscribe in the same tick, and one row behind a resubscribe', async () => {
+    const watches = remoteWatches();
+    // Each unsubscribe runs before its subscribe's INSERT has reached Postgres: were the DELETE
+    // sent on its own, it could land first and leave the row for good.
+    for (let i = 0; i < 200; i += 1) watches.watch(TOOL_A, 'tenant-a', `mod://thing/${i}`, () => {})();
+    // Subscribe, unsubscribe, subscribe again: the last word is "held".
+    watches.watch(TOOL_A, 'tenant-a', 'mod://kept', () => {})();
+    const stopKept = watches.watch(TOOL_A, 'tenant-a', 'mod://kept', () => {});
+    await watches.settled();
+    expect((await rows()).map((row) => row.uri)).toEqual(['mod://kept']);
+    stopKept();
+    await watches.settled();
+    expect(await rows()).toEqual([]);
+    await watches.stop();
+  });
+
+  it('deletes a row nothing holds at its next poll, and writes again a held one that went missing', async () => {
+    const watches = remoteWatches();
+    const stop = watches.watch(TOOL_A, 'tenant-a', 'mod://held', () => {});
+    await watches.settled();
+    // A delete lost in an outage, and a write lost the same way.
+    await sql`
+      INSERT INTO content_watches (api_instance_id, tool, tenant_id, uri)
+      VALUES ('api-1', ${TOOL_A}, 'tenant-a', 'mod://stale')`.execute(db);
+    await sql`DELETE FROM content_watches WHERE uri = 'mod://held'`.execute(db);
+    await waitForTask(
+      async () => (await rows()).map((row) => row.uri).join(),
+      (uris) => uris === 'mod://held',
+    );
+    stop();
+    await waitForTask(rows, (left) => left.length === 0);
+    await watches.stop();
+  });
+
+  it('moves a held URI to the content tool serving it now, and to the tool a later subscriber names', async () => {
+    const watches = remoteWatches();
+    const first = watches.watch(TOOL_A, 'tenant-a', 'mod://moved', () => {});
+    const other = watches.watch(TOOL_A, 'tenant-a', 'mod://other', () => {});
+    await watches.settled();
+    // A deploy changed the module's declarations: its content tool has a new name.
+    watches.retool((_tenant, uri) => (uri === 'mod://moved' ? TOOL_B : undefined));
+    await watches.settled();
+    expect((await rows()).map((row) => [row.uri, row.tool])).toEqual([
+      ['mod://moved', TOOL_B],
+      ['mod://other', TOOL_A],
+    ]);
+    const second = watches.watch(TOOL_B, 'tenant-a', 'mod://other', () => {});
+    await watches.settled();
+    expect((await rows()).map((row) => row.tool)).toEqual([TOOL_B, TOOL_B]);
+    for (const stop of [first, other, second]) stop();
+    await watches.settled();
+    expect(await rows()).toEqual([]);
+    await watches.stop();
+  });
+});
+
+describe('ContentWatchRunner', () => {
+  /** The watch the worker runs now; calling it says the resource changed. */
+  let changed: (() => void) | null = null;
+  const resource = defineResource({
+    uri: 'loop://counter',
+    name: 'counter',
+    read: () => [{ text: 'n' }],
+    watch: (told) => {
+      changed = told;
+      return () => {
+        changed = null;
+      };
+    },
+  });
+  const tool = contentTool('loop', { resources: [resource] });
+  if (!tool) throw new Error('no content tool');
+  const registries = new Map([[tool.name, contentRegistryOfTool(tool) as ContentRegistry]]);
+
+  it('records a resource changing in a tight loop a few times, the last change always', async () => {
+    const runner = new ContentWatchRunner({ db, registries, pollMs: 50, minIntervalMs: 300, logger: silentLogger });
+    await runner.start();
+    const watches = remoteWatches();
+    const heard: number[] = [];
+    const stop = watches.watch(tool.name, 'tenant-l', 'loop://counter', () => heard.push(Date.now()));
+    await waitForTask(
+      async () => changed,
+      (fn) => fn !== null,
+    );
+    const count = async () => Number((await rows())[0]?.changes);
+    // Ten thousand changes at once, then one every millisecond for 900 ms: one write at once and
+    // one per interval after it, not one per change (nor one per round trip to Postgres).
+    for (let i = 0; i < 10_000; i += 1) changed?.();
+    const looping = setInterval(() => changed?.(), 1);
+    const began = Date.now();
+    await waitForTask(
+      async () => Date.now() - began,
+      (ms) => ms >= 900,
+    );
+    clearInterval(looping);
+    const ended = Date.now();
+    // The last change is written (trailing), and then nothing more is pending.
+    await waitForTask(
+      async () => Date.now() - ended,
+      (ms) => ms >= 700,
+    );
+    const written = await count();
+    expect(written).toBeGreaterThanOrEqual(4);
+    expect(written).toBeLessThanOrEqual(Math.ceil((ended - began) / 300) + 2);
+    // The subscriber was told at most once per write (its reads fold writes between them).
+    expect(heard.length).toBeGreaterThanOrEqual(1);
+    expect(heard.length).toBeLessThanOrEqual(written);
+    // A change after the interval is written at once (no trailing wait).
+    const before = Date.now();
+    changed?.();
+    await waitForTask(count, (n) => n === written + 1);
+    expect(Date.now() - before).toBeLessThan(300);
+    stop();
+    await waitForTask(
+      async () => changed,
+      (fn) => fn === null,
+    );
+    await watches.stop();
+    await runner.stop();
+  });
+
+  it('stops a watch written async once its stop function arrives', async () => {
+    let stops = 0;
+    const resolvers: ((stop: () => void) => void)[] = [];
+    const asyncResource = defineResource({
+      uri: 'async://counter',
+      name: 'async-counter',
+      read: () => [{ text: 'n' }],
+      // Not its type, but plain JavaScript allows it: the stop function comes later.
+      watch: (() => new Promise<() => void>((resolve) => resolvers.push(resolve))) as never,
+    });
+    const asyncTool = contentTool('async', { resources: [asyncResource] });
+    if (!asyncTool) throw new Error('no content tool');
+    const runner = new ContentWatchRunner({
+      db,
+      registries: new Map([[asyncTool.name, contentRegistryOfTool(asyncTool) as ContentRegistry]]),
+      pollMs: 50,
+      logger: silentLogger,
+    });
+    await runner.start();
+    const watches = remoteWatches();
+    const stop = watches.watch(asyncTool.name, 'tenant-x', 'async://counter', () => {});
+    await waitForTask(
+      async () => runner.running,
+      (n) => n === 1,
+    );
+    // The subscriber leaves before the watch handed back its stop function.
+    stop();
+    await waitForTask(
+      async () => runner.running,
+      (n) => n === 0,
+    );
+    expect(stops).toBe(0);
+    expect(resolvers).toHaveLength(1);
+    resolvers[0]?.(() => {
+      stops += 1;
+    });
+    await waitForTask(
+      async () => stops,
+      (n) => n === 1,
+    );
+    await watches.stop();
+    await runner.stop();
+  });
+});
