@@ -112,7 +112,14 @@ describe('ContentWatchRunner', () => {
   const registries = new Map([[tool.name, contentRegistryOfTool(tool) as ContentRegistry]]);
 
   it('records a resource changing in a tight loop a few times, the last change always', async () => {
-    const runner = new ContentWatchRunner({ db, registries, pollMs: 50, minIntervalMs: 300, logger: silentLogger });
+    const runner = new ContentWatchRunner({
+      db,
+      workerId: 'w-loop',
+      registries,
+      pollMs: 50,
+      minIntervalMs: 300,
+      logger: silentLogger,
+    });
     await runner.start();
     const watches = remoteWatches();
     const heard: number[] = [];
@@ -172,6 +179,7 @@ describe('ContentWatchRunner', () => {
     if (!asyncTool) throw new Error('no content tool');
     const runner = new ContentWatchRunner({
       db,
+      workerId: 'w-async',
       registries: new Map([[asyncTool.name, contentRegistryOfTool(asyncTool) as ContentRegistry]]),
       pollMs: 50,
       logger: silentLogger,
@@ -200,5 +208,76 @@ describe('ContentWatchRunner', () => {
     );
     await watches.stop();
     await runner.stop();
+  });
+
+  it('runs each watch in one worker of those serving the module, and hands it over when that one stops', async () => {
+    const started: string[] = [];
+    const leased = defineResource({
+      uri: 'lease://counter',
+      name: 'leased',
+      read: () => [{ text: 'n' }],
+      watch: (told, ctx) => {
+        started.push(ctx.tenant);
+        changed = told;
+        return () => {};
+      },
+    });
+    const leasedTool = contentTool('lease', { resources: [leased] });
+    if (!leasedTool) throw new Error('no content tool');
+    const served = new Map([[leasedTool.name, contentRegistryOfTool(leasedTool) as ContentRegistry]]);
+    const runner = (workerId: string) =>
+      new ContentWatchRunner({ db, workerId, registries: served, pollMs: 50, minIntervalMs: 0, logger: silentLogger });
+    const w1 = runner('w-1');
+    const w2 = runner('w-2');
+    await w1.start();
+    await w2.start();
+    const watches = remoteWatches();
+    const stop = watches.watch(leasedTool.name, 'tenant-q', 'lease://counter', () => {});
+    await waitForTask(
+      async () => w1.running + w2.running,
+      (n) => n === 1,
+    );
+    // Several reads later, still one watch in all: the other worker did not take it.
+    const holder = w1.running === 1 ? w1 : w2;
+    const other = holder === w1 ? w2 : w1;
+    const readsLater = Date.now();
+    await waitForTask(
+      async () => Date.now() - readsLater,
+      (ms) => ms >= 300,
+    );
+    expect([w1.running + w2.running, started]).toEqual([1, ['tenant-q']]);
+    // One change is counted once, however many workers serve the module.
+    changed?.();
+    const count = async () => Number((await rows()).find((row) => row.uri === 'lease://counter')?.changes);
+    await waitForTask(count, (n) => n === 1);
+    // The holder stops: its lease goes with it, and the other worker takes the watch over.
+    await holder.stop();
+    await waitForTask(
+      async () => other.running,
+      (n) => n === 1,
+    );
+    expect(started).toEqual(['tenant-q', 'tenant-q']);
+    // A crashed worker's lease (never renewed) holds the pair until its term ends, then is taken.
+    await other.stop();
+    await sql`
+      INSERT INTO content_watch_leases (tenant_id, uri, worker_id, expires_at)
+      VALUES ('tenant-q', 'lease://counter', 'w-crashed', now() + interval '400 milliseconds')`.execute(db);
+    const w3 = runner('w-3');
+    await w3.start();
+    const crashedAt = Date.now();
+    await waitForTask(
+      async () => w3.running,
+      (n) => n === 1,
+    );
+    expect(Date.now() - crashedAt).toBeGreaterThanOrEqual(300);
+    stop();
+    await waitForTask(
+      async () => w3.running,
+      (n) => n === 0,
+    );
+    await w3.stop();
+    await watches.stop();
+    const { rows: left } = await sql`SELECT * FROM content_watch_leases`.execute(db);
+    expect(left).toEqual([]);
   });
 });

@@ -1,8 +1,11 @@
 import {
   ChannelListener,
   CONTENT_WATCHES_CHANNEL,
+  claimContentWatches,
   type Database,
   recordContentChange,
+  releaseContentWatches,
+  SerialRead,
   type WantedWatch,
   wantedContentWatches,
 } from '@taskgate/db';
@@ -13,6 +16,10 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 export interface ContentWatchRunnerOptions {
   readonly db: Kysely<Database>;
+  /** This worker, as its watch leases name it. */
+  readonly workerId: string;
+  /** How long a lease lasts unrenewed (default DEFAULT_WATCH_LEASE_MS); well above pollMs. */
+  readonly leaseMs?: number;
   /** The content tools this worker serves whose modules have a resource with `watch`, by tool name. */
   readonly registries: ReadonlyMap<string, ContentRegistry>;
   /** For the LISTEN connection; absent (embedded Postgres), polling only. */
@@ -44,21 +51,27 @@ interface Running {
  * Runs, in the worker, the `watch` of each module resource an API instance holds a subscription
  * to (content_watches): one watch per (tenant, URI) however many instances and connections hold
  * it, started when a live instance holds it and stopped when none does. Each `changed()` moves the
- * rows' counts (one write at a time per watch: changes while one is written fold into one more).
- * Every worker serving the module runs the watch: an API instance then sees a change counted once
- * per worker, which folds into the notifications its next read sends.
+ * rows' counts (one write at a time per watch, at most one per minIntervalMs).
+ *
+ * Of the workers serving the module, the one holding the pair's lease (content_watch_leases)
+ * runs the watch: a change is counted once, and whatever the watch polls is polled once. A worker
+ * that crashes keeps its leases until their term ends, so its watches' changes in that window
+ * are not told; one that stops releases them and another worker takes over at its next read.
  */
 export class ContentWatchRunner {
   readonly #options: ContentWatchRunnerOptions;
   readonly #running = new Map<string, Running>();
+  readonly #reads: SerialRead;
   #listener: ChannelListener | null = null;
   #timer: NodeJS.Timeout | undefined;
-  #reading: Promise<void> | null = null;
-  #again = false;
   #stopped = false;
 
   constructor(options: ContentWatchRunnerOptions) {
     this.#options = options;
+    this.#reads = new SerialRead(
+      () => this.#read(),
+      (error) => options.logger.warn({ error: error.message }, 'reading content watches failed'),
+    );
   }
 
   async start(): Promise<void> {
@@ -93,33 +106,33 @@ export class ContentWatchRunner {
     this.#stopped = true;
     clearInterval(this.#timer);
     await this.#listener?.stop();
-    await this.#reading;
+    await this.#reads.stop();
     for (const key of [...this.#running.keys()]) this.#stopWatch(key);
+    // The other workers take what this one watched at their next read, not at its leases' end.
+    await releaseContentWatches(this.#options.db, this.#options.workerId).catch((error: Error) =>
+      this.#options.logger.warn({ error: error.message }, "releasing this worker's watch leases failed"),
+    );
   }
 
-  /** One read at a time; a wake during a read makes one more after it. */
+  /** Reads the wanted watches now (one read at a time: a wake during one makes one more after it). */
   readNow(): void {
-    if (this.#stopped) return;
-    if (this.#reading) {
-      this.#again = true;
-      return;
-    }
-    this.#reading = this.#read()
-      .catch((error: Error) => this.#options.logger.warn({ error: error.message }, 'reading content watches failed'))
-      .finally(() => {
-        this.#reading = null;
-        if (this.#again) {
-          this.#again = false;
-          this.readNow();
-        }
-      });
+    this.#reads.wake();
   }
 
   async #read(): Promise<void> {
-    const wanted = await wantedContentWatches(this.#options.db, [...this.#options.registries.keys()]);
+    const { db, registries, workerId, leaseMs } = this.#options;
+    const wanted = (await wantedContentWatches(db, [...registries.keys()])).filter(
+      (watch) => registries.get(watch.tool)?.resolve(watch.uri)?.definition.watch !== undefined,
+    );
+    const leased = await claimContentWatches(db, workerId, wanted, leaseMs === undefined ? {} : { leaseMs });
     if (this.#stopped) return;
     const keys = new Set<string>();
+    /** The (tenant, URI) pairs started this read: one watch each, whichever tool names it. */
+    const pairs = new Set<string>();
     for (const watch of wanted) {
+      const pair = `${watch.tenantId}\n${watch.uri}`;
+      if (!leased.has(pair) || pairs.has(pair)) continue;
+      pairs.add(pair);
       const key = keyOf(watch);
       keys.add(key);
       if (!this.#running.has(key)) this.#startWatch(key, watch);

@@ -202,6 +202,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       ? null
       : new ContentWatchRunner({
           db,
+          workerId,
           registries: watchable,
           ...(options.listenNotify
             ? {

@@ -8,8 +8,11 @@ export {
   CONTENT_CHANGED_CHANNEL,
   CONTENT_WATCHES_CHANNEL,
   type ContentWatchKey,
+  claimContentWatches,
   contentWatchCounts,
+  DEFAULT_WATCH_LEASE_MS,
   recordContentChange,
+  releaseContentWatches,
   removeContentWatch,
   type WantedWatch,
   wantedContentWatches,
@@ -100,6 +103,7 @@ export { MAX_PREPARED_PER_CONNECTION, REPLAN_AFTER_EXECUTIONS } from './preparin
 export { rawQuery } from './raw-query.ts';
 export type { Database, InstanceKind, TaskEventType, TaskMode, TaskStatus } from './schema.ts';
 export { serverSecret } from './secrets/server-secrets.ts';
+export { SerialRead } from './serial-read.ts';
 export {
   DatabaseSessionSignals,
   MAX_SIGNAL_BYTES,

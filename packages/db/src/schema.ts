@@ -183,6 +183,14 @@ export interface ContentWatchesTable {
   created_at: GeneratedTimestamp;
 }
 
+/** Which worker runs a watch (migration 0014); packages/db/src/catalog/content-watches.ts owns it. */
+export interface ContentWatchLeasesTable {
+  tenant_id: string;
+  uri: string;
+  worker_id: string;
+  expires_at: ColumnType<Date, Date | string, Date | string>;
+}
+
 /** A handshake-era MCP session (migration 0008); packages/db/src/sessions/mcp-sessions.ts owns it. */
 export interface ServerSecretsTable {
   name: string;
@@ -201,6 +209,7 @@ export interface McpSessionsTable {
 }
 
 export interface Database {
+  content_watch_leases: ContentWatchLeasesTable;
   content_watches: ContentWatchesTable;
   instances: InstancesTable;
   mcp_sessions: McpSessionsTable;

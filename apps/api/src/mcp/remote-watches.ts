@@ -5,6 +5,7 @@ import {
   contentWatchCounts,
   type Database,
   removeContentWatch,
+  SerialRead,
 } from '@taskgate/db';
 import type { Kysely } from 'kysely';
 
@@ -50,14 +51,17 @@ export class RemoteWatches {
   /** Keys whose write runs now; a key asked for again meanwhile is written once more after it. */
   readonly #writing = new Map<string, Promise<void>>();
   readonly #again = new Set<string>();
+  readonly #reads: SerialRead;
   #listener: ChannelListener | null = null;
   #timer: NodeJS.Timeout | undefined;
-  #reading: Promise<void> | null = null;
-  #readAgain = false;
   #stopped = false;
 
   constructor(options: RemoteWatchesOptions) {
     this.#options = options;
+    this.#reads = new SerialRead(
+      () => this.#read(),
+      (error) => options.logger.warn({ error: error.message }, 'reading content watches failed'),
+    );
   }
 
   /** Holds `uri` for `tenantId` (served by content tool `tool`) until the returned function runs. */
@@ -112,7 +116,7 @@ export class RemoteWatches {
     this.#held.clear();
     this.#idle();
     // This instance's row is marked stopped next: workers stop watching its rows, which go with it.
-    await Promise.allSettled([this.#reading, ...this.#writing.values()]);
+    await Promise.allSettled([this.#reads.stop(), ...this.#writing.values()]);
   }
 
   /** Makes the key's row match what is held, after any write of it already running. */
@@ -157,7 +161,7 @@ export class RemoteWatches {
   #ensureRunning(): void {
     if (this.#stopped) return;
     if (this.#timer === undefined) {
-      this.#timer = setInterval(() => this.#readSoon(), this.#options.pollMs ?? 1_000);
+      this.#timer = setInterval(() => this.#reads.wake(), this.#options.pollMs ?? 1_000);
       this.#timer.unref();
     }
     const listen = this.#options.listen;
@@ -170,9 +174,9 @@ export class RemoteWatches {
         logger: this.#options.logger,
         // A change of a URI this process does not hold is some other instance's: not worth a read.
         onNotification: (payload) => {
-          if (payload === undefined || this.#holds(payload)) this.#readSoon();
+          if (payload === undefined || this.#holds(payload)) this.#reads.wake();
         },
-        onConnected: () => this.#readSoon(),
+        onConnected: () => this.#reads.wake(),
       });
       this.#listener.start().catch((error: Error) => {
         this.#options.logger.warn({ error: error.message }, 'the content watch listener did not start; polling only');
@@ -195,23 +199,6 @@ export class RemoteWatches {
     const listener = this.#listener;
     this.#listener = null;
     void listener?.stop();
-  }
-
-  /** One read at a time; a wake during a read makes one more after it. */
-  #readSoon(): void {
-    if (this.#reading) {
-      this.#readAgain = true;
-      return;
-    }
-    this.#reading = this.#read()
-      .catch((error: Error) => this.#options.logger.warn({ error: error.message }, 'reading content watches failed'))
-      .finally(() => {
-        this.#reading = null;
-        if (this.#readAgain && !this.#stopped) {
-          this.#readAgain = false;
-          this.#readSoon();
-        }
-      });
   }
 
   async #read(): Promise<void> {

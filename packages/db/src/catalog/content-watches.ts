@@ -7,6 +7,8 @@ import { DEFAULT_LOST_AFTER_MS } from '../tasks/task-sweeper.ts';
  * subscriptions to, for the workers that load the modules to watch. API instances add and remove
  * their rows and read how many changes each has seen; workers read what to watch and record
  * changes. Every write NOTIFYs, as a hint: both sides poll as well.
+ *
+ * And content_watch_leases (migration 0014): which one of the workers that could run a watch does.
  */
 
 /** A row was added or removed: workers serving its tool look again. Payload: the tool. */
@@ -95,4 +97,47 @@ export async function contentWatchCounts(
     SELECT tenant_id, uri, changes::text AS changes FROM content_watches
     WHERE api_instance_id = ${apiInstanceId}`.execute(db);
   return rows.map((row) => ({ tenantId: row.tenant_id, uri: row.uri, changes: BigInt(row.changes) }));
+}
+
+/** How long a watch lease lasts unrenewed, by default: ten of the workers' one-second reads. */
+export const DEFAULT_WATCH_LEASE_MS = 10_000;
+
+/**
+ * Renews or takes the leases of `wanted` (tenant, URI) pairs for `workerId` and releases its
+ * others; resolves with the pairs it holds now, as `${tenant}\n${uri}`. A pair leased by another
+ * worker whose lease is still in its term stays that worker's. Expired leases of pairs nobody
+ * wants go too, so a crashed worker's leases do not stay for good.
+ */
+export async function claimContentWatches(
+  db: Db,
+  workerId: string,
+  wanted: readonly { readonly tenantId: string; readonly uri: string }[],
+  options: { readonly leaseMs?: number } = {},
+): Promise<Set<string>> {
+  const leaseMs = options.leaseMs ?? DEFAULT_WATCH_LEASE_MS;
+  // One row per pair: two versions of a module (a rolling deploy) may both name it.
+  const pairs = new Map(wanted.map((watch) => [`${watch.tenantId}\n${watch.uri}`, watch]));
+  const tenants = [...pairs.values()].map((watch) => watch.tenantId);
+  const uris = [...pairs.values()].map((watch) => watch.uri);
+  await sql`
+    DELETE FROM content_watch_leases l
+    WHERE (l.worker_id = ${workerId} OR l.expires_at < now())
+      AND NOT EXISTS (
+        SELECT 1 FROM unnest(${tenants}::text[], ${uris}::text[]) AS w(tenant_id, uri)
+        WHERE w.tenant_id = l.tenant_id AND w.uri = l.uri
+      )`.execute(db);
+  if (pairs.size === 0) return new Set();
+  const { rows } = await sql<{ tenant_id: string; uri: string }>`
+    INSERT INTO content_watch_leases AS l (tenant_id, uri, worker_id, expires_at)
+    SELECT w.tenant_id, w.uri, ${workerId}, now() + ${leaseMs} * interval '1 millisecond'
+    FROM unnest(${tenants}::text[], ${uris}::text[]) AS w(tenant_id, uri)
+    ON CONFLICT (tenant_id, uri) DO UPDATE SET worker_id = EXCLUDED.worker_id, expires_at = EXCLUDED.expires_at
+    WHERE l.worker_id = EXCLUDED.worker_id OR l.expires_at < now()
+    RETURNING l.tenant_id, l.uri`.execute(db);
+  return new Set(rows.map((row) => `${row.tenant_id}\n${row.uri}`));
+}
+
+/** A worker stopping: its leases go, for the others to take at their next read. */
+export async function releaseContentWatches(db: Db, workerId: string): Promise<void> {
+  await sql`DELETE FROM content_watch_leases WHERE worker_id = ${workerId}`.execute(db);
 }
