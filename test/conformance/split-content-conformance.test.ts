@@ -10,7 +10,7 @@ import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 //
 // The content scenarios, and 2025-11-25's tools that ask the client, are held here: the fixture
 // tools are inline, and a split deployment runs an inline tool it did not load as a durable task,
-// where progress (rate-limited) and 2026-07-28's input_required are answered otherwise (noted in
+// where 2026-07-28's input_required is answered otherwise (noted in
 // docs/design/catalog-content.md). test/conformance/server-conformance.test.ts holds every scenario
 // against one process.
 const CONTENT = [
@@ -37,8 +37,10 @@ const SCENARIOS: Readonly<Record<string, readonly string[]>> = {
     'tools-call-sampling',
     'elicitation-sep1034-defaults',
     'elicitation-sep1330-enums',
+    // Durable progress: three steps 50 ms apart, inside the progress writes' burst.
+    'tools-call-with-progress',
   ],
-  '2026-07-28': [...CONTENT, 'sep-2164-resource-not-found'],
+  '2026-07-28': [...CONTENT, 'sep-2164-resource-not-found', 'tools-call-with-progress'],
 };
 
 let database: TestDatabase;

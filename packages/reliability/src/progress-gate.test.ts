@@ -63,6 +63,41 @@ describe('progress gate', () => {
     expect(emittedAt.length).toBeGreaterThanOrEqual(9);
   });
 
+  it('with a burst, lets that many through at once, then one per interval on average', () => {
+    const gate = new ProgressGate({ intervalMs: 100, burst: 3 });
+    // Three steps 50 ms apart: all told as they come.
+    expect([0, 50, 100].map((now, i) => gate.offer({ progress: i + 1 }, now))).toEqual([
+      { progress: 1 },
+      { progress: 2 },
+      { progress: 3 },
+    ]);
+    // Two more 10 ms later: the bucket (0.5 + 0.5 refilled, less three spent) is empty, so the
+    // fourth is held and the fifth takes its place.
+    const quick = new ProgressGate({ intervalMs: 100, burst: 3 });
+    expect([0, 10, 20, 30, 40].map((now, i) => quick.offer({ progress: i + 1 }, now))).toEqual([
+      { progress: 1 },
+      { progress: 2 },
+      { progress: 3 },
+      null,
+      null,
+    ]);
+    // Its token is whole at 100: 0.4 at 40, and 0.6 more over the 60 ms after.
+    expect(quick.nextDueAt()).toBeCloseTo(100, 6);
+    expect(quick.due(99)).toBeNull();
+    expect(quick.due(100)).toEqual({ progress: 5 });
+    // Sustained: an update every millisecond for 10 s leaves at most burst + 10 s / interval.
+    const sustained = new ProgressGate({ intervalMs: 100, burst: 3 });
+    let emitted = 0;
+    for (let now = 0; now < 10_000; now += 1) {
+      if (sustained.offer({ progress: now + 1 }, now) !== null) emitted += 1;
+      if (sustained.due(now) !== null) emitted += 1;
+    }
+    expect(emitted).toBeGreaterThanOrEqual(100);
+    expect(emitted).toBeLessThanOrEqual(3 + 100);
+    expect(() => new ProgressGate({ intervalMs: 100, burst: 0 })).toThrow(RangeError);
+    expect(() => new ProgressGate({ intervalMs: 100, burst: 1.5 })).toThrow(RangeError);
+  });
+
   it('lets a newer update past the interval supersede a held one instead of sending both', () => {
     const gate = new ProgressGate({ intervalMs: 1000 });
     gate.offer({ progress: 1 }, 0);

@@ -18,6 +18,12 @@ import type { RunOutcome, RunStore, RunTask } from './run-store.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
+/**
+ * Progress writes a task may make back to back before its interval applies: a tool reporting a few
+ * quick steps is told step by step, a chatty one still costs one write per interval.
+ */
+export const PROGRESS_BURST = 5;
+
 export interface RunSettings {
   /** Where the task lives: its row (a durable run) or memory (an inline one). */
   readonly store: RunStore;
@@ -28,7 +34,10 @@ export interface RunSettings {
   readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogFn };
   /** The longest a checkpoint trusts its last reading of the cancel flag. */
   readonly checkpointReadIntervalMs: number;
-  /** At most one progress write (and notification) per task per interval; the latest wins. */
+  /**
+   * One progress write (and notification) per task per interval on average, PROGRESS_BURST of them
+   * back to back; what comes faster is held and the latest wins.
+   */
   readonly progressWriteIntervalMs: number;
   readonly now: () => number;
   /** What is wrong with a result of this tool's handler, or null (ToolRegistry.resultProblem). */
@@ -117,7 +126,7 @@ export class ToolRun {
     // The max clock runs from the task's first start, across attempts; the idle clock from now.
     const maxMs = task.maxTimeoutMs === null ? undefined : Math.max(1, Math.round(task.maxTimeoutMs - elapsedMs));
     this.#deadline = new TwoClockDeadline({ idleMs: task.idleTimeoutMs ?? undefined, maxMs }, now);
-    this.#progressGate = new ProgressGate({ intervalMs: settings.progressWriteIntervalMs });
+    this.#progressGate = new ProgressGate({ intervalMs: settings.progressWriteIntervalMs, burst: PROGRESS_BURST });
   }
 
   get retryable(): boolean {
