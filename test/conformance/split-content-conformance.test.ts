@@ -40,7 +40,28 @@ const SCENARIOS: Readonly<Record<string, readonly string[]>> = {
     // Durable progress: three steps 50 ms apart, inside the progress writes' burst.
     'tools-call-with-progress',
   ],
-  '2026-07-28': [...CONTENT, 'sep-2164-resource-not-found', 'tools-call-with-progress'],
+  '2026-07-28': [
+    ...CONTENT,
+    'sep-2164-resource-not-found',
+    'tools-call-with-progress',
+    // Tools that ask, run durably: the parked task's requests end the call input_required, with a
+    // state naming the task that the retry answers.
+    'server-stateless',
+    'input-required-result-basic-elicitation',
+    'input-required-result-basic-sampling',
+    'input-required-result-basic-list-roots',
+    'input-required-result-request-state',
+    'input-required-result-multiple-input-requests',
+    'input-required-result-multi-round',
+    'input-required-result-missing-input-response',
+    'input-required-result-non-tool-request',
+    'input-required-result-result-type',
+    'input-required-result-unsupported-methods',
+    'input-required-result-tampered-state',
+    'input-required-result-capability-check',
+    'input-required-result-ignore-extra-params',
+    'input-required-result-validate-input',
+  ],
 };
 
 let database: TestDatabase;

@@ -34,13 +34,23 @@ const durableAsk = defineTool({
     return { content: [{ type: 'text', text: `Hello, ${name}` }] };
   },
 });
+/** A durable tool that says what the client declared, as its handler sees it. */
+const durableCaps = defineTool({
+  name: 'durable_caps',
+  description: 'returns ctx.clientCapabilities',
+  inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+  retry: 'safe',
+  async handler(_input, ctx) {
+    return { content: [{ type: 'text', text: JSON.stringify(ctx.clientCapabilities ?? null) }] };
+  },
+});
 let platform: Platform;
 let hub: TaskEventsHub;
 let core: McpCore;
 let api: Awaited<ReturnType<typeof serveApi>>;
 
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [...askingTools, durableAsk] as never });
+  platform = await startPlatform(database.url, { tools: [...askingTools, durableAsk, durableCaps] as never });
   // Runs the tasks the subscriptions watch, so that a cancel ends them.
   await platform.startWorker();
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
@@ -422,5 +432,111 @@ describe('a durable tool’s ctx.input() in a handshake revision', () => {
     });
     wrong.input.end();
     await wrong.server.closed;
+  });
+});
+
+describe('a durable tool’s ctx.input() in 2026-07-28, without the Tasks extension', () => {
+  const ELICIT = { elicitation: {} };
+  const call = (extra: Record<string, unknown> = {}, capabilities: Record<string, unknown> = ELICIT) =>
+    core.request(
+      'tools/call',
+      { name: 'durable_ask', arguments: {}, ...extra },
+      {
+        tenantId: 'default',
+        signal: new AbortController().signal,
+        revision: '2026-07-28',
+        clientCapabilities: capabilities,
+      },
+    );
+  const tasksOfTool = async () =>
+    (await platform.service.list('default', { limit: 100 })).tasks.filter((task) => task.tool === 'durable_ask');
+
+  it('answers input_required naming the parked task, and the retry answers that task and returns its result', async () => {
+    const before = (await tasksOfTool()).length;
+    const first = await call();
+    expect(first).toMatchObject({
+      kind: 'result',
+      result: { resultType: 'input_required', inputRequests: { who: { method: 'elicitation/create' } } },
+    });
+    const { requestState } = (first as unknown as { result: { requestState: string } }).result;
+    const tasks = await tasksOfTool();
+    expect(tasks).toHaveLength(before + 1);
+    const parked = tasks.find((task) => task.status === 'input_required');
+    expect(parked).toBeDefined();
+    const statusOf = async () => (await platform.service.get('default', parked?.id as string)).status;
+
+    // A state altered by the client is refused, and the task goes on waiting.
+    const tampered = `${requestState.slice(0, -2)}${requestState.endsWith('AA') ? 'BB' : 'AA'}`;
+    expect(await call({ requestState: tampered, inputResponses: { who: { action: 'decline' } } })).toMatchObject({
+      kind: 'error',
+      error: { code: -32602, data: { code: 'TG_REQUEST_STATE_INVALID' } },
+    });
+    // The state for another call (other arguments) is refused too.
+    expect(
+      await core.request(
+        'tools/call',
+        { name: 'durable_ask', arguments: { x: 1 }, requestState },
+        {
+          tenantId: 'default',
+          signal: new AbortController().signal,
+          revision: '2026-07-28',
+          clientCapabilities: ELICIT,
+        },
+      ),
+    ).toMatchObject({ kind: 'error', error: { code: -32602 } });
+    // An answer that does not answer the request is refused; the task still waits for a good one.
+    expect(
+      await call({ requestState, inputResponses: { who: { action: 'accept', content: { name: 42 } } } }),
+    ).toMatchObject({ kind: 'error', error: { code: -32602, data: { code: 'TG_INPUT_RESPONSES_INVALID' } } });
+    expect(await statusOf()).toBe('input_required');
+    // A retry with no answer is asked again.
+    expect(await call({ requestState })).toMatchObject({
+      kind: 'result',
+      result: { resultType: 'input_required', inputRequests: { who: { method: 'elicitation/create' } } },
+    });
+
+    const done = await call({ requestState, inputResponses: { who: { action: 'accept', content: { name: 'Ada' } } } });
+    expect(done).toMatchObject({ kind: 'result', result: { content: [{ type: 'text', text: 'Hello, Ada' }] } });
+    expect(await statusOf()).toBe('completed');
+    // One task for the whole exchange: the retries answered it, none started the call again.
+    expect(await tasksOfTool()).toHaveLength(before + 1);
+  });
+
+  it('gives the durable handler the capabilities the call declared (which input kinds, past 16 KiB)', async () => {
+    const seen = async (capabilities: Record<string, unknown>) => {
+      const outcome = await core.request(
+        'tools/call',
+        { name: 'durable_caps', arguments: {} },
+        {
+          tenantId: 'default',
+          signal: new AbortController().signal,
+          revision: '2026-07-28',
+          clientCapabilities: capabilities,
+        },
+      );
+      const text = (outcome as unknown as { result: { content: { text: string }[] } }).result.content[0]?.text;
+      return JSON.parse(text as string);
+    };
+    expect(await seen({ sampling: {}, experimental: { x: 1 } })).toEqual({ sampling: {}, experimental: { x: 1 } });
+    expect(await seen({})).toBeNull();
+    const huge = { elicitation: { form: {} }, experimental: { blob: 'x'.repeat(20_000) } };
+    expect(await seen(huge)).toEqual({ elicitation: {} });
+  });
+
+  it('ends the call and its task when the client did not declare the capability the task asks with', async () => {
+    const outcome = await call({}, {});
+    expect(outcome).toMatchObject({
+      kind: 'error',
+      error: { code: -32021, data: { requiredCapabilities: { elicitation: {} } } },
+    });
+    const latest = (await tasksOfTool()).sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1))[0];
+    expect(
+      (
+        await waitForTask(
+          () => platform.service.get('default', latest?.id as string),
+          (t) => t.status !== 'input_required',
+        )
+      ).status,
+    ).toBe('cancelled');
   });
 });

@@ -54,6 +54,7 @@ const TASK_COLUMNS = {
   tool_fingerprint: true,
   log_level: true,
   log_count: true,
+  client_capabilities: true,
 } satisfies Record<keyof Database['tasks'], true>;
 const EVENT_COLUMNS = {
   id: true,

@@ -64,6 +64,8 @@ export interface TasksTable {
   /** The calling request's log level; NULL: its ctx.log() messages are not kept (migration 0012). */
   log_level: string | null;
   log_count: Generated<number>;
+  /** What the MCP client declared on the call that created the task (migration 0015). */
+  client_capabilities: Json | null;
 }
 
 export interface TaskEventsTable {

@@ -175,9 +175,11 @@ export interface ToolContext<DB = unknown> {
    */
   input(requests: Readonly<Record<string, InputRequest>>): Promise<Record<string, unknown>>;
   /**
-   * What the MCP client declared it supports (its ClientCapabilities), for an inline tool called
-   * over MCP 2026-07-28, which declares them per request: a tool asks only for input the client can
-   * give (`elicitation`, `sampling`, `roots`). Undefined in every other call.
+   * What the MCP client declared it supports (its ClientCapabilities) on the call: per request in
+   * MCP 2026-07-28, at initialize before it. A tool asks only for input the client can give
+   * (`elicitation`, `sampling`, `roots`). A durable task keeps it from the call that created it
+   * (of capabilities over 16 KiB, only which input kinds were declared). Undefined for a call that
+   * carried none (REST, or a client that declared nothing).
    */
   readonly clientCapabilities?: Readonly<Record<string, unknown>>;
 }

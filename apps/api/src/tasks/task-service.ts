@@ -70,6 +70,8 @@ export interface CreateTaskInput {
    * kept with the task for it, migration 0012); absent: none are kept.
    */
   readonly logLevel?: string;
+  /** What the MCP client declared on the call: the durable handler's ctx.clientCapabilities. */
+  readonly clientCapabilities?: Readonly<Record<string, unknown>>;
 }
 
 export interface SubmitOptions {
@@ -245,6 +247,7 @@ export class TaskService {
       ttlMs: input.ttlMs ?? this.#options.defaultTtlMs,
       ...(input.inputResponses ? { inputResponses: input.inputResponses } : {}),
       ...(input.logLevel ? { logLevel: input.logLevel } : {}),
+      ...(input.clientCapabilities ? { clientCapabilities: input.clientCapabilities } : {}),
       pollIntervalMs: this.#options.pollIntervalMs,
       // The version this call was checked against: the worker compares it with the one it serves.
       toolFingerprint: this.#options.tools.fingerprint(input.tool) ?? null,

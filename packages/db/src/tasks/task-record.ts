@@ -39,6 +39,8 @@ export interface TaskRecord {
   readonly logLevel: string | null;
   /** How many ctx.log() messages the task has kept (task_log_messages). */
   readonly logCount: number;
+  /** What the MCP client declared on the call that created it (migration 0015); absent: nothing. */
+  readonly clientCapabilities?: Readonly<Record<string, unknown>>;
 }
 
 export interface TaskProgress {
@@ -82,6 +84,7 @@ export interface TaskRow {
   tool_fingerprint: string | null;
   log_level?: string | null;
   log_count?: number;
+  client_capabilities?: Record<string, unknown> | null;
 }
 
 export function toTaskRecord(row: TaskRow): TaskRecord {
@@ -119,6 +122,7 @@ export function toTaskRecord(row: TaskRow): TaskRecord {
     toolFingerprint: row.tool_fingerprint ?? null,
     logLevel: row.log_level ?? null,
     logCount: row.log_count ?? 0,
+    ...(row.client_capabilities ? { clientCapabilities: row.client_capabilities } : {}),
   };
 }
 

@@ -32,6 +32,8 @@ export interface NewTask {
   readonly toolFingerprint?: string | null;
   /** The level of ctx.log() messages the caller hears (they are kept for it); absent: none. */
   readonly logLevel?: string | null;
+  /** What the MCP client declared on the call (migration 0015); absent: nothing. */
+  readonly clientCapabilities?: Readonly<Record<string, unknown>> | null;
 }
 
 /**
@@ -57,6 +59,7 @@ export async function insertTasks(writer: TaskWriter, tasks: readonly NewTask[])
       api_instance_id: task.apiInstanceId ?? null,
       tool_fingerprint: task.toolFingerprint ?? null,
       log_level: task.logLevel ?? null,
+      client_capabilities: task.clientCapabilities ?? null,
     })),
   );
   const { rows: created } = await sql<TaskRow & { ordinal: number }>`
@@ -64,14 +67,15 @@ export async function insertTasks(writer: TaskWriter, tasks: readonly NewTask[])
       SELECT * FROM jsonb_to_recordset(${rows}::jsonb) AS x(
         ordinal int, id uuid, idempotency_key text, tenant_id text, tool text, arguments jsonb, mode text,
         ttl_ms bigint, poll_interval_ms int, idle_timeout_ms int, max_timeout_ms int, input_responses jsonb,
-        api_instance_id text, tool_fingerprint text, log_level text)
+        api_instance_id text, tool_fingerprint text, log_level text, client_capabilities jsonb)
     ), ids AS (
       SELECT coalesce(input.id, gen_random_uuid()) AS task_id, input.* FROM input
     ), created AS (
       INSERT INTO tasks (id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms,
-                         idempotency_key, input_responses, api_instance_id, tool_fingerprint, log_level)
+                         idempotency_key, input_responses, api_instance_id, tool_fingerprint, log_level,
+                         client_capabilities)
       SELECT task_id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms,
-             idempotency_key, input_responses, api_instance_id, tool_fingerprint, log_level
+             idempotency_key, input_responses, api_instance_id, tool_fingerprint, log_level, client_capabilities
       FROM ids ORDER BY ordinal
       RETURNING *
     ), event AS (

@@ -150,8 +150,35 @@ export class CallRunner {
    */
   async submit(context: RequestContext, input: CreateTaskInput, awaited: boolean): Promise<TaskRecord | MethodOutcome> {
     const logLevel = awaited && context.onLog && context.logLevel ? context.logLevel : undefined;
+    // The handler asks only for input the client can give (ctx.clientCapabilities), as inline.
+    const capabilities = storedCapabilities(context.clientCapabilities);
+    const submitted = {
+      ...input,
+      ...(logLevel ? { logLevel } : {}),
+      ...(capabilities ? { clientCapabilities: capabilities } : {}),
+    };
     try {
-      return (await this.options.service.submit(context.tenantId, logLevel ? { ...input, logLevel } : input)).task;
+      return (await this.options.service.submit(context.tenantId, submitted)).task;
+    } catch (error) {
+      const outcome = refusal(error);
+      if (outcome.kind === 'error' && outcome.error.code === ErrorCode.InternalError) throw error;
+      return outcome;
+    }
+  }
+
+  /**
+   * A multi round-trip retry whose state names a durable task parked for input: the answers go to
+   * that task (a bad one is refused, and the task goes on waiting for a good one), and the call
+   * waits on it again, as the first request did.
+   */
+  async resume(round: Round & { readonly task: string }, context: RequestContext): Promise<MethodOutcome | null> {
+    const { service } = this.options;
+    try {
+      let task = await service.get(context.tenantId, round.task);
+      if (task.status === 'input_required' && Object.keys(round.answers).length > 0) {
+        task = (await service.answerInput(context.tenantId, task.id, round.answers)).task;
+      }
+      return await this.await(task, context, null, round);
     } catch (error) {
       const outcome = refusal(error);
       if (outcome.kind === 'error' && outcome.error.code === ErrorCode.InternalError) throw error;
@@ -163,11 +190,17 @@ export class CallRunner {
    * Waits for the call's task. With `handOverAfterMs`, a task still running then is answered with
    * its CreateTaskResult (the client polls it from there). A request cancelled before any answer
    * cancels the task: nobody else knows its id.
+   *
+   * With `round` (a multi round-trip request that is not a task's), a task that parks for input
+   * its request cannot ask on a connection ends the request input_required, with a state naming
+   * the task: the client's retry answers it (resume()). Until then the task waits, bounded by its
+   * max clock and by its API instance's life, like any task of a request.
    */
   async await(
     task: TaskRecord,
     context: RequestContext,
     handOverAfterMs: number | null,
+    round?: Round,
   ): Promise<MethodOutcome | null> {
     const { service } = this.options;
     // Awaited before the request settles: a transport that ends (stdin closed, the process
@@ -190,15 +223,22 @@ export class CallRunner {
     const handOver = new AbortController();
     const timer = handOverAfterMs === null ? undefined : setTimeout(() => handOver.abort(), handOverAfterMs);
     const inputs = this.#inputRelay(task, context);
-    const signal = AbortSignal.any([context.signal, handOver.signal, ...(inputs ? [inputs.failed] : [])]);
+    const parks = inputs || !round ? null : parkedFor();
+    const signal = AbortSignal.any([
+      context.signal,
+      handOver.signal,
+      ...(inputs ? [inputs.failed] : []),
+      ...(parks ? [parks.parked] : []),
+    ]);
     const logs = this.#logRelay(task, context);
     const progress = context.onProgress ? progressOf(context.onProgress) : null;
     const onChange =
-      progress || logs || inputs
+      progress || logs || inputs || parks
         ? (reading: TaskRecord) => {
             progress?.(reading);
             logs?.seen(reading.logCount);
             inputs?.seen(reading, signal);
+            parks?.seen(reading);
           }
         : null;
     try {
@@ -211,6 +251,14 @@ export class CallRunner {
       await logs?.drain(done.logCount);
       return callOutcome(done, this.options.server);
     } catch (error) {
+      if (parks?.parked.aborted && !context.signal.aborted && round) {
+        // The messages logged before it parked go before the answer, as before a result.
+        await logs?.drain(parks.logCount);
+        const outcome = this.rounds.ask(round, parks.requests, context, `tool ${task.tool}`, task.id);
+        // Asked what this client cannot answer: nobody else can answer the task, so it ends.
+        if (outcome.kind === 'error') await cancel();
+        return outcome;
+      }
       if (inputs?.failed.aborted && !context.signal.aborted) {
         // The client could not be asked, or answered what does not answer: nobody else knows the
         // task (the client has no Tasks of its own here), so it ends with the call.
@@ -298,6 +346,45 @@ export class CallRunner {
       ...(context.log ? { log: context.log } : {}),
     });
   }
+}
+
+/** The most of a client's declared capabilities a task keeps (tasks.client_capabilities' check). */
+const MAX_STORED_CAPABILITIES_BYTES = 16 * 1024;
+/** Input kinds a handler may ask for: what a task keeps of capabilities too large to keep whole. */
+const INPUT_CAPABILITIES = ['elicitation', 'sampling', 'roots'] as const;
+
+/**
+ * What a task keeps of the client's capabilities: all of them, or, past the column's bound (a
+ * client declaring kilobytes of extensions), which input kinds it declared. Undefined for none.
+ */
+function storedCapabilities(
+  declared: Readonly<Record<string, unknown>> | undefined,
+): Readonly<Record<string, unknown>> | undefined {
+  if (!declared || Object.keys(declared).length === 0) return undefined;
+  if (Buffer.byteLength(JSON.stringify(declared)) <= MAX_STORED_CAPABILITIES_BYTES) return declared;
+  return Object.fromEntries(
+    INPUT_CAPABILITIES.filter((kind) => Object.hasOwn(declared, kind)).map((kind) => [kind, {}]),
+  );
+}
+
+/** Watches a task's readings for it parking with requests nobody has answered yet. */
+function parkedFor() {
+  const controller = new AbortController();
+  const found = {
+    parked: controller.signal,
+    requests: {} as Record<string, InputRequest>,
+    logCount: 0,
+    seen(reading: TaskRecord) {
+      if (controller.signal.aborted || reading.status !== 'input_required') return;
+      const answered = reading.inputResponses ?? {};
+      const outstanding = Object.entries(reading.inputRequests ?? {}).filter(([key]) => !Object.hasOwn(answered, key));
+      if (outstanding.length === 0) return;
+      found.requests = Object.fromEntries(outstanding) as Record<string, InputRequest>;
+      found.logCount = reading.logCount;
+      controller.abort();
+    },
+  };
+  return found;
 }
 
 /** Task readings to strictly increasing progress values. */

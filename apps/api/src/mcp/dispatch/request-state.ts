@@ -17,6 +17,11 @@ export interface RequestStatePayload {
   readonly answers: Readonly<Record<string, unknown>>;
   /** The requests asked in the round that issued it, key → method: only their answers are taken. */
   readonly asked: Readonly<Record<string, string>>;
+  /**
+   * The durable task the request waits on, parked for these answers (a tool run by a worker):
+   * the retry answers that task and waits on, instead of starting the call again.
+   */
+  readonly task?: string;
 }
 
 export type RequestStateProblem = 'malformed' | 'signature' | 'expired' | 'principal' | 'request';
@@ -56,6 +61,7 @@ export class RequestStateSealer {
         r: payload.request,
         a: payload.answers,
         q: payload.asked,
+        ...(payload.task === undefined ? {} : { t: payload.task }),
         e: this.#now() + this.#ttlMs,
       }),
     ).toString('base64url');
@@ -86,7 +92,7 @@ export class RequestStateSealer {
     } catch {
       return { problem: 'malformed' };
     }
-    const { v, p, r, a, q, e } = fields;
+    const { v, p, r, a, q, t, e } = fields;
     if (
       v !== VERSION ||
       typeof p !== 'string' ||
@@ -98,6 +104,7 @@ export class RequestStateSealer {
       q === null ||
       Array.isArray(q) ||
       !Object.values(q).every((method) => typeof method === 'string') ||
+      (t !== undefined && typeof t !== 'string') ||
       typeof e !== 'number'
     ) {
       return { problem: 'malformed' };
@@ -110,6 +117,7 @@ export class RequestStateSealer {
       request: r,
       answers: a as Record<string, unknown>,
       asked: q as Record<string, string>,
+      ...(typeof t === 'string' ? { task: t } : {}),
     };
   }
 

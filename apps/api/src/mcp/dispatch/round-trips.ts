@@ -54,6 +54,8 @@ export interface Round {
   /** The method and salient params the state is bound to (a digest, made only when a state is). */
   readonly request: () => string;
   readonly answers: Readonly<Record<string, unknown>>;
+  /** The durable task a retry's state names: parked for these answers, which go to it. */
+  readonly task?: string;
 }
 
 /**
@@ -120,19 +122,21 @@ export class RoundTrips {
       }
       answers[key] = responses[key];
     }
-    return { request, answers };
+    return { request, answers, ...(opened.task === undefined ? {} : { task: opened.task }) };
   }
 
   /**
    * The input_required answer asking `requests`: each one of a kind MCP defines and the client
    * declared (else -32021 naming the capability: a server must not send what the client cannot
-   * answer), with the state of this round's answers.
+   * answer), with the state of this round's answers. With `task`, the requests are a durable
+   * task's, parked for them: the state names it (and carries no answers: the task keeps those).
    */
   ask(
     round: Round,
     requests: Readonly<Record<string, InputRequest>>,
     context: RequestContext,
     who: string,
+    task?: string,
   ): MethodOutcome {
     const problem = inputCapabilityProblem(Object.values(requests), context.clientCapabilities);
     if (problem?.kind === 'unknown') {
@@ -146,8 +150,9 @@ export class RoundTrips {
     const requestState = this.#sealer.seal({
       principal: context.tenantId,
       request: round.request(),
-      answers: round.answers,
+      answers: task === undefined ? round.answers : {},
       asked: Object.fromEntries(Object.entries(requests).map(([key, request]) => [key, request.method])),
+      ...(task === undefined ? {} : { task }),
     });
     if (requestState === null) return internal(`${who}: the answers gathered are too large to carry in requestState`);
     return { kind: 'result', result: { resultType: 'input_required', inputRequests: requests, requestState } };

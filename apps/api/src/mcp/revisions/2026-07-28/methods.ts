@@ -113,6 +113,13 @@ async function callTool(
     if ('kind' in round) return round;
     return runner.inline(local, call.arguments, context, round);
   }
+  // A durable call without the Tasks extension asks for its task's input as an inline one does:
+  // input_required, with a state naming the parked task that the retry answers.
+  const round = asTask
+    ? undefined
+    : runner.rounds.begin(params, context, { method: 'tools/call', name: call.name, arguments: call.arguments });
+  if (round && 'kind' in round) return round;
+  if (round?.task !== undefined) return runner.resume({ ...round, task: round.task }, context);
   // Input asked in the call, before any task (multi round-trip): until every key is answered in
   // params.inputResponses, the call is answered with the outstanding requests and creates nothing.
   let inputResponses: Record<string, unknown> | undefined;
@@ -159,7 +166,7 @@ async function callTool(
   if ('kind' in task) return task;
   // The row is committed: a required-task tool is answered with its task at once.
   if (asTask && support === 'required') return { kind: 'result', result: createTaskResult(task) };
-  return runner.await(task, context, asTask ? (runner.options.taskAfterMs ?? DEFAULT_TASK_AFTER_MS) : null);
+  return runner.await(task, context, asTask ? (runner.options.taskAfterMs ?? DEFAULT_TASK_AFTER_MS) : null, round);
 }
 
 /**
