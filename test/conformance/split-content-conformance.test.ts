@@ -8,11 +8,11 @@ import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 // fixture the scenarios read, get, complete or subscribe to is published through the catalog and
 // served by the worker, so these pass only if remote content is the same content.
 //
-// The content scenarios, and 2025-11-25's tools that ask the client, are held here: the fixture
-// tools are inline, and a split deployment runs an inline tool it did not load as a durable task,
-// where 2026-07-28's input_required is answered otherwise (noted in
-// docs/design/catalog-content.md). test/conformance/server-conformance.test.ts holds every scenario
-// against one process.
+// The content scenarios, and the tool scenarios that ask the client or report progress, are held
+// here: the fixture tools are inline, and a split deployment runs an inline tool it did not load as
+// a durable task, so these pass only if a durable task asks and reports as an inline call does
+// (docs/design/catalog-content.md). test/conformance/server-conformance.test.ts holds every
+// scenario against one process.
 const CONTENT = [
   'completion-complete',
   'resources-list',
@@ -85,7 +85,7 @@ describe('MCP conformance of content served through the catalog', () => {
   // One scenario per run: the whole requirement set would also run the tool scenarios, whose
   // timeouts take minutes here.
   it.each(Object.keys(SCENARIOS))(
-    '%s: every resource, prompt and completion scenario passes (and 2025-11-25 tools that ask)',
+    '%s: every content scenario passes, and the tool scenarios that ask or report progress',
     { timeout: 120_000 },
     async (revision) => {
       const failed: string[] = [];
