@@ -260,7 +260,16 @@ export class TaskWatcher {
   untilTerminal(
     tenantId: string,
     taskId: string,
-    options: { readonly pollMs: number; readonly signal: AbortSignal; readonly onChange?: (task: TaskRecord) => void },
+    options: {
+      readonly pollMs: number;
+      readonly signal: AbortSignal;
+      readonly onChange?: (task: TaskRecord) => void;
+      /**
+       * `onChange` needs only status changes (a parked task's input requests): progress, claims and
+       * log notifications cost no read, and the task is read at start only with `readAtStart`.
+       */
+      readonly statusOnly?: { readonly readAtStart: boolean };
+    },
   ): Promise<TaskRecord> {
     const { signal, onChange } = options;
     if (signal.aborted) return Promise.reject(signal.reason);
@@ -276,9 +285,17 @@ export class TaskWatcher {
           tenantId,
           pollMs: options.pollMs,
           // Without a progress listener only a terminal status is worth a read.
-          ...(onChange ? {} : { wakeOn: (notification) => isTerminalStatus(notification.status) }),
+          ...(onChange && !options.statusOnly
+            ? {}
+            : {
+                wakeOn: options.statusOnly
+                  ? changesStatus
+                  : (notification: TaskNotification) => isTerminalStatus(notification.status),
+              }),
           // Without notifications, or to report progress from the first reading, read at once.
-          readAtStart: !this.#hub.listening || onChange !== undefined,
+          readAtStart:
+            !this.#hub.listening ||
+            (onChange !== undefined && (options.statusOnly === undefined || options.statusOnly.readAtStart)),
         },
         (_id, reading) => {
           if (reading.kind === 'failed') return finish(() => reject(reading.error));

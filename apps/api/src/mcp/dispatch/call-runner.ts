@@ -178,7 +178,8 @@ export class CallRunner {
       if (task.status === 'input_required' && Object.keys(round.answers).length > 0) {
         task = (await service.answerInput(context.tenantId, task.id, round.answers)).task;
       }
-      return await this.await(task, context, null, round);
+      // Read at once: a task answered in part is still parked, and no notification will say so.
+      return await this.await(task, context, null, round, true);
     } catch (error) {
       const outcome = refusal(error);
       if (outcome.kind === 'error' && outcome.error.code === ErrorCode.InternalError) throw error;
@@ -201,6 +202,7 @@ export class CallRunner {
     context: RequestContext,
     handOverAfterMs: number | null,
     round?: Round,
+    resumed = false,
   ): Promise<MethodOutcome | null> {
     const { service } = this.options;
     // Awaited before the request settles: a transport that ends (stdin closed, the process
@@ -246,6 +248,9 @@ export class CallRunner {
         pollMs: this.options.pollMs,
         signal,
         ...(onChange ? { onChange } : {}),
+        // Parks and the input relay need only the status: a plain durable call wakes on no
+        // progress or claim notification (the throughput path). A new task is not parked yet.
+        ...(progress || logs ? {} : { statusOnly: { readAtStart: resumed } }),
       });
       // The messages the handler logged before it ended go before the answer.
       await logs?.drain(done.logCount);
