@@ -22,6 +22,7 @@ import {
   type ReadContents,
   readResource,
 } from './content-run.ts';
+import { definedFields, LISTED_FIELDS } from './listed-fields.ts';
 
 /**
  * A module's resources, resource templates and prompts published through the tool catalog: each
@@ -276,19 +277,19 @@ export function publishedContent(moduleName: string, set: ContentSet): Published
     resources: registry.resources().map((resource) => ({
       uri: resource.uri,
       name: resource.name,
-      ...pick(resource, ['title', 'description', 'mimeType', 'size', 'annotations', 'timeoutMs']),
+      ...definedFields(resource, [...LISTED_FIELDS.resource, 'timeoutMs']),
       ...(resource.watch ? { watches: true as const } : {}),
     })),
     resourceTemplates: registry.templates().map(({ definition }) => ({
       uriTemplate: definition.uriTemplate,
       name: definition.name,
-      ...pick(definition, ['title', 'description', 'mimeType', 'annotations', 'timeoutMs']),
+      ...definedFields(definition, [...LISTED_FIELDS.template, 'timeoutMs']),
       completes: Object.keys(definition.complete ?? {}).sort(),
       ...(definition.watch ? { watches: true as const } : {}),
     })),
     prompts: registry.prompts().map((prompt) => ({
       name: prompt.name,
-      ...pick(prompt, ['title', 'description', 'timeoutMs']),
+      ...definedFields(prompt, [...LISTED_FIELDS.prompt, 'timeoutMs']),
       ...(prompt.arguments ? { arguments: prompt.arguments.map((arg) => ({ ...arg })) } : {}),
       completes: Object.keys(prompt.complete ?? {}).sort(),
     })),
@@ -456,13 +457,4 @@ export function readPublishedContent(definition: Readonly<Record<string, unknown
 
 function isStrings(value: unknown): value is string[] {
   return Array.isArray(value) && value.every((item) => typeof item === 'string');
-}
-
-function pick(value: object, fields: readonly string[]): Record<string, unknown> {
-  const picked: Record<string, unknown> = {};
-  for (const field of fields) {
-    const found = (value as Record<string, unknown>)[field];
-    if (found !== undefined) picked[field] = found;
-  }
-  return picked;
 }

@@ -35,6 +35,7 @@ export {
 } from './content-tool.ts';
 export { InlineStore } from './inline-store.ts';
 export { inputAnswerProblem, inputResultProblem } from './input-answers.ts';
+export { definedFields, LISTED_FIELDS } from './listed-fields.ts';
 export { contentRegistryOf, loadToolModules, registryOf } from './module-loader.ts';
 export { startResourceWatch } from './resource-watch.ts';
 export { MAX_TOOL_RESULT_BYTES, toolResultProblem } from './result-check.ts';

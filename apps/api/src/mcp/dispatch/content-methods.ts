@@ -5,7 +5,9 @@ import {
   type ContentRegistry,
   ContentRunError,
   complete,
+  definedFields,
   getPrompt,
+  LISTED_FIELDS,
   type PromptArgumentsProblem,
   promptArguments,
   readResource,
@@ -275,7 +277,7 @@ export function resourceEntry(resource: ResourceDefinition): Record<string, unkn
   return {
     uri: resource.uri,
     name: resource.name,
-    ...pick(resource, ['title', 'description', 'mimeType', 'size', 'annotations']),
+    ...definedFields(resource, LISTED_FIELDS.resource),
   };
 }
 
@@ -283,14 +285,14 @@ export function templateEntry(template: ResourceTemplateDefinition): Record<stri
   return {
     uriTemplate: template.uriTemplate,
     name: template.name,
-    ...pick(template, ['title', 'description', 'mimeType', 'annotations']),
+    ...definedFields(template, LISTED_FIELDS.template),
   };
 }
 
 export function promptEntry(prompt: PromptDefinition): Record<string, unknown> {
   return {
     name: prompt.name,
-    ...pick(prompt, ['title', 'description']),
+    ...definedFields(prompt, LISTED_FIELDS.prompt),
     ...(prompt.arguments ? { arguments: prompt.arguments.map((arg) => ({ ...arg })) } : {}),
   };
 }
@@ -306,15 +308,6 @@ function nextCursor<T>(page: ListPage<T>): Record<string, unknown> {
 /** The resource-not-found error (server/resources): its code by revision, the URI in `data`. */
 export function notFound(code: number, uri: string): MethodOutcome {
   return { kind: 'error', httpStatus: 200, error: { code, message: 'Resource not found', data: { uri } } };
-}
-
-function pick(value: object, fields: readonly string[]): Record<string, unknown> {
-  const picked: Record<string, unknown> = {};
-  for (const field of fields) {
-    const found = (value as Record<string, unknown>)[field];
-    if (found !== undefined) picked[field] = found;
-  }
-  return picked;
 }
 
 function argumentsMessage(name: string, problem: PromptArgumentsProblem): string {
