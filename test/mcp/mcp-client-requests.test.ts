@@ -521,6 +521,10 @@ describe('a durable tool’s ctx.input() in 2026-07-28, without the Tasks extens
     expect(await seen({})).toBeNull();
     const huge = { elicitation: { form: {} }, experimental: { blob: 'x'.repeat(20_000) } };
     expect(await seen(huge)).toEqual({ elicitation: {} });
+    // Under 1 KiB of JSON that Postgres writes out as 18 KiB of jsonb text (1e300 in 301 digits):
+    // kept whole, and no bound on that text refuses the insert.
+    const dense = { sampling: {}, experimental: { x: Array.from({ length: 60 }, () => 1e300) } };
+    expect(await seen(dense)).toEqual(dense);
   });
 
   it('ends the call and its task when the client did not declare the capability the task asks with', async () => {

@@ -215,8 +215,12 @@ export class RemoteWatches {
         continue;
       }
       const before = held.seen;
-      // Not written yet by this holder (its write is on its way): no baseline to compare with.
-      if (before === null) continue;
+      if (before === null) {
+        // Not written yet by this holder (its write is on its way): no baseline to compare with.
+        // With no write running, its write committed but its answer was lost: this is the baseline.
+        if (!this.#writing.has(key)) held.seen = row.changes;
+        continue;
+      }
       held.seen = row.changes;
       if (row.changes <= before) continue;
       for (const listener of [...held.listeners]) {

@@ -208,9 +208,9 @@ export class CallRunner {
     // Awaited before the request settles: a transport that ends (stdin closed, the process
     // stopping) waits for its requests, and so for their cancels to be written, before it lets
     // the worker drain. Unwritten, the worker would hand the task back instead of cancelling it.
-    const cancel = async () => {
+    const cancel = async (why?: string) => {
       const reason =
-        context.signal.reason instanceof Error ? context.signal.reason.message : String(context.signal.reason);
+        why ?? (context.signal.reason instanceof Error ? context.signal.reason.message : String(context.signal.reason));
       await service.cancel(context.tenantId, task.id, reason).catch((error: Error) => {
         context.log?.(
           { taskId: task.id, error: error.message },
@@ -250,7 +250,7 @@ export class CallRunner {
         ...(onChange ? { onChange } : {}),
         // Parks and the input relay need only the status: a plain durable call wakes on no
         // progress or claim notification (the throughput path). A new task is not parked yet.
-        ...(progress || logs ? {} : { statusOnly: { readAtStart: resumed } }),
+        ...(onChange && !progress && !logs ? { statusOnly: { readAtStart: resumed } } : {}),
       });
       // The messages the handler logged before it ended go before the answer.
       await logs?.drain(done.logCount);
@@ -261,13 +261,13 @@ export class CallRunner {
         await logs?.drain(parks.logCount);
         const outcome = this.rounds.ask(round, parks.requests, context, `tool ${task.tool}`, task.id);
         // Asked what this client cannot answer: nobody else can answer the task, so it ends.
-        if (outcome.kind === 'error') await cancel();
+        if (outcome.kind === 'error') await cancel(`its input could not be asked: ${outcome.error.message}`);
         return outcome;
       }
       if (inputs?.failed.aborted && !context.signal.aborted) {
         // The client could not be asked, or answered what does not answer: nobody else knows the
         // task (the client has no Tasks of its own here), so it ends with the call.
-        await cancel();
+        await cancel('its input could not be asked of the client');
         return inputs.outcome();
       }
       if (context.signal.aborted) {
@@ -353,7 +353,11 @@ export class CallRunner {
   }
 }
 
-/** The most of a client's declared capabilities a task keeps (tasks.client_capabilities' check). */
+/**
+ * The most of a client's declared capabilities a task keeps, as JSON text. Bounded here only: a
+ * bound in the column would measure Postgres's own text of the jsonb (spaces after separators,
+ * numbers written out in full), which a few bytes of JSON can exceed, and fail the insert.
+ */
 const MAX_STORED_CAPABILITIES_BYTES = 16 * 1024;
 /** Input kinds a handler may ask for: what a task keeps of capabilities too large to keep whole. */
 const INPUT_CAPABILITIES = ['elicitation', 'sampling', 'roots'] as const;
