@@ -101,11 +101,6 @@ export class RemoteWatches {
     }
   }
 
-  /** How many keys this process holds (for tests and logs). */
-  get held(): number {
-    return this.#held.size;
-  }
-
   /** Resolves once no write of any key runs (for tests: the table then matches what is held). */
   async settled(): Promise<void> {
     while (this.#writing.size > 0) await Promise.allSettled([...this.#writing.values()]);
