@@ -83,6 +83,12 @@ describe('RemoteWatches', () => {
       ['mod://moved', TOOL_B],
       ['mod://other', TOOL_A],
     ]);
+    // A retool's write lost in an outage: the next poll writes the tool served now again.
+    await sql`UPDATE content_watches SET tool = ${TOOL_A} WHERE uri = 'mod://moved'`.execute(db);
+    await waitForTask(
+      async () => (await rows()).find((row) => row.uri === 'mod://moved')?.tool,
+      (tool) => tool === TOOL_B,
+    );
     const second = watches.watch(TOOL_B, 'tenant-a', 'mod://other', () => {});
     await watches.settled();
     expect((await rows()).map((row) => row.tool)).toEqual([TOOL_B, TOOL_B]);
@@ -240,12 +246,22 @@ describe('ContentWatchRunner', () => {
     // Several reads later, still one watch in all: the other worker did not take it.
     const holder = w1.running === 1 ? w1 : w2;
     const other = holder === w1 ? w2 : w1;
+    const expiry = async () =>
+      String(
+        (
+          await sql<{ expires_at: Date }>`
+            SELECT expires_at FROM content_watch_leases WHERE uri = 'lease://counter'`.execute(db)
+        ).rows[0]?.expires_at.getTime(),
+      );
+    const leasedUntil = await expiry();
     const readsLater = Date.now();
     await waitForTask(
       async () => Date.now() - readsLater,
       (ms) => ms >= 300,
     );
     expect([w1.running + w2.running, started]).toEqual([1, ['tenant-q']]);
+    // Renewed in the second half of its term only, not rewritten at each of those reads.
+    expect(await expiry()).toBe(leasedUntil);
     // One change is counted once, however many workers serve the module.
     changed?.();
     const count = async () => Number((await rows()).find((row) => row.uri === 'lease://counter')?.changes);
@@ -279,5 +295,135 @@ describe('ContentWatchRunner', () => {
     await watches.stop();
     const { rows: left } = await sql`SELECT * FROM content_watch_leases`.execute(db);
     expect(left).toEqual([]);
+  });
+  /** A content tool named `lease2` with one watched resource, whose watch is the given one. */
+  function leaseTool(watch: Parameters<typeof defineResource>[0]['watch']) {
+    const made = contentTool('lease2', {
+      resources: [defineResource({ uri: 'lease2://counter', name: 'leased', read: () => [{ text: 'n' }], watch })],
+    });
+    if (!made) throw new Error('no content tool');
+    return { name: made.name, registries: new Map([[made.name, contentRegistryOfTool(made) as ContentRegistry]]) };
+  }
+
+  async function leases() {
+    const { rows } = await sql<{ worker_id: string }>`
+      SELECT worker_id FROM content_watch_leases WHERE uri = 'lease2://counter'`.execute(db);
+    return rows.map((row) => row.worker_id);
+  }
+
+  it('gives the lease of a watch that throws as it starts to another worker, and tries it again later', async () => {
+    let attempts = 0;
+    const broken = leaseTool(() => {
+      attempts += 1;
+      throw new Error('cannot watch');
+    });
+    let runs = 0;
+    const working = leaseTool(() => {
+      runs += 1;
+      return () => {};
+    });
+    // Same published declarations, so the same tool name: two versions of one module.
+    expect(working.name).toBe(broken.name);
+    const bad = new ContentWatchRunner({
+      db,
+      workerId: 'w-bad',
+      registries: broken.registries,
+      pollMs: 50,
+      retryFailedMs: 300,
+      logger: silentLogger,
+    });
+    await bad.start();
+    const watches = remoteWatches();
+    const stop = watches.watch(broken.name, 'tenant-f', 'lease2://counter', () => {});
+    await waitForTask(
+      async () => attempts,
+      (n) => n === 1,
+    );
+    // Released at once, not held for its term; and tried again here once the retry time passed.
+    await waitForTask(leases, (held) => held.length === 0);
+    expect(bad.running).toBe(0);
+    await waitForTask(
+      async () => attempts,
+      (n) => n === 2,
+    );
+    await waitForTask(leases, (held) => held.length === 0);
+    const good = new ContentWatchRunner({
+      db,
+      workerId: 'w-good',
+      registries: working.registries,
+      pollMs: 50,
+      logger: silentLogger,
+    });
+    await good.start();
+    await waitForTask(
+      async () => good.running,
+      (n) => n === 1,
+    );
+    expect(await leases()).toEqual(['w-good']);
+    // The broken worker's next tries find the lease held: it does not take the watch back.
+    const tried = attempts;
+    const later = Date.now();
+    await waitForTask(
+      async () => Date.now() - later,
+      (ms) => ms >= 700,
+    );
+    expect([attempts, runs, good.running, await leases()]).toEqual([tried, 1, 1, ['w-good']]);
+    stop();
+    await waitForTask(
+      async () => good.running,
+      (n) => n === 0,
+    );
+    await Promise.all([good.stop(), bad.stop(), watches.stop()]);
+  });
+
+  it('stops a watch before its lease can lapse when the worker cannot renew it, so two workers never run it', async () => {
+    /** Each worker's watch starting and stopping, in order. */
+    const events: string[] = [];
+    const forWorker = (worker: string) =>
+      leaseTool(() => {
+        events.push(`${worker} start`);
+        return () => events.push(`${worker} stop`);
+      });
+    const stallingDb = createKysely(createPool(database.url, { applicationName: 'remote-watches-stalling' }));
+    const leaseMs = 800;
+    const first = new ContentWatchRunner({
+      db: stallingDb,
+      workerId: 'w-stalls',
+      registries: forWorker('w-stalls').registries,
+      pollMs: 50,
+      leaseMs,
+      logger: silentLogger,
+    });
+    await first.start();
+    const watches = remoteWatches();
+    const tool = forWorker('none').name;
+    const stop = watches.watch(tool, 'tenant-s', 'lease2://counter', () => {});
+    await waitForTask(
+      async () => first.running,
+      (n) => n === 1,
+    );
+    const second = new ContentWatchRunner({
+      db,
+      workerId: 'w-takes',
+      registries: forWorker('w-takes').registries,
+      pollMs: 50,
+      leaseMs,
+      logger: silentLogger,
+    });
+    await second.start();
+    // The first worker's connection goes: every read it makes fails from now on.
+    await stallingDb.destroy();
+    await waitForTask(
+      async () => second.running,
+      (n) => n === 1,
+    );
+    expect(events).toEqual(['w-stalls start', 'w-stalls stop', 'w-takes start']);
+    expect(first.running).toBe(0);
+    stop();
+    await waitForTask(
+      async () => second.running,
+      (n) => n === 0,
+    );
+    await Promise.all([first.stop(), second.stop(), watches.stop()]);
   });
 });

@@ -3,6 +3,8 @@ import {
   CONTENT_WATCHES_CHANNEL,
   claimContentWatches,
   type Database,
+  DEFAULT_WATCH_LEASE_MS,
+  pairKey,
   recordContentChange,
   releaseContentWatches,
   SerialRead,
@@ -28,7 +30,9 @@ export interface ContentWatchRunnerOptions {
   readonly pollMs?: number;
   /** The least time between two recorded changes of one watch (default DEFAULT_MIN_CHANGE_INTERVAL_MS). */
   readonly minIntervalMs?: number;
-  /** The clock minIntervalMs is measured with (default Date.now). */
+  /** How long a watch that failed to start is left to the other workers before this one tries it again (default 30 s). */
+  readonly retryFailedMs?: number;
+  /** The clock intervals and lease terms are measured with (default performance.now). */
   readonly now?: () => number;
   readonly logger: { readonly warn: LogFn };
 }
@@ -36,7 +40,14 @@ export interface ContentWatchRunnerOptions {
 /** The least time between two recorded changes of one watch, by default. */
 export const DEFAULT_MIN_CHANGE_INTERVAL_MS = 250;
 
+/** How long a watch that failed to start waits, by default, before this worker tries it again. */
+export const DEFAULT_RETRY_FAILED_WATCH_MS = 30_000;
+
 interface Running {
+  /** Its (tenant, URI) lease. */
+  readonly pair: string;
+  /** When its lease may lapse (the options' clock): the watch is stopped before then unless renewed. */
+  leaseEnds: number;
   stop: () => void;
   /** A change is being recorded; another came meanwhile and is recorded after it. */
   recording: boolean;
@@ -56,11 +67,17 @@ interface Running {
  * Of the workers serving the module, the one holding the pair's lease (content_watch_leases)
  * runs the watch: a change is counted once, and whatever the watch polls is polled once. A worker
  * that crashes keeps its leases until their term ends, so its watches' changes in that window
- * are not told; one that stops releases them and another worker takes over at its next read.
+ * are not told; one that stops releases them and another worker takes over at once. A worker
+ * that cannot renew a lease (its reads fail or stall) stops the watch a poll before the lease can
+ * lapse, so two workers never run one watch; a watch that throws as it starts is released for
+ * another worker (perhaps of another module version) to try, and tried here again later.
  */
 export class ContentWatchRunner {
   readonly #options: ContentWatchRunnerOptions;
   readonly #running = new Map<string, Running>();
+  /** Pairs whose watch failed to start here, with when this worker may try them again. */
+  readonly #failed = new Map<string, number>();
+  readonly #now: () => number;
   readonly #reads: SerialRead;
   #listener: ChannelListener | null = null;
   #timer: NodeJS.Timeout | undefined;
@@ -68,6 +85,11 @@ export class ContentWatchRunner {
 
   constructor(options: ContentWatchRunnerOptions) {
     this.#options = options;
+    this.#now = options.now ?? (() => performance.now());
+    const leaseMs = options.leaseMs ?? DEFAULT_WATCH_LEASE_MS;
+    if (!(leaseMs > 2 * (options.pollMs ?? 1_000))) {
+      throw new RangeError(`a watch lease (${leaseMs} ms) must outlast two polls (${options.pollMs ?? 1_000} ms each)`);
+    }
     this.#reads = new SerialRead(
       () => this.#read(),
       (error) => options.logger.warn({ error: error.message }, 'reading content watches failed'),
@@ -83,8 +105,9 @@ export class ContentWatchRunner {
         channel: CONTENT_WATCHES_CHANNEL,
         name: 'content watch listener',
         logger,
+        // A tool's rows moved, or (no tool) a worker released leases.
         onNotification: (tool) => {
-          if (tool === undefined || this.#options.registries.has(tool)) this.readNow();
+          if (!tool || this.#options.registries.has(tool)) this.readNow();
         },
         onConnected: () => this.readNow(),
       });
@@ -92,7 +115,10 @@ export class ContentWatchRunner {
         logger.warn({ error: error.message }, 'the content watch listener did not start; polling only');
       });
     }
-    this.#timer = setInterval(() => this.readNow(), this.#options.pollMs ?? 1_000);
+    this.#timer = setInterval(() => {
+      this.#stopLapsing();
+      this.readNow();
+    }, this.#options.pollMs ?? 1_000);
     this.#timer.unref();
     this.readNow();
   }
@@ -121,31 +147,78 @@ export class ContentWatchRunner {
 
   async #read(): Promise<void> {
     const { db, registries, workerId, leaseMs } = this.#options;
+    const now = this.#now();
+    for (const [pair, until] of this.#failed) if (until <= now) this.#failed.delete(pair);
     const wanted = (await wantedContentWatches(db, [...registries.keys()])).filter(
-      (watch) => registries.get(watch.tool)?.resolve(watch.uri)?.definition.watch !== undefined,
+      (watch) =>
+        !this.#failed.has(pairKey(watch.tenantId, watch.uri)) &&
+        registries.get(watch.tool)?.resolve(watch.uri)?.definition.watch !== undefined,
     );
+    // Measured from before the claim is sent: Postgres starts each lease's term after that.
+    const sentAt = this.#now();
     const leased = await claimContentWatches(db, workerId, wanted, leaseMs === undefined ? {} : { leaseMs });
     if (this.#stopped) return;
+    const margin = this.#options.pollMs ?? 1_000;
     const keys = new Set<string>();
     /** The (tenant, URI) pairs started this read: one watch each, whichever tool names it. */
     const pairs = new Set<string>();
     for (const watch of wanted) {
-      const pair = `${watch.tenantId}\n${watch.uri}`;
-      if (!leased.has(pair) || pairs.has(pair)) continue;
+      const pair = pairKey(watch.tenantId, watch.uri);
+      const leftMs = leased.get(pair);
+      if (leftMs === undefined || pairs.has(pair)) continue;
       pairs.add(pair);
       const key = keyOf(watch);
       keys.add(key);
-      if (!this.#running.has(key)) this.#startWatch(key, watch);
+      const leaseEnds = sentAt + leftMs - margin;
+      const running = this.#running.get(key);
+      if (running) running.leaseEnds = leaseEnds;
+      else this.#startWatch(key, watch, leaseEnds);
     }
     for (const key of [...this.#running.keys()]) if (!keys.has(key)) this.#stopWatch(key);
   }
 
-  #startWatch(key: string, watch: WantedWatch): void {
+  /** Stops the watches whose lease this worker could not renew in time: another may take them soon. */
+  #stopLapsing(): void {
+    const now = this.#now();
+    for (const [key, running] of this.#running) {
+      if (running.leaseEnds > now) continue;
+      this.#options.logger.warn(
+        { uri: running.pair.split('\n')[1] },
+        'a content watch lease could not be renewed in time; the watch stopped until the next read holds it',
+      );
+      this.#stopWatch(key);
+    }
+  }
+
+  /** A watch threw as it started: its lease goes to the other workers, and this one tries it later. */
+  #startFailed(key: string, running: Running, watch: WantedWatch): void {
+    if (this.#running.get(key) !== running) return;
+    this.#stopWatch(key);
+    const retryMs = this.#options.retryFailedMs ?? DEFAULT_RETRY_FAILED_WATCH_MS;
+    this.#failed.set(running.pair, this.#now() + retryMs);
+    this.#options.logger.warn(
+      { uri: watch.uri, tool: watch.tool, retryMs },
+      "a resource's watch failed to start; its lease is released for another worker, and this one tries again later",
+    );
+    releaseContentWatches(this.#options.db, this.#options.workerId, [watch]).catch((error: Error) =>
+      this.#options.logger.warn({ uri: watch.uri, error: error.message }, 'releasing a watch lease failed'),
+    );
+  }
+
+  #startWatch(key: string, watch: WantedWatch, leaseEnds: number): void {
     const target = this.#options.registries.get(watch.tool)?.resolve(watch.uri);
     if (!target?.definition.watch) return;
     const minIntervalMs = this.#options.minIntervalMs ?? DEFAULT_MIN_CHANGE_INTERVAL_MS;
-    const now = this.#options.now ?? Date.now;
-    const running: Running = { stop: () => {}, recording: false, again: false, lastAt: -Infinity, timer: undefined };
+    const now = this.#now;
+    const running: Running = {
+      pair: pairKey(watch.tenantId, watch.uri),
+      leaseEnds,
+      stop: () => {},
+      recording: false,
+      again: false,
+      lastAt: -Infinity,
+      timer: undefined,
+    };
     const record = () => {
       running.recording = true;
       running.lastAt = now();
@@ -180,8 +253,13 @@ export class ContentWatchRunner {
     };
     // In the map before the watch starts: a watch may call changed() at once.
     this.#running.set(key, running);
-    running.stop = startResourceWatch(target, watch.uri, changed, { tenant: watch.tenantId }, (fields, message) =>
-      this.#options.logger.warn(fields, message),
+    running.stop = startResourceWatch(
+      target,
+      watch.uri,
+      changed,
+      { tenant: watch.tenantId },
+      (fields, message) => this.#options.logger.warn(fields, message),
+      () => this.#startFailed(key, running, watch),
     );
   }
 

@@ -11,6 +11,7 @@ export {
   claimContentWatches,
   contentWatchCounts,
   DEFAULT_WATCH_LEASE_MS,
+  pairKey,
   recordContentChange,
   releaseContentWatches,
   removeContentWatch,

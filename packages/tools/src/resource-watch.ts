@@ -10,7 +10,8 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
  * A module's watch is plain JavaScript and may not keep to its type: one that throws is logged
  * and stops nothing; one written `async` hands back a promise of its stop function, which is
  * called when it arrives (at once if the subscriber left meanwhile) so its timers do not outlive
- * the subscription; anything else it returns is ignored.
+ * the subscription; anything else it returns is ignored. `failed` hears a watch that threw or
+ * rejected as it started (the caller may hand the watch to someone else).
  */
 export function startResourceWatch(
   target: ResolvedResource,
@@ -18,6 +19,7 @@ export function startResourceWatch(
   changed: () => void,
   context: { readonly tenant: string },
   log: LogFn,
+  failed?: (error: Error) => void,
 ): () => void {
   let stopped = false;
   let stop: (() => void) | undefined;
@@ -29,6 +31,11 @@ export function startResourceWatch(
     } catch (error) {
       log({ uri, error: (error as Error).message }, "a resource's watch threw as it stopped");
     }
+  };
+  const threw = (error: Error) => {
+    if (stopped) return;
+    log({ uri, error: error.message }, "a resource's watch threw; its subscribers are not notified");
+    failed?.(error);
   };
   const taken = (value: unknown) => {
     if (typeof value !== 'function') return;
@@ -42,14 +49,11 @@ export function startResourceWatch(
         : target.definition.watch?.(uri, target.variables, changed, context);
     if (returned !== null && typeof (returned as { then?: unknown } | undefined)?.then === 'function') {
       (returned as PromiseLike<unknown>).then(taken, (error: unknown) =>
-        log(
-          { uri, error: error instanceof Error ? error.message : String(error) },
-          "a resource's watch threw; its subscribers are not notified",
-        ),
+        threw(error instanceof Error ? error : new Error(String(error))),
       );
     } else taken(returned);
   } catch (error) {
-    log({ uri, error: (error as Error).message }, "a resource's watch threw; its subscribers are not notified");
+    threw(error instanceof Error ? error : new Error(String(error)));
   }
   return () => {
     stopped = true;

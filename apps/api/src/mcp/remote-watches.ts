@@ -41,8 +41,9 @@ interface Held {
  * The table is kept equal to what is held, one key at a time: every write of a key (subscribe,
  * unsubscribe, retool, a poll's repair) runs after the one before it and decides from what is held
  * when it runs, so a subscribe and a quick unsubscribe cannot land in the wrong order and leave a
- * row behind. The poll repairs both ways — a held key without its row (a write lost to an outage)
- * is written, a row nothing holds (a delete lost) is deleted — and keeps running until the table
+ * row behind. The poll repairs every way — a held key without its row (a write lost to an outage)
+ * or with another tool in it (a retool's write lost) is written, a row nothing holds (a delete
+ * lost) is deleted — and keeps running until the table
  * holds nothing of this instance.
  */
 export class RemoteWatches {
@@ -209,6 +210,8 @@ export class RemoteWatches {
         if (!this.#writing.has(key)) this.#write(key, row.tenantId, row.uri);
         continue;
       }
+      // Served by another tool than the table says (a retool's write failed): written again.
+      if (row.tool !== held.tool && !this.#writing.has(key)) this.#write(key, held.tenantId, held.uri);
       const before = held.seen;
       if (before === null) {
         // Not written yet by this holder (its write is on its way): no baseline to compare with.

@@ -88,15 +88,15 @@ export async function recordContentChange(db: Db, change: { readonly tenantId: s
     WHERE EXISTS (SELECT 1 FROM moved)`.execute(db);
 }
 
-/** An API instance's rows with their change counts. */
+/** An API instance's rows with their tools and change counts. */
 export async function contentWatchCounts(
   db: Db,
   apiInstanceId: string,
-): Promise<{ tenantId: string; uri: string; changes: bigint }[]> {
-  const { rows } = await sql<{ tenant_id: string; uri: string; changes: string }>`
-    SELECT tenant_id, uri, changes::text AS changes FROM content_watches
+): Promise<{ tool: string; tenantId: string; uri: string; changes: bigint }[]> {
+  const { rows } = await sql<{ tool: string; tenant_id: string; uri: string; changes: string }>`
+    SELECT tool, tenant_id, uri, changes::text AS changes FROM content_watches
     WHERE api_instance_id = ${apiInstanceId}`.execute(db);
-  return rows.map((row) => ({ tenantId: row.tenant_id, uri: row.uri, changes: BigInt(row.changes) }));
+  return rows.map((row) => ({ tool: row.tool, tenantId: row.tenant_id, uri: row.uri, changes: BigInt(row.changes) }));
 }
 
 /** How long a watch lease lasts unrenewed, by default: ten of the workers' one-second reads. */
@@ -104,40 +104,93 @@ export const DEFAULT_WATCH_LEASE_MS = 10_000;
 
 /**
  * Renews or takes the leases of `wanted` (tenant, URI) pairs for `workerId` and releases its
- * others; resolves with the pairs it holds now, as `${tenant}\n${uri}`. A pair leased by another
+ * others; resolves with the pairs it holds now, as `${tenant}\n${uri}`, each with how long its
+ * lease has left (milliseconds, by Postgres's clock: the caller stops the watch before then if it
+ * cannot read again, for another worker may take it from then on). A pair leased by another
  * worker whose lease is still in its term stays that worker's. Expired leases of pairs nobody
  * wants go too, so a crashed worker's leases do not stay for good.
+ *
+ * A held lease is rewritten only in the second half of its term, not at every read: a worker
+ * holding a thousand watches writes a few hundred rows a second at most, not a thousand. Both
+ * statements lock rows in (tenant, URI) order, so two workers claiming overlapping pairs wait for
+ * each other instead of deadlocking.
  */
 export async function claimContentWatches(
   db: Db,
   workerId: string,
   wanted: readonly { readonly tenantId: string; readonly uri: string }[],
   options: { readonly leaseMs?: number } = {},
-): Promise<Set<string>> {
+): Promise<Map<string, number>> {
   const leaseMs = options.leaseMs ?? DEFAULT_WATCH_LEASE_MS;
   // One row per pair: two versions of a module (a rolling deploy) may both name it.
-  const pairs = new Map(wanted.map((watch) => [`${watch.tenantId}\n${watch.uri}`, watch]));
+  const pairs = new Map(wanted.map((watch) => [pairKey(watch.tenantId, watch.uri), watch]));
   const tenants = [...pairs.values()].map((watch) => watch.tenantId);
   const uris = [...pairs.values()].map((watch) => watch.uri);
   await sql`
     DELETE FROM content_watch_leases l
-    WHERE (l.worker_id = ${workerId} OR l.expires_at < now())
-      AND NOT EXISTS (
-        SELECT 1 FROM unnest(${tenants}::text[], ${uris}::text[]) AS w(tenant_id, uri)
-        WHERE w.tenant_id = l.tenant_id AND w.uri = l.uri
-      )`.execute(db);
-  if (pairs.size === 0) return new Set();
-  const { rows } = await sql<{ tenant_id: string; uri: string }>`
-    INSERT INTO content_watch_leases AS l (tenant_id, uri, worker_id, expires_at)
-    SELECT w.tenant_id, w.uri, ${workerId}, now() + ${leaseMs} * interval '1 millisecond'
-    FROM unnest(${tenants}::text[], ${uris}::text[]) AS w(tenant_id, uri)
-    ON CONFLICT (tenant_id, uri) DO UPDATE SET worker_id = EXCLUDED.worker_id, expires_at = EXCLUDED.expires_at
-    WHERE l.worker_id = EXCLUDED.worker_id OR l.expires_at < now()
-    RETURNING l.tenant_id, l.uri`.execute(db);
-  return new Set(rows.map((row) => `${row.tenant_id}\n${row.uri}`));
+    WHERE (l.tenant_id, l.uri) IN (
+      SELECT o.tenant_id, o.uri FROM content_watch_leases o
+      WHERE (o.worker_id = ${workerId} OR o.expires_at < now())
+        AND NOT EXISTS (
+          SELECT 1 FROM unnest(${tenants}::text[], ${uris}::text[]) AS w(tenant_id, uri)
+          WHERE w.tenant_id = o.tenant_id AND w.uri = o.uri
+        )
+      ORDER BY o.tenant_id, o.uri
+      FOR UPDATE SKIP LOCKED
+    )`.execute(db);
+  if (pairs.size === 0) return new Map();
+  const { rows } = await sql<{ tenant_id: string; uri: string; left_ms: number }>`
+    WITH wanted AS (
+      SELECT w.tenant_id, w.uri FROM unnest(${tenants}::text[], ${uris}::text[]) AS w(tenant_id, uri)
+    ),
+    claimed AS (
+      INSERT INTO content_watch_leases AS l (tenant_id, uri, worker_id, expires_at)
+      SELECT tenant_id, uri, ${workerId}, now() + ${leaseMs} * interval '1 millisecond'
+      FROM wanted ORDER BY tenant_id, uri
+      ON CONFLICT (tenant_id, uri) DO UPDATE SET worker_id = EXCLUDED.worker_id, expires_at = EXCLUDED.expires_at
+      WHERE l.expires_at < now()
+         OR (l.worker_id = EXCLUDED.worker_id AND l.expires_at < now() + ${leaseMs / 2} * interval '1 millisecond')
+      RETURNING l.tenant_id, l.uri, l.expires_at
+    )
+    SELECT tenant_id, uri, extract(epoch FROM expires_at - now()) * 1000 AS left_ms FROM claimed
+    UNION ALL
+    -- Held and not rewritten: the rows as they were before this statement (a lease in its term is
+    -- nobody else's to take meanwhile).
+    SELECT l.tenant_id, l.uri, extract(epoch FROM l.expires_at - now()) * 1000 AS left_ms
+    FROM content_watch_leases l JOIN wanted w ON w.tenant_id = l.tenant_id AND w.uri = l.uri
+    WHERE l.worker_id = ${workerId} AND l.expires_at >= now()
+      AND NOT EXISTS (SELECT 1 FROM claimed c WHERE c.tenant_id = l.tenant_id AND c.uri = l.uri)`.execute(db);
+  return new Map(rows.map((row) => [pairKey(row.tenant_id, row.uri), Number(row.left_ms)]));
 }
 
-/** A worker stopping: its leases go, for the others to take at their next read. */
-export async function releaseContentWatches(db: Db, workerId: string): Promise<void> {
-  await sql`DELETE FROM content_watch_leases WHERE worker_id = ${workerId}`.execute(db);
+/**
+ * Gives up `workerId`'s leases — every one as it stops, or the listed (tenant, URI) pairs (a watch
+ * that failed to start) — and tells the other workers, which take them at once, not at their next
+ * poll.
+ */
+export async function releaseContentWatches(
+  db: Db,
+  workerId: string,
+  only?: readonly { readonly tenantId: string; readonly uri: string }[],
+): Promise<void> {
+  if (only !== undefined && only.length === 0) return;
+  const tenants = only?.map((pair) => pair.tenantId) ?? null;
+  const uris = only?.map((pair) => pair.uri) ?? null;
+  await sql`
+    WITH released AS (
+      DELETE FROM content_watch_leases l
+      WHERE l.worker_id = ${workerId}
+        AND (${tenants}::text[] IS NULL OR EXISTS (
+          SELECT 1 FROM unnest(${tenants}::text[], ${uris}::text[]) AS w(tenant_id, uri)
+          WHERE w.tenant_id = l.tenant_id AND w.uri = l.uri
+        ))
+      RETURNING 1
+    )
+    -- No tool in the payload: a lease names none, so every worker serving content reads again.
+    SELECT pg_notify(${CONTENT_WATCHES_CHANNEL}, '') WHERE EXISTS (SELECT 1 FROM released)`.execute(db);
+}
+
+/** The key claimContentWatches names a (tenant, URI) pair by. */
+export function pairKey(tenantId: string, uri: string): string {
+  return `${tenantId}\n${uri}`;
 }
