@@ -251,6 +251,30 @@ describe('untilTerminal', () => {
     });
   });
 
+  it('with statusOnly, reads on a status change only: not its own task’s created, a claim or progress', async () => {
+    const { service, reads } = fakeService();
+    const { hub, emit } = fakeHub();
+    const statuses: string[] = [];
+    const done = new TaskWatcher({ service, hub }).untilTerminal('t', 'a', {
+      pollMs: 1_000,
+      signal: new AbortController().signal,
+      onChange: (reading) => statuses.push(reading.status),
+      statusOnly: { readAtStart: false },
+    });
+    emit('a', { event: 'created', status: 'working' });
+    emit('a', { event: 'started', status: 'working' });
+    emit('a', { event: 'progress', status: 'working' });
+    expect(reads).toHaveLength(0);
+    emit('a', { event: 'status', status: 'input_required' });
+    expect(reads).toHaveLength(1);
+    reads[0]?.resolve(task('a', 'input_required'));
+    await settle();
+    emit('a', { event: 'resumed', status: 'working' });
+    reads[1]?.resolve(task('a', 'completed'));
+    await expect(done).resolves.toMatchObject({ status: 'completed' });
+    expect([reads.length, statuses]).toEqual([2, ['input_required']]);
+  });
+
   it('reports strictly the readings before the terminal one to onChange', async () => {
     const { service, reads } = fakeService();
     const { hub, emit } = fakeHub();

@@ -23,6 +23,14 @@ export function changesStatus(notification: TaskNotification): boolean {
   return STATUS_EVENTS.has(notification.event);
 }
 
+/**
+ * changesStatus for a watch opened on a task its own request created: that task's `created`
+ * notification, which arrives after the watch opens, says what the request knows already.
+ */
+function changesStatusSinceCreated(notification: TaskNotification): boolean {
+  return notification.event !== 'created' && STATUS_EVENTS.has(notification.event);
+}
+
 export interface WatchOptions {
   readonly tenantId: string;
   /** The floor under NOTIFY (only a hint, and absent on the embedded database): every task is read this often. */
@@ -265,8 +273,9 @@ export class TaskWatcher {
       readonly signal: AbortSignal;
       readonly onChange?: (task: TaskRecord) => void;
       /**
-       * `onChange` needs only status changes (a parked task's input requests): progress, claims and
-       * log notifications cost no read, and the task is read at start only with `readAtStart`.
+       * `onChange` needs only status changes (a parked task's input requests): progress, claims,
+       * log notifications and the task's own `created` cost no read, and the task is read at start
+       * only with `readAtStart`.
        */
       readonly statusOnly?: { readonly readAtStart: boolean };
     },
@@ -289,7 +298,7 @@ export class TaskWatcher {
             ? {}
             : {
                 wakeOn: options.statusOnly
-                  ? changesStatus
+                  ? changesStatusSinceCreated
                   : (notification: TaskNotification) => isTerminalStatus(notification.status),
               }),
           // Without notifications, or to report progress from the first reading, read at once.
