@@ -1,7 +1,11 @@
-import { type McpCore, TaskEventsHub } from '@taskgate/api';
+import { randomBytes } from 'node:crypto';
+import { type McpCore, TaskEventsHub, TaskService } from '@taskgate/api';
+import { TaskSweeper } from '@taskgate/db';
 import { defineTool } from '@taskgate/sdk';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { askingTools, roundTripPrompts } from '../../examples/conformance/round-trip-fixtures.ts';
+import { setInstance } from '../support/catalog.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { openSse } from '../support/sse-client.ts';
 import { connectStdio, type StdioClient, testCore } from '../support/stdio-client.ts';
@@ -542,5 +546,99 @@ describe('a durable tool’s ctx.input() in 2026-07-28, without the Tasks extens
         )
       ).status,
     ).toBe('cancelled');
+  });
+});
+
+describe('a 2026-07-28 call parked for input between its request and the retry', () => {
+  const stateKey = randomBytes(32);
+  /** An API instance of its own (its tasks name it), sharing the request-state key. */
+  const instance = (instanceId: string) =>
+    testCore(platform, hub, {
+      requestStateKey: stateKey,
+      service: new TaskService({
+        db: platform.db,
+        boss: platform.boss,
+        announcer: platform.announcer,
+        tools: platform.tools,
+        defaultTtlMs: 3_600_000,
+        pollIntervalMs: 500,
+        instanceId,
+      }),
+    });
+  const call = (through: McpCore, extra: Record<string, unknown> = {}) =>
+    through.request(
+      'tools/call',
+      { name: 'durable_ask', arguments: {}, ...extra },
+      {
+        tenantId: 'default',
+        signal: new AbortController().signal,
+        revision: '2026-07-28',
+        clientCapabilities: { elicitation: {} },
+      },
+    );
+  const parkedRow = async (id: string) =>
+    (
+      await sql<{ api_instance_id: string | null; left_ms: number | null; status: string }>`
+        SELECT api_instance_id, status,
+               (extract(epoch FROM input_deadline_at - now()) * 1000)::float8 AS left_ms
+        FROM tasks WHERE id = ${id}::uuid`.execute(platform.db)
+    ).rows[0];
+  const sweep = () =>
+    new TaskSweeper({
+      db: platform.db,
+      announcer: platform.announcer,
+      maxQueueMs: 600_000,
+      lostAfterMs: 1_000,
+      reachableForMs: () => 60_000,
+      logger: silentLogger,
+    }).sweep();
+  /** The request state and parked task of a first call through `through`. */
+  async function parkedCall(through: McpCore) {
+    const first = (await call(through)) as unknown as { result: { resultType: string; requestState: string } };
+    expect(first.result.resultType).toBe('input_required');
+    const tasks = await platform.service.list('default', { limit: 100 });
+    const parked = tasks.tasks.find((task) => task.tool === 'durable_ask' && task.status === 'input_required');
+    if (!parked) throw new Error('no parked task');
+    return { requestState: first.result.requestState, id: parked.id };
+  }
+
+  it('survives the loss of its first instance, and the retry through another instance waits on it', async () => {
+    await setInstance(platform.db, 'api-a', { heartbeatAgoMs: 0 });
+    await setInstance(platform.db, 'api-b', { heartbeatAgoMs: 0 });
+    const a = instance('api-a');
+    const b = instance('api-b');
+    const { requestState, id } = await parkedCall(a);
+    // No request waits on it: tied to no instance, bounded by the state's life and a grace period.
+    const row = await parkedRow(id);
+    expect(row?.api_instance_id).toBeNull();
+    expect(row?.left_ms).toBeGreaterThan(10 * 60_000);
+    expect(row?.left_ms).toBeLessThanOrEqual(11 * 60_000 + 1_000);
+    // The first instance stops: the sweep of its requests' tasks leaves this one alone.
+    await setInstance(platform.db, 'api-a', { heartbeatAgoMs: 0, stoppedAgoMs: 0 });
+    expect((await sweep()).orphanedRequests).toBe(0);
+    expect((await parkedRow(id))?.status).toBe('input_required');
+    const done = await call(b, {
+      requestState,
+      inputResponses: { who: { action: 'accept', content: { name: 'Bo' } } },
+    });
+    expect(done).toMatchObject({ kind: 'result', result: { content: [{ type: 'text', text: 'Hello, Bo' }] } });
+    // The retry's instance took it (lost with that one from then on), and its deadline went.
+    expect(await parkedRow(id)).toMatchObject({ api_instance_id: 'api-b', left_ms: null, status: 'completed' });
+  });
+
+  it('ends cancelled once its input deadline passed with no retry, saying why', async () => {
+    await setInstance(platform.db, 'api-c', { heartbeatAgoMs: 0 });
+    const { id } = await parkedCall(instance('api-c'));
+    expect((await sweep()).abandonedInput).toBe(0);
+    // The client never retried, and its state has expired: the deadline is passed (forced here).
+    await sql`UPDATE tasks SET input_deadline_at = now() - interval '1 second' WHERE id = ${id}::uuid`.execute(
+      platform.db,
+    );
+    expect((await sweep()).abandonedInput).toBe(1);
+    const task = await platform.service.get('default', id);
+    expect(task.status).toBe('cancelled');
+    expect(task.statusMessage).toMatch(/did not retry the request/);
+    // Swept once: a second sweep finds nothing.
+    expect((await sweep()).abandonedInput).toBe(0);
   });
 });

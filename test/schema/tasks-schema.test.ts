@@ -55,6 +55,7 @@ const TASK_COLUMNS = {
   log_level: true,
   log_count: true,
   client_capabilities: true,
+  input_deadline_at: true,
 } satisfies Record<keyof Database['tasks'], true>;
 const EVENT_COLUMNS = {
   id: true,

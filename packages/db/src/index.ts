@@ -132,6 +132,7 @@ export {
   toolQueue,
 } from './task-queue.ts';
 export { type LegacyJob, legacyJobTools, lockLegacyJobs } from './tasks/legacy-jobs.ts';
+export { adoptParkedRequest, detachParkedRequest } from './tasks/parked-requests.ts';
 export {
   listOpenReconciliationItems,
   openReconciliationItem,
@@ -198,6 +199,7 @@ export {
   type TaskSweeperOptions,
 } from './tasks/task-sweeper.ts';
 export {
+  cancelAbandonedInput,
   cancelOrphanedRequests,
   cancelUnheld,
   failOrphanedByEndedJobs,

@@ -66,6 +66,8 @@ export interface TasksTable {
   log_count: Generated<number>;
   /** What the MCP client declared on the call that created the task (migration 0015). */
   client_capabilities: Json | null;
+  /** A parked request-mode task with no request waiting on it ends cancelled then (migration 0016). */
+  input_deadline_at: Timestamp | null;
 }
 
 export interface TaskEventsTable {

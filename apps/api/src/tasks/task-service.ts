@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import {
+  adoptParkedRequest,
   answerInput,
   claimKey,
   type Database,
+  detachParkedRequest,
   findTask,
   findTasks,
   GroupCommit,
@@ -417,6 +419,19 @@ export class TaskService {
     const outcome = await requestCancel(this.#writer(), tenantId, id, reason, { immediately: true });
     if (!outcome.task) throw notFound(id);
     return { task: outcome.task, cancelled: outcome.recorded };
+  }
+
+  /**
+   * A request-mode task parked for input whose request ends input_required: it is no instance's
+   * until a retry adopts it, and is cancelled `deadlineMs` from now if none does.
+   */
+  async detachParked(tenantId: string, id: string, deadlineMs: number): Promise<boolean> {
+    return detachParkedRequest(this.#options.db, tenantId, id, deadlineMs);
+  }
+
+  /** A retry waits on a parked request-mode task here: the task is this instance's again. */
+  async adoptParked(tenantId: string, id: string): Promise<void> {
+    await adoptParkedRequest(this.#options.db, tenantId, id, this.#options.instanceId ?? null);
   }
 
   async cancel(tenantId: string, id: string, reason: string | null): Promise<TaskRecord> {

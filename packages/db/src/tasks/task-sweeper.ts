@@ -4,6 +4,7 @@ import type { Database } from '../schema.ts';
 import type { TaskAnnouncer } from './task-announcer.ts';
 import type { TaskRecord } from './task-record.ts';
 import {
+  cancelAbandonedInput,
   cancelOrphanedRequests,
   cancelUnheld,
   failOrphanedByEndedJobs,
@@ -43,6 +44,7 @@ export interface SweepReport {
   readonly cancelledUnheld: number;
   readonly jobEnded: number;
   readonly orphanedRequests: number;
+  readonly abandonedInput: number;
 }
 
 export const DEFAULT_LOST_AFTER_MS = 10_000;
@@ -57,8 +59,9 @@ const MAX_ROUNDS = 20;
 /**
  * Ends, once each, the tasks nobody else will end: past their max clock, queued past the queue
  * bound, asked to cancel with nobody running them, abandoned by the queue (retries used up, job
- * gone), and request-mode tasks whose API instance is lost. Any number of processes may run one:
- * each statement locks with SKIP LOCKED and re-checks under the lock (packages/db/src/tasks/task-sweeps.ts).
+ * gone), request-mode tasks whose API instance is lost, and parked ones no retry took up in time.
+ * Any number of processes may run one: each statement locks with SKIP LOCKED and re-checks under
+ * the lock (packages/db/src/tasks/task-sweeps.ts).
  *
  * Whatever depends on another instance being lost waits until this process has itself seen the
  * database answer for longer than the loss bound: after a Postgres restart every heartbeat is old,
@@ -129,6 +132,7 @@ export class TaskSweeper {
     const orphanedRequests = mayJudgeLoss
       ? await drain((limit) => cancelOrphanedRequests(writer, lostAfterMs, limit), batch)
       : [];
+    const abandonedInput = await drain((limit) => cancelAbandonedInput(writer, limit), batch);
     const pastMaxDeadline = await drain(
       (limit) => failPastMaxDeadline(writer, this.#options.deadlineGraceMs ?? 2_000, limit),
       batch,
@@ -155,8 +159,16 @@ export class TaskSweeper {
       cancelledUnheld: cancelledUnheld.length,
       jobEnded: jobEnded.length,
       orphanedRequests: orphanedRequests.length,
+      abandonedInput: abandonedInput.length,
     };
-    const swept = [...pastMaxDeadline, ...queuedTooLong, ...cancelledUnheld, ...jobEnded, ...orphanedRequests];
+    const swept = [
+      ...pastMaxDeadline,
+      ...queuedTooLong,
+      ...cancelledUnheld,
+      ...jobEnded,
+      ...orphanedRequests,
+      ...abandonedInput,
+    ];
     if (swept.length > 0) {
       logger.info(
         { ...report, tasks: swept.slice(0, 20).map((task) => ({ id: task.id, tool: task.tool, status: task.status })) },

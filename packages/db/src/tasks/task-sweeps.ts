@@ -294,6 +294,42 @@ export async function cancelOrphanedRequests(
   return reported(writer, 'cancel', rows);
 }
 
+/**
+ * Request-mode tasks parked for input whose request ended input_required and that no retry took up
+ * by their input deadline (packages/db/src/tasks/parked-requests.ts): the client abandoned the
+ * call, and its request state has expired, so no retry could answer them now. Cancelled, saying
+ * so. A retry adopts its task before waiting on it, which clears the deadline.
+ */
+export async function cancelAbandonedInput(writer: TaskWriter, limit: number): Promise<TaskRecord[]> {
+  const reason = 'nobody answered its input in time: the client did not retry the request';
+  const { rows } = await sql<TaskRow>`
+    WITH due AS (
+      SELECT id FROM tasks
+      WHERE status = 'input_required' AND input_deadline_at IS NOT NULL AND input_deadline_at <= now()
+      ORDER BY input_deadline_at LIMIT ${limit}
+      FOR NO KEY UPDATE SKIP LOCKED
+    ), ended AS (
+      UPDATE tasks t SET
+        status = 'cancelled',
+        status_message = 'cancelled: ' || ${reason},
+        cancel_requested_at = coalesce(t.cancel_requested_at, now()),
+        cancel_reason = coalesce(t.cancel_reason, ${reason}),
+        input_requests = NULL,
+        input_deadline_at = NULL,
+        finished_at = now(),
+        expires_at = now() + t.ttl_ms * interval '1 millisecond',
+        worker_id = NULL
+      FROM due WHERE t.id = due.id AND t.status = 'input_required'
+      RETURNING t.*
+    ), event AS (
+      INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
+      SELECT tenant_id, id, 'status_changed', 'input_required', 'cancelled', attempt, ${`${reason} (swept)`}
+      FROM ended ORDER BY id
+    )
+    SELECT * FROM ended`.execute(writer.db);
+  return reported(writer, 'status', rows);
+}
+
 function reported(writer: TaskWriter, change: 'status' | 'cancel', rows: readonly TaskRow[]): TaskRecord[] {
   const tasks = rows.map(toTaskRecord);
   writer.changes.changed(change, tasks);

@@ -23,6 +23,8 @@ import { ClientCapabilityMissing, clientAsker, type Round, RoundTrips } from './
 import { TaskLogRelay } from './task-log-relay.ts';
 
 export const DEFAULT_TASK_AFTER_MS = 500;
+/** A parked request's task waits this long past its request state's expiry before it is cancelled. */
+export const PARKED_INPUT_GRACE_MS = 60_000;
 
 /**
  * The reason a call's signal aborts when the server closes with the call still waiting: a task
@@ -174,6 +176,9 @@ export class CallRunner {
   async resume(round: Round & { readonly task: string }, context: RequestContext): Promise<MethodOutcome | null> {
     const { service } = this.options;
     try {
+      // This request waits on the task now: it is this instance's, lost with it, and no longer
+      // bound by the input deadline its parking set.
+      await service.adoptParked(context.tenantId, round.task);
       let task = await service.get(context.tenantId, round.task);
       if (task.status === 'input_required' && Object.keys(round.answers).length > 0) {
         task = (await service.answerInput(context.tenantId, task.id, round.answers)).task;
@@ -194,8 +199,8 @@ export class CallRunner {
    *
    * With `round` (a multi round-trip request that is not a task's), a task that parks for input
    * its request cannot ask on a connection ends the request input_required, with a state naming
-   * the task: the client's retry answers it (resume()). Until then the task waits, bounded by its
-   * max clock and by its API instance's life, like any task of a request.
+   * the task: the client's retry answers it (resume()). Until then the task waits, tied to no
+   * instance, until its state has expired (#detach); a retry ties it to the retry's instance.
    */
   async await(
     task: TaskRecord,
@@ -262,6 +267,7 @@ export class CallRunner {
         const outcome = this.rounds.ask(round, parks.requests, context, `tool ${task.tool}`, task.id);
         // Asked what this client cannot answer: nobody else can answer the task, so it ends.
         if (outcome.kind === 'error') await cancel(`its input could not be asked: ${outcome.error.message}`);
+        else await this.#detach(task, context);
         return outcome;
       }
       if (inputs?.failed.aborted && !context.signal.aborted) {
@@ -284,6 +290,23 @@ export class CallRunner {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * The request ends input_required with its task parked: until the client's retry (through any
+   * instance) adopts the task, it is no instance's — losing this one does not cancel it — and it is
+   * cancelled once its state has expired and a grace period passed. Written before the answer is
+   * sent, so a retry, which comes after it, cannot be overtaken. Failing, the task stays this
+   * instance's (it then ends with this instance, as before a retry).
+   */
+  async #detach(task: TaskRecord, context: RequestContext): Promise<void> {
+    const deadlineMs = this.rounds.stateTtlMs + PARKED_INPUT_GRACE_MS;
+    await this.options.service.detachParked(context.tenantId, task.id, deadlineMs).catch((error: Error) => {
+      context.log?.(
+        { taskId: task.id, error: error.message },
+        'detaching a parked task from its request failed; it stays tied to this instance',
+      );
+    });
   }
 
   /**

@@ -52,6 +52,11 @@ export class RequestStateSealer {
     this.#ttlMs = options.ttlMs ?? DEFAULT_REQUEST_STATE_TTL_MS;
   }
 
+  /** How long a state stays good after it is issued. */
+  get ttlMs(): number {
+    return this.#ttlMs;
+  }
+
   /** The state for `payload`, or null when it would be longer than MAX_REQUEST_STATE_CHARS. */
   seal(payload: RequestStatePayload): string | null {
     const body = Buffer.from(

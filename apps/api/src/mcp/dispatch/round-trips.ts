@@ -73,6 +73,11 @@ export class RoundTrips {
     this.#sealer = sealer;
   }
 
+  /** How long a state this server issues stays good (a task parked on one waits that long, and a grace). */
+  get stateTtlMs(): number {
+    return this.#sealer.ttlMs;
+  }
+
   /**
    * The round a request starts: its answers from the state it echoes (checked: this server's,
    * unaltered, unexpired, this tenant's, this request's) and from `inputResponses` — only the keys
