@@ -617,6 +617,13 @@ describe('a 2026-07-28 call parked for input between its request and the retry',
     await setInstance(platform.db, 'api-a', { heartbeatAgoMs: 0, stoppedAgoMs: 0 });
     expect((await sweep()).orphanedRequests).toBe(0);
     expect((await parkedRow(id))?.status).toBe('input_required');
+    // A retry whose answer is refused leaves the task parked as before: no instance's, a deadline.
+    expect(
+      await call(b, { requestState, inputResponses: { who: { action: 'accept', content: { name: 42 } } } }),
+    ).toMatchObject({ kind: 'error', error: { code: -32602, data: { code: 'TG_INPUT_RESPONSES_INVALID' } } });
+    const refused = await parkedRow(id);
+    expect(refused?.api_instance_id).toBeNull();
+    expect(refused?.left_ms).toBeGreaterThan(10 * 60_000);
     const done = await call(b, {
       requestState,
       inputResponses: { who: { action: 'accept', content: { name: 'Bo' } } },
@@ -628,7 +635,8 @@ describe('a 2026-07-28 call parked for input between its request and the retry',
 
   it('ends cancelled once its input deadline passed with no retry, saying why', async () => {
     await setInstance(platform.db, 'api-c', { heartbeatAgoMs: 0 });
-    const { id } = await parkedCall(instance('api-c'));
+    const c = instance('api-c');
+    const { id, requestState } = await parkedCall(c);
     expect((await sweep()).abandonedInput).toBe(0);
     // The client never retried, and its state has expired: the deadline is passed (forced here).
     await sql`UPDATE tasks SET input_deadline_at = now() - interval '1 second' WHERE id = ${id}::uuid`.execute(
@@ -640,5 +648,21 @@ describe('a 2026-07-28 call parked for input between its request and the retry',
     expect(task.statusMessage).toMatch(/did not retry the request/);
     // Swept once: a second sweep finds nothing.
     expect((await sweep()).abandonedInput).toBe(0);
+    // Its history reads as every cancel's: the request, then the status.
+    const { rows: events } = await sql<{ type: string; to_status: string | null }>`
+      SELECT type, to_status FROM task_events WHERE task_id = ${id}::uuid AND id > (
+        SELECT max(id) FROM task_events WHERE task_id = ${id}::uuid AND to_status = 'input_required')
+      ORDER BY id`.execute(platform.db);
+    expect(events).toEqual([
+      { type: 'cancel_requested', to_status: null },
+      { type: 'status_changed', to_status: 'cancelled' },
+    ]);
+    // A late retry is told that the call is over, and to call again: not an internal error.
+    expect(
+      await call(c, { requestState, inputResponses: { who: { action: 'accept', content: { name: 'Cy' } } } }),
+    ).toMatchObject({
+      kind: 'error',
+      error: { code: -32602, data: { code: 'TG_REQUEST_STATE_INVALID', problem: 'ended' } },
+    });
   });
 });

@@ -86,9 +86,13 @@ export class ContentWatchRunner {
   constructor(options: ContentWatchRunnerOptions) {
     this.#options = options;
     this.#now = options.now ?? (() => performance.now());
+    // A lease is renewed once less than half its term is left, and a watch stops a poll before
+    // its lease may lapse: under four polls a term, healthy watches would stop between reads.
     const leaseMs = options.leaseMs ?? DEFAULT_WATCH_LEASE_MS;
-    if (!(leaseMs > 2 * (options.pollMs ?? 1_000))) {
-      throw new RangeError(`a watch lease (${leaseMs} ms) must outlast two polls (${options.pollMs ?? 1_000} ms each)`);
+    if (!(leaseMs > 4 * (options.pollMs ?? 1_000))) {
+      throw new RangeError(
+        `a watch lease (${leaseMs} ms) must outlast four polls (${options.pollMs ?? 1_000} ms each)`,
+      );
     }
     this.#reads = new SerialRead(
       () => this.#read(),
@@ -147,8 +151,8 @@ export class ContentWatchRunner {
 
   async #read(): Promise<void> {
     const { db, registries, workerId, leaseMs } = this.#options;
-    const now = this.#now();
-    for (const [pair, until] of this.#failed) if (until <= now) this.#failed.delete(pair);
+    const startedAt = this.#now();
+    for (const [pair, until] of this.#failed) if (until <= startedAt) this.#failed.delete(pair);
     const wanted = (await wantedContentWatches(db, [...registries.keys()])).filter(
       (watch) =>
         !this.#failed.has(pairKey(watch.tenantId, watch.uri)) &&
@@ -159,17 +163,20 @@ export class ContentWatchRunner {
     const leased = await claimContentWatches(db, workerId, wanted, leaseMs === undefined ? {} : { leaseMs });
     if (this.#stopped) return;
     const margin = this.#options.pollMs ?? 1_000;
+    const now = this.#now();
     const keys = new Set<string>();
     /** The (tenant, URI) pairs started this read: one watch each, whichever tool names it. */
     const pairs = new Set<string>();
     for (const watch of wanted) {
       const pair = pairKey(watch.tenantId, watch.uri);
       const leftMs = leased.get(pair);
-      if (leftMs === undefined || pairs.has(pair)) continue;
+      const leaseEnds = sentAt + (leftMs ?? 0) - margin;
+      // Failed to start while this read was under way, or a lease too near its end to run on:
+      // not started (a running one stops), and the next read gives up or renews it.
+      if (leftMs === undefined || pairs.has(pair) || this.#failed.has(pair) || leaseEnds <= now) continue;
       pairs.add(pair);
       const key = keyOf(watch);
       keys.add(key);
-      const leaseEnds = sentAt + leftMs - margin;
       const running = this.#running.get(key);
       if (running) running.leaseEnds = leaseEnds;
       else this.#startWatch(key, watch, leaseEnds);
@@ -198,11 +205,10 @@ export class ContentWatchRunner {
     this.#failed.set(running.pair, this.#now() + retryMs);
     this.#options.logger.warn(
       { uri: watch.uri, tool: watch.tool, retryMs },
-      "a resource's watch failed to start; its lease is released for another worker, and this one tries again later",
+      "a resource's watch failed to start; its lease goes to another worker, and this one tries again later",
     );
-    releaseContentWatches(this.#options.db, this.#options.workerId, [watch]).catch((error: Error) =>
-      this.#options.logger.warn({ uri: watch.uri, error: error.message }, 'releasing a watch lease failed'),
-    );
+    // The next read leaves the pair out of its claim, which deletes the lease and tells the others.
+    this.readNow();
   }
 
   #startWatch(key: string, watch: WantedWatch, leaseEnds: number): void {

@@ -110,10 +110,10 @@ export const DEFAULT_WATCH_LEASE_MS = 10_000;
  * worker whose lease is still in its term stays that worker's. Expired leases of pairs nobody
  * wants go too, so a crashed worker's leases do not stay for good.
  *
- * A held lease is rewritten only in the second half of its term, not at every read: a worker
- * holding a thousand watches writes a few hundred rows a second at most, not a thousand. Both
- * statements lock rows in (tenant, URI) order, so two workers claiming overlapping pairs wait for
- * each other instead of deadlocking.
+ * A held lease is rewritten only in the second half of its term: between, a read locks its rows
+ * (ON CONFLICT locks a row it does not update) but leaves no new row version behind. Claims and
+ * releases lock rows in (tenant, URI) order, so two workers claiming overlapping pairs, or one
+ * stopping as another claims, wait for each other instead of deadlocking.
  */
 export async function claimContentWatches(
   db: Db,
@@ -126,18 +126,25 @@ export async function claimContentWatches(
   const pairs = new Map(wanted.map((watch) => [pairKey(watch.tenantId, watch.uri), watch]));
   const tenants = [...pairs.values()].map((watch) => watch.tenantId);
   const uris = [...pairs.values()].map((watch) => watch.uri);
+  // A lease of its own it gives up (a watch nobody holds now, or one that failed to start here)
+  // is told to the other workers, which may take it at once.
   await sql`
-    DELETE FROM content_watch_leases l
-    WHERE (l.tenant_id, l.uri) IN (
-      SELECT o.tenant_id, o.uri FROM content_watch_leases o
-      WHERE (o.worker_id = ${workerId} OR o.expires_at < now())
-        AND NOT EXISTS (
-          SELECT 1 FROM unnest(${tenants}::text[], ${uris}::text[]) AS w(tenant_id, uri)
-          WHERE w.tenant_id = o.tenant_id AND w.uri = o.uri
-        )
-      ORDER BY o.tenant_id, o.uri
-      FOR UPDATE SKIP LOCKED
-    )`.execute(db);
+    WITH released AS (
+      DELETE FROM content_watch_leases l
+      WHERE (l.tenant_id, l.uri) IN (
+        SELECT o.tenant_id, o.uri FROM content_watch_leases o
+        WHERE (o.worker_id = ${workerId} OR o.expires_at < now())
+          AND NOT EXISTS (
+            SELECT 1 FROM unnest(${tenants}::text[], ${uris}::text[]) AS w(tenant_id, uri)
+            WHERE w.tenant_id = o.tenant_id AND w.uri = o.uri
+          )
+        ORDER BY o.tenant_id, o.uri
+        FOR UPDATE SKIP LOCKED
+      )
+      RETURNING l.worker_id
+    )
+    SELECT pg_notify(${CONTENT_WATCHES_CHANNEL}, '')
+    WHERE EXISTS (SELECT 1 FROM released WHERE worker_id = ${workerId})`.execute(db);
   if (pairs.size === 0) return new Map();
   const { rows } = await sql<{ tenant_id: string; uri: string; left_ms: number }>`
     WITH wanted AS (
@@ -164,26 +171,19 @@ export async function claimContentWatches(
 }
 
 /**
- * Gives up `workerId`'s leases — every one as it stops, or the listed (tenant, URI) pairs (a watch
- * that failed to start) — and tells the other workers, which take them at once, not at their next
- * poll.
+ * Gives up all of `workerId`'s leases as it stops, and tells the other workers, which take them at
+ * once, not at their next poll. Rows are locked in (tenant, URI) order, as claims lock them.
  */
-export async function releaseContentWatches(
-  db: Db,
-  workerId: string,
-  only?: readonly { readonly tenantId: string; readonly uri: string }[],
-): Promise<void> {
-  if (only !== undefined && only.length === 0) return;
-  const tenants = only?.map((pair) => pair.tenantId) ?? null;
-  const uris = only?.map((pair) => pair.uri) ?? null;
+export async function releaseContentWatches(db: Db, workerId: string): Promise<void> {
   await sql`
     WITH released AS (
       DELETE FROM content_watch_leases l
-      WHERE l.worker_id = ${workerId}
-        AND (${tenants}::text[] IS NULL OR EXISTS (
-          SELECT 1 FROM unnest(${tenants}::text[], ${uris}::text[]) AS w(tenant_id, uri)
-          WHERE w.tenant_id = l.tenant_id AND w.uri = l.uri
-        ))
+      WHERE (l.tenant_id, l.uri) IN (
+        SELECT o.tenant_id, o.uri FROM content_watch_leases o
+        WHERE o.worker_id = ${workerId}
+        ORDER BY o.tenant_id, o.uri
+        FOR UPDATE
+      ) AND l.worker_id = ${workerId}
       RETURNING 1
     )
     -- No tool in the payload: a lease names none, so every worker serving content reads again.

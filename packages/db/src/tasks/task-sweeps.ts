@@ -302,9 +302,9 @@ export async function cancelOrphanedRequests(
  */
 export async function cancelAbandonedInput(writer: TaskWriter, limit: number): Promise<TaskRecord[]> {
   const reason = 'nobody answered its input in time: the client did not retry the request';
-  const { rows } = await sql<TaskRow>`
+  const { rows } = await sql<TaskRow & { requested_before: Date | null }>`
     WITH due AS (
-      SELECT id FROM tasks
+      SELECT id, cancel_requested_at AS requested_before FROM tasks
       WHERE status = 'input_required' AND input_deadline_at IS NOT NULL AND input_deadline_at <= now()
       ORDER BY input_deadline_at LIMIT ${limit}
       FOR NO KEY UPDATE SKIP LOCKED
@@ -320,11 +320,18 @@ export async function cancelAbandonedInput(writer: TaskWriter, limit: number): P
         expires_at = now() + t.ttl_ms * interval '1 millisecond',
         worker_id = NULL
       FROM due WHERE t.id = due.id AND t.status = 'input_required'
-      RETURNING t.*
+      RETURNING t.*, due.requested_before
     ), event AS (
+      -- As every cancel's history reads: the request, then the status it ended in.
       INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
-      SELECT tenant_id, id, 'status_changed', 'input_required', 'cancelled', attempt, ${`${reason} (swept)`}
-      FROM ended ORDER BY id
+      SELECT tenant_id, id, type, from_status, to_status, attempt, reason FROM (
+        SELECT id AS task, 1 AS ord, tenant_id, id, 'cancel_requested' AS type, NULL::text AS from_status,
+               NULL::text AS to_status, attempt, ${reason} AS reason
+        FROM ended WHERE requested_before IS NULL
+        UNION ALL
+        SELECT id, 2, tenant_id, id, 'status_changed', 'input_required', 'cancelled', attempt, ${`${reason} (swept)`}
+        FROM ended
+      ) ordered ORDER BY task, ord
     )
     SELECT * FROM ended`.execute(writer.db);
   return reported(writer, 'status', rows);

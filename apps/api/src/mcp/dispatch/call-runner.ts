@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { TaskProgress, TaskRecord } from '@taskgate/db';
 import { TaskgateError, toJsonRpcError } from '@taskgate/errors';
 import { ErrorCode, type JsonRpcError, logLevelPasses } from '@taskgate/protocol';
+import { isTerminalStatus } from '@taskgate/reliability';
 import type { InputRequest } from '@taskgate/sdk';
 import type { AnyTool } from '@taskgate/tools';
 import { type CreateTaskInput, cappedClocks } from '../../tasks/task-service.ts';
@@ -175,17 +176,24 @@ export class CallRunner {
    */
   async resume(round: Round & { readonly task: string }, context: RequestContext): Promise<MethodOutcome | null> {
     const { service } = this.options;
+    let adopted = false;
     try {
       // This request waits on the task now: it is this instance's, lost with it, and no longer
-      // bound by the input deadline its parking set.
+      // bound by the input deadline its parking set (detached again below if it stays parked
+      // with nobody waiting: a refused answer, a failure).
       await service.adoptParked(context.tenantId, round.task);
+      adopted = true;
       let task = await service.get(context.tenantId, round.task);
+      // Ended while parked (its input deadline passed, its instance was lost): the state names
+      // a call that is over, and the client starts again.
+      if (task.status === 'cancelled') return endedState(task);
       if (task.status === 'input_required' && Object.keys(round.answers).length > 0) {
         task = (await service.answerInput(context.tenantId, task.id, round.answers)).task;
       }
       // Read at once: a task answered in part is still parked, and no notification will say so.
       return await this.await(task, context, null, round, true);
     } catch (error) {
+      if (adopted && !context.signal.aborted) await this.#detach(round.task, context);
       const outcome = refusal(error);
       if (outcome.kind === 'error' && outcome.error.code === ErrorCode.InternalError) throw error;
       return outcome;
@@ -266,8 +274,29 @@ export class CallRunner {
         await logs?.drain(parks.logCount);
         const outcome = this.rounds.ask(round, parks.requests, context, `tool ${task.tool}`, task.id);
         // Asked what this client cannot answer: nobody else can answer the task, so it ends.
-        if (outcome.kind === 'error') await cancel(`its input could not be asked: ${outcome.error.message}`);
-        else await this.#detach(task, context);
+        if (outcome.kind === 'error') {
+          await cancel(`its input could not be asked: ${outcome.error.message}`);
+          return outcome;
+        }
+        const detached = await this.#detach(task.id, context);
+        // Cancelled meanwhile (the answer would go nowhere), or not parked any more: the task
+        // ends with the call, or is answered as it is now.
+        if (context.signal.aborted) {
+          await cancel();
+          return null;
+        }
+        if (detached === 'failed') {
+          await cancel('it could not be parked for the retry that would answer it');
+          return refusal(
+            new TaskgateError('TG_SERVICE_UNAVAILABLE', 'the call could not wait for its input; call again', {
+              details: { retryAfterSeconds: 1 },
+            }),
+          );
+        }
+        if (detached === 'gone') {
+          const now = await service.get(context.tenantId, task.id);
+          if (isTerminalStatus(now.status)) return callOutcome(now, this.options.server);
+        }
         return outcome;
       }
       if (inputs?.failed.aborted && !context.signal.aborted) {
@@ -296,17 +325,17 @@ export class CallRunner {
    * The request ends input_required with its task parked: until the client's retry (through any
    * instance) adopts the task, it is no instance's — losing this one does not cancel it — and it is
    * cancelled once its state has expired and a grace period passed. Written before the answer is
-   * sent, so a retry, which comes after it, cannot be overtaken. Failing, the task stays this
-   * instance's (it then ends with this instance, as before a retry).
+   * sent, so a retry, which comes after it, cannot be overtaken. 'gone': the task was no longer
+   * parked (it ended, or an overlapping retry answered it); 'failed': the write failed.
    */
-  async #detach(task: TaskRecord, context: RequestContext): Promise<void> {
+  async #detach(taskId: string, context: RequestContext): Promise<'detached' | 'gone' | 'failed'> {
     const deadlineMs = this.rounds.stateTtlMs + PARKED_INPUT_GRACE_MS;
-    await this.options.service.detachParked(context.tenantId, task.id, deadlineMs).catch((error: Error) => {
-      context.log?.(
-        { taskId: task.id, error: error.message },
-        'detaching a parked task from its request failed; it stays tied to this instance',
-      );
-    });
+    try {
+      return (await this.options.service.detachParked(context.tenantId, taskId, deadlineMs)) ? 'detached' : 'gone';
+    } catch (error) {
+      context.log?.({ taskId, error: (error as Error).message }, 'detaching a parked task from its request failed');
+      return 'failed';
+    }
   }
 
   /**
@@ -374,6 +403,20 @@ export class CallRunner {
       ...(context.log ? { log: context.log } : {}),
     });
   }
+}
+
+/**
+ * A retry whose state names a task cancelled while it was parked: the call it continues is over.
+ * -32602, as for an expired state: the client sends the request again without requestState.
+ */
+function endedState(task: TaskRecord): MethodOutcome {
+  return refusal(
+    new TaskgateError(
+      'TG_REQUEST_STATE_INVALID',
+      `requestState names a call that has ended (${task.statusMessage ?? task.status}); call again without requestState`,
+      { details: { problem: 'ended', taskId: task.id, status: task.status } },
+    ),
+  );
 }
 
 /**
