@@ -24,10 +24,11 @@ function fakeService() {
   return { service: service as unknown as TaskService, reads };
 }
 
-function fakeHub(listening = true) {
+function fakeHub(listening = true, connected: boolean | null = null) {
   const subscribers = new Map<string, Set<(notification: TaskNotification | null) => void>>();
   const hub = {
     listening,
+    connected,
     subscribe(taskId: string, onChange: (notification: TaskNotification | null) => void) {
       const set = subscribers.get(taskId) ?? new Set();
       subscribers.set(taskId, set);
@@ -273,6 +274,86 @@ describe('untilTerminal', () => {
     reads[1]?.resolve(task('a', 'completed'));
     await expect(done).resolves.toMatchObject({ status: 'completed' });
     expect([reads.length, statuses]).toEqual([2, ['input_required']]);
+  });
+
+  it('with onNotification, hears each notification and reads on none that carries its progress', async () => {
+    const { service, reads } = fakeService();
+    const { hub, emit } = fakeHub();
+    const heard: (number | null | undefined)[] = [];
+    const done = new TaskWatcher({ service, hub }).untilTerminal('t', 'a', {
+      pollMs: 1_000,
+      signal: new AbortController().signal,
+      onChange: () => {},
+      onNotification: (notification) => heard.push(notification && (notification.progress?.value ?? -1)),
+    });
+    expect(reads).toHaveLength(1); // the first reading: what was written before the watch began
+    reads[0]?.resolve(task('a', 'working'));
+    await settle();
+    for (const value of [1, 2, 3]) {
+      emit('a', { event: 'progress', status: 'working', progress: { value, total: null, message: null } });
+    }
+    expect(reads).toHaveLength(1);
+    // Without its value (too long for a payload), a progress notification is worth a read.
+    emit('a', { event: 'progress', status: 'working' });
+    expect(reads).toHaveLength(2);
+    reads[1]?.resolve(task('a', 'working', 4));
+    await settle();
+    emit('a', null);
+    expect(reads).toHaveLength(3);
+    reads[2]?.resolve(task('a', 'completed'));
+    await expect(done).resolves.toMatchObject({ status: 'completed' });
+    expect(heard).toEqual([1, 2, 3, -1, null]);
+  });
+
+  it('with onNotification, holds a terminal status read first until its notification, or a bound', async () => {
+    const { service, reads } = fakeService();
+    const { hub, emit } = fakeHub(true, true);
+    const heard: number[] = [];
+    const watcher = new TaskWatcher({ service, hub });
+    const done = watcher.untilTerminal('t', 'a', {
+      pollMs: 1_000,
+      signal: new AbortController().signal,
+      onChange: () => {},
+      onNotification: (notification) => notification?.progress && heard.push(notification.progress.value),
+    });
+    reads[0]?.resolve(task('a', 'working'));
+    await settle();
+    // A poll reads the task completed before the notifications sent before that status arrive.
+    vi.advanceTimersByTime(1_000);
+    reads[1]?.resolve(task('a', 'completed', 2));
+    await settle();
+    let resolved = false;
+    void done.then(() => {
+      resolved = true;
+    });
+    await settle();
+    expect(resolved).toBe(false);
+    emit('a', { event: 'progress', status: 'working', progress: { value: 1, total: null, message: null } });
+    emit('a', { event: 'progress', status: 'working', progress: { value: 2, total: null, message: null } });
+    emit('a', { status: 'completed' });
+    await expect(done).resolves.toMatchObject({ status: 'completed' });
+    expect([heard, reads.length, vi.getTimerCount()]).toEqual([[1, 2], 2, 0]);
+
+    // Its notification lost: the read status is the answer after the bound.
+    const lost = watcher.untilTerminal('t', 'b', {
+      pollMs: 1_000,
+      signal: new AbortController().signal,
+      onChange: () => {},
+      onNotification: () => {},
+    });
+    reads[2]?.resolve(task('b', 'failed'));
+    await settle();
+    vi.advanceTimersByTime(249);
+    await settle();
+    let ended = false;
+    void lost.then(() => {
+      ended = true;
+    });
+    await settle();
+    expect(ended).toBe(false);
+    vi.advanceTimersByTime(1);
+    await expect(lost).resolves.toMatchObject({ status: 'failed' });
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it('reports strictly the readings before the terminal one to onChange', async () => {

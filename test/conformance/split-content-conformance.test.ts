@@ -36,13 +36,14 @@ const SCENARIOS: Readonly<Record<string, readonly string[]>> = {
     'tools-call-sampling',
     'elicitation-sep1034-defaults',
     'elicitation-sep1330-enums',
-    // Not tools-call-with-progress: the API relays a durable task's progress from reads of its row,
-    // and a read that overlaps two of the fixture's three writes (50 ms apart) tells only the later
-    // one — 1 run in 3 when this file ran next to others (docs/design/catalog-content.md).
+    // A durable task's progress values travel in their notifications: each one is told, none
+    // folded by a read of the row (docs/design/catalog-content.md).
+    'tools-call-with-progress',
   ],
   '2026-07-28': [
     ...CONTENT,
     'sep-2164-resource-not-found',
+    'tools-call-with-progress',
     // Tools that ask, run durably: the parked task's requests end the call input_required, with a
     // state naming the task that the retry answers.
     'server-stateless',

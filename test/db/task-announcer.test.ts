@@ -46,6 +46,30 @@ describe('TaskAnnouncer', () => {
     await db.destroy();
   });
 
+  it('carries the value in a progress notification, unless it would not fit a payload', async () => {
+    heard.length = 0;
+    const db = createKysely(createPool(database.url, { applicationName: 'announcer-test', max: 2 }));
+    const announcer = new TaskAnnouncer(db);
+    const id = '00000000-0000-0000-0000-000000000003';
+    const at = (value: number, message: string | null) => ({
+      id,
+      tenantId: 'acme',
+      status: 'working' as const,
+      progress: { value, total: 10, message },
+    });
+    announcer.changed('progress', [at(1, 'one'), at(2, 'é'.repeat(5_000))]);
+    // A status change never carries progress, whatever the record holds.
+    announcer.changed('status', [at(3, null)]);
+    await announcer.settled();
+    await heardCount(3);
+    expect(heard).toEqual([
+      { id, tenant: 'acme', event: 'progress', status: 'working', progress: { value: 1, total: 10, message: 'one' } },
+      { id, tenant: 'acme', event: 'progress', status: 'working' },
+      { id, tenant: 'acme', event: 'status', status: 'working' },
+    ]);
+    await db.destroy();
+  });
+
   it('logs and drops what it cannot send, and keeps announcing afterwards', async () => {
     heard.length = 0;
     const warnings: string[] = [];

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { listTaskEvents, type TaskRecord } from '@taskgate/db';
 import { encodeHeaderValue } from '@taskgate/protocol';
 import { defineTool, ToolProtocolError } from '@taskgate/sdk';
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
@@ -29,10 +29,24 @@ const protocolError = defineTool({
     throw new ToolProtocolError(-32603, 'failed on purpose');
   },
 });
+let stepsGate = Promise.withResolvers<void>();
+/** A durable tool that reports five steps back to back, as fast as its writes go. */
+const quickSteps = defineTool({
+  name: 'quick_steps',
+  description: 'reports progress 1 to 5 at once',
+  inputSchema: { type: 'object' },
+  retry: 'safe',
+  async handler(_input, ctx) {
+    // Held until the call's watch is subscribed: what is written before it is only the row's latest.
+    await stepsGate.promise;
+    for (let step = 1; step <= 5; step += 1) ctx.progress(step, 5, `step ${step}`);
+    return { content: [{ type: 'text', text: 'done' }] };
+  },
+});
 let platform: Platform;
-let api: { app: FastifyInstance; close(): Promise<void> };
+let api: Awaited<ReturnType<typeof startApi>>;
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [toolError, protocolError] as never });
+  platform = await startPlatform(database.url, { tools: [toolError, protocolError, quickSteps] as never });
   await platform.startWorker();
   // Responses here are asserted as JSON or, with a progress token, SSE; the switch to SSE for a call
   // outliving a threshold has its own test (mcp-sse-threshold.test.ts), so it is out of reach here.
@@ -264,6 +278,51 @@ describe('POST /mcp (2026-07-28)', () => {
     const last = messages.at(-1);
     expect(last).toMatchObject({ id: 'progress-1', result: { resultType: 'complete' } });
     expect(messages.indexOf(last)).toBe(messages.length - 1);
+  });
+
+  it('tells every progress value a durable task wrote, however close together (none folded by a row read)', async () => {
+    const server = await listen();
+    for (let round = 0; round < 5; round += 1) {
+      const body = {
+        jsonrpc: '2.0',
+        id: `steps-${round}`,
+        method: 'tools/call',
+        params: { name: 'quick_steps', arguments: {}, _meta: { ...META, progressToken: `q-${round}` } },
+      };
+      stepsGate = Promise.withResolvers<void>();
+      const answered = fetch(`${server}/mcp`, {
+        method: 'POST',
+        headers: headersFor(body),
+        body: JSON.stringify(body),
+      });
+      const { rows } = await waitForTask(
+        () =>
+          sql<{ id: string }>`
+            SELECT id FROM tasks WHERE tool = 'quick_steps' AND status = 'working'`.execute(platform.db),
+        (found) => found.rows.length === 1,
+      );
+      await waitForTask(
+        async () => api.hub.subscribers(rows[0]?.id as string),
+        (count) => count > 0,
+      );
+      const written: number[] = [];
+      const unsubscribe = api.hub.subscribe(rows[0]?.id as string, (notification) => {
+        if (notification?.event === 'progress') written.push(notification.progress?.value ?? -1);
+      });
+      stepsGate.resolve();
+      const messages = (await (await answered).text())
+        .split('\n\n')
+        .filter((frame) => frame.startsWith('data: '))
+        .map((frame) => JSON.parse(frame.slice('data: '.length)));
+      const progress = messages.filter((message) => message.method === 'notifications/progress');
+      expect(progress.map((message) => [message.params.progress, message.params.message])).toEqual(
+        [1, 2, 3, 4, 5].map((step) => [step, `step ${step}`]),
+      );
+      expect(messages.at(-1)).toMatchObject({ id: `steps-${round}`, result: { resultType: 'complete' } });
+      // One write per value: the last is not written again at the commit (it was not held back).
+      unsubscribe();
+      expect(written).toEqual([1, 2, 3, 4, 5]);
+    }
   });
 
   it('keeps a stalled reader to the latest progress and still delivers the final response when it reads again', async () => {

@@ -173,7 +173,7 @@ export async function startApi(
     /** Resources and prompts /mcp offers besides the tasks' (default: none). */
     content?: readonly ContentSet[];
   } = {},
-): Promise<{ app: FastifyInstance; close(): Promise<void> }> {
+): Promise<{ app: FastifyInstance; hub: TaskEventsHub; close(): Promise<void> }> {
   const hub = new TaskEventsHub({ connectionString: url, listen: true, logger: silentLogger });
   await hub.start();
   // As the api role has them: a POSTed cancel or response reaches the instance holding its request.
@@ -213,6 +213,7 @@ export async function startApi(
   });
   return {
     app,
+    hub,
     close: async () => {
       await app.close();
       await hub.stop();

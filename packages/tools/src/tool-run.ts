@@ -441,7 +441,7 @@ export class ToolRun {
   async #commit(effects: (tx: CommitContext<unknown>) => Promise<ToolResult>, reason: string): Promise<ToolResult> {
     if (this.#committed) throw new Error('the task was already committed; commit runs once');
     // The last progress a rate limit held back is stored before the terminal state, never after.
-    if (this.#latestProgress && this.#latestProgress !== this.#writtenProgress)
+    if (this.#latestProgress && this.#latestProgress.progress !== this.#writtenProgress?.progress)
       this.#writeProgress(this.#latestProgress);
     await this.#progressWrites;
     if (this.#controller.signal.aborted && !(this.#controller.signal.reason instanceof TaskCancelledError)) {
@@ -484,7 +484,7 @@ export class ToolRun {
 
   /** The last progress a rate limit held back is stored before the terminal state, never after. */
   async #flushProgress(): Promise<void> {
-    if (this.#latestProgress && this.#latestProgress !== this.#writtenProgress)
+    if (this.#latestProgress && this.#latestProgress.progress !== this.#writtenProgress?.progress)
       this.#writeProgress(this.#latestProgress);
     await this.#progressWrites;
   }

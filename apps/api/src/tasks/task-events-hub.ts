@@ -50,6 +50,11 @@ export class TaskEventsHub {
     return this.#listener === null ? null : this.#listener.connected;
   }
 
+  /** How many watchers of this process subscribe to a task now (diagnostics; tests order on it). */
+  subscribers(taskId: string): number {
+    return this.#subscribers.get(taskId)?.size ?? 0;
+  }
+
   async start(): Promise<void> {
     await this.#listener?.start();
   }

@@ -24,6 +24,17 @@ export function changesStatus(notification: TaskNotification): boolean {
 }
 
 /**
+ * How long a wait that hears notifications (onNotification) waits for the notification of a
+ * terminal status it read first: they arrive within milliseconds of the commit; this bounds a lost one.
+ */
+const LATE_TERMINAL_NOTIFICATION_MS = 250;
+
+/** A progress notification with its value: what it says needs no read. */
+function carriesProgress(notification: TaskNotification): boolean {
+  return notification.event === 'progress' && notification.progress !== undefined;
+}
+
+/**
  * changesStatus for a watch opened on a task its own request created: that task's `created`
  * notification, which arrives after the watch opens, says what the request knows already.
  */
@@ -42,6 +53,11 @@ export interface WatchOptions {
   readonly firstPoll?: 'fixed' | 'jittered';
   /** Which notifications are worth a read (default: all). A listener's reconnect always is. */
   readonly wakeOn?: (notification: TaskNotification) => boolean;
+  /**
+   * Hears every notification of a watched task as it comes, before wakeOn decides on a read (what
+   * a notification itself carries, such as a progress value); null: the listener reconnected.
+   */
+  readonly onNotification?: (taskId: string, notification: TaskNotification | null) => void;
   /** Read each task as soon as it is added (default: only when woken or polled). */
   readonly readAtStart?: boolean;
   /** Go through the process's shared reads (a listen over many tasks, many listens over one). */
@@ -91,9 +107,10 @@ export class TaskWatch {
 
   add(taskId: string): void {
     if (this.#stopped || this.#tasks.has(taskId)) return;
-    const wakeOn = this.#options.wakeOn;
+    const { wakeOn, onNotification } = this.#options;
     const watched: Watched = {
       unsubscribe: this.#hub.subscribe(taskId, (notification) => {
+        onNotification?.(taskId, notification);
         if (notification === null || !wakeOn || wakeOn(notification)) this.refresh(taskId);
       }),
       reading: false,
@@ -278,12 +295,26 @@ export class TaskWatcher {
        * only with `readAtStart`.
        */
       readonly statusOnly?: { readonly readAtStart: boolean };
+      /**
+       * Every notification of the task as it comes (null: the listener reconnected, and some may
+       * have been missed). With it, a progress notification that carries its value costs no read,
+       * and a terminal status read before its notification came is held until it comes (the
+       * notifications before it are all heard first), for LATE_TERMINAL_NOTIFICATION_MS at most.
+       */
+      readonly onNotification?: (notification: TaskNotification | null) => void;
     },
   ): Promise<TaskRecord> {
     const { signal, onChange } = options;
     if (signal.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
+      // A terminal status read before its notification arrived (a poll won the race): the
+      // notifications sent before it (progress values) are still on their way, and come before
+      // it. Resolved once it arrives, or after a short bound if it was lost.
+      let terminalHeard = false;
+      let read: TaskRecord | null = null;
+      let lateTimer: NodeJS.Timeout | undefined;
       const finish = (action: () => void) => {
+        clearTimeout(lateTimer);
         watch.stop();
         signal.removeEventListener('abort', onAbort);
         action();
@@ -294,8 +325,21 @@ export class TaskWatcher {
           tenantId,
           pollMs: options.pollMs,
           // Without a progress listener only a terminal status is worth a read.
+          ...(options.onNotification
+            ? {
+                onNotification: (_id: string, notification: TaskNotification | null) => {
+                  options.onNotification?.(notification);
+                  if (!notification || !isTerminalStatus(notification.status)) return;
+                  terminalHeard = true;
+                  const task = read;
+                  if (task) finish(() => resolve(task));
+                },
+              }
+            : {}),
           ...(onChange && !options.statusOnly
-            ? {}
+            ? options.onNotification
+              ? { wakeOn: (notification: TaskNotification) => !carriesProgress(notification) }
+              : {}
             : {
                 wakeOn: options.statusOnly
                   ? changesStatusSinceCreated
@@ -309,7 +353,19 @@ export class TaskWatcher {
         (_id, reading) => {
           if (reading.kind === 'failed') return finish(() => reject(reading.error));
           if (reading.kind !== 'task') return;
-          if (isTerminalStatus(reading.task.status)) return finish(() => resolve(reading.task));
+          if (isTerminalStatus(reading.task.status)) {
+            const task = reading.task;
+            if (!options.onNotification || terminalHeard || this.#hub.connected !== true) {
+              return finish(() => resolve(task));
+            }
+            if (read) return;
+            read = task;
+            lateTimer = setTimeout(
+              () => finish(() => resolve(task)),
+              Math.min(options.pollMs, LATE_TERMINAL_NOTIFICATION_MS),
+            );
+            return;
+          }
           try {
             onChange?.(reading.task);
           } catch (error) {

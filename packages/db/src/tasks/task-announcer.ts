@@ -7,6 +7,8 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 /** Most notifications in one statement. */
 const MAX_PER_STATEMENT = 1_000;
+/** Longest payload that carries a progress value (Postgres refuses payloads of 8000 bytes and more). */
+const MAX_PROGRESS_PAYLOAD_BYTES = 4_000;
 
 /**
  * Announces task changes on TASK_CHANNEL after they commit, in a statement of its own.
@@ -76,7 +78,15 @@ export class TaskAnnouncer implements TaskChanges {
         // New work names its tool, so that only the workers serving it fetch (one queue per tool).
         ...((change === 'created' || change === 'resumed') && task.tool !== undefined ? { tool: task.tool } : {}),
       };
-      this.#pending.push(JSON.stringify(notification));
+      const withProgress =
+        change === 'progress' && task.progress ? JSON.stringify({ ...notification, progress: task.progress }) : null;
+      // A payload past Postgres's bound (8000 bytes) would fail the whole statement: a progress
+      // message that long goes without its value, and listeners read the row for it.
+      this.#pending.push(
+        withProgress !== null && Buffer.byteLength(withProgress) <= MAX_PROGRESS_PAYLOAD_BYTES
+          ? withProgress
+          : JSON.stringify(notification),
+      );
     }
     if (this.#pending.length > 0 && !this.#flushing) this.#flushing = this.#flush();
   }

@@ -297,9 +297,10 @@ export async function recordProgress(
       idle_deadline_at = now() + idle_timeout_ms * interval '1 millisecond'
     WHERE id = ${id}::uuid AND attempt = ${attempt} AND status = 'working'
     RETURNING id, tenant_id`.execute(writer.db);
+  const written = { value: progress.value, total: progress.total ?? null, message: progress.message ?? null };
   writer.changes.changed(
     'progress',
-    rows.map((row) => ({ id: row.id, tenantId: row.tenant_id, status: 'working' as const })),
+    rows.map((row) => ({ id: row.id, tenantId: row.tenant_id, status: 'working' as const, progress: written })),
   );
   return rows.length > 0;
 }

@@ -141,6 +141,11 @@ export interface TaskNotification {
   readonly status: TaskStatus;
   /** The task's tool, on `created` and `resumed` (new work for that tool's queue); absent otherwise. */
   readonly tool?: string;
+  /**
+   * On `progress`: the value written. Absent when it would not fit a payload (a long message):
+   * a listener then reads the row.
+   */
+  readonly progress?: TaskProgress;
 }
 
 export function parseTaskNotification(payload: string | undefined): TaskNotification | null {
@@ -148,8 +153,24 @@ export function parseTaskNotification(payload: string | undefined): TaskNotifica
   try {
     const value = JSON.parse(payload) as Partial<TaskNotification>;
     if (typeof value.id !== 'string' || typeof value.event !== 'string') return null;
+    // Anyone who may NOTIFY could send this: a progress that is not one is not passed on.
+    if (value.progress !== undefined && !isProgress(value.progress)) {
+      const { progress: _dropped, ...rest } = value;
+      return rest as TaskNotification;
+    }
     return value as TaskNotification;
   } catch {
     return null;
   }
+}
+
+function isProgress(value: unknown): value is TaskProgress {
+  if (typeof value !== 'object' || value === null) return false;
+  const { value: at, total, message } = value as Record<string, unknown>;
+  return (
+    typeof at === 'number' &&
+    Number.isFinite(at) &&
+    (total === null || (typeof total === 'number' && Number.isFinite(total))) &&
+    (message === null || typeof message === 'string')
+  );
 }

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database, TaskStatus } from '../schema.ts';
-import type { TaskNotification } from './task-record.ts';
+import type { TaskNotification, TaskProgress } from './task-record.ts';
 
 /** What a notification names: the task, its tenant, and its status after the change. */
 export interface AnnouncedTask {
@@ -9,6 +9,8 @@ export interface AnnouncedTask {
   readonly status: TaskStatus;
   /** Named in `created` and `resumed` notifications: a worker wakes only for its own tools' work. */
   readonly tool?: string;
+  /** Carried by `progress` notifications: the value written, so a listener tells each one without a read. */
+  readonly progress?: TaskProgress | null;
 }
 
 export type TaskChange = TaskNotification['event'];

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { TaskProgress, TaskRecord } from '@taskgate/db';
+import type { TaskNotification, TaskProgress, TaskRecord } from '@taskgate/db';
 import { TaskgateError, toJsonRpcError } from '@taskgate/errors';
 import { ErrorCode, type JsonRpcError, logLevelPasses } from '@taskgate/protocol';
 import { isTerminalStatus } from '@taskgate/reliability';
@@ -246,11 +246,11 @@ export class CallRunner {
       ...(parks ? [parks.parked] : []),
     ]);
     const logs = this.#logRelay(task, context);
-    const progress = context.onProgress ? progressOf(context.onProgress) : null;
+    const progress = context.onProgress ? progressOf(context.onProgress, () => this.#watcher.listening) : null;
     const onChange =
       progress || logs || inputs || parks
         ? (reading: TaskRecord) => {
-            progress?.(reading);
+            progress?.reading(reading);
             logs?.seen(reading.logCount);
             inputs?.seen(reading, signal);
             parks?.seen(reading);
@@ -264,6 +264,7 @@ export class CallRunner {
         // Parks and the input relay need only the status: a plain durable call wakes on no
         // progress or claim notification (the throughput path). A new task is not parked yet.
         ...(onChange && !progress && !logs ? { statusOnly: { readAtStart: resumed } } : {}),
+        ...(progress ? { onNotification: progress.notified } : {}),
       });
       // The messages the handler logged before it ended go before the answer.
       await logs?.drain(done.logCount);
@@ -462,12 +463,32 @@ function parkedFor() {
   return found;
 }
 
-/** Task readings to strictly increasing progress values. */
-function progressOf(onProgress: (progress: TaskProgress) => void): (task: TaskRecord) => void {
+/**
+ * A task's progress to strictly increasing values for its request. Notifications carry each value
+ * the worker wrote, in the order written, so with notifications arriving every one is told; a
+ * reading is a row read, which holds only the latest of the writes since the read before (it
+ * would fold the values between, and may overtake notifications still on their way). So a
+ * reading's progress is told only where notifications cannot tell it: with no listener, in the
+ * first reading (what was written before the watch began), and in the reading after a
+ * notification came without its value (too long for a payload) or the listener reconnected.
+ */
+function progressOf(onProgress: (progress: TaskProgress) => void, listening: () => boolean) {
   let last = Number.NEGATIVE_INFINITY;
-  return (task) => {
-    if (!task.progress || !(task.progress.value > last)) return;
-    last = task.progress.value;
-    onProgress(task.progress);
+  let readingTells = true;
+  const tell = (progress: TaskProgress | null | undefined) => {
+    if (!progress || !(progress.value > last)) return;
+    last = progress.value;
+    onProgress(progress);
+  };
+  return {
+    reading(task: TaskRecord): void {
+      if (!readingTells && listening()) return;
+      readingTells = false;
+      tell(task.progress);
+    },
+    notified(notification: TaskNotification | null): void {
+      if (notification?.progress) tell(notification.progress);
+      else if (notification === null || notification.event === 'progress') readingTells = true;
+    },
   };
 }
