@@ -38,7 +38,11 @@ function fakeHub(listening = true, connected: boolean | null = null) {
   };
   const emit = (taskId: string, notification: Partial<TaskNotification> | null) => {
     for (const handler of subscribers.get(taskId) ?? [])
-      handler(notification === null ? null : ({ id: taskId, event: 'status', ...notification } as TaskNotification));
+      handler(
+        notification === null
+          ? null
+          : ({ id: taskId, tenant: 't', event: 'status', ...notification } as TaskNotification),
+      );
   };
   const count = (taskId: string) => subscribers.get(taskId)?.size ?? 0;
   return { hub: hub as unknown as TaskEventsHub, emit, count };
@@ -354,6 +358,40 @@ describe('untilTerminal', () => {
     vi.advanceTimersByTime(1);
     await expect(lost).resolves.toMatchObject({ status: 'failed' });
     expect(vi.getTimerCount()).toBe(0);
+
+    // Whatever ends the hold (the request's signal here), the answer is the status read.
+    const controller = new AbortController();
+    const aborted = watcher.untilTerminal('t', 'c', {
+      pollMs: 1_000,
+      signal: controller.signal,
+      onChange: () => {},
+      onNotification: () => {},
+    });
+    reads[3]?.resolve(task('c', 'completed'));
+    await settle();
+    controller.abort(new Error('hand over'));
+    await expect(aborted).resolves.toMatchObject({ status: 'completed' });
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('passes on to onNotification only what names the watched task’s tenant', async () => {
+    const { service, reads } = fakeService();
+    const { hub, emit } = fakeHub();
+    const heard: (number | undefined)[] = [];
+    const done = new TaskWatcher({ service, hub }).untilTerminal('t', 'a', {
+      pollMs: 1_000,
+      signal: new AbortController().signal,
+      onChange: () => {},
+      onNotification: (notification) => heard.push(notification?.progress?.value),
+    });
+    reads[0]?.resolve(task('a', 'working'));
+    await settle();
+    emit('a', { event: 'progress', tenant: 'other', progress: { value: 9, total: null, message: 'forged' } });
+    emit('a', { event: 'progress', progress: { value: 1, total: null, message: null } });
+    emit('a', { status: 'completed' });
+    reads[1]?.resolve(task('a', 'completed'));
+    await expect(done).resolves.toMatchObject({ status: 'completed' });
+    expect(heard).toEqual([1, undefined]);
   });
 
   it('reports strictly the readings before the terminal one to onChange', async () => {

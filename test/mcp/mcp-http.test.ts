@@ -36,10 +36,11 @@ const quickSteps = defineTool({
   description: 'reports progress 1 to 5 at once',
   inputSchema: { type: 'object' },
   retry: 'safe',
-  async handler(_input, ctx) {
+  async handler(input, ctx) {
     // Held until the call's watch is subscribed: what is written before it is only the row's latest.
     await stepsGate.promise;
-    for (let step = 1; step <= 5; step += 1) ctx.progress(step, 5, `step ${step}`);
+    const long = (input as { long?: boolean }).long === true;
+    for (let step = 1; step <= 5; step += 1) ctx.progress(step, 5, long ? `${step}`.repeat(5_000) : `step ${step}`);
     return { content: [{ type: 'text', text: 'done' }] };
   },
 });
@@ -322,6 +323,47 @@ describe('POST /mcp (2026-07-28)', () => {
       // One write per value: the last is not written again at the commit (it was not held back).
       unsubscribe();
       expect(written).toEqual([1, 2, 3, 4, 5]);
+    }
+  });
+
+  it('tells the last value of progress too long for a notification, read from the row', async () => {
+    const server = await listen();
+    for (let round = 0; round < 3; round += 1) {
+      const body = {
+        jsonrpc: '2.0',
+        id: `long-${round}`,
+        method: 'tools/call',
+        params: { name: 'quick_steps', arguments: { long: true }, _meta: { ...META, progressToken: `l-${round}` } },
+      };
+      stepsGate = Promise.withResolvers<void>();
+      const answered = fetch(`${server}/mcp`, {
+        method: 'POST',
+        headers: headersFor(body),
+        body: JSON.stringify(body),
+      });
+      const { rows } = await waitForTask(
+        () =>
+          sql<{ id: string }>`
+            SELECT id FROM tasks WHERE tool = 'quick_steps' AND status = 'working'`.execute(platform.db),
+        (found) => found.rows.length === 1,
+      );
+      await waitForTask(
+        async () => api.hub.subscribers(rows[0]?.id as string),
+        (count) => count > 0,
+      );
+      stepsGate.resolve();
+      const messages = (await (await answered).text())
+        .split('\n\n')
+        .filter((frame) => frame.startsWith('data: '))
+        .map((frame) => JSON.parse(frame.slice('data: '.length)));
+      // The values' notifications go without them (over 4,000 bytes): told from reads of the row,
+      // which may fold some, but always in order and always the last.
+      const values = messages
+        .filter((message) => message.method === 'notifications/progress')
+        .map((message) => message.params.progress);
+      expect(values).toEqual([...new Set(values)].sort((a, b) => a - b));
+      expect(values.at(-1)).toBe(5);
+      expect(messages.at(-1)).toMatchObject({ id: `long-${round}`, result: { resultType: 'complete' } });
     }
   });
 

@@ -107,10 +107,12 @@ export class TaskWatch {
 
   add(taskId: string): void {
     if (this.#stopped || this.#tasks.has(taskId)) return;
-    const { wakeOn, onNotification } = this.#options;
+    const { wakeOn, onNotification, tenantId } = this.#options;
     const watched: Watched = {
       unsubscribe: this.#hub.subscribe(taskId, (notification) => {
-        onNotification?.(taskId, notification);
+        // What a notification carries is passed on only as its task's tenant's (the hub routes by
+        // id; a payload that names another tenant is not this task's).
+        if (notification === null || notification.tenant === tenantId) onNotification?.(taskId, notification);
         if (notification === null || !wakeOn || wakeOn(notification)) this.refresh(taskId);
       }),
       reading: false,
@@ -269,6 +271,11 @@ export class TaskWatcher {
     return this.#hub.listening;
   }
 
+  /** Whether notifications arrive now: a listener, and its connection up. */
+  get connected(): boolean {
+    return this.#hub.connected === true;
+  }
+
   watch(options: WatchOptions, onReading: (taskId: string, reading: TaskReading) => void): TaskWatch {
     return new TaskWatch(this.#source, this.#hub, options, onReading);
   }
@@ -319,7 +326,8 @@ export class TaskWatcher {
         signal.removeEventListener('abort', onAbort);
         action();
       };
-      const onAbort = () => finish(() => reject(signal.reason));
+      // Held on a terminal status read first, the answer is that status whatever ends the hold.
+      const onAbort = () => finish(() => (read ? resolve(read) : reject(signal.reason)));
       const watch = this.watch(
         {
           tenantId,
@@ -351,7 +359,10 @@ export class TaskWatcher {
             (onChange !== undefined && (options.statusOnly === undefined || options.statusOnly.readAtStart)),
         },
         (_id, reading) => {
-          if (reading.kind === 'failed') return finish(() => reject(reading.error));
+          if (reading.kind === 'failed') {
+            const held = read;
+            return finish(() => (held ? resolve(held) : reject(reading.error)));
+          }
           if (reading.kind !== 'task') return;
           if (isTerminalStatus(reading.task.status)) {
             const task = reading.task;

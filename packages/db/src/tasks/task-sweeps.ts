@@ -279,17 +279,7 @@ export async function cancelOrphanedRequests(
                           THEN now() + t.ttl_ms * interval '1 millisecond' ELSE t.expires_at END
       FROM due WHERE t.id = due.id
       RETURNING t.*, due.from_status, due.requested_before
-    ), event AS (
-      INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
-      SELECT tenant_id, id, type, from_status, to_status, attempt, reason FROM (
-        SELECT id AS task, 1 AS ord, tenant_id, id, 'cancel_requested' AS type, NULL::text AS from_status,
-               NULL::text AS to_status, attempt, ${reason} AS reason
-        FROM cancelled WHERE requested_before IS NULL
-        UNION ALL
-        SELECT id, 2, tenant_id, id, 'status_changed', from_status, status, attempt, ${`${reason} (swept)`}
-        FROM cancelled WHERE status = 'cancelled'
-      ) ordered ORDER BY task, ord
-    )
+    ), event AS (${sweptCancelEvents('cancelled', reason)})
     SELECT * FROM cancelled`.execute(writer.db);
   return reported(writer, 'cancel', rows);
 }
@@ -320,21 +310,29 @@ export async function cancelAbandonedInput(writer: TaskWriter, limit: number): P
         expires_at = now() + t.ttl_ms * interval '1 millisecond',
         worker_id = NULL
       FROM due WHERE t.id = due.id AND t.status = 'input_required'
-      RETURNING t.*, due.requested_before
-    ), event AS (
-      -- As every cancel's history reads: the request, then the status it ended in.
+      RETURNING t.*, 'input_required'::text AS from_status, due.requested_before
+    ), event AS (${sweptCancelEvents('ended', reason)})
+    SELECT * FROM ended`.execute(writer.db);
+  return reported(writer, 'status', rows);
+}
+
+/**
+ * The task_events of a swept cancel, from the CTE `rows` (tasks with from_status and
+ * requested_before): as every cancel's history reads, the request (unless one was recorded
+ * before), then the status change of those that ended cancelled.
+ */
+function sweptCancelEvents(rows: string, reason: string) {
+  const from = sql.table(rows);
+  return sql`
       INSERT INTO task_events (tenant_id, task_id, type, from_status, to_status, attempt, reason)
       SELECT tenant_id, id, type, from_status, to_status, attempt, reason FROM (
         SELECT id AS task, 1 AS ord, tenant_id, id, 'cancel_requested' AS type, NULL::text AS from_status,
                NULL::text AS to_status, attempt, ${reason} AS reason
-        FROM ended WHERE requested_before IS NULL
+        FROM ${from} WHERE requested_before IS NULL
         UNION ALL
-        SELECT id, 2, tenant_id, id, 'status_changed', 'input_required', 'cancelled', attempt, ${`${reason} (swept)`}
-        FROM ended
-      ) ordered ORDER BY task, ord
-    )
-    SELECT * FROM ended`.execute(writer.db);
-  return reported(writer, 'status', rows);
+        SELECT id, 2, tenant_id, id, 'status_changed', from_status, status, attempt, ${`${reason} (swept)`}
+        FROM ${from} WHERE status = 'cancelled'
+      ) ordered ORDER BY task, ord`;
 }
 
 function reported(writer: TaskWriter, change: 'status' | 'cancel', rows: readonly TaskRow[]): TaskRecord[] {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { TaskNotification, TaskProgress, TaskRecord } from '@taskgate/db';
-import { TaskgateError, toJsonRpcError } from '@taskgate/errors';
+import { isDatabaseUnavailable, type TaskNotification, type TaskProgress, type TaskRecord } from '@taskgate/db';
+import { isTaskgateError, TaskgateError, toJsonRpcError } from '@taskgate/errors';
 import { ErrorCode, type JsonRpcError, logLevelPasses } from '@taskgate/protocol';
 import { isTerminalStatus } from '@taskgate/reliability';
 import type { InputRequest } from '@taskgate/sdk';
@@ -193,7 +193,16 @@ export class CallRunner {
       // Read at once: a task answered in part is still parked, and no notification will say so.
       return await this.await(task, context, null, round, true);
     } catch (error) {
-      if (adopted && !context.signal.aborted) await this.#detach(round.task, context);
+      if (adopted) {
+        // Nobody waits on the task now: parked again for a later retry, or ended with a request
+        // that was cancelled.
+        if (!context.signal.aborted) await this.#detach(round.task, context);
+        else {
+          await service.cancel(context.tenantId, round.task, 'its request was cancelled').catch(() => {});
+        }
+      }
+      // An outage is the transport's to answer (503 and Retry-After over HTTP).
+      if (isUnavailable(error)) throw error;
       const outcome = refusal(error);
       if (outcome.kind === 'error' && outcome.error.code === ErrorCode.InternalError) throw error;
       return outcome;
@@ -246,7 +255,7 @@ export class CallRunner {
       ...(parks ? [parks.parked] : []),
     ]);
     const logs = this.#logRelay(task, context);
-    const progress = context.onProgress ? progressOf(context.onProgress, () => this.#watcher.listening) : null;
+    const progress = context.onProgress ? progressOf(context.onProgress, () => this.#watcher.connected) : null;
     const onChange =
       progress || logs || inputs || parks
         ? (reading: TaskRecord) => {
@@ -266,6 +275,7 @@ export class CallRunner {
         ...(onChange && !progress && !logs ? { statusOnly: { readAtStart: resumed } } : {}),
         ...(progress ? { onNotification: progress.notified } : {}),
       });
+      progress?.final(done);
       // The messages the handler logged before it ended go before the answer.
       await logs?.drain(done.logCount);
       return callOutcome(done, this.options.server);
@@ -287,12 +297,12 @@ export class CallRunner {
           return null;
         }
         if (detached === 'failed') {
+          // In an outage this cancel may fail too: the task then stays this instance's, ended by
+          // its max clock or by this instance's loss.
           await cancel('it could not be parked for the retry that would answer it');
-          return refusal(
-            new TaskgateError('TG_SERVICE_UNAVAILABLE', 'the call could not wait for its input; call again', {
-              details: { retryAfterSeconds: 1 },
-            }),
-          );
+          throw new TaskgateError('TG_SERVICE_UNAVAILABLE', 'the call could not wait for its input; call again', {
+            details: { retryAfterSeconds: 1 },
+          });
         }
         if (detached === 'gone') {
           const now = await service.get(context.tenantId, task.id);
@@ -406,6 +416,11 @@ export class CallRunner {
   }
 }
 
+/** The database (or the service) not answering: an outage, not this request's fault. */
+function isUnavailable(error: unknown): boolean {
+  return isDatabaseUnavailable(error) || isTaskgateError(error, 'TG_SERVICE_UNAVAILABLE');
+}
+
 /**
  * A retry whose state names a task cancelled while it was parked: the call it continues is over.
  * -32602, as for an expired state: the client sends the request again without requestState.
@@ -465,16 +480,19 @@ function parkedFor() {
 
 /**
  * A task's progress to strictly increasing values for its request. Notifications carry each value
- * the worker wrote, in the order written, so with notifications arriving every one is told; a
+ * the worker wrote, in the order written, so while the listener is connected every one is told; a
  * reading is a row read, which holds only the latest of the writes since the read before (it
  * would fold the values between, and may overtake notifications still on their way). So a
- * reading's progress is told only where notifications cannot tell it: with no listener, in the
- * first reading (what was written before the watch began), and in the reading after a
- * notification came without its value (too long for a payload) or the listener reconnected.
+ * reading's progress is told only where notifications cannot tell it: with the listener down, in
+ * the first reading (what was written before the watch began), and in the two readings after a
+ * notification came without its value (too long for a payload) or the listener reconnected — the
+ * read under way then may predate it, the one after it does not. The final reading is told last
+ * (final()), once the notifications before its status were heard or given up on: a value whose
+ * notification was lost is told there at least.
  */
-function progressOf(onProgress: (progress: TaskProgress) => void, listening: () => boolean) {
+function progressOf(onProgress: (progress: TaskProgress) => void, connected: () => boolean) {
   let last = Number.NEGATIVE_INFINITY;
-  let readingTells = true;
+  let owed = 1;
   const tell = (progress: TaskProgress | null | undefined) => {
     if (!progress || !(progress.value > last)) return;
     last = progress.value;
@@ -482,13 +500,16 @@ function progressOf(onProgress: (progress: TaskProgress) => void, listening: () 
   };
   return {
     reading(task: TaskRecord): void {
-      if (!readingTells && listening()) return;
-      readingTells = false;
+      if (owed > 0) owed -= 1;
+      else if (connected()) return;
       tell(task.progress);
     },
     notified(notification: TaskNotification | null): void {
       if (notification?.progress) tell(notification.progress);
-      else if (notification === null || notification.event === 'progress') readingTells = true;
+      else if (notification === null || notification.event === 'progress') owed = 2;
+    },
+    final(task: TaskRecord): void {
+      tell(task.progress);
     },
   };
 }
