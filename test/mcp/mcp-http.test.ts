@@ -39,8 +39,11 @@ const quickSteps = defineTool({
   async handler(input, ctx) {
     // Held until the call's watch is subscribed: what is written before it is only the row's latest.
     await stepsGate.promise;
-    const long = (input as { long?: boolean }).long === true;
-    for (let step = 1; step <= 5; step += 1) ctx.progress(step, 5, long ? `${step}`.repeat(5_000) : `step ${step}`);
+    const { long, lastMessage } = input as { long?: boolean; lastMessage?: string };
+    for (let step = 1; step <= 5; step += 1) {
+      const message = step === 5 && lastMessage ? lastMessage : `step ${step}`;
+      ctx.progress(step, 5, long ? `${step}`.repeat(5_000) : message);
+    }
     return { content: [{ type: 'text', text: 'done' }] };
   },
 });
@@ -323,6 +326,70 @@ describe('POST /mcp (2026-07-28)', () => {
       // One write per value: the last is not written again at the commit (it was not held back).
       unsubscribe();
       expect(written).toEqual([1, 2, 3, 4, 5]);
+    }
+  });
+
+  it('writes the last progress once more when its write failed, so the client and the row end with it', async () => {
+    // The write of step 5 fails once (a sequence counts outside the failing transaction).
+    await sql`CREATE SEQUENCE progress_failures`.execute(platform.db);
+    await sql`
+      CREATE FUNCTION fail_progress_once() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF nextval('progress_failures') = 1 THEN RAISE EXCEPTION 'injected progress write failure'; END IF;
+        RETURN NEW;
+      END $$`.execute(platform.db);
+    await sql`
+      CREATE TRIGGER fail_progress_once BEFORE UPDATE ON tasks FOR EACH ROW
+      WHEN (NEW.progress_message = 'fails once') EXECUTE FUNCTION fail_progress_once()`.execute(platform.db);
+    try {
+      const server = await listen();
+      const body = {
+        jsonrpc: '2.0',
+        id: 'fails-once',
+        method: 'tools/call',
+        params: {
+          name: 'quick_steps',
+          arguments: { lastMessage: 'fails once' },
+          _meta: { ...META, progressToken: 'f' },
+        },
+      };
+      stepsGate = Promise.withResolvers<void>();
+      const answered = fetch(`${server}/mcp`, {
+        method: 'POST',
+        headers: headersFor(body),
+        body: JSON.stringify(body),
+      });
+      const { rows } = await waitForTask(
+        () =>
+          sql<{ id: string }>`
+            SELECT id FROM tasks WHERE tool = 'quick_steps' AND status = 'working'`.execute(platform.db),
+        (found) => found.rows.length === 1,
+      );
+      await waitForTask(
+        async () => api.hub.subscribers(rows[0]?.id as string),
+        (count) => count > 0,
+      );
+      stepsGate.resolve();
+      const messages = (await (await answered).text())
+        .split('\n\n')
+        .filter((frame) => frame.startsWith('data: '))
+        .map((frame) => JSON.parse(frame.slice('data: '.length)));
+      const values = messages
+        .filter((message) => message.method === 'notifications/progress')
+        .map((message) => message.params.progress);
+      expect(values).toEqual([1, 2, 3, 4, 5]);
+      const { rows: stored } = await sql<{ progress_value: number; status: string }>`
+        SELECT progress_value, status FROM tasks WHERE id = ${rows[0]?.id}::uuid`.execute(platform.db);
+      expect(stored).toEqual([{ progress_value: 5, status: 'completed' }]);
+      // It did fail once.
+      const { rows: counted } = await sql<{ last_value: string }>`SELECT last_value FROM progress_failures`.execute(
+        platform.db,
+      );
+      expect(Number(counted[0]?.last_value)).toBeGreaterThanOrEqual(2);
+    } finally {
+      await sql`DROP TRIGGER fail_progress_once ON tasks`.execute(platform.db);
+      await sql`DROP FUNCTION fail_progress_once()`.execute(platform.db);
+      await sql`DROP SEQUENCE progress_failures`.execute(platform.db);
     }
   });
 

@@ -92,12 +92,15 @@ export class TaskRowStore implements RunStore {
     return state ?? null;
   }
 
-  async recordProgress(progress: RunProgress): Promise<void> {
+  async recordProgress(progress: RunProgress): Promise<boolean> {
     try {
+      // Stored, or the attempt no longer holds the task (writing again would not change that).
       await recordProgress(this.#writer, this.#task.id, this.#task.attempt, progress);
+      return true;
     } catch (error) {
-      // Progress is replaceable: the next write supersedes a lost one, so it is never retried.
+      // Progress is replaceable: the next write supersedes a lost one; only the last is written again.
       this.#log(isDatabaseUnavailable(error) ? 'debug' : 'warn', error, 'progress write failed');
+      return false;
     }
   }
 

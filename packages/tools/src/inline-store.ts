@@ -47,8 +47,9 @@ export class InlineStore implements RunStore {
     return null;
   }
 
-  async recordProgress(progress: RunProgress): Promise<void> {
+  async recordProgress(progress: RunProgress): Promise<boolean> {
     if (this.#outcome === null) this.#onProgress?.(progress);
+    return true;
   }
 
   async readSteps(): Promise<Map<string, unknown>> {

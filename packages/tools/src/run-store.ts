@@ -58,8 +58,11 @@ export interface RunStore {
   peekCancelState(): Promise<RunCancelState | null>;
   /** Retried through an outage: the run's next move depends on the answer. */
   readCancelState(): Promise<RunCancelState | null>;
-  /** Replaceable: a lost progress write is superseded by the next one. */
-  recordProgress(progress: RunProgress): Promise<void>;
+  /**
+   * Replaceable: a lost progress write is superseded by the next one. False when it was not stored
+   * (the write failed): the run writes its last value once more before the terminal state.
+   */
+  recordProgress(progress: RunProgress): Promise<boolean>;
   readSteps(): Promise<Map<string, unknown>>;
   recordStep(name: string, result: unknown): Promise<boolean>;
   /** Moves the task to input_required with these outstanding requests. */

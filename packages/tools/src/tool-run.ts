@@ -97,6 +97,8 @@ export class ToolRun {
   readonly #progressGate: ProgressGate;
   #highestProgress = Number.NEGATIVE_INFINITY;
   #latestProgress: ProgressUpdate | null = null;
+  /** The last progress handed to a write, and the last one the store confirmed it stored. */
+  #queuedProgress: ProgressUpdate | null = null;
   #writtenProgress: ProgressUpdate | null = null;
   #deadlineTimer: NodeJS.Timeout | undefined;
   #progressTimer: NodeJS.Timeout | undefined;
@@ -364,10 +366,13 @@ export class ToolRun {
   }
 
   #writeProgress(update: ProgressUpdate): void {
-    this.#writtenProgress = update;
+    this.#queuedProgress = update;
     // Chained, so writes land in the order they were made and the last one wins.
     this.#progressWrites = this.#progressWrites
       .then(() => this.#store.recordProgress({ value: update.progress, total: update.total, message: update.message }))
+      .then((stored) => {
+        if (stored) this.#writtenProgress = update;
+      })
       // Progress is replaceable: a lost write is superseded by the next one (the store logs it).
       .catch(() => {});
   }
@@ -440,10 +445,7 @@ export class ToolRun {
    */
   async #commit(effects: (tx: CommitContext<unknown>) => Promise<ToolResult>, reason: string): Promise<ToolResult> {
     if (this.#committed) throw new Error('the task was already committed; commit runs once');
-    // The last progress a rate limit held back is stored before the terminal state, never after.
-    if (this.#latestProgress && this.#latestProgress.progress !== this.#writtenProgress?.progress)
-      this.#writeProgress(this.#latestProgress);
-    await this.#progressWrites;
+    await this.#flushProgress();
     if (this.#controller.signal.aborted && !(this.#controller.signal.reason instanceof TaskCancelledError)) {
       throw this.#controller.signal.reason;
     }
@@ -482,10 +484,17 @@ export class ToolRun {
     }
   }
 
-  /** The last progress a rate limit held back is stored before the terminal state, never after. */
+  /**
+   * The last progress a rate limit held back is stored before the terminal state, never after;
+   * and the last one whose write failed is written once more (no later value would replace it).
+   */
   async #flushProgress(): Promise<void> {
-    if (this.#latestProgress && this.#latestProgress.progress !== this.#writtenProgress?.progress)
-      this.#writeProgress(this.#latestProgress);
+    const latest = this.#latestProgress;
+    if (!latest) return;
+    if (latest.progress !== this.#queuedProgress?.progress) this.#writeProgress(latest);
+    await this.#progressWrites;
+    if (latest.progress === this.#writtenProgress?.progress) return;
+    this.#writeProgress(latest);
     await this.#progressWrites;
   }
 
