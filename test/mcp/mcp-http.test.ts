@@ -74,6 +74,49 @@ function rpc(method: string, params: Record<string, unknown> = {}, id: number | 
   return { jsonrpc: '2.0', id, method, params: { ...params, _meta: META } };
 }
 
+/**
+ * One call of quick_steps with a progress token, its handler released only once the call's watch
+ * is subscribed (`beforeRelease` runs first); resolves with the task, the SSE messages and the
+ * progress values the client heard.
+ */
+async function stepsCall(
+  server: string,
+  id: string,
+  args: Record<string, unknown>,
+  beforeRelease: (taskId: string) => void = () => {},
+) {
+  const body = {
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: 'quick_steps', arguments: args, _meta: { ...META, progressToken: `token-${id}` } },
+  };
+  stepsGate = Promise.withResolvers<void>();
+  const answered = fetch(`${server}/mcp`, { method: 'POST', headers: headersFor(body), body: JSON.stringify(body) });
+  const { rows } = await waitForTask(
+    () =>
+      sql<{ id: string }>`
+        SELECT id FROM tasks WHERE tool = 'quick_steps' AND status = 'working'`.execute(platform.db),
+    (found) => found.rows.length === 1,
+  );
+  const taskId = rows[0]?.id as string;
+  await waitForTask(
+    async () => api.hub.subscribers(taskId),
+    (count) => count > 0,
+  );
+  beforeRelease(taskId);
+  stepsGate.resolve();
+  // biome-ignore lint/suspicious/noExplicitAny: JSON-RPC messages, read field by field.
+  const messages: any[] = (await (await answered).text())
+    .split('\n\n')
+    .filter((frame) => frame.startsWith('data: '))
+    .map((frame) => JSON.parse(frame.slice('data: '.length)));
+  const values = messages
+    .filter((message) => message.method === 'notifications/progress')
+    .map((message) => message.params.progress as number);
+  return { taskId, messages, values };
+}
+
 function headersFor(
   body: { method?: string; params?: Record<string, unknown> },
   overrides: Record<string, string | undefined> = {},
@@ -287,37 +330,13 @@ describe('POST /mcp (2026-07-28)', () => {
   it('tells every progress value a durable task wrote, however close together (none folded by a row read)', async () => {
     const server = await listen();
     for (let round = 0; round < 5; round += 1) {
-      const body = {
-        jsonrpc: '2.0',
-        id: `steps-${round}`,
-        method: 'tools/call',
-        params: { name: 'quick_steps', arguments: {}, _meta: { ...META, progressToken: `q-${round}` } },
-      };
-      stepsGate = Promise.withResolvers<void>();
-      const answered = fetch(`${server}/mcp`, {
-        method: 'POST',
-        headers: headersFor(body),
-        body: JSON.stringify(body),
-      });
-      const { rows } = await waitForTask(
-        () =>
-          sql<{ id: string }>`
-            SELECT id FROM tasks WHERE tool = 'quick_steps' AND status = 'working'`.execute(platform.db),
-        (found) => found.rows.length === 1,
-      );
-      await waitForTask(
-        async () => api.hub.subscribers(rows[0]?.id as string),
-        (count) => count > 0,
-      );
       const written: number[] = [];
-      const unsubscribe = api.hub.subscribe(rows[0]?.id as string, (notification) => {
-        if (notification?.event === 'progress') written.push(notification.progress?.value ?? -1);
+      let unsubscribe = () => {};
+      const { messages } = await stepsCall(server, `steps-${round}`, {}, (taskId) => {
+        unsubscribe = api.hub.subscribe(taskId, (notification) => {
+          if (notification?.event === 'progress') written.push(notification.progress?.value ?? -1);
+        });
       });
-      stepsGate.resolve();
-      const messages = (await (await answered).text())
-        .split('\n\n')
-        .filter((frame) => frame.startsWith('data: '))
-        .map((frame) => JSON.parse(frame.slice('data: '.length)));
       const progress = messages.filter((message) => message.method === 'notifications/progress');
       expect(progress.map((message) => [message.params.progress, message.params.message])).toEqual(
         [1, 2, 3, 4, 5].map((step) => [step, `step ${step}`]),
@@ -343,43 +362,10 @@ describe('POST /mcp (2026-07-28)', () => {
       WHEN (NEW.progress_message = 'fails once') EXECUTE FUNCTION fail_progress_once()`.execute(platform.db);
     try {
       const server = await listen();
-      const body = {
-        jsonrpc: '2.0',
-        id: 'fails-once',
-        method: 'tools/call',
-        params: {
-          name: 'quick_steps',
-          arguments: { lastMessage: 'fails once' },
-          _meta: { ...META, progressToken: 'f' },
-        },
-      };
-      stepsGate = Promise.withResolvers<void>();
-      const answered = fetch(`${server}/mcp`, {
-        method: 'POST',
-        headers: headersFor(body),
-        body: JSON.stringify(body),
-      });
-      const { rows } = await waitForTask(
-        () =>
-          sql<{ id: string }>`
-            SELECT id FROM tasks WHERE tool = 'quick_steps' AND status = 'working'`.execute(platform.db),
-        (found) => found.rows.length === 1,
-      );
-      await waitForTask(
-        async () => api.hub.subscribers(rows[0]?.id as string),
-        (count) => count > 0,
-      );
-      stepsGate.resolve();
-      const messages = (await (await answered).text())
-        .split('\n\n')
-        .filter((frame) => frame.startsWith('data: '))
-        .map((frame) => JSON.parse(frame.slice('data: '.length)));
-      const values = messages
-        .filter((message) => message.method === 'notifications/progress')
-        .map((message) => message.params.progress);
+      const { taskId, values } = await stepsCall(server, 'fails-once', { lastMessage: 'fails once' });
       expect(values).toEqual([1, 2, 3, 4, 5]);
       const { rows: stored } = await sql<{ progress_value: number; status: string }>`
-        SELECT progress_value, status FROM tasks WHERE id = ${rows[0]?.id}::uuid`.execute(platform.db);
+        SELECT progress_value, status FROM tasks WHERE id = ${taskId}::uuid`.execute(platform.db);
       expect(stored).toEqual([{ progress_value: 5, status: 'completed' }]);
       // It did fail once.
       const { rows: counted } = await sql<{ last_value: string }>`SELECT last_value FROM progress_failures`.execute(
@@ -396,38 +382,9 @@ describe('POST /mcp (2026-07-28)', () => {
   it('tells the last value of progress too long for a notification, read from the row', async () => {
     const server = await listen();
     for (let round = 0; round < 3; round += 1) {
-      const body = {
-        jsonrpc: '2.0',
-        id: `long-${round}`,
-        method: 'tools/call',
-        params: { name: 'quick_steps', arguments: { long: true }, _meta: { ...META, progressToken: `l-${round}` } },
-      };
-      stepsGate = Promise.withResolvers<void>();
-      const answered = fetch(`${server}/mcp`, {
-        method: 'POST',
-        headers: headersFor(body),
-        body: JSON.stringify(body),
-      });
-      const { rows } = await waitForTask(
-        () =>
-          sql<{ id: string }>`
-            SELECT id FROM tasks WHERE tool = 'quick_steps' AND status = 'working'`.execute(platform.db),
-        (found) => found.rows.length === 1,
-      );
-      await waitForTask(
-        async () => api.hub.subscribers(rows[0]?.id as string),
-        (count) => count > 0,
-      );
-      stepsGate.resolve();
-      const messages = (await (await answered).text())
-        .split('\n\n')
-        .filter((frame) => frame.startsWith('data: '))
-        .map((frame) => JSON.parse(frame.slice('data: '.length)));
       // The values' notifications go without them (over 4,000 bytes): told from reads of the row,
       // which may fold some, but always in order and always the last.
-      const values = messages
-        .filter((message) => message.method === 'notifications/progress')
-        .map((message) => message.params.progress);
+      const { messages, values } = await stepsCall(server, `long-${round}`, { long: true });
       expect(values).toEqual([...new Set(values)].sort((a, b) => a - b));
       expect(values.at(-1)).toBe(5);
       expect(messages.at(-1)).toMatchObject({ id: `long-${round}`, result: { resultType: 'complete' } });

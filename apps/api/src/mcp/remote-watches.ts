@@ -4,6 +4,7 @@ import {
   CONTENT_CHANGED_CHANNEL,
   contentWatchCounts,
   type Database,
+  pairKey,
   removeContentWatch,
   SerialRead,
 } from '@taskgate/db';
@@ -67,7 +68,7 @@ export class RemoteWatches {
 
   /** Holds `uri` for `tenantId` (served by content tool `tool`) until the returned function runs. */
   watch(tool: string, tenantId: string, uri: string, changed: () => void): () => void {
-    const key = keyOf(tenantId, uri);
+    const key = pairKey(tenantId, uri);
     let held = this.#held.get(key);
     if (!held) {
       held = { tool, tenantId, uri, listeners: new Set(), seen: null };
@@ -183,7 +184,7 @@ export class RemoteWatches {
   #holds(payload: string): boolean {
     try {
       const { tenantId, uri } = JSON.parse(payload) as { tenantId?: unknown; uri?: unknown };
-      return typeof tenantId !== 'string' || typeof uri !== 'string' || this.#held.has(keyOf(tenantId, uri));
+      return typeof tenantId !== 'string' || typeof uri !== 'string' || this.#held.has(pairKey(tenantId, uri));
     } catch {
       return true;
     }
@@ -202,7 +203,7 @@ export class RemoteWatches {
     if (this.#stopped) return;
     const found = new Set<string>();
     for (const row of counts) {
-      const key = keyOf(row.tenantId, row.uri);
+      const key = pairKey(row.tenantId, row.uri);
       found.add(key);
       const held = this.#held.get(key);
       // A row nothing here holds: its delete was lost, or is on its way (the write decides).
@@ -239,8 +240,4 @@ export class RemoteWatches {
     // Nothing held and nothing left to delete: the poll and the listener rest until a subscribe.
     if (this.#held.size === 0 && counts.length === 0 && this.#writing.size === 0) this.#idle();
   }
-}
-
-function keyOf(tenantId: string, uri: string): string {
-  return `${tenantId}\n${uri}`;
 }
