@@ -483,32 +483,49 @@ function parkedFor() {
  * the worker wrote, in the order written, so while the listener is connected every one is told; a
  * reading is a row read, which holds only the latest of the writes since the read before (it
  * would fold the values between, and may overtake notifications still on their way). So a
- * reading's progress is told only where notifications cannot tell it: with the listener down, in
- * the first reading (what was written before the watch began), and in the two readings after a
- * notification came without its value (too long for a payload) or the listener reconnected — the
- * read under way then may predate it, the one after it does not. The final reading is told last
- * (final()), once the notifications before its status were heard or given up on: a value whose
- * notification was lost is told there at least.
+ * reading's progress is told only where notifications cannot tell it: with the listener down, and
+ * in the two readings after a notification came without its value (too long for a payload) or the
+ * listener reconnected — the read under way then may predate it, the one after it does not.
+ * The first reading (what was written before the watch began) may come back after values written
+ * since, whose notifications are on their way: while connected its value is held, dropped once a
+ * notification reaches it, and told only at the end otherwise. The final reading is told last
+ * (final()): a value whose notification was lost is told there at least.
  */
 function progressOf(onProgress: (progress: TaskProgress) => void, connected: () => boolean) {
   let last = Number.NEGATIVE_INFINITY;
-  let owed = 1;
+  let first = true;
+  let owed = 0;
+  let held: TaskProgress | null = null;
   const tell = (progress: TaskProgress | null | undefined) => {
     if (!progress || !(progress.value > last)) return;
     last = progress.value;
     onProgress(progress);
   };
+  const release = () => {
+    const value = held;
+    held = null;
+    tell(value);
+  };
   return {
     reading(task: TaskRecord): void {
-      if (owed > 0) owed -= 1;
+      if (first) {
+        first = false;
+        if (connected()) {
+          held = task.progress;
+          return;
+        }
+      } else if (owed > 0) owed -= 1;
       else if (connected()) return;
       tell(task.progress);
     },
     notified(notification: TaskNotification | null): void {
-      if (notification?.progress) tell(notification.progress);
-      else if (notification === null || notification.event === 'progress') owed = 2;
+      if (notification?.progress) {
+        if (held && notification.progress.value >= held.value) held = null;
+        tell(notification.progress);
+      } else if (notification === null || notification.event === 'progress') owed = 2;
     },
     final(task: TaskRecord): void {
+      release();
       tell(task.progress);
     },
   };
