@@ -65,6 +65,24 @@ describe('MCP over stdio', () => {
     await client.server.closed;
   });
 
+  it('speaks the negotiated revision from the line after initialize, even in the same write', async () => {
+    const client = connectStdio(core);
+    // One chunk, two lines: the second is read before the first's answer is written.
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 'i',
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    };
+    const list = { jsonrpc: '2.0', id: 'l', method: 'tools/list', params: {} };
+    client.input.write(`${JSON.stringify(initialize)}\n${JSON.stringify(list)}\n`);
+    expect(await client.answerTo('i')).toMatchObject({ result: { protocolVersion: '2025-06-18' } });
+    const listed = (await client.answerTo('l')) as { result?: { tools?: { name: string }[] } };
+    expect(listed.result?.tools?.map((tool) => tool.name)).toContain('greet');
+    client.input.end();
+    await client.server.closed;
+  });
+
   it('(A) cancel, then the work would complete: the task ends cancelled and the request gets no response', async () => {
     const client = connect();
     client.request('slow-a', 'tools/call', { name: 'slow_compute', arguments: { seconds: 5 } });

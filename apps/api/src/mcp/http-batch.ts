@@ -128,7 +128,7 @@ export async function handleBatch(
         'a request with a per-request protocol version cannot be part of a JSON-RPC batch',
       );
     } else if (message.method === 'ping') {
-      // As a single POST's ping: answered here, as every transport answers it.
+      // The method table's ping, answered here as on a pipe: the batch may use its id again.
       responses.push(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: {} }));
     } else running.push(call(message.id, message.method, message.params));
   }

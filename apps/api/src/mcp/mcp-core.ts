@@ -16,6 +16,7 @@ import { CallRunner } from './dispatch/call-runner.ts';
 import { type ResourceSubscriptions, resourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import type { MethodOutcome, ServerIdentity } from './mcp-methods.ts';
 import type { RemoteWatches } from './remote-watches.ts';
+import type { Initialized } from './revisions/handshake/initialize.ts';
 import { defaultVersion, servedRevisions } from './revisions/index.ts';
 import type { Revision } from './revisions/revision.ts';
 import { hasTaskResource, taskResources } from './task-resources.ts';
@@ -114,6 +115,14 @@ export interface RequestContext {
   readonly resourceSubscriptions?: ResourceSubscriptions;
   /** logging/setLevel: keeps the level for the connection's later requests (handshake revisions). */
   readonly setLogLevel?: (level: LogLevel) => Promise<void> | void;
+  /**
+   * initialize (handshake revisions): the connection keeps what it settled — the revision, what
+   * the client declared — before the result is sent (a pipe sets its state, HTTP stores a session
+   * and names it in a header). The handler calls it before its first await, so a pipe's next line
+   * already speaks the negotiated revision. Absent: the request has no connection to open
+   * (refused).
+   */
+  readonly open?: (opened: Initialized) => Promise<void> | void;
   /** Sees each status change of the task a 2025-11-25 tasks/result waits for, as its notification. */
   readonly onTaskStatus?: (notification: Record<string, unknown>) => void;
 }

@@ -37,7 +37,7 @@ import { type McpCore, ServerStopping, stoppedCallError } from './mcp-core.ts';
 import { legacyResult, type MethodOutcome, resultJson, type ServerIdentity, sharedResponse } from './mcp-methods.ts';
 import { honourPostedCancel, honourPostedResponse } from './posted-messages.ts';
 import { ProgressStream } from './progress-stream.ts';
-import { initialize } from './revisions/handshake/initialize.ts';
+import type { Initialized } from './revisions/handshake/initialize.ts';
 import { type RpcFailure, rpcFailure } from './rpc-failures.ts';
 import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
 
@@ -348,22 +348,23 @@ async function handleLegacy(
   request: FastifyRequest,
   reply: FastifyReply,
   call: { id: JsonRpcId; method: string; params: Readonly<Record<string, unknown>> | undefined },
-  context: { tenantId: string; sessionId: string | undefined; versionHeader: string | undefined },
+  headed: { tenantId: string; sessionId: string | undefined; versionHeader: string | undefined },
   options: RouteOptions,
   sessions: LegacySessions,
 ) {
   const { id, method, params } = call;
-  if (method === 'initialize') {
-    // The client's revision when it is served, else the latest of this era (lifecycle "Version
-    // Negotiation"); a client that cannot speak the answer disconnects.
-    const opened = initialize(params, options.server);
-    const session = await sessions.open(context.tenantId, opened.revision, opened.clientCapabilities);
-    return reply.header('mcp-session-id', session).send(resultResponse(id, opened.result));
-  }
-  const resolved = await sessionOf(context, sessions);
+  // initialize opens a session rather than speaking in one: the headers of an earlier session
+  // (a client connecting again) are not its own. The dispatcher negotiates and answers it; the
+  // session is stored, and named in the response's header, through `open`.
+  const opening = method === 'initialize';
+  const at = opening ? { ...headed, sessionId: undefined, versionHeader: undefined } : headed;
+  const resolved = await sessionOf(at, sessions);
   if ('refused' in resolved) return reply.code(resolved.status).send(errorResponse(id, resolved.refused));
   const { scope, revision } = resolved;
-  if (method === 'ping') return reply.send(resultResponse(id, {}));
+  const openSession = async (opened: Initialized) => {
+    const session = await sessions.open(at.tenantId, opened.revision, opened.clientCapabilities);
+    reply.header('mcp-session-id', session);
+  };
   if (method === 'tools/call')
     return callTool(
       request,
@@ -371,7 +372,7 @@ async function handleLegacy(
       id,
       params,
       {
-        tenantId: context.tenantId,
+        tenantId: at.tenantId,
         era: 'legacy',
         revision,
         logLevel: scope.logLevel,
@@ -413,12 +414,13 @@ async function handleLegacy(
     end = await runRequest(id, method, params, {
       core: options.core,
       // Only a session's client can be asked: its answer is POSTed with the session's id.
-      scope: context.sessionId === undefined ? { requests: scope.requests, controllers: scope.controllers } : scope,
+      scope: at.sessionId === undefined ? { requests: scope.requests, controllers: scope.controllers } : scope,
       context: {
-        ...sessionRequestContext(sessions, options.core, { ...context, scope, revision }, (fields, text) =>
+        ...sessionRequestContext(sessions, options.core, { ...at, scope, revision }, (fields, text) =>
           request.log.warn(fields, text),
         ),
         ...(method === 'tasks/result' ? { onTaskStatus } : {}),
+        ...(opening ? { open: openSession } : {}),
       },
       send: (message, kind) => {
         sent += 1;
