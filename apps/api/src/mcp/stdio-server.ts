@@ -21,7 +21,7 @@ import { runRequest } from './dispatch/request-runner.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import { type ListKind, type McpCore, stoppedCallError } from './mcp-core.ts';
 import { legacyResult, type MethodOutcome, resultJson, type ServerIdentity } from './mcp-methods.ts';
-import type { Initialized } from './revisions/handshake/initialize.ts';
+import { initialize } from './revisions/handshake/initialize.ts';
 import { rpcFailure } from './rpc-failures.ts';
 import { hasMetaVersion } from './stdio-front.ts';
 import { oversizedLineResponse, readStdioLines, STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
@@ -292,9 +292,18 @@ export class StdioServer {
         handshake: this.#legacy || this.#options.handshakeOnly === true,
         sticky: this.#options.handshakeOnly === true,
       }) === 'modern';
-    // Before initialize only initialize speaks a handshake revision here (the dispatcher answers
-    // it, and the pipe keeps what it settled through `open`).
-    if (!modern && !this.#legacy && method !== 'initialize') {
+    if (method === 'initialize' && !modern) {
+      this.#legacy = true;
+      const opened = initialize(params, this.#options.server);
+      this.#revision = opened.revision;
+      this.#legacyCapabilities = opened.clientCapabilities;
+      // stdio is one stream both ways: a handshake revision's notifications/*/list_changed go on
+      // it whenever a list changes (the initialize result declares listChanged).
+      this.#unsubscribeTools ??= this.#options.core.onListChanged((kind) => this.#listChanged(kind));
+      this.#answer(id, { kind: 'result', result: opened.result }, begun.generation);
+      return;
+    }
+    if (!modern && !this.#legacy) {
       this.#refuse(
         id,
         this.#options.handshakeOnly
@@ -305,8 +314,6 @@ export class StdioServer {
       return;
     }
     if (!modern && method === 'ping') {
-      // The method table's ping, answered here: through the runner the id would be free only a
-      // microtask later, and a batch may use a ping's id again right after it (mcp-batches).
       this.#answer(id, { kind: 'result', result: {} }, begun.generation);
       return;
     }
@@ -329,7 +336,7 @@ export class StdioServer {
 
     const done = runRequest(id, method, params, {
       core: this.#options.core,
-      // The coordinator began the id above (a duplicate is refused before anything runs).
+      // The coordinator began the id above: initialize and ping are answered through it too.
       begun: begun.generation,
       // Only a handshake revision's request asks its client on the pipe (2026-07-28 asks in rounds).
       scope: modern ? this.#scope : this.#askingScope,
@@ -346,7 +353,6 @@ export class StdioServer {
                 this.#logLevel = level;
               },
               resourceSubscriptions: this.#resourceSubscriptions(),
-              open: (opened: Initialized) => this.#open(opened),
             }),
         log: (fields, message) => this.#options.logger.warn(fields, message),
       },
@@ -563,18 +569,6 @@ export class StdioServer {
    * Writes the answer unless a cancel won the race (then the request gets nothing); a request of
    * a batch settles in its batch's answer instead.
    */
-  /**
-   * What an initialize settled, kept for the pipe: from here on it speaks that revision (one
-   * client per pipe), and a handshake revision's notifications/…/list_changed go on it whenever a
-   * list changes (stdio is one stream both ways; the initialize result declares listChanged).
-   */
-  #open(opened: Initialized): void {
-    this.#legacy = true;
-    this.#revision = opened.revision;
-    this.#legacyCapabilities = opened.clientCapabilities;
-    this.#unsubscribeTools ??= this.#options.core.onListChanged((kind) => this.#listChanged(kind));
-  }
-
   #answer(id: JsonRpcId, outcome: MethodOutcome, generation?: number): void {
     if (this.#requests.complete(id, generation) === 'drop') {
       const key = batchKey(id, generation);
