@@ -116,11 +116,9 @@ export interface RequestContext {
   /** logging/setLevel: keeps the level for the connection's later requests (handshake revisions). */
   readonly setLogLevel?: (level: LogLevel) => Promise<void> | void;
   /**
-   * initialize (handshake revisions): the connection keeps what it settled — the revision, what
-   * the client declared — before the result is sent (a pipe sets its state, HTTP stores a session
-   * and names it in a header). The handler calls it before its first await, so a pipe's next line
-   * already speaks the negotiated revision. Absent: the request has no connection to open
-   * (refused).
+   * initialize (handshake revisions on HTTP): the connection keeps what it settled — the
+   * revision, what the client declared — before the result is sent (the session is stored and
+   * named in a header). Absent: the request has no connection to open (refused).
    */
   readonly open?: (opened: Initialized) => Promise<void> | void;
   /** Sees each status change of the task a 2025-11-25 tasks/result waits for, as its notification. */

@@ -24,9 +24,10 @@ export const RESOURCE_NOT_FOUND = -32002;
 
 /**
  * The methods every revision opened by initialize shares, as `profile` has them: initialize and
- * ping (basic/lifecycle, basic/utilities/ping), tools, and where the revision has its own tasks, tools/call's
- * `task` param and tasks/get|result|list|cancel. tasks/update is the 2026-07-28 extension's and
- * is not here (-32601). A tool that only runs as a task is not offered where there are no tasks.
+ * ping (basic/lifecycle, basic/utilities/ping; a stdio pipe answers both itself, at once), tools,
+ * and where the revision has its own tasks, tools/call's `task` param and
+ * tasks/get|result|list|cancel. tasks/update is the 2026-07-28 extension's and is not here (-32601).
+ * A tool that only runs as a task is not offered where there are no tasks.
  */
 export function handshakeMethods(
   runner: CallRunner,
@@ -39,7 +40,7 @@ export function handshakeMethods(
   const methods = new Map<string, MethodHandler>([
     [
       'initialize',
-      (params, context) => {
+      async (params, context) => {
         // The client's revision when it is served, else the latest handshake revision (lifecycle
         // "Version Negotiation"); a client that cannot speak the answer disconnects.
         const opened = initialize(params, server);
@@ -50,10 +51,8 @@ export function handshakeMethods(
             error: { code: ErrorCode.InvalidRequest, message: 'initialize cannot open a connection here' },
           };
         }
-        // Called at once, not after an await: the connection speaks the revision from here on.
-        const opening = context.open(opened);
-        const result: MethodOutcome = { kind: 'result', result: opened.result };
-        return opening instanceof Promise ? opening.then(() => result) : result;
+        await context.open(opened);
+        return { kind: 'result', result: opened.result };
       },
     ],
     ['ping', () => ({ kind: 'result', result: {} })],
