@@ -40,6 +40,21 @@ function expectRestOutage(response: LightMyRequestResponse) {
   expect(response.headers['retry-after']).toBe('5');
 }
 
+/** A 2025-11-25 initialize, with no session yet. */
+function injectInitialize(id: number): Promise<LightMyRequestResponse> {
+  return api.app.inject({
+    method: 'POST',
+    url: '/mcp',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    payload: {
+      jsonrpc: '2.0',
+      id,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'outage', version: '1' } },
+    },
+  });
+}
+
 function expectMcpOutage(response: LightMyRequestResponse, id: number | string) {
   expect(response.statusCode).toBe(503);
   expect(response.headers['retry-after']).toBe('5');
@@ -110,6 +125,11 @@ describe('while the database is unreachable', () => {
       payload: { jsonrpc: '2.0', id: 13, method: 'tasks/list', params: {} },
     });
     expectMcpOutage(legacy, 13);
+    // A 2025-11-25 initialize stores its session before it answers: no session id is handed out
+    // for a session that was never stored.
+    const initialize = await injectInitialize(15);
+    expectMcpOutage(initialize, 15);
+    expect(initialize.headers['mcp-session-id']).toBeUndefined();
 
     const stdio = connectStdio(core);
     const meta = {
@@ -144,5 +164,9 @@ describe('while the database is unreachable', () => {
     });
     expect(after.statusCode).toBe(201);
     expect((await api.app.inject({ method: 'GET', url: `/v1/tasks/${taskId}` })).statusCode).toBe(200);
+    const opened = await injectInitialize(17);
+    expect(opened.statusCode).toBe(200);
+    expect(opened.headers['mcp-session-id']).toEqual(expect.any(String));
+    expect(opened.json()).toMatchObject({ id: 17, result: { protocolVersion: '2025-11-25' } });
   });
 });
