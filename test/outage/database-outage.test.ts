@@ -21,6 +21,8 @@ beforeAll(async () => {
   const url = server.url('postgres');
   await new MigrationRunner({ connectionString: url, migrations: await loadMigrations() }).up();
   platform = await startPlatform(url);
+  // The worker lives through the outage too: the call made after it must be run.
+  await platform.startWorker();
   api = await startApi(platform, url);
   hub = new TaskEventsHub({ connectionString: url, listen: true, logger: silentLogger });
   await hub.start();
@@ -55,7 +57,22 @@ function injectInitialize(id: number): Promise<LightMyRequestResponse> {
   });
 }
 
-function expectMcpOutage(response: LightMyRequestResponse, id: number | string) {
+/** A 2025-11-25 request in the session opened before the outage. */
+function injectInSession(sessionId: string, id: number, method: string, params: Record<string, unknown>) {
+  return api.app.inject({
+    method: 'POST',
+    url: '/mcp',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2025-11-25',
+      'mcp-session-id': sessionId,
+    },
+    payload: { jsonrpc: '2.0', id, method, params },
+  });
+}
+
+function expectMcpOutage(response: LightMyRequestResponse, id: number | string | null) {
   expect(response.statusCode).toBe(503);
   expect(response.headers['retry-after']).toBe('5');
   expect(response.json()).toEqual({
@@ -80,6 +97,11 @@ describe('while the database is unreachable', () => {
     });
     expect(created.statusCode).toBe(201);
     const taskId = created.json().id as string;
+    // A 2025-11-25 session stored before the outage must still serve after it.
+    const session = await injectInitialize(10);
+    expect(session.statusCode).toBe(200);
+    const sessionId = session.headers['mcp-session-id'] as string;
+    expect(sessionId).toEqual(expect.any(String));
 
     await server.fastStop();
 
@@ -130,6 +152,17 @@ describe('while the database is unreachable', () => {
     const initialize = await injectInitialize(15);
     expectMcpOutage(initialize, 15);
     expect(initialize.headers['mcp-session-id']).toBeUndefined();
+    // The stored session is looked up in the database: unreachable is 503, not "no such session".
+    expectMcpOutage(await injectInSession(sessionId, 19, 'tools/list', {}), 19);
+    // Its GET stream and its DELETE too (no request id to answer): 503, and the session is kept.
+    for (const method of ['GET', 'DELETE'] as const) {
+      const headers = {
+        accept: 'text/event-stream',
+        'mcp-protocol-version': '2025-11-25',
+        'mcp-session-id': sessionId,
+      };
+      expectMcpOutage(await api.app.inject({ method, url: '/mcp', headers }), null);
+    }
 
     const stdio = connectStdio(core);
     const meta = {
@@ -168,5 +201,8 @@ describe('while the database is unreachable', () => {
     expect(opened.statusCode).toBe(200);
     expect(opened.headers['mcp-session-id']).toEqual(expect.any(String));
     expect(opened.json()).toMatchObject({ id: 17, result: { protocolVersion: '2025-11-25' } });
+    const kept = await injectInSession(sessionId, 18, 'tools/call', { name: 'greet', arguments: { name: 'kept' } });
+    expect(kept.statusCode).toBe(200);
+    expect(kept.json()).toMatchObject({ id: 18, result: { content: [{ type: 'text', text: 'Hello, kept!' }] } });
   });
 });

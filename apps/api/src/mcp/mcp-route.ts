@@ -358,7 +358,14 @@ async function handleLegacy(
   // session is stored, and named in the response's header, through `open`.
   const opening = method === 'initialize';
   const at = opening ? { ...headed, sessionId: undefined, versionHeader: undefined } : headed;
-  const resolved = await sessionOf(at, sessions);
+  // A stored session is looked up in Postgres: a failure there (an outage: 503, retry) answers
+  // this request's id, as any later failure would, not the route's id-less error handler.
+  let resolved: Awaited<ReturnType<typeof sessionOf>>;
+  try {
+    resolved = await sessionOf(at, sessions);
+  } catch (error) {
+    return sendFailure(request, reply, id, error);
+  }
   if ('refused' in resolved) return reply.code(resolved.status).send(errorResponse(id, resolved.refused));
   const { scope, revision } = resolved;
   const openSession = async (opened: Initialized) => {
