@@ -8,6 +8,7 @@ import {
   CONTENT_TOOL_PREFIX,
   type ContentSet,
   contentTool,
+  MAX_CONTENT_BYTES,
   ToolRegistry,
 } from '@taskgate/tools';
 import { sql } from 'kysely';
@@ -59,6 +60,19 @@ const watched = defineResource({
     return () => watching.delete(ctx.tenant);
   },
 });
+/**
+ * Reads at the size bound: `edge` is exactly MAX_CONTENT_BYTES as sent, `over` one byte more,
+ * `split` over it in two items that are each well under it.
+ */
+const EDGE_TEXT = MAX_CONTENT_BYTES - Buffer.byteLength(JSON.stringify({ uri: 'size://edge', text: '' }));
+const sized = defineResourceTemplate({
+  uriTemplate: 'size://{kind}',
+  name: 'sized',
+  read: (_uri, { kind }) => {
+    if (kind === 'split') return [{ text: 'x'.repeat(9 * 1024 * 1024) }, { text: 'y'.repeat(9 * 1024 * 1024) }];
+    return [{ text: 'x'.repeat(kind === 'over' ? EDGE_TEXT + 1 : EDGE_TEXT) }];
+  },
+});
 const extras: ContentSet = {
   resources: [
     watched,
@@ -73,6 +87,7 @@ const extras: ContentSet = {
   resourceTemplates: [
     hanging,
     quick,
+    sized,
     // More values than a completion sends: the worker cuts them, the total must come along.
     defineResourceTemplate({
       uriTemplate: 'many://{n}',
@@ -268,6 +283,27 @@ describe('content published through the catalog', () => {
       fields: { error: 'resource bad://throws failed', cause: 'secret: db password' },
       message: 'resource bad://throws gave no answer',
     });
+  }, 60_000);
+
+  it('reads up to the size bound and refuses a read over it, naming the resource, as a local read does', async () => {
+    const edge = await ask(remote, 'resources/read', { uri: 'size://edge' });
+    expect(edge).toEqual(await ask(local, 'resources/read', { uri: 'size://edge' }));
+    expect(Buffer.byteLength(JSON.stringify((resultOf(edge).contents as unknown[])[0]))).toBe(MAX_CONTENT_BYTES);
+    for (const [uri, bytes] of [
+      ['size://over', MAX_CONTENT_BYTES + 1],
+      ['size://split', 2 * (9 * 1024 * 1024 + Buffer.byteLength(JSON.stringify({ uri: 'size://split', text: '' })))],
+    ] as const) {
+      const there = await ask(remote, 'resources/read', { uri });
+      expect(there).toEqual(await ask(local, 'resources/read', { uri }));
+      expect(there).toEqual({
+        kind: 'error',
+        httpStatus: 200,
+        error: {
+          code: -32603,
+          message: `resource size://{kind} returned ${bytes} bytes as JSON, more than the ${MAX_CONTENT_BYTES} one answer may be (a large output belongs in storage the answer links to)`,
+        },
+      });
+    }
   }, 60_000);
 
   it('reads by a worker, as a platform task of the caller’s tenant that no client lists or calls', async () => {

@@ -1,5 +1,6 @@
 import { McpCore, TaskEventsHub } from '@taskgate/api';
 import { definePrompt, defineResource, defineResourceTemplate } from '@taskgate/sdk';
+import { MAX_CONTENT_BYTES } from '@taskgate/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prompts, resources, resourceTemplates } from '../../examples/conformance/index.ts';
 import { useTestDatabase } from '../support/databases.ts';
@@ -32,6 +33,11 @@ const broken = [
   defineResource({ uri: 'bad://nul', name: 'nul', read: () => [{ text: 'a\u0000b' }] }),
 ];
 const bare = defineResource({ uri: 'plain://csv', name: 'csv', mimeType: 'text/csv', read: () => [{ text: 'a,b' }] });
+/** A prompt whose one message is larger than an answer may be. */
+const huge = definePrompt({
+  name: 'huge',
+  get: () => ({ messages: [{ role: 'user', content: { type: 'text', text: 'x'.repeat(MAX_CONTENT_BYTES) } }] }),
+});
 const echoTenant = definePrompt({
   name: 'whoami',
   get: (_args, ctx) => ({ messages: [{ role: 'user', content: { type: 'text', text: ctx.tenant } }] }),
@@ -49,7 +55,7 @@ beforeAll(async () => {
     pollMs: 100,
     content: [
       { resources, resourceTemplates, prompts },
-      { resources: [...broken, bare], resourceTemplates: [hanging], prompts: [echoTenant] },
+      { resources: [...broken, bare], resourceTemplates: [hanging], prompts: [echoTenant, huge] },
     ],
     listPageSize: 3,
     logger: silentLogger,
@@ -223,6 +229,14 @@ describe('resources/read', () => {
     }
   });
 
+  it('answers -32603 for a prompt whose messages are larger than an answer may be', async () => {
+    const refused = await error('prompts/get', { name: 'huge' });
+    expect(refused.error.code).toBe(-32603);
+    expect(refused.error.message).toMatch(
+      new RegExp(`^prompt huge returned \\d+ bytes as JSON, more than the ${MAX_CONTENT_BYTES} one answer may be`),
+    );
+  });
+
   it('ends a read that never answers at its clock, and gives a cancelled request no answer', async () => {
     const started = Date.now();
     const timedOut = await error('resources/read', { uri: 'slow://a' });
@@ -264,6 +278,7 @@ describe('prompts/list and prompts/get', () => {
   it('lists every prompt with its arguments, paged', async () => {
     const { items } = await allPages('prompts/list', 'prompts', '2025-06-18');
     expect(items.map((item) => item.name)).toEqual([
+      'huge',
       'test_input_required_result_prompt',
       'test_prompt_with_arguments',
       'test_prompt_with_embedded_resource',
@@ -271,7 +286,7 @@ describe('prompts/list and prompts/get', () => {
       'test_simple_prompt',
       'whoami',
     ]);
-    expect(items[1]).toEqual({
+    expect(items[2]).toEqual({
       name: 'test_prompt_with_arguments',
       description: 'A prompt with two required arguments.',
       arguments: [

@@ -2,7 +2,7 @@ import { checkJsonValue } from '@taskgate/protocol';
 import type { Completer, ContentContext, InputRequest, PromptDefinition, PromptResult } from '@taskgate/sdk';
 import type { ResolvedResource } from './content-registry.ts';
 import { inputAnswerProblem } from './input-answers.ts';
-import { contentBlockProblem } from './result-check.ts';
+import { contentBlockProblem, MAX_TOOL_RESULT_BYTES } from './result-check.ts';
 
 /**
  * Set on the values a remote completer returns: the total and hasMore the worker counted before it
@@ -12,6 +12,12 @@ export const REMOTE_COMPLETION = Symbol('taskgate.remoteCompletion');
 
 /** The default clock of a resource read, a prompt get or a completion. */
 export const DEFAULT_CONTENT_TIMEOUT_MS = 10_000;
+/**
+ * The most a read's contents or a prompt's messages may be, as JSON: a tool result's bound, for
+ * the same reasons. A read served by a worker is one task row's result and one message on the
+ * client's stream; one served here is still that message, held whole while a slow reader reads.
+ */
+export const MAX_CONTENT_BYTES = MAX_TOOL_RESULT_BYTES - 1024; // room for the content tool's wrapper
 /** completion/complete sends at most this many values (server/utilities/completion). */
 export const MAX_COMPLETION_VALUES = 100;
 
@@ -70,17 +76,23 @@ export async function readResource(
   if (!Array.isArray(contents) || contents.length === 0) {
     throw new ContentRunError('invalid', `${label} returned ${describe(contents)}, not an array of contents`);
   }
-  return contents.map((item, index) => {
-    const problem = contentsProblem(item);
-    if (problem !== null) throw new ContentRunError('invalid', `${label}: contents[${index}] ${problem}`);
+  let bytes = 0;
+  const read = contents.map((item, index) => {
+    const shape = contentsProblem(item);
+    if (shape !== null) throw new ContentRunError('invalid', `${label}: contents[${index}] ${shape}`);
     // What the item leaves out, its declaration says: the URI read, the declared MIME type.
-    const fields = item as Record<string, unknown>;
-    return {
+    const sent = {
       uri,
       ...(definition.mimeType === undefined ? {} : { mimeType: definition.mimeType }),
-      ...withoutUndefined(fields),
+      ...withoutUndefined(item as Record<string, unknown>),
     };
+    const checked = jsonProblem(sent);
+    if (typeof checked === 'string') throw new ContentRunError('invalid', `${label}: contents[${index}] ${checked}`);
+    bytes += checked.bytes;
+    return sent;
   });
+  if (bytes > MAX_CONTENT_BYTES) throw new ContentRunError('invalid', `${label} ${tooLarge(bytes)}`);
+  return read;
 }
 
 /** A prompt's messages for `args` (already checked against its arguments). */
@@ -92,7 +104,8 @@ export async function getPrompt(
   const label = `prompt ${prompt.name}`;
   const result = await bounded(label, prompt.timeoutMs, context, (ctx) => prompt.get(args, ctx));
   const problem = promptResultProblem(result);
-  if (problem !== null) throw new ContentRunError('invalid', `${label} ${problem}`);
+  if (typeof problem === 'string') throw new ContentRunError('invalid', `${label} ${problem}`);
+  if (problem.bytes > MAX_CONTENT_BYTES) throw new ContentRunError('invalid', `${label} ${tooLarge(problem.bytes)}`);
   return result;
 }
 
@@ -198,6 +211,13 @@ async function askEach(
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
+/** What is wrong with a handler's answer, or its size as JSON when nothing is. */
+type Checked = string | { readonly bytes: number };
+
+function tooLarge(bytes: number): string {
+  return `returned ${bytes} bytes as JSON, more than the ${MAX_CONTENT_BYTES} one answer may be (a large output belongs in storage the answer links to)`;
+}
+
 function contentsProblem(item: unknown): string | null {
   if (typeof item !== 'object' || item === null || Array.isArray(item)) return 'is not an object';
   const { uri, mimeType, text, blob, _meta } = item as Record<string, unknown>;
@@ -208,10 +228,10 @@ function contentsProblem(item: unknown): string | null {
   if ((text === undefined) === (blob === undefined)) return 'must have exactly one of text and blob';
   if (text !== undefined && typeof text !== 'string') return 'has a text that is not a string';
   if (blob !== undefined && (typeof blob !== 'string' || !BASE64.test(blob))) return 'has a blob that is not base64';
-  return jsonProblem(item);
+  return null;
 }
 
-function promptResultProblem(result: unknown): string | null {
+function promptResultProblem(result: unknown): Checked {
   if (typeof result !== 'object' || result === null || Array.isArray(result)) {
     return `returned ${describe(result)}, not { messages: [...] }`;
   }
@@ -230,15 +250,19 @@ function promptResultProblem(result: unknown): string | null {
   return jsonProblem(result);
 }
 
-/** A value that JSON.stringify would change or refuse (a BigInt, a cycle) cannot be sent as it is. */
-function jsonProblem(value: object): string | null {
+/**
+ * A value that JSON.stringify would change or refuse (a BigInt, a cycle) cannot be sent as it is;
+ * one it takes is measured (the size bound is checked over the whole answer).
+ */
+function jsonProblem(value: object): Checked {
+  let json: string;
   try {
-    JSON.stringify(value);
+    json = JSON.stringify(value);
   } catch (error) {
     return `is not JSON: ${(error as Error).message.split('\n')[0]}`;
   }
   const found = checkJsonValue(value);
-  return found === null ? null : `cannot be sent: ${found.message}`;
+  return found === null ? { bytes: Buffer.byteLength(json) } : `cannot be sent: ${found.message}`;
 }
 
 function withoutUndefined(fields: Record<string, unknown>): Record<string, unknown> {

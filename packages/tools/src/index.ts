@@ -13,6 +13,7 @@ export {
   DEFAULT_CONTENT_TIMEOUT_MS,
   getPrompt,
   MAX_COMPLETION_VALUES,
+  MAX_CONTENT_BYTES,
   type PromptArgumentsProblem,
   promptArguments,
   type ReadContents,
