@@ -5,6 +5,7 @@ import { defineTool } from '@taskgate/sdk';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { modernRequest } from '../support/mcp-http.ts';
 import {
   type Barrier,
   barrier,
@@ -74,34 +75,14 @@ function callOverHttp(
   args: Record<string, unknown>,
   meta: Record<string, unknown> = {},
 ): Exchange {
-  const body = JSON.stringify({
-    jsonrpc: '2.0',
-    id,
-    method: 'tools/call',
-    params: {
-      name: tool,
-      arguments: args,
-      _meta: {
-        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-        'io.modelcontextprotocol/clientCapabilities': {},
-        ...meta,
-      },
-    },
-  });
+  const { headers, body } = modernRequest('tools/call', { name: tool, arguments: args }, { id, meta });
   const received = { text: '', ended: false };
   const request = http.request({
     host: '127.0.0.1',
     port,
     path: '/mcp',
     method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': tool,
-      'content-length': Buffer.byteLength(body),
-    },
+    headers: { ...headers, 'content-length': Buffer.byteLength(body) },
   });
   const done = new Promise<void>((resolve) => {
     request.on('error', () => resolve());

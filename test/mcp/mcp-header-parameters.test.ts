@@ -4,6 +4,7 @@ import { ToolRegistry } from '@taskgate/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { diagnosticTools } from '../../examples/conformance/diagnostic-fixtures.ts';
 import { useTestDatabase } from '../support/databases.ts';
+import { modernRequest } from '../support/mcp-http.ts';
 import { type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
 
 // x-mcp-header (2026-07-28 Streamable HTTP "Custom Headers from Tool Parameters"): a tools/call's
@@ -22,30 +23,8 @@ afterAll(async () => {
 });
 
 async function call(args: Record<string, unknown>, headers: Record<string, string>) {
-  const response = await fetch(api.mcpUrl, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': 'test_custom_headers',
-      ...headers,
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: {
-        name: 'test_custom_headers',
-        arguments: args,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientCapabilities': {},
-        },
-      },
-    }),
-  });
+  const request = modernRequest('tools/call', { name: 'test_custom_headers', arguments: args }, { id: 1, headers });
+  const response = await fetch(api.mcpUrl, { method: 'POST', ...request });
   return {
     status: response.status,
     body: (await response.json()) as { result?: unknown; error?: { code: number; message: string } },

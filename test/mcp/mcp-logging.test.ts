@@ -3,6 +3,7 @@ import { defineTool } from '@taskgate/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { diagnosticTools } from '../../examples/conformance/diagnostic-fixtures.ts';
 import { useTestDatabase } from '../support/databases.ts';
+import { modernRequest } from '../support/mcp-http.ts';
 import { connectStdio } from '../support/stdio-client.ts';
 import { type Platform, serveApi, silentLogger, startPlatform } from '../support/task-platform.ts';
 
@@ -120,28 +121,9 @@ describe('ctx.log() through the core', () => {
   });
 });
 
-const HTTP_META = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientCapabilities': {},
-};
-
 async function postModern(url: URL, meta: Record<string, unknown>) {
-  return fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': 'test_tool_with_logging',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: { name: 'test_tool_with_logging', arguments: {}, _meta: { ...HTTP_META, ...meta } },
-    }),
-  });
+  const request = modernRequest('tools/call', { name: 'test_tool_with_logging', arguments: {} }, { id: 1, meta });
+  return fetch(url, { method: 'POST', ...request });
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: a JSON-RPC body, read field by field.

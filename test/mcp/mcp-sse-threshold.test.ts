@@ -4,6 +4,7 @@ import { defineTool, ToolProtocolError } from '@taskgate/sdk';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { modernRequest } from '../support/mcp-http.ts';
 import { type Barrier, barrier, type Platform, startApi, startPlatform } from '../support/task-platform.ts';
 
 // A tools/call that outlives the SSE threshold is answered as an SSE stream: the status and headers
@@ -48,33 +49,14 @@ afterAll(async () => {
 });
 
 function call(api: { app: FastifyInstance }, id: string, tool: string, args: Record<string, unknown>) {
-  const body = JSON.stringify({
-    jsonrpc: '2.0',
-    id,
-    method: 'tools/call',
-    params: {
-      name: tool,
-      arguments: args,
-      _meta: {
-        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-        'io.modelcontextprotocol/clientCapabilities': {},
-      },
-    },
-  });
+  const { headers, body } = modernRequest('tools/call', { name: tool, arguments: args }, { id });
   return new Promise<http.IncomingMessage>((resolve, reject) => {
     const request = http.request({
       host: '127.0.0.1',
       port: (api.app.server.address() as AddressInfo).port,
       path: '/mcp',
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'tools/call',
-        'mcp-name': tool,
-        'content-length': Buffer.byteLength(body),
-      },
+      headers: { ...headers, 'content-length': Buffer.byteLength(body) },
     });
     request.on('response', resolve);
     request.on('error', reject);

@@ -1,27 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanEnv, type RunningProcess, startCli } from '../support/cli.ts';
+import type { RunningProcess } from '../support/cli.ts';
 import { modernRequest } from '../support/mcp-http.ts';
-import { PostgresCluster } from '../support/postgres-cluster.ts';
+import { type CliOnOwnPostgres, startCliOnOwnPostgres, stopCliOnOwnPostgres } from '../support/own-postgres-cli.ts';
+import type { PostgresCluster } from '../support/postgres-cluster.ts';
 import { waitForTask } from '../support/task-platform.ts';
-import { migrateAsDefault } from '../support/test-run.ts';
 
 // `taskgate start` (api, worker and relay in one process) against a Postgres of this test's own,
 // which is fast-stopped while a task runs and started again.
+let running: CliOnOwnPostgres;
 let server: PostgresCluster;
 let taskgate: RunningProcess;
 let base: string;
 
 beforeAll(async () => {
-  server = await PostgresCluster.temporary();
-  const url = server.url('postgres');
-  await migrateAsDefault(url);
-  taskgate = startCli(['start', '--no-migrate'], cleanEnv({ DATABASE_URL: url, PORT: '0', LOG_LEVEL: 'info' }));
-  base = (await taskgate.waitForLog((line) => line.msg === 'taskgate started')).url as string;
+  running = await startCliOnOwnPostgres('info');
+  ({ server, taskgate, base } = running);
 }, 120_000);
-afterAll(async () => {
-  taskgate?.child.kill('SIGKILL');
-  server?.destroy();
-});
+afterAll(() => stopCliOnOwnPostgres(running));
 
 const getJson = async (path: string) => {
   const response = await fetch(`${base}${path}`);

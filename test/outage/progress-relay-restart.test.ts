@@ -1,55 +1,35 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cleanEnv, type RunningProcess, startCli } from '../support/cli.ts';
-import { modernMeta } from '../support/mcp-http.ts';
-import { PostgresCluster } from '../support/postgres-cluster.ts';
+import type { RunningProcess } from '../support/cli.ts';
+import { modernRequest } from '../support/mcp-http.ts';
+import { type CliOnOwnPostgres, startCliOnOwnPostgres, stopCliOnOwnPostgres } from '../support/own-postgres-cli.ts';
+import type { PostgresCluster } from '../support/postgres-cluster.ts';
 import { openSse } from '../support/sse-client.ts';
-import { migrateAsDefault } from '../support/test-run.ts';
 
 // A durable call's progress travels worker → task row → NOTIFY → the API's wait → the client's
 // SSE stream. `taskgate start` runs against a Postgres of this test's own, which is fast-stopped
 // while the call streams progress (the worker's progress writes fail, the API's LISTEN connection
 // ends) and started again. The client must still get the final response on the same stream, after
 // progress that only ever goes up, and the task must have run once.
+let running: CliOnOwnPostgres;
 let server: PostgresCluster;
 let taskgate: RunningProcess;
 let base: string;
 
 beforeAll(async () => {
-  server = await PostgresCluster.temporary();
-  const url = server.url('postgres');
-  await migrateAsDefault(url);
   // debug: the worker's failed progress write is said at debug (it is best effort).
-  taskgate = startCli(['start', '--no-migrate'], cleanEnv({ DATABASE_URL: url, PORT: '0', LOG_LEVEL: 'debug' }));
-  base = (await taskgate.waitForLog((line) => line.msg === 'taskgate started')).url as string;
+  running = await startCliOnOwnPostgres('debug');
+  ({ server, taskgate, base } = running);
 }, 120_000);
-afterAll(async () => {
-  taskgate?.child.kill('SIGKILL');
-  server?.destroy();
-});
+afterAll(() => stopCliOnOwnPostgres(running));
 
 describe('a Postgres restart while a durable call streams progress', () => {
   it('keeps the stream: progress only goes up, and the final response arrives after the restart', async () => {
-    const body = JSON.stringify({
-      jsonrpc: '2.0',
-      id: 'through-restart',
-      method: 'tools/call',
-      params: {
-        name: 'slow_compute',
-        arguments: { seconds: 3, label: 'restart' },
-        _meta: { ...modernMeta(), progressToken: 'restart' },
-      },
-    });
-    const stream = openSse(new URL(`${base}/mcp`), {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'tools/call',
-        'mcp-name': 'slow_compute',
-      },
-      body,
-    });
+    const { headers, body } = modernRequest(
+      'tools/call',
+      { name: 'slow_compute', arguments: { seconds: 3, label: 'restart' } },
+      { id: 'through-restart', meta: { progressToken: 'restart' } },
+    );
+    const stream = openSse(new URL(`${base}/mcp`), { method: 'POST', headers, body });
     expect(await stream.status).toBe(200);
     const isProgress = (message: Record<string, unknown>) => message.method === 'notifications/progress';
     await stream.until((messages) => messages.filter(isProgress).length >= 2);

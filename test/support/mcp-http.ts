@@ -16,6 +16,8 @@ export interface ModernRequestOptions {
   readonly headers?: Record<string, string>;
   /** The JSON-RPC id (default: the next of a counter). */
   readonly id?: number | string;
+  /** More `_meta` fields (a progressToken, a log level), after the revision's own. */
+  readonly meta?: Record<string, unknown>;
 }
 
 /**
@@ -47,7 +49,7 @@ export function modernRequest(
       jsonrpc: '2.0',
       id: options.id ?? nextId++,
       method,
-      params: { ...params, _meta: modernMeta(options.capabilities) },
+      params: { ...params, _meta: { ...modernMeta(options.capabilities), ...options.meta } },
     }),
   };
 }
