@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import { LegacySessions } from './legacy-sessions.ts';
 
 // A session signal (a cancel or response another instance took) acts only on a request this
@@ -49,5 +50,39 @@ describe('LegacySessions.onSignal', () => {
     expect(respond('globex')).toBe(false);
     expect(respond('acme')).toBe(true);
     await expect(asked).resolves.toEqual({ roots: [] });
+  });
+});
+
+// A client may vanish without DELETE: what its session holds here (a GET stream's place, resource
+// subscriptions, which keep content watch rows) goes when the route's sweep finds it idle, with no
+// other session opened to trigger it.
+describe('LegacySessions.sweep', () => {
+  it('stops an idle session’s resource subscriptions, and keeps a busy or fresh one’s', async () => {
+    let now = 0;
+    const sessions = new LegacySessions({ idleMs: 1_000, now: () => now });
+    const stopped: string[] = [];
+    const subscriptionsOf = (name: string) => (): ResourceSubscriptions => ({
+      has: () => false,
+      subscribe: () => true,
+      unsubscribe: () => {},
+      stop: () => stopped.push(name),
+    });
+    const idle = await sessions.open('acme', '2025-11-25');
+    const busy = await sessions.open('acme', '2025-11-25');
+    sessions.resourcesOf(idle, subscriptionsOf('idle'));
+    sessions.resourcesOf(busy, subscriptionsOf('busy'));
+    // A request still running in the busy one.
+    (await sessions.scopeOf(busy, 'acme'))?.controllers.set('n:1', new AbortController());
+    now = 1_000;
+    sessions.sweep();
+    expect(stopped).toEqual([]);
+    now = 1_001;
+    sessions.sweep();
+    expect(stopped).toEqual(['idle']);
+    expect(sessions.resourcesOf(idle, subscriptionsOf('again'))).toBeNull();
+    // The busy one keeps the set it had.
+    const kept = sessions.resourcesOf(busy, subscriptionsOf('new'));
+    kept?.stop();
+    expect(stopped).toEqual(['idle', 'busy']);
   });
 });

@@ -275,6 +275,20 @@ export class LegacySessions {
     return deleted;
   }
 
+  /**
+   * Lets go of this process's part of sessions idle here: run on a timer by the route, since a
+   * client that vanishes without DELETE sends nothing that would, and its resource subscriptions
+   * (content watch rows a worker keeps watching) would stay until the next session opened here.
+   */
+  sweep(): void {
+    this.#evict();
+  }
+
+  /** The idle window: how often the route sweeps is derived from it. */
+  get idleMs(): number {
+    return this.#idleMs;
+  }
+
   /** This process's part of sessions idle here, and the oldest beyond the bound, is let go. */
   #evict(): void {
     const now = this.#now();

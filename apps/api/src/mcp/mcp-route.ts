@@ -122,6 +122,9 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
   );
   // A cancel or response for a session's request that another instance took: acted on if it is here.
   const unsubscribeSignals = options.signals?.onSignal((signal) => sessions.onSignal(signal));
+  // Sessions abandoned here (no DELETE) are let go within a fraction of their idle window.
+  const sweeping = setInterval(() => sessions.sweep(), Math.max(1_000, Math.min(60_000, sessions.idleMs / 4)));
+  sweeping.unref();
   // The HTTP+SSE transport's connections (2024-11-05's clients), registered with the scope below.
   let sseConnections: { close(): Promise<void> } | null = null;
   app.addHook('preClose', async () => {
@@ -129,6 +132,7 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
     void sseConnections?.close();
     unsubscribeTools();
     unsubscribeSignals?.();
+    clearInterval(sweeping);
     sessions.closeStreams();
     for (const listen of listens) listen.endGracefully();
     // Not awaited: close() goes on (no new connections) while the calls get their grace period.
