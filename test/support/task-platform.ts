@@ -102,6 +102,7 @@ export async function startPlatform(
       return platform.worker;
     },
     async stop() {
+      service.stop();
       await platform.worker?.stop();
       await boss.stop({ graceful: false, close: true });
       await announcer.settled();

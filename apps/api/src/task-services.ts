@@ -153,8 +153,10 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
   // Once: a caller's clean-up may run after a failed step already stopped everything (the API's
   // listen, then start-up's discard), and a second upkeep stop would write to a destroyed pool.
   let stopped: Promise<void> | null = null;
+  let service: TaskService | null = null;
   const stop = () => {
     stopped ??= (async () => {
+      service?.stop();
       tools.close();
       await Promise.allSettled([
         contentWatches.stop(),
@@ -181,7 +183,7 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     await stop();
     throw error;
   }
-  const service = new TaskService({
+  service = new TaskService({
     db,
     boss,
     announcer,
@@ -189,6 +191,7 @@ export async function openTaskServices(options: TaskServicesOptions): Promise<Ta
     defaultTtlMs: options.defaultTtlMs ?? DEFAULT_TTL_MS,
     pollIntervalMs: options.listenNotify ? 1_000 : 500,
     instanceId,
+    logger: options.logger,
     ...(options.idempotencyRetentionMs === undefined ? {} : { idempotencyRetentionMs: options.idempotencyRetentionMs }),
     ...(options.clockCaps ? { clockCaps: options.clockCaps } : {}),
   });

@@ -225,9 +225,7 @@ export function remoteContentCalls(
     } catch (error) {
       if (ctx.signal.aborted) {
         const reason = ctx.signal.reason instanceof Error ? ctx.signal.reason.message : 'the read was stopped';
-        await service.cancel(ctx.tenant, task.id, reason).catch((failure: Error) => {
-          logger?.warn({ taskId: task.id, error: failure.message }, "cancelling a remote content read's task failed");
-        });
+        await service.cancelAbandoned(ctx.tenant, task.id, reason, (fields, message) => logger?.warn(fields, message));
       }
       throw error;
     }

@@ -9,6 +9,7 @@ import {
   findTasks,
   GroupCommit,
   insertTasks,
+  isDatabaseUnavailable,
   type KeyRecord,
   keyFingerprint,
   listTasks,
@@ -25,13 +26,14 @@ import {
   type TaskWriter,
   toolQueue,
 } from '@taskgate/db';
-import { TaskgateError } from '@taskgate/errors';
+import { isTaskgateError, TaskgateError } from '@taskgate/errors';
 import { Batcher } from '@taskgate/reliability';
 import type { InputRequest } from '@taskgate/sdk';
 import { inputAnswerProblem, type ToolCatalog, type ToolSpec } from '@taskgate/tools';
 import type { Kysely, Transaction } from 'kysely';
 import { fromKysely, type PgBoss } from 'pg-boss';
 import { keyInProgress, keyMismatch } from '../ledger/key-errors.ts';
+import { CancelRetries } from './cancel-retries.ts';
 import { decodeCursor, encodeCursor } from './task-cursor.ts';
 
 export interface TaskServiceOptions {
@@ -58,6 +60,10 @@ export interface TaskServiceOptions {
   readonly instanceId?: string;
   /** Test seam: runs inside the creating transaction after the row and the job are written. */
   readonly afterEnqueue?: (task: TaskRecord, trx: Transaction<Database>) => Promise<void>;
+  /** Hears of cancels retried after an outage (cancelAbandoned). */
+  readonly logger?: { readonly warn: (fields: Record<string, unknown>, message: string) => void };
+  /** Test seam: the retries' delays (CancelRetriesOptions). */
+  readonly cancelRetryDelaysMs?: { readonly first: number; readonly max: number };
 }
 
 export interface CreateTaskInput {
@@ -126,9 +132,20 @@ export class TaskService {
   readonly #reads: Batcher<{ tenantId: string; id: string }, TaskRecord | null>;
   /** Each tool's queue, ensured before the first send to it (never inside the sending transaction). */
   readonly #queues: TaskQueues;
+  readonly #cancelRetries: CancelRetries;
 
   constructor(options: TaskServiceOptions) {
     this.#options = options;
+    const logger = options.logger;
+    this.#cancelRetries = new CancelRetries({
+      cancel: (tenantId, id, reason) => this.cancel(tenantId, id, reason),
+      retryable: isUnavailable,
+      // Called as a method: pino's warn needs its `this`.
+      log: (fields, message) => logger?.warn(fields, message),
+      ...(options.cancelRetryDelaysMs
+        ? { firstDelayMs: options.cancelRetryDelaysMs.first, maxDelayMs: options.cancelRetryDelaysMs.max }
+        : {}),
+    });
     this.#queues = new TaskQueues(options.boss);
     this.#creates = new GroupCommit(
       (work) => options.announcer.transaction(options.db, work),
@@ -440,6 +457,42 @@ export class TaskService {
     return outcome.task;
   }
 
+  /**
+   * The cancel of a task whose request is gone (the client went away, its input could not be
+   * asked, the server could not park it): nobody else knows the task, so the cancel must land. In
+   * an outage it is retried, with backoff, until it does (CancelRetries). Never rejects: the
+   * request that ends has nobody to tell; `log` hears of the failure.
+   */
+  async cancelAbandoned(
+    tenantId: string,
+    id: string,
+    reason: string,
+    log?: (fields: Record<string, unknown>, message: string) => void,
+  ): Promise<void> {
+    try {
+      await this.cancel(tenantId, id, reason);
+    } catch (error) {
+      const retried = isUnavailable(error);
+      log?.(
+        { taskId: id, error: (error as Error).message },
+        retried
+          ? 'cancelling the task of a gone request failed; it is retried'
+          : 'cancelling the task of a gone request failed',
+      );
+      if (retried) this.#cancelRetries.add(tenantId, id, reason);
+    }
+  }
+
+  /** Cancels waiting to be retried (cancelAbandoned). */
+  get cancelsPending(): number {
+    return this.#cancelRetries.pending;
+  }
+
+  /** The instance stops: retries end (its stopped row has the sweeper cancel its request-mode tasks). */
+  stop(): void {
+    this.#cancelRetries.stop();
+  }
+
   #writer(): TaskWriter {
     return this.#options.announcer.writer(this.#options.db);
   }
@@ -449,4 +502,9 @@ function notFound(id: string): TaskgateError {
   return new TaskgateError('TG_TASK_NOT_FOUND', `no task ${JSON.stringify(id)} exists for this tenant`, {
     details: { id },
   });
+}
+
+/** The database (or the service) not answering: worth another try. */
+function isUnavailable(error: unknown): boolean {
+  return isDatabaseUnavailable(error) || isTaskgateError(error, 'TG_SERVICE_UNAVAILABLE');
 }

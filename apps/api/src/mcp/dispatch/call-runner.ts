@@ -198,7 +198,7 @@ export class CallRunner {
         // that was cancelled.
         if (!context.signal.aborted) await this.#detach(round.task, context);
         else {
-          await service.cancel(context.tenantId, round.task, 'its request was cancelled').catch(() => {});
+          await service.cancelAbandoned(context.tenantId, round.task, 'its request was cancelled', context.log);
         }
       }
       // An outage is the transport's to answer (503 and Retry-After over HTTP).
@@ -233,12 +233,7 @@ export class CallRunner {
     const cancel = async (why?: string) => {
       const reason =
         why ?? (context.signal.reason instanceof Error ? context.signal.reason.message : String(context.signal.reason));
-      await service.cancel(context.tenantId, task.id, reason).catch((error: Error) => {
-        context.log?.(
-          { taskId: task.id, error: error.message },
-          'cancelling the task of a cancelled MCP request failed',
-        );
-      });
+      await service.cancelAbandoned(context.tenantId, task.id, reason, context.log);
     };
     if (context.signal.aborted) {
       await cancel();
@@ -297,8 +292,7 @@ export class CallRunner {
           return null;
         }
         if (detached === 'failed') {
-          // In an outage this cancel may fail too: the task then stays this instance's, ended by
-          // its max clock or by this instance's loss.
+          // In an outage this cancel may fail too: it is retried until it lands (cancelAbandoned).
           await cancel('it could not be parked for the retry that would answer it');
           throw new TaskgateError('TG_SERVICE_UNAVAILABLE', 'the call could not wait for its input; call again', {
             details: { retryAfterSeconds: 1 },
