@@ -4,8 +4,9 @@
  */
 import { failingJob, protocolErrorJob } from './failing-job.ts';
 import { greet } from './greet.ts';
+import { sleepSubprocess } from './sleep-subprocess.ts';
 import { slowCompute } from './slow-compute.ts';
 
 export const name = 'demo';
-export const tools = [greet, slowCompute, failingJob, protocolErrorJob];
-export { failingJob, greet, protocolErrorJob, slowCompute };
+export const tools = [greet, slowCompute, sleepSubprocess, failingJob, protocolErrorJob];
+export { failingJob, greet, protocolErrorJob, sleepSubprocess, slowCompute };

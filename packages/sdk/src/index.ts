@@ -35,12 +35,17 @@ export type {
   OutboxEvent,
   QueryResult,
   ResourceLink,
+  SpawnOptions,
+  SpawnResult,
   TextContent,
   ToolContext,
   ToolResult,
 } from './tool-context.ts';
+export { DEFAULT_SUBPROCESS_GRACE_MS } from './tool-context.ts';
 export {
   defineTool,
+  isGraceMs,
+  MAX_SUBPROCESS_GRACE_MS,
   type RetryClass,
   type TaskSupport,
   type ToolAnnotations,

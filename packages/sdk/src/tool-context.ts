@@ -111,6 +111,39 @@ export interface CommitContext<DB> {
   readonly outbox: { add(event: OutboxEvent): void };
 }
 
+/** What ctx.spawn() runs a command with. */
+export interface SpawnOptions {
+  readonly cwd?: string;
+  /** The child's whole environment (default: the worker's own). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Written to the child's stdin, which is then closed (default: closed at once). */
+  readonly input?: string;
+  /** Each piece of stdout as it arrives, decoded as UTF-8 (a character is never split). */
+  readonly onStdout?: (text: string) => void;
+  readonly onStderr?: (text: string) => void;
+  /**
+   * How long the child's process group has between SIGTERM and SIGKILL once the task must stop
+   * (default: the tool's `subprocessGraceMs`, else DEFAULT_SUBPROCESS_GRACE_MS).
+   */
+  readonly graceMs?: number;
+  /** The most of stdout, and of stderr, kept for the result (default 1 MiB each); onStdout still hears all. */
+  readonly maxOutputBytes?: number;
+}
+
+/** How a ctx.spawn() child ended. A non-zero exit is a result, not an error: the handler decides. */
+export interface SpawnResult {
+  /** The exit code, or null when a signal ended it. */
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** Whether stdout or stderr was cut to maxOutputBytes. */
+  readonly truncated: boolean;
+}
+
+/** Between SIGTERM and SIGKILL, for a tool that sets no `subprocessGraceMs`. */
+export const DEFAULT_SUBPROCESS_GRACE_MS = 5_000;
+
 export interface ToolContext<DB = unknown> {
   /** Aborted when the task is cancelled, a clock runs out, or the worker releases the task. */
   readonly signal: AbortSignal;
@@ -182,4 +215,14 @@ export interface ToolContext<DB = unknown> {
    * carried none (REST, or a client that declared nothing).
    */
   readonly clientCapabilities?: Readonly<Record<string, unknown>>;
+  /**
+   * Runs `command` (no shell) in a process group of its own, bound to the task: when the task must
+   * stop — a cancel, a clock, the worker handing it back — the whole group gets SIGTERM, then
+   * SIGKILL once the grace period has passed, so a shell's children and a pipeline's die with it;
+   * spawn() then rejects with the stop reason, once the group is gone or killed. When the command
+   * exits by itself, what it left running in its group is killed. Resolves with the exit status
+   * and the output. A process that starts a session of its own (setsid, a daemon) leaves the group
+   * and is not reached; run workers under an init that reaps orphans.
+   */
+  spawn(command: string, args?: readonly string[], options?: SpawnOptions): Promise<SpawnResult>;
 }

@@ -24,11 +24,20 @@ describe('defineTool', () => {
     [{ ...valid, idempotencyKey: 'required' }, 'only a conditional tool takes an idempotency key'],
     [{ ...valid, timeouts: { idleMs: 1.5 } }, 'timeouts.idleMs must be a positive integer'],
     [{ ...valid, timeouts: { maxMs: true } }, 'timeouts.maxMs must be a positive integer'],
+    [{ ...valid, subprocessGraceMs: -1 }, 'subprocessGraceMs must be an integer of milliseconds from 0 to 60000'],
+    [{ ...valid, subprocessGraceMs: 60_001 }, 'subprocessGraceMs must be an integer'],
+    [{ ...valid, subprocessGraceMs: '5000' }, 'subprocessGraceMs must be an integer'],
     [{ ...valid, description: 7 }, 'description must be a string'],
     [{ ...valid, taskSupport: 'always' }, 'taskSupport must be'],
   ])('refuses %j', (definition, message) => {
     expect(toolDefinitionProblem(definition)).toContain(message);
     expect(() => defineTool(definition as never)).toThrow(message);
+  });
+
+  it('takes a subprocess grace from 0 (SIGKILL at once) to 60 s', () => {
+    for (const subprocessGraceMs of [0, 2_000, 60_000]) {
+      expect(toolDefinitionProblem({ ...valid, subprocessGraceMs })).toBeNull();
+    }
   });
 
   it('refuses what is not an object at all', () => {

@@ -40,6 +40,11 @@ export interface ToolDefinition<Input = Record<string, unknown>, DB = unknown> {
   readonly idempotencyKey?: 'required' | 'optional';
   readonly timeouts?: ToolTimeouts;
   /**
+   * How long a ctx.spawn() child's process group has between SIGTERM and SIGKILL when the task
+   * must stop (default DEFAULT_SUBPROCESS_GRACE_MS, 5 s; at most 60 s). A call's own graceMs wins.
+   */
+  readonly subprocessGraceMs?: number;
+  /**
    * A safe tool may run inline: an MCP tools/call then runs it in the API process with no task row
    * (cancellation, the two clocks and progress still apply). Nothing is durable, which is why only
    * safe tools may: a lost inline call is simply called again. REST tasks always run on workers.
@@ -129,6 +134,9 @@ export function toolDefinitionProblem(definition: unknown): string | null {
   if (definition.askFirst !== undefined && !isRecord(definition.askFirst)) {
     return problem('askFirst must be an object of input requests by key');
   }
+  if (definition.subprocessGraceMs !== undefined && !isGraceMs(definition.subprocessGraceMs)) {
+    return problem(`subprocessGraceMs must be an integer of milliseconds from 0 to ${MAX_SUBPROCESS_GRACE_MS}`);
+  }
   if (definition.timeouts !== undefined && !isRecord(definition.timeouts)) return problem('timeouts must be an object');
   const timeouts = (definition.timeouts ?? {}) as Record<string, unknown>;
   for (const key of ['idleMs', 'maxMs']) {
@@ -138,6 +146,14 @@ export function toolDefinitionProblem(definition: unknown): string | null {
     }
   }
   return null;
+}
+
+/** The longest grace a subprocess group may get: a stop must end within a bound. */
+export const MAX_SUBPROCESS_GRACE_MS = 60_000;
+
+/** A grace period in milliseconds: an integer from 0 (SIGKILL at once) to MAX_SUBPROCESS_GRACE_MS. */
+export function isGraceMs(value: unknown): value is number {
+  return Number.isInteger(value) && (value as number) >= 0 && (value as number) <= MAX_SUBPROCESS_GRACE_MS;
 }
 
 /** Declares a tool; checks the declaration itself so a bad one fails at start-up, not at first call. */

@@ -3,6 +3,7 @@ import { checkJsonValue, isLogLevel, LOG_LEVELS, type LogLevel } from '@taskgate
 import { isTerminalStatus, ProgressGate, type ProgressUpdate, TwoClockDeadline } from '@taskgate/reliability';
 import {
   type CommitContext,
+  DEFAULT_SUBPROCESS_GRACE_MS,
   type InputRequest,
   TaskCancelledError,
   TaskParkedError,
@@ -15,6 +16,7 @@ import {
 import type { AnyTool } from './any-tool.ts';
 import { inputAnswerProblem } from './input-answers.ts';
 import type { RunOutcome, RunStore, RunTask } from './run-store.ts';
+import { runSubprocess } from './subprocess.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -203,6 +205,13 @@ export class ToolRun {
       step: (name, fn) => this.#step(name, fn),
       input: (requests) => this.#input(requests),
       ...(this.task.clientCapabilities ? { clientCapabilities: this.task.clientCapabilities } : {}),
+      spawn: (command, args, options) =>
+        runSubprocess(command, args, options, {
+          signal: this.#controller.signal,
+          graceMs: this.#tool.subprocessGraceMs ?? DEFAULT_SUBPROCESS_GRACE_MS,
+          log: (fields, message) =>
+            this.#settings.logger.info({ taskId: this.task.id, tool: this.task.tool, ...fields }, message),
+        }),
       sleep: async (ms) => {
         try {
           await delay(ms, undefined, { signal: this.#controller.signal });

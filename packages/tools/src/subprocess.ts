@@ -1,0 +1,329 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
+import { isGraceMs, MAX_SUBPROCESS_GRACE_MS, type SpawnOptions, type SpawnResult } from '@taskgate/sdk';
+
+/** The most of stdout, and of stderr, a result keeps unless the call says otherwise. */
+export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
+/** How often a stopping group is looked at, for whether any of it is left. */
+const GROUP_POLL_MS = 20;
+/**
+ * How long, after the command exited and its group was killed, its output pipes may stay open: a
+ * process that left the group (setsid) and kept them would otherwise hold the call forever.
+ */
+const PIPE_CLOSE_WAIT_MS = 1_000;
+
+type LogFn = (fields: Record<string, unknown>, message: string) => void;
+
+/**
+ * The groups calls started that are not yet seen gone. If this process exits first — a worker
+ * whose shutdown deadline passed while a group was in its grace period — its kill timers die with
+ * it, so the exit SIGKILLs what is left. (A SIGKILLed worker runs nothing: under an init, its
+ * orphans are at least reaped, not left as zombies.)
+ */
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+
+function track(pgid: number): void {
+  liveGroups.add(pgid);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const group of liveGroups) {
+      try {
+        signalGroup(group, 'SIGKILL');
+      } catch {
+        // Exiting: nothing is left to tell.
+      }
+    }
+  });
+}
+
+/** What binds a subprocess to its task's run. */
+export interface SubprocessScope {
+  /** The run's signal: its abort stops the group. */
+  readonly signal: AbortSignal;
+  /** The tool's grace period (its subprocessGraceMs, or the default). */
+  readonly graceMs: number;
+  readonly log: LogFn;
+}
+
+/**
+ * ctx.spawn(): `command` with `args` (no shell) as the leader of a process group of its own, so
+ * one signal reaches everything it starts that stays in the group. On the scope's abort the group
+ * gets SIGTERM, and SIGKILL once the grace period passes or at once if the grace is 0; the call
+ * rejects with the abort's reason once nothing of the group is left (or it was SIGKILLed). When
+ * the leader exits by itself, whatever it left in its group is SIGKILLed: nothing outlives the call.
+ */
+export async function runSubprocess(
+  command: string,
+  args: readonly string[] | undefined,
+  options: SpawnOptions | undefined,
+  scope: SubprocessScope,
+): Promise<SpawnResult> {
+  // Typed for the handler, checked for what JavaScript can still pass.
+  const checked = checkedCall(command, args, options ?? {}, scope.graceMs);
+  if (scope.signal.aborted) throw scope.signal.reason;
+  const child = spawn(checked.command, checked.args, {
+    ...(checked.options.cwd === undefined ? {} : { cwd: checked.options.cwd }),
+    ...(checked.options.env === undefined ? {} : { env: { ...checked.options.env } }),
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  await started(child, checked.command);
+  const pgid = child.pid as number;
+  track(pgid);
+  try {
+    return await supervise(child, pgid, checked, scope);
+  } finally {
+    liveGroups.delete(pgid);
+  }
+}
+
+interface CheckedCall {
+  readonly command: string;
+  readonly args: string[];
+  readonly options: SpawnOptions;
+  readonly graceMs: number;
+  readonly maxOutputBytes: number;
+}
+
+/** The call as given, or a TypeError naming what is wrong: nothing is coerced. */
+function checkedCall(command: unknown, args: unknown, options: unknown, toolGraceMs: number): CheckedCall {
+  const fail = (what: string) => {
+    throw new TypeError(`ctx.spawn: ${what}`);
+  };
+  if (typeof command !== 'string' || command === '') fail('command must be a non-empty string');
+  if ((command as string).includes('\u0000')) fail('command must not contain a NUL character');
+  const list = args ?? [];
+  if (!Array.isArray(list) || list.some((arg) => typeof arg !== 'string')) fail('args must be an array of strings');
+  if ((list as string[]).some((arg) => arg.includes('\u0000'))) fail('args must not contain a NUL character');
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) fail('options must be an object');
+  const given = options as SpawnOptions;
+  if (given.cwd !== undefined && typeof given.cwd !== 'string') fail('options.cwd must be a string');
+  if (given.env !== undefined) {
+    const env = given.env as unknown;
+    if (typeof env !== 'object' || env === null || Array.isArray(env)) fail('options.env must be an object of strings');
+    for (const [name, value] of Object.entries(env as object)) {
+      if (typeof value !== 'string') fail(`options.env.${name} must be a string`);
+      if (name.includes('\u0000') || (value as string).includes('\u0000') || name.includes('=') || name === '') {
+        fail(`options.env has a name or value Node cannot pass: ${JSON.stringify(name)}`);
+      }
+    }
+  }
+  if (given.input !== undefined && typeof given.input !== 'string') fail('options.input must be a string');
+  for (const key of ['onStdout', 'onStderr'] as const) {
+    if (given[key] !== undefined && typeof given[key] !== 'function') fail(`options.${key} must be a function`);
+  }
+  if (given.graceMs !== undefined && !isGraceMs(given.graceMs)) {
+    fail(`options.graceMs must be an integer of milliseconds from 0 to ${MAX_SUBPROCESS_GRACE_MS}`);
+  }
+  const maxOutputBytes = given.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+  if (!Number.isSafeInteger(maxOutputBytes) || maxOutputBytes < 0) {
+    fail('options.maxOutputBytes must be a non-negative integer');
+  }
+  return {
+    command: command as string,
+    args: [...(list as string[])],
+    options: given,
+    graceMs: given.graceMs ?? toolGraceMs,
+    maxOutputBytes,
+  };
+}
+
+/** Resolves once the child runs; rejects (ENOENT, EACCES) when it could not start. */
+function started(child: ChildProcess, command: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error) => {
+      child.off('spawn', onSpawn);
+      reject(new Error(`ctx.spawn ${command}: ${error.message}`, { cause: error }));
+    };
+    const onSpawn = () => {
+      child.off('error', onError);
+      resolve();
+    };
+    child.once('error', onError);
+    child.once('spawn', onSpawn);
+  });
+}
+
+/** The output of one stream: kept up to a bound, every piece told to the handler as it comes. */
+class Output {
+  readonly #chunks: Buffer[] = [];
+  #kept = 0;
+  truncated = false;
+  readonly #limit: number;
+  readonly #live = new StringDecoder('utf8');
+  readonly #listener: ((text: string) => void) | undefined;
+
+  constructor(limit: number, listener: ((text: string) => void) | undefined) {
+    this.#limit = limit;
+    this.#listener = listener;
+  }
+
+  add(chunk: Buffer): void {
+    const room = this.#limit - this.#kept;
+    if (chunk.length > room) this.truncated = true;
+    if (room > 0) {
+      const kept = chunk.length > room ? chunk.subarray(0, room) : chunk;
+      this.#chunks.push(kept);
+      this.#kept += kept.length;
+    }
+    if (this.#listener) {
+      const text = this.#live.write(chunk);
+      if (text !== '') this.#listener(text);
+    }
+  }
+
+  /** What was kept, as UTF-8; a character cut by the bound is left out rather than mangled. */
+  text(): string {
+    return new StringDecoder('utf8').write(Buffer.concat(this.#chunks));
+  }
+}
+
+function supervise(child: ChildProcess, pgid: number, call: CheckedCall, scope: SubprocessScope): Promise<SpawnResult> {
+  const stdout = new Output(call.maxOutputBytes, call.options.onStdout);
+  const stderr = new Output(call.maxOutputBytes, call.options.onStderr);
+  child.stdout?.on('data', (chunk: Buffer) => stdout.add(chunk));
+  child.stderr?.on('data', (chunk: Buffer) => stderr.add(chunk));
+  // A child that exits without reading its input: the write's EPIPE is no failure of the call.
+  child.stdin?.on('error', () => {});
+  child.stdin?.end(call.options.input ?? '');
+
+  const where = { command: call.command, pid: pgid };
+  let stopping = false;
+  let killTimer: NodeJS.Timeout | undefined;
+  let killed = false;
+  const kill = (signal: NodeJS.Signals) => {
+    if (signal === 'SIGKILL') killed = true;
+    signalGroup(pgid, signal);
+  };
+  const onAbort = () => {
+    if (stopping) return;
+    stopping = true;
+    if (call.graceMs === 0) {
+      kill('SIGKILL');
+      return;
+    }
+    scope.log({ ...where, graceMs: call.graceMs }, 'stopping a subprocess group: SIGTERM');
+    kill('SIGTERM');
+    killTimer = setTimeout(() => {
+      if (groupExists(pgid)) scope.log(where, 'a subprocess group outlived its grace period: SIGKILL');
+      kill('SIGKILL');
+    }, call.graceMs);
+  };
+  scope.signal.addEventListener('abort', onAbort, { once: true });
+  // Aborted while the child was starting (between spawn() and its 'spawn' event): a listener
+  // added to an aborted signal never runs.
+  if (scope.signal.aborted) onAbort();
+
+  return new Promise<SpawnResult>((resolve, reject) => {
+    child.once('exit', (exitCode, signal) => {
+      void (async () => {
+        try {
+          if (!stopping) {
+            // Exited by itself: what it left running in its group goes with it.
+            if (groupExists(pgid)) kill('SIGKILL');
+          } else {
+            // Stopped: the rest of the group has until the grace timer (which SIGKILLs it).
+            while (!killed && groupExists(pgid)) await pause(GROUP_POLL_MS);
+          }
+          await pipesClosed(child);
+        } finally {
+          clearTimeout(killTimer);
+          scope.signal.removeEventListener('abort', onAbort);
+        }
+        if (stopping) {
+          reject(scope.signal.reason);
+          return;
+        }
+        resolve({
+          exitCode,
+          signal,
+          stdout: stdout.text(),
+          stderr: stderr.text(),
+          truncated: stdout.truncated || stderr.truncated,
+        });
+      })();
+    });
+  });
+}
+
+/** Sends `signal` to every process of the group; a group already gone is no failure. */
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  // Never 0 or 1: -0 is this process's own group, -1 every process it may signal.
+  if (!Number.isInteger(pgid) || pgid <= 1) return;
+  try {
+    process.kill(-pgid, signal);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  }
+}
+
+/** How many groups calls in this process have started that are not yet seen gone. */
+export function liveSubprocessGroups(): number {
+  return liveGroups.size;
+}
+
+/**
+ * Whether any process of the group still runs. On Linux from /proc, leaving out zombies: where
+ * nothing reaps orphans (a container's PID 1 that is not an init), a killed grandchild stays a
+ * zombie of the group forever, and counting it would make every stop wait out its grace period.
+ * Elsewhere, kill(0) (which counts zombies).
+ */
+export function groupExists(pgid: number): boolean {
+  if (!Number.isInteger(pgid) || pgid <= 1) return false;
+  if (HAS_PROC) return liveMembers(pgid) > 0;
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+const HAS_PROC = process.platform === 'linux' && existsSync('/proc/self/stat');
+
+/** Processes of group `pgid` that are not zombies, from /proc/<pid>/stat ("pid (comm) state ppid pgrp …"). */
+function liveMembers(pgid: number): number {
+  let live = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+    } catch {
+      continue; // Gone between the listing and the read.
+    }
+    // comm may hold spaces and parentheses: the fields start after the last ")".
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') live += 1;
+  }
+  return live;
+}
+
+/** Resolves once stdout and stderr have closed, or after PIPE_CLOSE_WAIT_MS (their ends destroyed). */
+function pipesClosed(child: ChildProcess): Promise<void> {
+  const streams = [child.stdout, child.stderr].filter((stream) => stream !== null && !stream.closed);
+  if (streams.length === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    let open = streams.length;
+    const timer = setTimeout(() => {
+      for (const stream of streams) stream?.destroy();
+      resolve();
+    }, PIPE_CLOSE_WAIT_MS);
+    for (const stream of streams) {
+      stream?.once('close', () => {
+        open -= 1;
+        if (open === 0) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    }
+  });
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,174 @@
+import { randomInt } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { TaskEventsHub } from '@taskgate/api';
+import { defineTool } from '@taskgate/sdk';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/databases.ts';
+import { modernRequest } from '../support/mcp-http.ts';
+import { connectStdio, testCore } from '../support/stdio-client.ts';
+import { type Platform, serveApi, silentLogger, startPlatform, waitForTask } from '../support/task-platform.ts';
+
+// sleep_subprocess (examples/demo) runs a shell with two sleeping children through ctx.spawn().
+// Whatever stops its task — a cancel over REST or tasks/cancel, a stdio notifications/cancelled,
+// a closed HTTP stream, a clock, the worker handing the task back at shutdown — must end all
+// three processes: checked in /proc once the task has ended. Each call sleeps a unique number of
+// seconds, which is how /proc tells its processes from everything else on the machine.
+const database = useTestDatabase();
+let platform: Platform;
+let hub: TaskEventsHub;
+let api: Awaited<ReturnType<typeof serveApi>>;
+
+/** The same tree under a 600 ms max clock. */
+const clocked = defineTool<{ seconds: number }>({
+  name: 'sleep_tree_clocked',
+  description: 'a process tree that outlives its max clock',
+  inputSchema: { type: 'object', properties: { seconds: { type: 'number' } }, required: ['seconds'] },
+  retry: 'safe',
+  timeouts: { maxMs: 600 },
+  subprocessGraceMs: 1_000,
+  async handler({ seconds }, ctx) {
+    await ctx.spawn('sh', ['-c', 'sleep "$1" & sleep "$1" & wait', 'tree', String(seconds)]);
+    return { content: [{ type: 'text', text: 'slept' }] };
+  },
+});
+
+beforeAll(async () => {
+  platform = await startPlatform(database.url, { tools: [clocked] });
+  await platform.startWorker();
+  hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
+  await hub.start();
+  api = await serveApi(platform, database.url);
+});
+afterAll(async () => {
+  await api?.close();
+  await hub?.stop();
+  await platform?.stop();
+});
+
+function uniqueSeconds(): number {
+  return randomInt(100, 599) + randomInt(1, 9_999) / 10_000;
+}
+
+/** The live (not zombie) processes of a call's tree: the shell and the sleeps that carry `seconds`. */
+function treeOf(seconds: number): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\u0000');
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+      if (stat.slice(stat.lastIndexOf(')') + 2)[0] === 'Z') continue;
+      if (argv.includes(String(seconds))) found.push(`${entry} ${argv.filter(Boolean).join(' ')}`);
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  return found;
+}
+
+/** Resolves once the shell and both sleeps run. */
+async function untilTreeRuns(seconds: number): Promise<void> {
+  await waitForTask(
+    async () => treeOf(seconds),
+    (tree) => tree.length === 3,
+  );
+}
+
+async function taskOf(tool: string, seconds: number) {
+  return waitForTask(
+    async () => {
+      const { rows } = await sql<{ id: string; status: string; status_message: string | null }>`
+        SELECT id, status, status_message FROM tasks
+        WHERE tool = ${tool} AND (arguments->>'seconds')::numeric = ${seconds}`.execute(platform.db);
+      return rows[0];
+    },
+    (row) => row !== undefined,
+  ) as Promise<{ id: string; status: string }>;
+}
+
+async function untilEnded(id: string) {
+  return waitForTask(
+    () => platform.service.get('default', id),
+    (task) => task.status !== 'working',
+  );
+}
+
+describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
+  it('a cancel (REST and tasks/cancel go through it)', async () => {
+    const seconds = uniqueSeconds();
+    const { task } = await platform.service.submit('default', { tool: 'sleep_subprocess', arguments: { seconds } });
+    await untilTreeRuns(seconds);
+    await platform.service.cancel('default', task.id, 'no longer needed');
+    expect(await untilEnded(task.id)).toMatchObject({ status: 'cancelled' });
+    expect(treeOf(seconds)).toEqual([]);
+  });
+
+  it('a stdio notifications/cancelled', async () => {
+    const seconds = uniqueSeconds();
+    const stdio = connectStdio(testCore(platform, hub));
+    stdio.send({
+      jsonrpc: '2.0',
+      id: 'tree',
+      method: 'tools/call',
+      params: {
+        name: 'sleep_subprocess',
+        arguments: { seconds },
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': {},
+        },
+      },
+    });
+    await untilTreeRuns(seconds);
+    stdio.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 'tree' } });
+    const row = await taskOf('sleep_subprocess', seconds);
+    expect(await untilEnded(row.id)).toMatchObject({ status: 'cancelled' });
+    expect(treeOf(seconds)).toEqual([]);
+    stdio.input.end();
+    await stdio.server.closed;
+  });
+
+  it('a closed HTTP stream', async () => {
+    const seconds = uniqueSeconds();
+    const { headers, body } = modernRequest('tools/call', { name: 'sleep_subprocess', arguments: { seconds } });
+    const request = http.request({
+      host: '127.0.0.1',
+      port: (api.app.server.address() as AddressInfo).port,
+      path: '/mcp',
+      method: 'POST',
+      headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+    });
+    request.on('error', () => {});
+    request.end(body);
+    await untilTreeRuns(seconds);
+    request.destroy();
+    const row = await taskOf('sleep_subprocess', seconds);
+    expect(await untilEnded(row.id)).toMatchObject({ status: 'cancelled' });
+    expect(treeOf(seconds)).toEqual([]);
+  });
+
+  it('its max clock', async () => {
+    const seconds = uniqueSeconds();
+    const { task } = await platform.service.submit('default', { tool: 'sleep_tree_clocked', arguments: { seconds } });
+    await untilTreeRuns(seconds);
+    expect(await untilEnded(task.id)).toMatchObject({
+      status: 'failed',
+      statusMessage: expect.stringContaining('max'),
+    });
+    expect(treeOf(seconds)).toEqual([]);
+  });
+
+  it('the worker handing the task back at shutdown (after its grace period)', async () => {
+    const seconds = uniqueSeconds();
+    const { task } = await platform.service.submit('default', { tool: 'sleep_subprocess', arguments: { seconds } });
+    await untilTreeRuns(seconds);
+    await platform.worker?.stop();
+    platform.worker = null;
+    expect(treeOf(seconds)).toEqual([]);
+    // Handed back, not ended: another worker runs it again.
+    expect((await platform.service.get('default', task.id)).status).toBe('working');
+  });
+});
