@@ -56,6 +56,7 @@ const TASK_COLUMNS = {
   log_count: true,
   client_capabilities: true,
   input_deadline_at: true,
+  adoptions: true,
 } satisfies Record<keyof Database['tasks'], true>;
 const EVENT_COLUMNS = {
   id: true,

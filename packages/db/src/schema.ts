@@ -68,6 +68,8 @@ export interface TasksTable {
   client_capabilities: Json | null;
   /** A parked request-mode task with no request waiting on it ends cancelled then (migration 0016). */
   input_deadline_at: Timestamp | null;
+  /** Retries that adopted the parked task; a gone request's cancel is fenced by it (migration 0017). */
+  adoptions: Generated<number>;
 }
 
 export interface TaskEventsTable {

@@ -21,6 +21,11 @@ interface FrameworkError {
   readonly validationContext?: string;
 }
 
+/** The database (or the service) not answering: an outage, worth another try, not the request's fault. */
+export function isUnavailable(error: unknown): boolean {
+  return isDatabaseUnavailable(error) || isTaskgateError(error, 'TG_SERVICE_UNAVAILABLE');
+}
+
 /**
  * Maps anything a request can raise to its failure: Taskgate errors as they are; Fastify's own
  * (schema validation, body parsing, sizes, bad URLs, every other FST_ERR_* a request can cause) to

@@ -8,8 +8,8 @@ function harness(outcomes: ('ok' | 'down' | 'gone')[], overrides: Partial<Cancel
   const calls: string[] = [];
   const logged: string[] = [];
   const retries = new CancelRetries({
-    cancel: async (tenantId, taskId, reason) => {
-      calls.push(`${tenantId}/${taskId}: ${reason}`);
+    cancel: async (tenantId, taskId, reason, adoptions) => {
+      calls.push(`${tenantId}/${taskId}: ${reason}${adoptions === 0 ? '' : ` (after ${adoptions} adoptions)`}`);
       const outcome = outcomes.shift() ?? 'ok';
       if (outcome === 'down') throw Object.assign(new Error('connect ECONNREFUSED'), { retry: true });
       if (outcome === 'gone') throw new Error('no task');
@@ -62,6 +62,14 @@ describe('CancelRetries', () => {
     expect(timers.map((timer) => timer.ms)).toEqual([500, 750, 750]);
     expect(retries.pending).toBe(0);
     expect(logged).toEqual(["a task's cancel was given up after its retries; its max clock ends it"]);
+  });
+
+  it('keeps the fence it was given, and at most 1,000 characters of the client’s reason', async () => {
+    const { retries, calls, fire } = harness(['ok']);
+    const long = 'x'.repeat(5_000);
+    retries.add('acme', 't1', long, 3);
+    await fire();
+    expect(calls).toEqual([`acme/t1: ${'x'.repeat(1_000)}… (after 3 adoptions)`]);
   });
 
   it('drops a cancel that cannot land (the task is gone), and holds one entry per task', async () => {

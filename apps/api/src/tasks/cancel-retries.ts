@@ -9,15 +9,18 @@ import { backoffDelay } from '@taskgate/reliability';
  * request-mode tasks, these among them.
  */
 export interface CancelRetriesOptions {
-  /** Writes the cancel; rejects when it could not. */
-  readonly cancel: (tenantId: string, taskId: string, reason: string) => Promise<unknown>;
+  /** Writes the cancel, fenced by the task's adoptions as the gone request saw them; rejects when it could not. */
+  readonly cancel: (tenantId: string, taskId: string, reason: string, adoptions: number) => Promise<unknown>;
   /** Whether a failure is worth another try (the database away), or final (the task is gone). */
   readonly retryable: (error: unknown) => boolean;
   readonly log: (fields: Record<string, unknown>, message: string) => void;
   /** The first retry's ceiling (default 1 s); each later one doubles, up to maxDelayMs (30 s). Full jitter under it (backoffDelay). */
   readonly firstDelayMs?: number;
   readonly maxDelayMs?: number;
-  /** Tries before giving up (default 40, about 17 minutes at the defaults); the max clock ends it then. */
+  /**
+   * Tries before giving up (default 80: their ceilings add up to about 38 minutes, and full jitter
+   * halves that on average); the task's max clock ends it then.
+   */
   readonly maxAttempts?: number;
   /** Cancels waiting at most (default 10,000): past it the oldest is given up, said in the log. */
   readonly maxPending?: number;
@@ -27,10 +30,13 @@ export interface CancelRetriesOptions {
   readonly clearTimer?: (timer: unknown) => void;
 }
 
+const MAX_REASON_CHARS = 1_000;
+
 interface Pending {
   readonly tenantId: string;
   readonly taskId: string;
   readonly reason: string;
+  readonly adoptions: number;
   attempts: number;
   timer: unknown;
 }
@@ -50,7 +56,7 @@ export class CancelRetries {
   }
 
   /** A cancel that failed once: tried again after a delay, and again, until it lands. */
-  add(tenantId: string, taskId: string, reason: string): void {
+  add(tenantId: string, taskId: string, reason: string, adoptions = 0): void {
     if (this.#stopped) return;
     const key = `${tenantId}\u0000${taskId}`;
     if (this.#pending.has(key)) return;
@@ -63,7 +69,9 @@ export class CancelRetries {
         `a task's cancel was given up: more than ${max} wait to be retried; its max clock ends it`,
       );
     }
-    const entry: Pending = { tenantId, taskId, reason, attempts: 1, timer: null };
+    // The reason comes from the client: kept short, as 10,000 waiting cancels may each hold one.
+    const kept = reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS)}…` : reason;
+    const entry: Pending = { tenantId, taskId, reason: kept, adoptions, attempts: 1, timer: null };
     this.#pending.set(key, entry);
     this.#schedule(key, entry);
   }
@@ -89,7 +97,7 @@ export class CancelRetries {
     if (this.#pending.get(key) !== entry) return;
     entry.timer = null;
     try {
-      await this.#options.cancel(entry.tenantId, entry.taskId, entry.reason);
+      await this.#options.cancel(entry.tenantId, entry.taskId, entry.reason, entry.adoptions);
       this.#pending.delete(key);
       this.#options.log({ taskId: entry.taskId, attempts: entry.attempts + 1 }, "a task's cancel landed on a retry");
     } catch (error) {
@@ -101,7 +109,7 @@ export class CancelRetries {
         this.#options.log({ taskId: entry.taskId, error: message }, "a task's cancel was given up: it cannot land");
         return;
       }
-      if (entry.attempts >= (this.#options.maxAttempts ?? 40)) {
+      if (entry.attempts >= (this.#options.maxAttempts ?? 80)) {
         this.#pending.delete(key);
         this.#options.log(
           { taskId: entry.taskId, attempts: entry.attempts, error: message },

@@ -9,7 +9,6 @@ import {
   findTasks,
   GroupCommit,
   insertTasks,
-  isDatabaseUnavailable,
   type KeyRecord,
   keyFingerprint,
   listTasks,
@@ -26,12 +25,13 @@ import {
   type TaskWriter,
   toolQueue,
 } from '@taskgate/db';
-import { isTaskgateError, TaskgateError } from '@taskgate/errors';
+import { TaskgateError } from '@taskgate/errors';
 import { Batcher } from '@taskgate/reliability';
 import type { InputRequest } from '@taskgate/sdk';
 import { inputAnswerProblem, type ToolCatalog, type ToolSpec } from '@taskgate/tools';
 import type { Kysely, Transaction } from 'kysely';
 import { fromKysely, type PgBoss } from 'pg-boss';
+import { isUnavailable } from '../http/failures.ts';
 import { keyInProgress, keyMismatch } from '../ledger/key-errors.ts';
 import { CancelRetries } from './cancel-retries.ts';
 import { decodeCursor, encodeCursor } from './task-cursor.ts';
@@ -138,7 +138,7 @@ export class TaskService {
     this.#options = options;
     const logger = options.logger;
     this.#cancelRetries = new CancelRetries({
-      cancel: (tenantId, id, reason) => this.cancel(tenantId, id, reason),
+      cancel: (tenantId, id, reason, adoptions) => this.cancel(tenantId, id, reason, adoptions),
       retryable: isUnavailable,
       // Called as a method: pino's warn needs its `this`.
       log: (fields, message) => logger?.warn(fields, message),
@@ -446,13 +446,24 @@ export class TaskService {
     return detachParkedRequest(this.#options.db, tenantId, id, deadlineMs);
   }
 
-  /** A retry waits on a parked request-mode task here: the task is this instance's again. */
-  async adoptParked(tenantId: string, id: string): Promise<void> {
-    await adoptParkedRequest(this.#options.db, tenantId, id, this.#options.instanceId ?? null);
+  /**
+   * A retry waits on a parked request-mode task here: the task is this instance's again. Resolves
+   * with the task's adoptions (the fence of this request's own cancel, cancelAbandoned), or null
+   * when it is no live request-mode task of the tenant.
+   */
+  async adoptParked(tenantId: string, id: string): Promise<number | null> {
+    return adoptParkedRequest(this.#options.db, tenantId, id, this.#options.instanceId ?? null);
   }
 
-  async cancel(tenantId: string, id: string, reason: string | null): Promise<TaskRecord> {
-    const outcome = await requestCancel(this.#writer(), tenantId, id, reason);
+  /** `adoptions`: only while no later retry has adopted the task (requestCancel). */
+  async cancel(tenantId: string, id: string, reason: string | null, adoptions?: number): Promise<TaskRecord> {
+    const outcome = await requestCancel(
+      this.#writer(),
+      tenantId,
+      id,
+      reason,
+      adoptions === undefined ? {} : { adoptions },
+    );
     if (!outcome.task) throw notFound(id);
     return outcome.task;
   }
@@ -460,17 +471,20 @@ export class TaskService {
   /**
    * The cancel of a task whose request is gone (the client went away, its input could not be
    * asked, the server could not park it): nobody else knows the task, so the cancel must land. In
-   * an outage it is retried, with backoff, until it does (CancelRetries). Never rejects: the
-   * request that ends has nobody to tell; `log` hears of the failure.
+   * an outage it is retried, with backoff, until it does (CancelRetries). `adoptions` is what the
+   * request saw (0 for the request that created the task, adoptParked's answer for a retry): a
+   * later retry that adopted the task since makes the cancel a no-op, now or when retried. Never
+   * rejects: the request that ends has nobody to tell; `log` hears of the failure.
    */
   async cancelAbandoned(
     tenantId: string,
     id: string,
     reason: string,
     log?: (fields: Record<string, unknown>, message: string) => void,
+    adoptions = 0,
   ): Promise<void> {
     try {
-      await this.cancel(tenantId, id, reason);
+      await this.cancel(tenantId, id, reason, adoptions);
     } catch (error) {
       const retried = isUnavailable(error);
       log?.(
@@ -479,7 +493,7 @@ export class TaskService {
           ? 'cancelling the task of a gone request failed; it is retried'
           : 'cancelling the task of a gone request failed',
       );
-      if (retried) this.#cancelRetries.add(tenantId, id, reason);
+      if (retried) this.#cancelRetries.add(tenantId, id, reason, adoptions);
     }
   }
 
@@ -502,9 +516,4 @@ function notFound(id: string): TaskgateError {
   return new TaskgateError('TG_TASK_NOT_FOUND', `no task ${JSON.stringify(id)} exists for this tenant`, {
     details: { id },
   });
-}
-
-/** The database (or the service) not answering: worth another try. */
-function isUnavailable(error: unknown): boolean {
-  return isDatabaseUnavailable(error) || isTaskgateError(error, 'TG_SERVICE_UNAVAILABLE');
 }

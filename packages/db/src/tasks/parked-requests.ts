@@ -30,18 +30,21 @@ export async function detachParkedRequest(db: Db, tenantId: string, id: string, 
 /**
  * A retry brought a parked task's state to API instance `apiInstanceId`, which waits on it now:
  * the task is that instance's (lost with it, as any request's task) and has no input deadline.
- * Also for a task still working (a retry of a task that was answered meanwhile).
+ * Also for a task still working (a retry of a task that was answered meanwhile). Resolves with the
+ * task's adoptions after this one, the fence of a cancel this request may write when it goes away
+ * (requestCancel's `adoptions`); null when the task is not a live request-mode task of the tenant.
  */
 export async function adoptParkedRequest(
   db: Db,
   tenantId: string,
   id: string,
   apiInstanceId: string | null,
-): Promise<void> {
-  if (!isUuid(id)) return;
-  await sql`
-    UPDATE tasks SET api_instance_id = ${apiInstanceId}::text, input_deadline_at = NULL
+): Promise<number | null> {
+  if (!isUuid(id)) return null;
+  const { rows } = await sql<{ adoptions: number }>`
+    UPDATE tasks SET api_instance_id = ${apiInstanceId}::text, input_deadline_at = NULL, adoptions = adoptions + 1
     WHERE tenant_id = ${tenantId} AND id = ${id}::uuid AND mode = 'request'
       AND status IN ('working', 'input_required')
-      AND (api_instance_id IS DISTINCT FROM ${apiInstanceId}::text OR input_deadline_at IS NOT NULL)`.execute(db);
+    RETURNING adoptions`.execute(db);
+  return rows[0]?.adoptions ?? null;
 }

@@ -178,10 +178,18 @@ export async function requestCancel(
   tenantId: string,
   id: string,
   reason: string | null,
-  options: { readonly immediately?: boolean } = {},
+  options: {
+    readonly immediately?: boolean;
+    /**
+     * Only if the task's adoptions are still this many (adoptParkedRequest): the cancel of a
+     * request that went away does not end a task a later retry has adopted since.
+     */
+    readonly adoptions?: number;
+  } = {},
 ): Promise<CancelOutcome> {
   if (!isUuid(id)) return { task: null, recorded: false };
   const now = options.immediately === true;
+  const fence = options.adoptions ?? null;
   // A task parked in input_required has no worker to observe the flag, and `immediately` (the
   // 2025-11-25 tasks/cancel) wants the task cancelled before the answer: then the task ends
   // cancelled here, in the same statement, with the request and the transition in its history in
@@ -192,6 +200,7 @@ export async function requestCancel(
       WHERE tenant_id = ${tenantId} AND id = ${id}::uuid
         AND status IN ('working', 'input_required') AND (cancel_requested_at IS NULL OR ${now})
         AND (expires_at IS NULL OR expires_at > now())
+        AND (${fence}::int IS NULL OR adoptions = ${fence}::int)
       FOR NO KEY UPDATE
     ), requested AS (
       UPDATE tasks t SET

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { isDatabaseUnavailable, type TaskNotification, type TaskProgress, type TaskRecord } from '@taskgate/db';
-import { isTaskgateError, TaskgateError, toJsonRpcError } from '@taskgate/errors';
+import type { TaskNotification, TaskProgress, TaskRecord } from '@taskgate/db';
+import { TaskgateError, toJsonRpcError } from '@taskgate/errors';
 import { ErrorCode, type JsonRpcError, logLevelPasses } from '@taskgate/protocol';
 import { isTerminalStatus } from '@taskgate/reliability';
 import type { InputRequest } from '@taskgate/sdk';
 import type { AnyTool } from '@taskgate/tools';
+import { isUnavailable } from '../../http/failures.ts';
 import { type CreateTaskInput, cappedClocks } from '../../tasks/task-service.ts';
 import type { TaskWatcher } from '../../tasks/task-watch.ts';
 import { runInline } from '../inline-call.ts';
@@ -176,13 +177,14 @@ export class CallRunner {
    */
   async resume(round: Round & { readonly task: string }, context: RequestContext): Promise<MethodOutcome | null> {
     const { service } = this.options;
-    let adopted = false;
+    // The task's adoptions once this request adopted it: the fence of this request's own cancel,
+    // so that a cancel of it retried late cannot end the task for a newer retry.
+    let adoptions: number | null = null;
     try {
       // This request waits on the task now: it is this instance's, lost with it, and no longer
       // bound by the input deadline its parking set (detached again below if it stays parked
       // with nobody waiting: a refused answer, a failure).
-      await service.adoptParked(context.tenantId, round.task);
-      adopted = true;
+      adoptions = await service.adoptParked(context.tenantId, round.task);
       let task = await service.get(context.tenantId, round.task);
       // Ended while parked (its input deadline passed, its instance was lost): the state names
       // a call that is over, and the client starts again.
@@ -191,14 +193,20 @@ export class CallRunner {
         task = (await service.answerInput(context.tenantId, task.id, round.answers)).task;
       }
       // Read at once: a task answered in part is still parked, and no notification will say so.
-      return await this.await(task, context, null, round, true);
+      return await this.await(task, context, null, round, adoptions ?? 0);
     } catch (error) {
-      if (adopted) {
+      if (adoptions !== null) {
         // Nobody waits on the task now: parked again for a later retry, or ended with a request
         // that was cancelled.
         if (!context.signal.aborted) await this.#detach(round.task, context);
         else {
-          await service.cancelAbandoned(context.tenantId, round.task, 'its request was cancelled', context.log);
+          await service.cancelAbandoned(
+            context.tenantId,
+            round.task,
+            'its request was cancelled',
+            context.log,
+            adoptions,
+          );
         }
       }
       // An outage is the transport's to answer (503 and Retry-After over HTTP).
@@ -224,16 +232,18 @@ export class CallRunner {
     context: RequestContext,
     handOverAfterMs: number | null,
     round?: Round,
-    resumed = false,
+    adoptions: number | null = null,
   ): Promise<MethodOutcome | null> {
     const { service } = this.options;
+    // Resumed by a retry that adopted the task (resume()), rather than the request that made it.
+    const resumed = adoptions !== null;
     // Awaited before the request settles: a transport that ends (stdin closed, the process
     // stopping) waits for its requests, and so for their cancels to be written, before it lets
     // the worker drain. Unwritten, the worker would hand the task back instead of cancelling it.
     const cancel = async (why?: string) => {
       const reason =
         why ?? (context.signal.reason instanceof Error ? context.signal.reason.message : String(context.signal.reason));
-      await service.cancelAbandoned(context.tenantId, task.id, reason, context.log);
+      await service.cancelAbandoned(context.tenantId, task.id, reason, context.log, adoptions ?? 0);
     };
     if (context.signal.aborted) {
       await cancel();
@@ -408,11 +418,6 @@ export class CallRunner {
       ...(context.log ? { log: context.log } : {}),
     });
   }
-}
-
-/** The database (or the service) not answering: an outage, not this request's fault. */
-function isUnavailable(error: unknown): boolean {
-  return isDatabaseUnavailable(error) || isTaskgateError(error, 'TG_SERVICE_UNAVAILABLE');
 }
 
 /**
