@@ -58,7 +58,23 @@ export async function handleBatch(
   if (version !== undefined && !LEGACY_PROTOCOL_VERSIONS.includes(version)) {
     return refuse(400, `JSON-RPC batches are not part of MCP-Protocol-Version ${version}: send one message per POST`);
   }
-  const resolved = await sessionOf(context, sessions);
+  let resolved: Awaited<ReturnType<typeof sessionOf>>;
+  try {
+    resolved = await sessionOf(context, sessions);
+  } catch (error) {
+    // The session's lookup failed (an outage: 503, retry): each request of the batch is told so
+    // by its own id, as a failure of each would be (a batch of no request: one error, id null).
+    const failure = route.failure(error);
+    const ids = elements
+      .map((element) => classifyMessage(element))
+      .flatMap((message) => (message.kind === 'request' ? [message.id] : []));
+    const answers = ids.map((id) => errorResponse(id, failure.error));
+    return reply
+      .code(failure.status)
+      .headers(failure.headers)
+      .type('application/json')
+      .send(answers.length > 0 ? answers : errorResponse(null, failure.error));
+  }
   if ('refused' in resolved) return reply.code(resolved.status).send(errorResponse(null, resolved.refused));
   const { scope, revision } = resolved;
   const whole = batchRefusal(revision, elements.length, 'POST');

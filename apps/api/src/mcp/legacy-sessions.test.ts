@@ -86,3 +86,53 @@ describe('LegacySessions.sweep', () => {
     expect(stopped).toEqual(['idle', 'busy']);
   });
 });
+
+// The bound on sessions held here makes room for a new one, never by dropping a session whose
+// request runs here; and the timer's sweep drops only idle sessions, however full the map is.
+describe('LegacySessions at its bound', () => {
+  const none = (): ResourceSubscriptions => ({
+    has: () => false,
+    subscribe: () => true,
+    unsubscribe: () => {},
+    stop: () => {},
+  });
+
+  it('a sweep of a full map with nobody idle keeps every session', async () => {
+    let now = 0;
+    const sessions = new LegacySessions({ idleMs: 60_000, max: 3, now: () => now });
+    const ids = [
+      await sessions.open('acme', '2025-11-25'),
+      await sessions.open('acme', '2025-11-25'),
+      await sessions.open('acme', '2025-11-25'),
+    ];
+    for (const id of ids) sessions.resourcesOf(id, none);
+    now = 1_000;
+    sessions.sweep();
+    for (const id of ids) expect(sessions.heldScope(id, 'acme')).not.toBeNull();
+  });
+
+  it('a new session makes room by the oldest session with no request running, not the oldest', async () => {
+    const sessions = new LegacySessions({ max: 2 });
+    const busy = await sessions.open('acme', '2025-11-25');
+    const quiet = await sessions.open('acme', '2025-11-25');
+    const controller = new AbortController();
+    sessions.heldScope(busy, 'acme')?.controllers.set('n:1', controller);
+    const fresh = await sessions.open('acme', '2025-11-25');
+    expect(sessions.heldScope(busy, 'acme')).not.toBeNull();
+    expect(sessions.heldScope(quiet, 'acme')).toBeNull();
+    expect(sessions.heldScope(fresh, 'acme')).not.toBeNull();
+    // The busy session's request is still reachable: a cancel signal finds it.
+    sessions.heldScope(busy, 'acme')?.requests.begin(1, 'tools/call');
+    expect(sessions.onSignal({ kind: 'cancel', tenantId: 'acme', sessionId: busy, requestId: 1, reason: 'x' })).toBe(
+      true,
+    );
+    expect(controller.signal.aborted).toBe(true);
+  });
+
+  it('a held scope is the tenant’s own only', async () => {
+    const sessions = new LegacySessions();
+    const id = await sessions.open('acme', '2025-11-25');
+    expect(sessions.heldScope(id, 'globex')).toBeNull();
+    expect(sessions.heldScope(crypto.randomUUID(), 'acme')).toBeNull();
+  });
+});

@@ -281,7 +281,16 @@ export class LegacySessions {
    * (content watch rows a worker keeps watching) would stay until the next session opened here.
    */
   sweep(): void {
-    this.#evict();
+    this.#evict(false);
+  }
+
+  /**
+   * The session's scope as this process holds it, without asking the store: for a POSTed cancel
+   * or response while the store is unreachable, which can still reach a request running here.
+   */
+  heldScope(sessionId: string, tenantId: string): CallScope | null {
+    const local = this.#local.get(sessionId);
+    return local && local.tenantId === tenantId ? local.scope : null;
   }
 
   /** The idle window: how often the route sweeps is derived from it. */
@@ -289,8 +298,14 @@ export class LegacySessions {
     return this.#idleMs;
   }
 
-  /** This process's part of sessions idle here, and the oldest beyond the bound, is let go. */
-  #evict(): void {
+  /**
+   * This process's part of sessions idle here is let go; with `makeRoom` (a session is about to be
+   * added), so are the oldest beyond the bound — never one with a request running here (its
+   * cancel and its client's answers must still find it), so the bound may be passed while every
+   * session held is busy. The timer's sweep only lets idle ones go: a full map is no reason to
+   * drop a live session when none is being added.
+   */
+  #evict(makeRoom = true): void {
     const now = this.#now();
     for (const [id, local] of this.#local) {
       if (now - local.lastSeen > this.#idleMs && local.scope.controllers.size === 0 && !local.stream) {
@@ -298,11 +313,13 @@ export class LegacySessions {
         this.#local.delete(id);
       }
     }
-    while (this.#local.size >= this.#max) {
-      const oldest = this.#local.keys().next().value as string;
-      this.#local.get(oldest)?.stream?.close();
-      this.#local.get(oldest)?.resources?.stop();
-      this.#local.delete(oldest);
+    if (!makeRoom) return;
+    for (const [id, local] of this.#local) {
+      if (this.#local.size < this.#max) break;
+      if (local.scope.controllers.size > 0) continue;
+      local.stream?.close();
+      local.resources?.stop();
+      this.#local.delete(id);
     }
   }
 }

@@ -19,6 +19,7 @@ import {
 import { RequestCoordinator } from '@taskgate/reliability';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantResolver } from '../http/auth.ts';
+import { isUnavailable } from '../http/failures.ts';
 import { logFailure } from '../http/problem.ts';
 import { SseStream } from '../sse/sse-stream.ts';
 import { progressTokenOf } from './dispatch/progress.ts';
@@ -283,7 +284,12 @@ async function handle(
     // clients deployed today (2025-11-25) POST notifications/cancelled, and it is honoured in
     // their session (without one, nothing says which client's request id it names).
     if (sessionId !== undefined && message.method === 'notifications/cancelled') {
-      const scope = await sessions.scopeOf(sessionId, tenantId);
+      // With the store unreachable, the request may still run here: the cancel reaches it (and
+      // its task's cancel is retried until the database is back). Clients do not resend a cancel.
+      const scope = await sessions.scopeOf(sessionId, tenantId).catch((error: unknown) => {
+        if (!isUnavailable(error)) throw error;
+        return sessions.heldScope(sessionId, tenantId);
+      });
       if (scope) {
         honourPostedCancel(scope, message.params, {
           tenantId,
