@@ -61,10 +61,10 @@ const watched = defineResource({
   },
 });
 /**
- * Reads at the size bound: `edge` is exactly MAX_CONTENT_BYTES as sent, `over` one byte more,
+ * Reads at the size bound: `edge`'s contents array is exactly MAX_CONTENT_BYTES as sent, `over` one byte more,
  * `split` over it in two items that are each well under it.
  */
-const EDGE_TEXT = MAX_CONTENT_BYTES - Buffer.byteLength(JSON.stringify({ uri: 'size://edge', text: '' }));
+const EDGE_TEXT = MAX_CONTENT_BYTES - Buffer.byteLength(JSON.stringify([{ uri: 'size://edge', text: '' }]));
 const sized = defineResourceTemplate({
   uriTemplate: 'size://{kind}',
   name: 'sized',
@@ -288,10 +288,13 @@ describe('content published through the catalog', () => {
   it('reads up to the size bound and refuses a read over it, naming the resource, as a local read does', async () => {
     const edge = await ask(remote, 'resources/read', { uri: 'size://edge' });
     expect(edge).toEqual(await ask(local, 'resources/read', { uri: 'size://edge' }));
-    expect(Buffer.byteLength(JSON.stringify((resultOf(edge).contents as unknown[])[0]))).toBe(MAX_CONTENT_BYTES);
+    expect(Buffer.byteLength(JSON.stringify(resultOf(edge).contents))).toBe(MAX_CONTENT_BYTES);
     for (const [uri, bytes] of [
       ['size://over', MAX_CONTENT_BYTES + 1],
-      ['size://split', 2 * (9 * 1024 * 1024 + Buffer.byteLength(JSON.stringify({ uri: 'size://split', text: '' })))],
+      [
+        'size://split',
+        2 * (9 * 1024 * 1024 + Buffer.byteLength(JSON.stringify({ uri: 'size://split', text: '' }))) + 3,
+      ],
     ] as const) {
       const there = await ask(remote, 'resources/read', { uri });
       expect(there).toEqual(await ask(local, 'resources/read', { uri }));

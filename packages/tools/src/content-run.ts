@@ -76,7 +76,9 @@ export async function readResource(
   if (!Array.isArray(contents) || contents.length === 0) {
     throw new ContentRunError('invalid', `${label} returned ${describe(contents)}, not an array of contents`);
   }
-  let bytes = 0;
+  // The array as sent: its brackets and the commas between items, plus each item (JSON.stringify
+  // adds no whitespace, so this is the array's exact length).
+  let bytes = 1 + contents.length;
   const read = contents.map((item, index) => {
     const shape = contentsProblem(item);
     if (shape !== null) throw new ContentRunError('invalid', `${label}: contents[${index}] ${shape}`);
