@@ -37,6 +37,8 @@ export type {
   ResourceLink,
   SpawnOptions,
   SpawnResult,
+  TaskFetchInit,
+  TaskScope,
   TextContent,
   ToolContext,
   ToolResult,
@@ -54,6 +56,7 @@ export {
   toolDefinitionProblem,
 } from './tool-definition.ts';
 export {
+  RaceLostError,
   TaskCancelledError,
   TaskParkedError,
   TaskReleasedError,

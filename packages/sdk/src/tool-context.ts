@@ -144,9 +144,59 @@ export interface SpawnResult {
 /** Between SIGTERM and SIGKILL, for a tool that sets no `subprocessGraceMs`. */
 export const DEFAULT_SUBPROCESS_GRACE_MS = 5_000;
 
-export interface ToolContext<DB = unknown> {
-  /** Aborted when the task is cancelled, a clock runs out, or the worker releases the task. */
+/** ctx.fetch()'s options: fetch's own, and whether the call's idempotency key goes along. */
+export interface TaskFetchInit extends RequestInit {
+  /**
+   * Sends the call's idempotency key (ctx.idempotencyKey) downstream: `true` as the
+   * `Idempotency-Key` header, a string as the header of that name. A call made without a key
+   * sends none; a header the request sets itself is kept.
+   */
+  readonly idempotencyKey?: boolean | string;
+}
+
+/**
+ * What a handler starts work with, bound to a stop: the task's own (ctx is the root scope) or a
+ * branch of ctx.all()/ctx.race(), whose signal also aborts when a sibling fails or wins. Whatever
+ * is started through a scope ends with it.
+ */
+export interface TaskScope {
+  /**
+   * Aborted when the task is cancelled, a clock runs out, or the worker releases the task; in a
+   * branch, also when a sibling failed (the reason is its error) or won its race.
+   */
   readonly signal: AbortSignal;
+  /** A delay that ends early, rejecting with the stop reason, when the signal aborts. */
+  sleep(ms: number): Promise<void>;
+  /**
+   * Runs `command` (no shell) in a process group of its own, bound to the task: when the task must
+   * stop — a cancel, a clock, the worker handing it back — the whole group gets SIGTERM, then
+   * SIGKILL once the grace period has passed, so a shell's children and a pipeline's die with it;
+   * spawn() then rejects with the stop reason, once the group is gone or killed. When the command
+   * exits by itself, what it left running in its group is killed. Resolves with the exit status
+   * and the output. A process that starts a session of its own (setsid, a daemon) leaves the group
+   * and is not reached; run workers under an init that reaps orphans.
+   */
+  spawn(command: string, args?: readonly string[], options?: SpawnOptions): Promise<SpawnResult>;
+  /**
+   * fetch() bound to the scope's signal: a stop aborts the request (and its body), and it rejects
+   * with the stop reason, not an AbortError.
+   */
+  fetch(input: string | URL | Request, init?: TaskFetchInit): Promise<Response>;
+  /**
+   * Runs the branches side by side, each with a scope of its own, and resolves with their results
+   * in order. The first to fail aborts the others (their signal's reason is its error), and all()
+   * rejects with that error once every branch has settled: nothing outlives the call.
+   */
+  all<T>(branches: readonly ((scope: TaskScope) => Promise<T>)[]): Promise<T[]>;
+  /**
+   * Runs the branches side by side; the first to succeed wins, the others are aborted, and race()
+   * resolves with the winner's result once every branch has settled. If all fail, it rejects with
+   * the first failure.
+   */
+  race<T>(branches: readonly ((scope: TaskScope) => Promise<T>)[]): Promise<T>;
+}
+
+export interface ToolContext<DB = unknown> extends TaskScope {
   readonly tenant: string;
   readonly taskId: string;
   readonly attempt: number;
@@ -192,8 +242,6 @@ export interface ToolContext<DB = unknown> {
    * or pass its own idempotency key to whatever it calls.
    */
   step<T>(name: string, fn: () => Promise<T>): Promise<T>;
-  /** A delay that ends early, rejecting with the stop reason, when the signal aborts. */
-  sleep(ms: number): Promise<void>;
   /**
    * Asks the client for input and resolves with its responses by key (every key answered). Until
    * then nothing waits in memory: the task moves to `input_required` with these requests, this
@@ -215,14 +263,4 @@ export interface ToolContext<DB = unknown> {
    * carried none (REST, or a client that declared nothing).
    */
   readonly clientCapabilities?: Readonly<Record<string, unknown>>;
-  /**
-   * Runs `command` (no shell) in a process group of its own, bound to the task: when the task must
-   * stop — a cancel, a clock, the worker handing it back — the whole group gets SIGTERM, then
-   * SIGKILL once the grace period has passed, so a shell's children and a pipeline's die with it;
-   * spawn() then rejects with the stop reason, once the group is gone or killed. When the command
-   * exits by itself, what it left running in its group is killed. Resolves with the exit status
-   * and the output. A process that starts a session of its own (setsid, a daemon) leaves the group
-   * and is not reached; run workers under an init that reaps orphans.
-   */
-  spawn(command: string, args?: readonly string[], options?: SpawnOptions): Promise<SpawnResult>;
 }

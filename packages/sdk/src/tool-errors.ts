@@ -17,6 +17,17 @@ const TIMEOUT = Symbol.for('taskgate.sdk.TaskTimeoutError');
 const RELEASED = Symbol.for('taskgate.sdk.TaskReleasedError');
 const PARKED = Symbol.for('taskgate.sdk.TaskParkedError');
 const PROTOCOL = Symbol.for('taskgate.sdk.ToolProtocolError');
+const RACE_LOST = Symbol.for('taskgate.sdk.RaceLostError');
+
+/** Why a branch of ctx.race() was aborted: another branch succeeded first. */
+export class RaceLostError extends Error {
+  static override [Symbol.hasInstance] = branded(RACE_LOST);
+  readonly [RACE_LOST] = true;
+  constructor() {
+    super('another branch of ctx.race() finished first');
+    this.name = 'RaceLostError';
+  }
+}
 
 /** A cancel was requested for the task (it ends `cancelled`). */
 export class TaskCancelledError extends Error {

@@ -1,4 +1,3 @@
-import { setTimeout as delay } from 'node:timers/promises';
 import { checkJsonValue, isLogLevel, LOG_LEVELS, type LogLevel } from '@taskgate/protocol';
 import { isTerminalStatus, ProgressGate, type ProgressUpdate, TwoClockDeadline } from '@taskgate/reliability';
 import {
@@ -16,7 +15,7 @@ import {
 import type { AnyTool } from './any-tool.ts';
 import { inputAnswerProblem } from './input-answers.ts';
 import type { RunOutcome, RunStore, RunTask } from './run-store.ts';
-import { runSubprocess } from './subprocess.ts';
+import { taskScope } from './task-scope.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -193,7 +192,6 @@ export class ToolRun {
 
   #context(): ToolContext {
     return {
-      signal: this.#controller.signal,
       tenant: this.task.tenantId,
       taskId: this.task.id,
       attempt: this.task.attempt,
@@ -205,20 +203,13 @@ export class ToolRun {
       step: (name, fn) => this.#step(name, fn),
       input: (requests) => this.#input(requests),
       ...(this.task.clientCapabilities ? { clientCapabilities: this.task.clientCapabilities } : {}),
-      spawn: (command, args, options) =>
-        runSubprocess(command, args, options, {
-          signal: this.#controller.signal,
-          graceMs: this.#tool.subprocessGraceMs ?? DEFAULT_SUBPROCESS_GRACE_MS,
-          log: (fields, message) =>
-            this.#settings.logger.info({ taskId: this.task.id, tool: this.task.tool, ...fields }, message),
-        }),
-      sleep: async (ms) => {
-        try {
-          await delay(ms, undefined, { signal: this.#controller.signal });
-        } catch {
-          throw this.#controller.signal.reason;
-        }
-      },
+      // signal, sleep, spawn, fetch, all and race: the run's root scope (task-scope.ts).
+      ...taskScope(this.#controller.signal, {
+        spawnGraceMs: this.#tool.subprocessGraceMs ?? DEFAULT_SUBPROCESS_GRACE_MS,
+        idempotencyKey: this.task.idempotencyKey,
+        log: (fields, message) =>
+          this.#settings.logger.info({ taskId: this.task.id, tool: this.task.tool, ...fields }, message),
+      }),
     };
   }
 
