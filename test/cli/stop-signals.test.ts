@@ -1,3 +1,5 @@
+import { randomInt } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -130,4 +132,42 @@ describe('SIGTERM to the npm or npx process leaves no Taskgate behind', () => {
     await expectGone(taskgate, url);
     expect(taskgate.logs.find((line) => line.msg === 'shutting down')).toMatchObject({ signal: 'SIGTERM' });
   });
+});
+
+/** Live (not zombie) processes whose command line carries `seconds`: a sleep_subprocess tree. */
+function treeOf(seconds: number): number {
+  let count = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\u0000').includes(String(seconds))) continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+      if (stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') count += 1;
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  return count;
+}
+
+describe('SIGHUP and SIGQUIT stop it gracefully too', () => {
+  // Left to their default action they end the process at once, with no shutdown: a tool's
+  // subprocess tree, a session of its own that a hangup does not reach, would run on.
+  for (const signal of ['SIGHUP', 'SIGQUIT'] as const) {
+    it(`${signal}: the running sleep_subprocess task is handed back and its process tree is gone`, async () => {
+      const taskgate = track(startCli(['start'], await databaseEnv()));
+      const url = await started(taskgate);
+      const seconds = randomInt(100, 599) + randomInt(1, 9_999) / 10_000;
+      await call(`${url}/v1/tasks`, { tool: 'sleep_subprocess', arguments: { seconds } });
+      await waitForTask(
+        async () => treeOf(seconds),
+        (count) => count === 3,
+      );
+      taskgate.child.kill(signal);
+      expect(await taskgate.closedWithin(15_000)).toBe(0);
+      expect(taskgate.logs.find((line) => line.msg === 'shutting down')).toMatchObject({ signal });
+      expect(taskgate.logs.at(-1)).toMatchObject({ msg: 'taskgate stopped', problems: [] });
+      expect(treeOf(seconds)).toBe(0);
+    }, 60_000);
+  }
 });

@@ -35,8 +35,39 @@ const clocked = defineTool<{ seconds: number }>({
   },
 });
 
+/** Mistakes a handler makes: a spawn it never awaits, and one left running when a sibling fails. */
+const careless = defineTool<{ seconds: number; mistake: 'unawaited' | 'sibling-failed' }>({
+  name: 'careless_spawn',
+  description: 'returns or fails while a tree it started still runs',
+  inputSchema: {
+    type: 'object',
+    properties: { seconds: { type: 'number' }, mistake: { type: 'string' } },
+    required: ['seconds', 'mistake'],
+  },
+  retry: 'safe',
+  subprocessGraceMs: 60_000,
+  async handler({ seconds, mistake }, ctx) {
+    const tree = ctx.spawn('sh', ['-c', 'sleep "$1" & sleep "$1" & wait', 'tree', String(seconds)]);
+    while (treeOf(seconds).length < 3) await new Promise((resolve) => setTimeout(resolve, 10));
+    if (mistake === 'sibling-failed') await Promise.all([tree, ctx.spawn('/no/such/tool')]);
+    return { content: [{ type: 'text', text: 'returned' }] };
+  },
+});
+/** A tree that ignores SIGTERM, with a minute's grace: a stopping worker must not wait for it. */
+const stubborn = defineTool<{ seconds: number }>({
+  name: 'stubborn_tree',
+  description: 'a process tree that ignores SIGTERM',
+  inputSchema: { type: 'object', properties: { seconds: { type: 'number' } }, required: ['seconds'] },
+  retry: 'safe',
+  subprocessGraceMs: 60_000,
+  async handler({ seconds }, ctx) {
+    await ctx.spawn('sh', ['-c', 'trap "" TERM; sleep "$1" & sleep "$1" & wait', 'tree', String(seconds)]);
+    return { content: [{ type: 'text', text: 'slept' }] };
+  },
+});
+
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [clocked] });
+  platform = await startPlatform(database.url, { tools: [clocked, careless, stubborn] });
   await platform.startWorker();
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
   await hub.start();
@@ -161,6 +192,24 @@ describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
     expect(treeOf(seconds)).toEqual([]);
   });
 
+  for (const mistake of ['unawaited', 'sibling-failed'] as const) {
+    it(`the handler ending with the tree still running (${mistake})`, async () => {
+      const seconds = uniqueSeconds();
+      const { task } = await platform.service.submit('default', {
+        tool: 'careless_spawn',
+        arguments: { seconds, mistake },
+      });
+      const ended = await untilEnded(task.id);
+      expect(ended.status).toBe(mistake === 'unawaited' ? 'completed' : 'failed');
+      // Stopped with the run (SIGTERM: sleep dies of it), not when the worker exits.
+      await waitForTask(
+        async () => treeOf(seconds),
+        (tree) => tree.length === 0,
+        5_000,
+      );
+    });
+  }
+
   it('the worker handing the task back at shutdown (after its grace period)', async () => {
     const seconds = uniqueSeconds();
     const { task } = await platform.service.submit('default', { tool: 'sleep_subprocess', arguments: { seconds } });
@@ -170,5 +219,18 @@ describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
     expect(treeOf(seconds)).toEqual([]);
     // Handed back, not ended: another worker runs it again.
     expect((await platform.service.get('default', task.id)).status).toBe('working');
+  });
+
+  it('a stopping worker does not wait out a tree’s own grace: it SIGKILLs it before it returns', async () => {
+    await platform.startWorker();
+    const seconds = uniqueSeconds();
+    await platform.service.submit('default', { tool: 'stubborn_tree', arguments: { seconds } });
+    await untilTreeRuns(seconds);
+    const started = Date.now();
+    await platform.worker?.stop();
+    platform.worker = null;
+    // Its 1 s grace, 1 s for the released handler, then the kill: far below the tree's 60 s.
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(treeOf(seconds)).toEqual([]);
   });
 });

@@ -39,7 +39,7 @@ export class Lifecycle {
   }
 
   /**
-   * SIGTERM and SIGINT handlers, and the parent watch when the parent is a launcher whose death
+   * SIGTERM, SIGINT, SIGHUP and SIGQUIT handlers, and the parent watch when the parent is a launcher whose death
    * means "stop" (see shouldStopWithParent).
    */
   installSignalHandlers(
@@ -48,8 +48,7 @@ export class Lifecycle {
     },
   ): void {
     const onSignal = (signal: StopSignal) => this.receive(signal, performance.now());
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
+    for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'] as const) process.on(signal, onSignal);
     if (options.stopWithParent) {
       watchParent((formerParent) => {
         if (this.#stopping) return;

@@ -1,4 +1,10 @@
-export type StopSignal = 'SIGTERM' | 'SIGINT';
+/**
+ * What stops the process gracefully. SIGHUP (a terminal or SSH session closing) and SIGQUIT are
+ * stops too: left to their default action they would end the process at once, with no shutdown,
+ * and leave its tool handlers' subprocess trees (which are sessions of their own, so a hangup does
+ * not reach them) running.
+ */
+export type StopSignal = 'SIGTERM' | 'SIGINT' | 'SIGHUP' | 'SIGQUIT';
 
 /**
  * A repeat of the first stop signal this soon after it is the same request arriving twice, not

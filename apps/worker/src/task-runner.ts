@@ -234,6 +234,14 @@ export class TaskRunner {
     for (const attempt of this.#inFlight.values()) attempt.release(why);
   }
 
+  /**
+   * SIGKILLs the subprocess trees of every run still in flight: released, they are in their grace
+   * periods, and this worker is done waiting (another worker may run their tasks again).
+   */
+  killSubprocesses(): void {
+    for (const attempt of this.#inFlight.values()) attempt.killSubprocesses();
+  }
+
   #outage(): { giveUpAfterMs: number; signal: AbortSignal } {
     return {
       giveUpAfterMs: this.#options.outageRetryMs ?? DEFAULT_OUTAGE_RETRY_MS,

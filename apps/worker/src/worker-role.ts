@@ -321,7 +321,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
         // 3. Whatever is still running is stopped and handed back now.
         logger.warn({ inFlight: runner.inFlight }, 'grace period over: releasing the tasks still running');
         runner.releaseAll('shutdown grace period ended');
-        await runner.settled(1_000);
+        // Released handlers' subprocess trees may have a grace of their own (up to 60 s): not
+        // waited out here, or their tasks would run again elsewhere while the old trees still run.
+        if (!(await runner.settled(1_000))) {
+          runner.killSubprocesses();
+          await runner.settled(1_000);
+        }
       }
       await pump.close();
       await legacyDrain.stop();

@@ -1,10 +1,12 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { TaskCancelledError } from '@taskgate/sdk';
 import { describe, expect, it } from 'vitest';
-import { groupExists, liveSubprocessGroups, runSubprocess } from './subprocess.ts';
+import { liveSubprocessGroups, runSubprocess, treeAlive } from './subprocess.ts';
 
 // Real processes, checked in /proc: a process tree started through ctx.spawn() must be gone —
 // every process of it, grandchildren included — once a stop has been answered, and nothing a
@@ -90,7 +92,7 @@ describe('ctx.spawn', () => {
     await expect(running).rejects.toBeInstanceOf(TaskCancelledError);
     expect(Date.now() - started).toBeGreaterThanOrEqual(400);
     expect(sleeping(seconds)).toEqual([]);
-    expect(logged).toContain('a subprocess group outlived its grace period: SIGKILL');
+    expect(logged).toContain('a subprocess tree outlived its grace period: SIGKILL');
   });
 
   it('with a grace of 0, SIGKILLs at once', async () => {
@@ -196,8 +198,92 @@ describe('ctx.spawn', () => {
     expect(liveSubprocessGroups()).toBe(0);
   });
 
+  it('reaches a child that moved to a process group of its own (it is still of the session)', async () => {
+    for (const stopped of [false, true]) {
+      const seconds = marker();
+      const stop = new AbortController();
+      const script = `perl -e 'setpgrp(0, 0); exec "sleep", @ARGV' ${seconds} & sleep ${seconds} & wait`;
+      const running = runSubprocess(
+        'sh',
+        ['-c', stopped ? script : script.replace('& wait', '& echo left')],
+        {},
+        scope(stop.signal),
+      );
+      if (stopped) {
+        await untilSleeping(seconds, 2);
+        stop.abort(new TaskCancelledError(null));
+        await expect(running).rejects.toBeInstanceOf(TaskCancelledError);
+      } else {
+        await running;
+      }
+      expect(sleeping(seconds), stopped ? 'after a stop' : 'after a clean exit').toEqual([]);
+    }
+  });
+
+  it.skipIf(!existsSync('/usr/bin/cc'))(
+    'counts a process whose main thread exited while another thread runs (it shows as a zombie)',
+    async () => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'tg-zleader-'));
+      const binary = path.join(dir, 'zleader');
+      // Ignores SIGTERM; its main thread calls pthread_exit, a second thread sleeps on.
+      writeFileSync(
+        path.join(dir, 'zleader.c'),
+        `#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+static void *spin(void *arg) { (void)arg; for (;;) sleep(1); return 0; }
+int main(void) { signal(SIGTERM, SIG_IGN); pthread_t t; pthread_create(&t, 0, spin, 0); pthread_exit(0); }
+`,
+      );
+      execFileSync('cc', ['-pthread', '-o', binary, path.join(dir, 'zleader.c')]);
+      const threads = () =>
+        readdirSync('/proc').filter((entry) => {
+          try {
+            return readFileSync(`/proc/${entry}/cmdline`, 'utf8') === '' &&
+              readFileSync(`/proc/${entry}/comm`, 'utf8') === 'zleader\n'
+              ? readdirSync(`/proc/${entry}/task`).length > 1
+              : false;
+          } catch {
+            return false;
+          }
+        }).length;
+      const stop = new AbortController();
+      const started = Date.now();
+      const running = runSubprocess('sh', ['-c', `${binary} & wait`], {}, scope(stop.signal, 300));
+      while (threads() === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      stop.abort(new TaskCancelledError(null));
+      await expect(running).rejects.toBeInstanceOf(TaskCancelledError);
+      // It ignores SIGTERM: only the SIGKILL at the end of the grace ends it.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+      expect(threads()).toBe(0);
+    },
+  );
+
+  it('fails the call, not the process, when an output listener throws; the tree is stopped', async () => {
+    const seconds = marker();
+    const failure = new Error('the listener broke');
+    const running = runSubprocess(
+      'sh',
+      ['-c', `echo hello; sleep ${seconds} & sleep ${seconds} & wait`],
+      {
+        onStdout: () => {
+          throw failure;
+        },
+      },
+      scope(new AbortController().signal),
+    );
+    await expect(running).rejects.toBe(failure);
+    expect(sleeping(seconds)).toEqual([]);
+  });
+
+  it('names a working directory that does not exist, not the command', async () => {
+    await expect(
+      runSubprocess('echo', ['x'], { cwd: '/no/such/dir' }, scope(new AbortController().signal)),
+    ).rejects.toThrow('ctx.spawn echo: the working directory "/no/such/dir" does not exist');
+  });
+
   it('never looks at group 0 or 1: -0 is this process’s own group, -1 every process', () => {
-    expect(groupExists(0)).toBe(false);
-    expect(groupExists(1)).toBe(false);
+    expect(treeAlive(0)).toBe(false);
+    expect(treeAlive(1)).toBe(false);
   });
 });

@@ -5,38 +5,37 @@ import { isGraceMs, MAX_SUBPROCESS_GRACE_MS, type SpawnOptions, type SpawnResult
 
 /** The most of stdout, and of stderr, a result keeps unless the call says otherwise. */
 export const DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024;
-/** How often a stopping group is looked at, for whether any of it is left. */
+/** How often a stopping tree is first looked at, for whether any of it is left (then less often). */
 const GROUP_POLL_MS = 20;
+const GROUP_POLL_MAX_MS = 250;
 /**
- * How long, after the command exited and its group was killed, its output pipes may stay open: a
- * process that left the group (setsid) and kept them would otherwise hold the call forever.
+ * How long, after the command exited and its tree was killed, its output pipes may stay open: a
+ * process that left the session (setsid) and kept them would otherwise hold the call forever.
  */
 const PIPE_CLOSE_WAIT_MS = 1_000;
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 /**
- * The groups calls started that are not yet seen gone. If this process exits first — a worker
- * whose shutdown deadline passed while a group was in its grace period — its kill timers die with
- * it, so the exit SIGKILLs what is left. (A SIGKILLed worker runs nothing: under an init, its
- * orphans are at least reaped, not left as zombies.)
+ * The trees calls started that are not yet seen gone, by the leader's pid (its session's id). If
+ * this process exits first — a worker whose shutdown deadline passed while a tree was in its grace
+ * period, or one told to exit at once — its kill timers die with it, so the exit SIGKILLs what is
+ * left. (A SIGKILLed worker runs nothing: under an init, its orphans are at least reaped.)
  */
 const liveGroups = new Set<number>();
 let exitHookInstalled = false;
 
-function track(pgid: number): void {
-  liveGroups.add(pgid);
+function track(sid: number, registry: Set<number> | undefined): void {
+  liveGroups.add(sid);
+  registry?.add(sid);
   if (exitHookInstalled) return;
   exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const group of liveGroups) {
-      try {
-        signalGroup(group, 'SIGKILL');
-      } catch {
-        // Exiting: nothing is left to tell.
-      }
-    }
-  });
+  process.on('exit', () => killSubprocessTrees(liveGroups));
+}
+
+function forget(sid: number, registry: Set<number> | undefined): void {
+  liveGroups.delete(sid);
+  registry?.delete(sid);
 }
 
 /** What binds a subprocess to its task's run. */
@@ -46,14 +45,17 @@ export interface SubprocessScope {
   /** The tool's grace period (its subprocessGraceMs, or the default). */
   readonly graceMs: number;
   readonly log: LogFn;
+  /** The run's own trees while they live, for its worker to SIGKILL when it stops waiting (ToolRun). */
+  readonly registry?: Set<number>;
 }
 
 /**
- * ctx.spawn(): `command` with `args` (no shell) as the leader of a process group of its own, so
- * one signal reaches everything it starts that stays in the group. On the scope's abort the group
- * gets SIGTERM, and SIGKILL once the grace period passes or at once if the grace is 0; the call
- * rejects with the abort's reason once nothing of the group is left (or it was SIGKILLed). When
- * the leader exits by itself, whatever it left in its group is SIGKILLed: nothing outlives the call.
+ * ctx.spawn(): `command` with `args` (no shell) as the leader of a session and process group of
+ * its own, so a signal reaches everything it starts that stays in the session, whatever group it
+ * moved to. On the scope's abort the tree gets SIGTERM, and SIGKILL once the grace period passes
+ * or at once if the grace is 0; the call rejects with the abort's reason once nothing of the tree
+ * is left (or it was SIGKILLed). When the leader exits by itself, whatever it left running is
+ * SIGKILLed: nothing outlives the call. Only a process that starts a session of its own escapes.
  */
 export async function runSubprocess(
   command: string,
@@ -70,13 +72,13 @@ export async function runSubprocess(
     detached: true,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  await started(child, checked.command);
-  const pgid = child.pid as number;
-  track(pgid);
+  await started(child, checked);
+  const sid = child.pid as number;
+  track(sid, scope.registry);
   try {
-    return await supervise(child, pgid, checked, scope);
+    return await supervise(child, sid, checked, scope);
   } finally {
-    liveGroups.delete(pgid);
+    forget(sid, scope.registry);
   }
 }
 
@@ -132,11 +134,17 @@ function checkedCall(command: unknown, args: unknown, options: unknown, toolGrac
 }
 
 /** Resolves once the child runs; rejects (ENOENT, EACCES) when it could not start. */
-function started(child: ChildProcess, command: string): Promise<void> {
+function started(child: ChildProcess, call: CheckedCall): Promise<void> {
   return new Promise((resolve, reject) => {
-    const onError = (error: Error) => {
+    const onError = (error: NodeJS.ErrnoException) => {
       child.off('spawn', onSpawn);
-      reject(new Error(`ctx.spawn ${command}: ${error.message}`, { cause: error }));
+      // Node says ENOENT for a missing working directory too, naming the command.
+      const cwd = call.options.cwd;
+      const what =
+        error.code === 'ENOENT' && cwd !== undefined && !existsSync(cwd)
+          ? `the working directory ${JSON.stringify(cwd)} does not exist`
+          : error.message;
+      reject(new Error(`ctx.spawn ${call.command}: ${what}`, { cause: error }));
     };
     const onSpawn = () => {
       child.off('error', onError);
@@ -154,11 +162,17 @@ class Output {
   truncated = false;
   readonly #limit: number;
   readonly #live = new StringDecoder('utf8');
-  readonly #listener: ((text: string) => void) | undefined;
+  #listener: ((text: string) => void) | undefined;
+  readonly #onListenerError: (error: unknown) => void;
 
-  constructor(limit: number, listener: ((text: string) => void) | undefined) {
+  constructor(
+    limit: number,
+    listener: ((text: string) => void) | undefined,
+    onListenerError: (error: unknown) => void,
+  ) {
     this.#limit = limit;
     this.#listener = listener;
+    this.#onListenerError = onListenerError;
   }
 
   add(chunk: Buffer): void {
@@ -171,7 +185,13 @@ class Output {
     }
     if (this.#listener) {
       const text = this.#live.write(chunk);
-      if (text !== '') this.#listener(text);
+      try {
+        if (text !== '') this.#listener(text);
+      } catch (error) {
+        // Told once; the rest of the output is only kept.
+        this.#listener = undefined;
+        this.#onListenerError(error);
+      }
     }
   }
 
@@ -181,57 +201,77 @@ class Output {
   }
 }
 
-function supervise(child: ChildProcess, pgid: number, call: CheckedCall, scope: SubprocessScope): Promise<SpawnResult> {
-  const stdout = new Output(call.maxOutputBytes, call.options.onStdout);
-  const stderr = new Output(call.maxOutputBytes, call.options.onStderr);
+function supervise(child: ChildProcess, sid: number, call: CheckedCall, scope: SubprocessScope): Promise<SpawnResult> {
+  let listenerFailure: { error: unknown } | null = null;
+  // A listener that throws must not take the worker down (it runs in a stream's 'data' event):
+  // the call fails with its error, and the tree is stopped as for any stop.
+  const onListenerError = (error: unknown) => {
+    if (listenerFailure !== null) return;
+    listenerFailure = { error };
+    onStop();
+  };
+  const stdout = new Output(call.maxOutputBytes, call.options.onStdout, onListenerError);
+  const stderr = new Output(call.maxOutputBytes, call.options.onStderr, onListenerError);
   child.stdout?.on('data', (chunk: Buffer) => stdout.add(chunk));
   child.stderr?.on('data', (chunk: Buffer) => stderr.add(chunk));
   // A child that exits without reading its input: the write's EPIPE is no failure of the call.
   child.stdin?.on('error', () => {});
   child.stdin?.end(call.options.input ?? '');
 
-  const where = { command: call.command, pid: pgid };
+  const where = { command: call.command, pid: sid };
   let stopping = false;
   let killTimer: NodeJS.Timeout | undefined;
   let killed = false;
   const kill = (signal: NodeJS.Signals) => {
     if (signal === 'SIGKILL') killed = true;
-    signalGroup(pgid, signal);
+    signalTree(sid, signal);
   };
-  const onAbort = () => {
+  function onStop() {
     if (stopping) return;
     stopping = true;
     if (call.graceMs === 0) {
       kill('SIGKILL');
       return;
     }
-    scope.log({ ...where, graceMs: call.graceMs }, 'stopping a subprocess group: SIGTERM');
+    scope.log({ ...where, graceMs: call.graceMs }, 'stopping a subprocess tree: SIGTERM');
     kill('SIGTERM');
     killTimer = setTimeout(() => {
-      if (groupExists(pgid)) scope.log(where, 'a subprocess group outlived its grace period: SIGKILL');
+      if (treeAlive(sid)) scope.log(where, 'a subprocess tree outlived its grace period: SIGKILL');
       kill('SIGKILL');
     }, call.graceMs);
-  };
-  scope.signal.addEventListener('abort', onAbort, { once: true });
+  }
+  scope.signal.addEventListener('abort', onStop, { once: true });
   // Aborted while the child was starting (between spawn() and its 'spawn' event): a listener
   // added to an aborted signal never runs.
-  if (scope.signal.aborted) onAbort();
+  if (scope.signal.aborted) onStop();
+  // Once the tree is gone nothing may signal its ids again (a new group may have taken them).
+  const release = () => {
+    clearTimeout(killTimer);
+    scope.signal.removeEventListener('abort', onStop);
+    forget(sid, scope.registry);
+  };
 
   return new Promise<SpawnResult>((resolve, reject) => {
     child.once('exit', (exitCode, signal) => {
       void (async () => {
         try {
           if (!stopping) {
-            // Exited by itself: what it left running in its group goes with it.
-            if (groupExists(pgid)) kill('SIGKILL');
+            // Exited by itself: what it left running in its session goes with it.
+            if (treeAlive(sid)) kill('SIGKILL');
           } else {
-            // Stopped: the rest of the group has until the grace timer (which SIGKILLs it).
-            while (!killed && groupExists(pgid)) await pause(GROUP_POLL_MS);
+            // Stopped: the rest of the tree has until the grace timer (which SIGKILLs it). Polled
+            // with backoff: each look reads /proc, and a tree may take its whole grace.
+            for (let wait = GROUP_POLL_MS; !killed && treeAlive(sid); wait = Math.min(wait * 2, GROUP_POLL_MAX_MS)) {
+              await pause(wait);
+            }
           }
-          await pipesClosed(child);
         } finally {
-          clearTimeout(killTimer);
-          scope.signal.removeEventListener('abort', onAbort);
+          release();
+        }
+        await pipesClosed(child);
+        if (listenerFailure !== null) {
+          reject((listenerFailure as { error: unknown }).error);
+          return;
         }
         if (stopping) {
           reject(scope.signal.reason);
@@ -249,33 +289,54 @@ function supervise(child: ChildProcess, pgid: number, call: CheckedCall, scope: 
   });
 }
 
-/** Sends `signal` to every process of the group; a group already gone is no failure. */
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+/**
+ * Sends `signal` to every process of the tree: the leader's session, each process group in it (a
+ * child that moved to a group of its own, a shell's job control, is still of the session). A tree
+ * already gone is no failure.
+ */
+function signalTree(sid: number, signal: NodeJS.Signals): void {
   // Never 0 or 1: -0 is this process's own group, -1 every process it may signal.
-  if (!Number.isInteger(pgid) || pgid <= 1) return;
-  try {
-    process.kill(-pgid, signal);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  if (!Number.isInteger(sid) || sid <= 1) return;
+  const groups = HAS_PROC ? scanSession(sid).groups : new Set<number>();
+  groups.add(sid);
+  for (const group of groups) {
+    if (group <= 1) continue;
+    try {
+      process.kill(-group, signal);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+    }
   }
 }
 
-/** How many groups calls in this process have started that are not yet seen gone. */
+/** How many trees calls in this process have started that are not yet seen gone. */
 export function liveSubprocessGroups(): number {
   return liveGroups.size;
 }
 
+/** SIGKILLs every tree in `registry` (a run's: its worker is done waiting for it). */
+export function killSubprocessTrees(registry: ReadonlySet<number>): void {
+  for (const sid of registry) {
+    try {
+      signalTree(sid, 'SIGKILL');
+    } catch {
+      // Not ours to signal any more: nothing to do.
+    }
+  }
+}
+
 /**
- * Whether any process of the group still runs. On Linux from /proc, leaving out zombies: where
- * nothing reaps orphans (a container's PID 1 that is not an init), a killed grandchild stays a
- * zombie of the group forever, and counting it would make every stop wait out its grace period.
- * Elsewhere, kill(0) (which counts zombies).
+ * Whether any process of the tree still runs. On Linux from /proc, by session, leaving out
+ * zombies: where nothing reaps orphans (a container's PID 1 that is not an init), a killed
+ * grandchild stays a zombie forever, and counting it would make every stop wait out its grace.
+ * A process whose main thread exited shows as a zombie while its other threads run: it counts.
+ * Elsewhere, kill(0) on the leader's group (which counts zombies).
  */
-export function groupExists(pgid: number): boolean {
-  if (!Number.isInteger(pgid) || pgid <= 1) return false;
-  if (HAS_PROC) return liveMembers(pgid) > 0;
+export function treeAlive(sid: number): boolean {
+  if (!Number.isInteger(sid) || sid <= 1) return false;
+  if (HAS_PROC) return scanSession(sid).live > 0;
   try {
-    process.kill(-pgid, 0);
+    process.kill(-sid, 0);
     return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
@@ -284,9 +345,10 @@ export function groupExists(pgid: number): boolean {
 
 const HAS_PROC = process.platform === 'linux' && existsSync('/proc/self/stat');
 
-/** Processes of group `pgid` that are not zombies, from /proc/<pid>/stat ("pid (comm) state ppid pgrp …"). */
-function liveMembers(pgid: number): number {
+/** The session's live processes and its process groups, from /proc/<pid>/stat ("pid (comm) state ppid pgrp session …"). */
+function scanSession(sid: number): { live: number; groups: Set<number> } {
   let live = 0;
+  const groups = new Set<number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     let stat: string;
@@ -297,9 +359,22 @@ function liveMembers(pgid: number): number {
     }
     // comm may hold spaces and parentheses: the fields start after the last ")".
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(fields[2]) === pgid && fields[0] !== 'Z' && fields[0] !== 'X') live += 1;
+    if (Number(fields[3]) !== sid) continue;
+    const state = fields[0];
+    if ((state === 'Z' || state === 'X') && !threadsLeft(entry)) continue;
+    live += 1;
+    groups.add(Number(fields[2]));
   }
-  return live;
+  return { live, groups };
+}
+
+/** A zombie's threads other than its exited main thread (a process that called pthread_exit in main). */
+function threadsLeft(pid: string): boolean {
+  try {
+    return readdirSync(`/proc/${pid}/task`).length > 1;
+  } catch {
+    return false;
+  }
 }
 
 /** Resolves once stdout and stderr have closed, or after PIPE_CLOSE_WAIT_MS (their ends destroyed). */

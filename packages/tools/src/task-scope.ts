@@ -11,6 +11,18 @@ export interface ScopeSettings {
   /** The call's idempotency key, for ctx.fetch()'s `idempotencyKey`. */
   readonly idempotencyKey: string | null;
   readonly log: LogFn;
+  /** The run's subprocess trees while they live (SubprocessScope.registry). */
+  readonly subprocesses?: Set<number>;
+}
+
+/**
+ * The promise as the handler gets it, marked handled: a handler that lets one go (`void
+ * ctx.spawn(...)`) and returns must not crash the worker when it rejects at the run's end. One
+ * awaited still rejects as it would.
+ */
+function handled<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => {});
+  return promise;
 }
 
 /**
@@ -21,16 +33,26 @@ export interface ScopeSettings {
 export function taskScope(signal: AbortSignal, settings: ScopeSettings): TaskScope {
   const scope: TaskScope = {
     signal,
-    sleep: async (ms) => {
-      try {
-        await delay(ms, undefined, { signal });
-      } catch {
-        throw signal.reason;
-      }
-    },
+    sleep: (ms) =>
+      handled(
+        (async () => {
+          try {
+            await delay(ms, undefined, { signal });
+          } catch {
+            throw signal.reason;
+          }
+        })(),
+      ),
     spawn: (command: string, args?: readonly string[], options?: SpawnOptions) =>
-      runSubprocess(command, args, options, { signal, graceMs: settings.spawnGraceMs, log: settings.log }),
-    fetch: (input, init) => boundFetch(input, init, signal, settings.idempotencyKey),
+      handled(
+        runSubprocess(command, args, options, {
+          signal,
+          graceMs: settings.spawnGraceMs,
+          log: settings.log,
+          ...(settings.subprocesses ? { registry: settings.subprocesses } : {}),
+        }),
+      ),
+    fetch: (input, init) => handled(boundFetch(input, init, signal, settings.idempotencyKey)),
     all: (branches) => fanOut(branches, signal, settings, 'all') as never,
     race: (branches) => fanOut(branches, signal, settings, 'race') as never,
   };

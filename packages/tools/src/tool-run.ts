@@ -15,6 +15,7 @@ import {
 import type { AnyTool } from './any-tool.ts';
 import { inputAnswerProblem } from './input-answers.ts';
 import type { RunOutcome, RunStore, RunTask } from './run-store.ts';
+import { killSubprocessTrees } from './subprocess.ts';
 import { taskScope } from './task-scope.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
@@ -117,6 +118,16 @@ export class ToolRun {
   #releaseRequested: string | null = null;
   #steps: Map<string, unknown> | null = null;
   #parked = false;
+  /**
+   * Aborted when run() is over, whatever ended it: what the handler started and left running (a
+   * spawn it did not await, a request of a branch that outlived it) is stopped with the run, and
+   * nothing new starts bound to a run that is over.
+   */
+  readonly #ended = new AbortController();
+  /** The run's subprocess trees while they live: its worker SIGKILLs them if it stops waiting. */
+  readonly #subprocesses = new Set<number>();
+  /** ctx.signal and the root scope's: the run's stop, or its end. */
+  readonly #scopeSignal = AbortSignal.any([this.#controller.signal, this.#ended.signal]);
 
   constructor(task: RunTask, tool: AnyTool, settings: RunSettings) {
     this.task = task;
@@ -161,6 +172,7 @@ export class ToolRun {
     } catch (error) {
       await this.#settleFailure(error);
     } finally {
+      this.#ended.abort(this.#controller.signal.aborted ? this.#controller.signal.reason : new RunEndedError());
       clearTimeout(this.#deadlineTimer);
       clearTimeout(this.#progressTimer);
       this.#progressGate.close();
@@ -184,6 +196,14 @@ export class ToolRun {
     this.#releaseRequested ??= why;
   }
 
+  /**
+   * SIGKILLs what the run's ctx.spawn() calls still have running: its worker will not wait out
+   * their grace periods (it is stopping, and the task goes to another worker).
+   */
+  killSubprocesses(): void {
+    killSubprocessTrees(this.#subprocesses);
+  }
+
   /** Stops the handler now and hands the task to another worker (the grace period is over). */
   release(why: string): void {
     if (this.#controller.signal.aborted) return;
@@ -204,9 +224,10 @@ export class ToolRun {
       input: (requests) => this.#input(requests),
       ...(this.task.clientCapabilities ? { clientCapabilities: this.task.clientCapabilities } : {}),
       // signal, sleep, spawn, fetch, all and race: the run's root scope (task-scope.ts).
-      ...taskScope(this.#controller.signal, {
+      ...taskScope(this.#scopeSignal, {
         spawnGraceMs: this.#tool.subprocessGraceMs ?? DEFAULT_SUBPROCESS_GRACE_MS,
         idempotencyKey: this.task.idempotencyKey,
+        subprocesses: this.#subprocesses,
         log: (fields, message) =>
           this.#settings.logger.info({ taskId: this.task.id, tool: this.task.tool, ...fields }, message),
       }),
@@ -590,4 +611,12 @@ function checkedAnswers(
     }
   }
   return answers;
+}
+
+/** The reason of what a run left behind when it ended on its own (returned or threw). */
+class RunEndedError extends Error {
+  constructor() {
+    super('the handler has ended: what it left running is stopped');
+    this.name = 'RunEndedError';
+  }
 }
