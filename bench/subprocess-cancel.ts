@@ -7,29 +7,13 @@
 //   npm run bench -- subprocess-cancel
 import { spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { TaskCancelledError } from '@taskgate/sdk';
 import { runSubprocess } from '../packages/tools/src/subprocess.ts';
+import { liveProcessesWith } from '../test/support/process-tree.ts';
 import { below, figure, printTable, reportGoals, summary } from './support/report.ts';
 
 const RUNS = Number(process.env.RUNS ?? 40);
 const GRACE_MS = Number(process.env.GRACE_MS ?? 200);
-
-/** Live (not zombie) processes whose command line carries `seconds`. */
-function live(seconds: string): number {
-  let count = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\u0000').includes(seconds)) continue;
-      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
-      if (stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') count += 1;
-    } catch {
-      // Gone between the listing and the read.
-    }
-  }
-  return count;
-}
 
 async function until(predicate: () => boolean): Promise<void> {
   const deadline = performance.now() + 10_000;
@@ -62,12 +46,12 @@ async function ours(ignoreTerm: boolean): Promise<{ latencies: number[]; left: n
         log: () => {},
       },
     ).catch(() => {});
-    await until(() => live(seconds) === 3);
+    await until(() => liveProcessesWith(seconds).length === 3);
     const started = performance.now();
     stop.abort(new TaskCancelledError('bench'));
     await running;
     latencies.push(performance.now() - started);
-    if (live(seconds) > 0) left += 1;
+    if (liveProcessesWith(seconds).length > 0) left += 1;
   }
   return { latencies, left };
 }
@@ -78,10 +62,10 @@ async function anchor(): Promise<number[]> {
   for (let run = 0; run < RUNS; run++) {
     const seconds = marker();
     const child = spawn('sh', tree(seconds, false), { detached: true, stdio: 'ignore' });
-    await until(() => live(seconds) === 3);
+    await until(() => liveProcessesWith(seconds).length === 3);
     const started = performance.now();
     process.kill(-(child.pid as number), 'SIGTERM');
-    await until(() => live(seconds) === 0);
+    await until(() => liveProcessesWith(seconds).length === 0);
     latencies.push(performance.now() - started);
   }
   return latencies;

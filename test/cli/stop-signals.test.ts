@@ -1,11 +1,11 @@
 import { randomInt } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanEnv, goneWithin, portIsFree, RunningProcess, startCli } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
+import { liveProcessesWith } from '../support/process-tree.ts';
 import { waitForTask } from '../support/task-platform.ts';
 
 // How Taskgate is stopped when it is run the ways the README gives: through npm, npx or directly,
@@ -134,22 +134,6 @@ describe('SIGTERM to the npm or npx process leaves no Taskgate behind', () => {
   });
 });
 
-/** Live (not zombie) processes whose command line carries `seconds`: a sleep_subprocess tree. */
-function treeOf(seconds: number): number {
-  let count = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (!readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\u0000').includes(String(seconds))) continue;
-      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
-      if (stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z') count += 1;
-    } catch {
-      // Gone between the listing and the read.
-    }
-  }
-  return count;
-}
-
 describe('SIGHUP and SIGQUIT stop it gracefully too', () => {
   // Left to their default action they end the process at once, with no shutdown: a tool's
   // subprocess tree, a session of its own that a hangup does not reach, would run on.
@@ -160,14 +144,14 @@ describe('SIGHUP and SIGQUIT stop it gracefully too', () => {
       const seconds = randomInt(100, 599) + randomInt(1, 9_999) / 10_000;
       await call(`${url}/v1/tasks`, { tool: 'sleep_subprocess', arguments: { seconds } });
       await waitForTask(
-        async () => treeOf(seconds),
+        async () => liveProcessesWith(String(seconds)).length,
         (count) => count === 3,
       );
       taskgate.child.kill(signal);
       expect(await taskgate.closedWithin(15_000)).toBe(0);
       expect(taskgate.logs.find((line) => line.msg === 'shutting down')).toMatchObject({ signal });
       expect(taskgate.logs.at(-1)).toMatchObject({ msg: 'taskgate stopped', problems: [] });
-      expect(treeOf(seconds)).toBe(0);
+      expect(liveProcessesWith(String(seconds)).length).toBe(0);
     }, 60_000);
   }
 });

@@ -1,5 +1,4 @@
 import { randomInt } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TaskEventsHub } from '@taskgate/api';
@@ -8,6 +7,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { modernRequest } from '../support/mcp-http.ts';
+import { liveProcessesWith } from '../support/process-tree.ts';
 import { connectStdio, testCore } from '../support/stdio-client.ts';
 import { type Platform, serveApi, silentLogger, startPlatform, waitForTask } from '../support/task-platform.ts';
 
@@ -81,23 +81,6 @@ afterAll(async () => {
 
 function uniqueSeconds(): number {
   return randomInt(100, 599) + randomInt(1, 9_999) / 10_000;
-}
-
-/** The live (not zombie) processes of a call's tree: the shell and the sleeps that carry `seconds`. */
-function treeOf(seconds: number): string[] {
-  const found: string[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\u0000');
-      const stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
-      if (stat.slice(stat.lastIndexOf(')') + 2)[0] === 'Z') continue;
-      if (argv.includes(String(seconds))) found.push(`${entry} ${argv.filter(Boolean).join(' ')}`);
-    } catch {
-      // Gone between the listing and the read.
-    }
-  }
-  return found;
 }
 
 /** Resolves once the shell and both sleeps run. */
@@ -234,3 +217,8 @@ describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
     expect(treeOf(seconds)).toEqual([]);
   });
 });
+
+/** The live processes of a call's tree: the shell and the sleeps that carry `seconds`. */
+function treeOf(seconds: number): string[] {
+  return liveProcessesWith(String(seconds));
+}
