@@ -294,6 +294,8 @@ describe('the OpenAPI document', () => {
       '/v1/inventory/{sku}',
       '/v1/inventory/{sku}/reservations',
       '/v1/reconciliation-items',
+      '/v1/reconciliation-items/{id}',
+      '/v1/reconciliation-items/{id}/resolve',
       '/v1/tasks',
       '/v1/tasks/{id}',
       '/v1/tasks/{id}/cancel',

@@ -36,6 +36,8 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
     name: true,
     result: true,
     attempt: true,
+    irreversible: true,
+    state: true,
     created_at: true,
   }),
   reconciliation_items: all<'reconciliation_items'>({
@@ -48,6 +50,9 @@ const TABLES: Partial<Record<keyof Database, string[]>> = {
     created_at: true,
     resolved_at: true,
     resolution: true,
+    kind: true,
+    details: true,
+    resolved_by: true,
   }),
   outbox: all<'outbox'>({
     id: true,

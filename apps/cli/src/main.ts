@@ -34,6 +34,15 @@ const COMMAND_USAGE = {
                               serve MCP on stdin/stdout (logs on stderr), running the tool
                               handlers of the given modules (default as for start) in-process
                               unless --no-worker`,
+  reconcile: `  reconcile list [--state open|resolved|all] [--tenant ID] [--limit N] [--json]
+                              the calls that left something to decide (every tenant's unless
+                              --tenant): unknown outcomes and work abandoned after an
+                              irreversible step; newest first, open ones by default
+  reconcile show ID [--json]  one item, with what was known when it opened (ending, last
+                              progress, steps and the irreversible steps' results)
+  reconcile resolve ID --note TEXT [--by NAME]
+                              close an item with what was found and done (--by defaults to
+                              the operating-system user)`,
 } as const;
 type Command = keyof typeof COMMAND_USAGE;
 
@@ -51,6 +60,7 @@ Commands:
 ${COMMAND_USAGE.start}
 ${COMMAND_USAGE.migrate}
 ${COMMAND_USAGE['mcp-stdio']}
+${COMMAND_USAGE.reconcile}
   version                     print the version (also --version, -v)
   help [COMMAND]              show this text, or one command's (also COMMAND --help, -h)
 
@@ -60,8 +70,14 @@ ${SIGNALS}`;
 
 /** `taskgate <command> --help`: that command's lines of the usage text. */
 export function commandUsage(command: Command): string {
-  const synopsis = command === 'migrate' ? 'migrate up|down|status|plan [options]' : `${command} [options]`;
-  const tail = command === 'migrate' ? '' : `\n\n${SIGNALS}`;
+  const synopsis =
+    command === 'migrate'
+      ? 'migrate up|down|status|plan [options]'
+      : command === 'reconcile'
+        ? 'reconcile list|show|resolve [options]'
+        : `${command} [options]`;
+  // Only the long-running commands stop on signals.
+  const tail = command === 'migrate' || command === 'reconcile' ? '' : `\n\n${SIGNALS}`;
   return `Usage: taskgate ${synopsis}\n\n${COMMAND_USAGE[command]}\n\n${CONFIGURATION}${tail}`;
 }
 
@@ -133,6 +149,32 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       for (const warning of warnings) logger.warn({}, warning);
       const { runMigrate } = await import('./commands/migrate.ts');
       return await runMigrate({ ...args, cwd: io.cwd }, config, logger, { write: io.stdout });
+    }
+    if (command === 'reconcile') {
+      const { values, positionals } = parseArgs({
+        args: [...rest],
+        options: {
+          state: { type: 'string' },
+          tenant: { type: 'string' },
+          limit: { type: 'string' },
+          json: { type: 'boolean' },
+          note: { type: 'string' },
+          by: { type: 'string' },
+        },
+        strict: true,
+        allowPositionals: true,
+      });
+      const { parseReconcileArgs, runReconcile } = await import('./commands/reconcile.ts');
+      const args = parseReconcileArgs(values, positionals);
+      const { config, warnings } = loadConfig(io.env, io.cwd);
+      logLevel = config.logLevel;
+      const { createLogger } = await import('./logger.ts');
+      const logger = createLogger(
+        config.logLevel === 'debug' || config.logLevel === 'trace' ? config.logLevel : 'warn',
+        2,
+      );
+      for (const warning of warnings) logger.warn({}, warning);
+      return await runReconcile(args, config, logger, { write: io.stdout });
     }
     if (command === 'mcp-stdio') {
       const { values } = parseArgs({

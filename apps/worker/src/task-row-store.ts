@@ -4,6 +4,7 @@ import {
   completeKey,
   type Database,
   finishAttempt,
+  finishIrreversibleStep,
   isDatabaseUnavailable,
   lockForCompletion,
   type OutageRetryOptions,
@@ -17,6 +18,8 @@ import {
   recordStep,
   releaseAttempt,
   retryWhileUnavailable,
+  type StepRecord,
+  startIrreversibleStep,
   type TaskAnnouncer,
   type TaskRecord,
   type TaskWriter,
@@ -136,13 +139,20 @@ export class TaskRowStore implements RunStore {
     while (this.#logWrite) await this.#logWrite;
   }
 
-  readSteps(): Promise<Map<string, unknown>> {
+  readSteps(): Promise<Map<string, StepRecord>> {
     return this.#persist(() => readSteps(this.#options.db, this.#task.id));
   }
 
-  recordStep(name: string, result: unknown): Promise<boolean> {
+  startIrreversibleStep(name: string): Promise<boolean> {
     return this.#persist(() =>
-      recordStep(this.#options.db, { taskId: this.#task.id, attempt: this.#task.attempt, name, result }),
+      startIrreversibleStep(this.#options.db, { taskId: this.#task.id, attempt: this.#task.attempt, name }),
+    );
+  }
+
+  recordStep(name: string, result: unknown, irreversible: boolean): Promise<boolean> {
+    const step = { taskId: this.#task.id, attempt: this.#task.attempt, name, result };
+    return this.#persist(() =>
+      irreversible ? finishIrreversibleStep(this.#options.db, step) : recordStep(this.#options.db, step),
     );
   }
 

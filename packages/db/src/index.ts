@@ -102,7 +102,14 @@ export { OUTBOX_CHANNEL, OutboxListener, type OutboxListenerOptions } from './ou
 export { addOutboxEvents, insertOutboxEvents, type OutboxEvent } from './outbox/outbox-store.ts';
 export { MAX_PREPARED_PER_CONNECTION, REPLAN_AFTER_EXECUTIONS } from './preparing-client.ts';
 export { rawQuery } from './raw-query.ts';
-export type { Database, InstanceKind, TaskEventType, TaskMode, TaskStatus } from './schema.ts';
+export type {
+  Database,
+  InstanceKind,
+  ReconciliationKind,
+  TaskEventType,
+  TaskMode,
+  TaskStatus,
+} from './schema.ts';
 export { serverSecret } from './secrets/server-secrets.ts';
 export { SerialRead } from './serial-read.ts';
 export {
@@ -134,9 +141,15 @@ export {
 export { type LegacyJob, legacyJobTools, lockLegacyJobs } from './tasks/legacy-jobs.ts';
 export { adoptParkedRequest, detachParkedRequest } from './tasks/parked-requests.ts';
 export {
+  findReconciliationItem,
+  isReconciliationItemId,
   listOpenReconciliationItems,
+  listReconciliationItems,
   openReconciliationItem,
+  type ReconciliationFilter,
   type ReconciliationItem,
+  type ResolveOutcome,
+  resolveReconciliationItem,
 } from './tasks/reconciliation-items.ts';
 export { TaskAnnouncer } from './tasks/task-announcer.ts';
 export {
@@ -172,7 +185,13 @@ export {
   type TaskProgress,
   type TaskRecord,
 } from './tasks/task-record.ts';
-export { readSteps, recordStep } from './tasks/task-steps.ts';
+export {
+  finishIrreversibleStep,
+  readSteps,
+  recordStep,
+  type StepRecord,
+  startIrreversibleStep,
+} from './tasks/task-steps.ts';
 export {
   type AnsweredInput,
   answerInput,

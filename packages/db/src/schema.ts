@@ -111,8 +111,11 @@ export interface TaskStepsTable {
   tenant_id: string;
   task_id: string;
   name: string;
-  result: Json;
+  /** Null while an irreversible step is `started` (migration 0018). */
+  result: Json | null;
   attempt: number;
+  irreversible: ColumnType<boolean, boolean | undefined, boolean>;
+  state: ColumnType<'started' | 'done', 'started' | 'done' | undefined, 'started' | 'done'>;
   created_at: GeneratedTimestamp;
 }
 
@@ -138,7 +141,13 @@ export interface ReconciliationItemsTable {
   created_at: GeneratedTimestamp;
   resolved_at: Timestamp | null;
   resolution: string | null;
+  /** Migration 0018: what was left behind, what is known, and who decided. */
+  kind: ColumnType<ReconciliationKind, ReconciliationKind | undefined, ReconciliationKind>;
+  details: JSONColumnType<object, string | undefined, string>;
+  resolved_by: string | null;
 }
+
+export type ReconciliationKind = 'unknown_outcome' | 'abandoned_with_effects';
 
 export interface OutboxTable {
   id: ColumnType<string, never, never>;

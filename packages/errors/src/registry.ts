@@ -79,6 +79,9 @@ export const errorRegistry = {
     exitCode: 75,
   },
   TG_IDEMPOTENCY_KEY_NOT_FOUND: { title: 'Idempotency key not found', httpStatus: 404, exitCode: 65 },
+  TG_STEP_OUTCOME_UNKNOWN: { title: 'Irreversible step outcome unknown', httpStatus: 409, exitCode: 65 },
+  TG_RECONCILIATION_ITEM_NOT_FOUND: { title: 'Reconciliation item not found', httpStatus: 404, exitCode: 65 },
+  TG_RECONCILIATION_ITEM_RESOLVED: { title: 'Reconciliation item already resolved', httpStatus: 409, exitCode: 65 },
   TG_SERVICE_UNAVAILABLE: { title: 'Service unavailable', httpStatus: 503, exitCode: 69 },
   TG_INTERNAL: { title: 'Internal error', httpStatus: 500, exitCode: 70 },
 } as const satisfies Record<string, ErrorDefinition>;

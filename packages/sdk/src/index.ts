@@ -37,6 +37,7 @@ export type {
   ResourceLink,
   SpawnOptions,
   SpawnResult,
+  StepOptions,
   TaskFetchInit,
   TaskScope,
   TextContent,

@@ -196,6 +196,12 @@ export interface TaskScope {
   race<T>(branches: readonly ((scope: TaskScope) => Promise<T>)[]): Promise<T>;
 }
 
+/** Options of ctx.step(). */
+export interface StepOptions {
+  /** The step cannot be undone: a cancel or a lost outcome after it is a reconciliation item. */
+  readonly irreversible?: boolean;
+}
+
 export interface ToolContext<DB = unknown> extends TaskScope {
   readonly tenant: string;
   readonly taskId: string;
@@ -240,8 +246,19 @@ export interface ToolContext<DB = unknown> extends TaskScope {
    * or a re-delivery gets the recorded result back (re-read from JSON) without running `fn`. A step
    * interrupted before its record was written runs again, so `fn` itself should be safe to repeat
    * or pass its own idempotency key to whatever it calls.
+   *
+   * `{ irreversible: true }` marks a step that cannot be undone or safely repeated (a payment, an
+   * email). Its start is recorded before `fn` runs, and from then on:
+   * - if the task ends failed or cancelled (a cancel, a clock, a crash), a reconciliation item is
+   *   opened in the same transaction: `abandoned_with_effects` when the step finished,
+   *   `unknown_outcome` when it started and never recorded how it went;
+   * - a later attempt that finds the step started but unrecorded (its worker died mid-step, or
+   *   `fn` threw) does not run it again: step() throws a ToolProtocolError (-32603,
+   *   `data.code: TG_STEP_OUTCOME_UNKNOWN`) and the task fails;
+   * - its result is recorded even when the task ended while `fn` ran, so the item knows it.
+   * Only a task can hold one: an inline tool's irreversible step throws.
    */
-  step<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  step<T>(name: string, fn: () => Promise<T>, options?: StepOptions): Promise<T>;
   /**
    * Asks the client for input and resolves with its responses by key (every key answered). Until
    * then nothing waits in memory: the task moves to `input_required` with these requests, this

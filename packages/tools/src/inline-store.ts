@@ -1,5 +1,5 @@
 import type { InputRequest } from '@taskgate/sdk';
-import type { CommitOutcome, RunCancelState, RunOutcome, RunProgress, RunStore } from './run-store.ts';
+import type { CommitOutcome, RunCancelState, RunOutcome, RunProgress, RunStore, StepRecord } from './run-store.ts';
 
 /**
  * The store of an inline run: memory. An inline tool is safe and has no task row, so there is
@@ -12,7 +12,7 @@ import type { CommitOutcome, RunCancelState, RunOutcome, RunProgress, RunStore }
 export class InlineStore implements RunStore {
   readonly #tool: string;
   readonly #onProgress: ((progress: RunProgress) => void) | undefined;
-  readonly #steps = new Map<string, unknown>();
+  readonly #steps = new Map<string, StepRecord>();
   readonly #canAsk: boolean;
   readonly ask?: RunStore['ask'];
   #outcome: RunOutcome | null = null;
@@ -52,12 +52,20 @@ export class InlineStore implements RunStore {
     return true;
   }
 
-  async readSteps(): Promise<Map<string, unknown>> {
+  async readSteps(): Promise<Map<string, StepRecord>> {
     return this.#steps;
   }
 
+  async startIrreversibleStep(name: string): Promise<boolean> {
+    // Nothing durable would remember that it started, and no item could be opened if the call
+    // were lost: an effect that cannot be undone belongs in a task.
+    throw new Error(
+      `${this.#tool} runs inline, with no task to record irreversible step ${name} in; a tool with irreversible steps must run as a task (inline: false)`,
+    );
+  }
+
   async recordStep(name: string, result: unknown): Promise<boolean> {
-    this.#steps.set(name, result);
+    this.#steps.set(name, { state: 'done', result, irreversible: false });
     return this.#outcome === null;
   }
 

@@ -17,6 +17,11 @@ export interface RunTask {
   readonly clientCapabilities?: Readonly<Record<string, unknown>>;
 }
 
+/** A step as the store knows it: done with its result, or an irreversible one started and not recorded. */
+export type StepRecord =
+  | { readonly state: 'done'; readonly result: unknown; readonly irreversible: boolean }
+  | { readonly state: 'started'; readonly irreversible: true; readonly attempt: number };
+
 /** Where a task's cancel request stands, as its row says. */
 export interface RunCancelState {
   readonly attempt: number;
@@ -63,8 +68,14 @@ export interface RunStore {
    * (the write failed): the run writes its last value once more before the terminal state.
    */
   recordProgress(progress: RunProgress): Promise<boolean>;
-  readSteps(): Promise<Map<string, unknown>>;
-  recordStep(name: string, result: unknown): Promise<boolean>;
+  readSteps(): Promise<Map<string, StepRecord>>;
+  /** Writes an irreversible step's `started` row before its function runs; false: the attempt lost the task. */
+  startIrreversibleStep(name: string): Promise<boolean>;
+  /**
+   * Records a step's result; false: the attempt no longer holds the task. An irreversible step's
+   * result is recorded even then (its effect happened; reconciliation learns it).
+   */
+  recordStep(name: string, result: unknown, irreversible: boolean): Promise<boolean>;
   /** Moves the task to input_required with these outstanding requests. */
   park(requests: Readonly<Record<string, InputRequest>>, message: string): Promise<boolean>;
   /**

@@ -14,7 +14,7 @@ import {
 } from '@taskgate/sdk';
 import type { AnyTool } from './any-tool.ts';
 import { inputAnswerProblem } from './input-answers.ts';
-import type { RunOutcome, RunStore, RunTask } from './run-store.ts';
+import type { RunOutcome, RunStore, RunTask, StepRecord } from './run-store.ts';
 import { killSubprocessTrees } from './subprocess.ts';
 import { taskScope } from './task-scope.ts';
 
@@ -116,7 +116,7 @@ export class ToolRun {
   #warnedProgress = false;
   #cancelSeenHow: string | null = null;
   #releaseRequested: string | null = null;
-  #steps: Map<string, unknown> | null = null;
+  #steps: Map<string, StepRecord> | null = null;
   #parked = false;
   /**
    * Aborted when run() is over, whatever ended it: what the handler started and left running (a
@@ -220,7 +220,7 @@ export class ToolRun {
       progress: (value, total, message) => this.#progress(value, total, message),
       log: (level, data, logger) => this.#log(level, data, logger),
       commit: (effects) => this.#commit(effects, 'handler committed'),
-      step: (name, fn) => this.#step(name, fn),
+      step: (name, fn, options) => this.#step(name, fn, options),
       input: (requests) => this.#input(requests),
       ...(this.task.clientCapabilities ? { clientCapabilities: this.task.clientCapabilities } : {}),
       // signal, sleep, spawn, fetch, all and race: the run's root scope (task-scope.ts).
@@ -248,20 +248,38 @@ export class ToolRun {
     else this.#settings.logger.debug({ taskId: this.task.id, tool: this.task.tool, ...entry }, 'tool log message');
   }
 
-  async #step<T>(name: string, fn: () => Promise<T>): Promise<T> {
+  async #step<T>(name: string, fn: () => Promise<T>, options: unknown): Promise<T> {
+    const irreversible = stepIrreversible(options);
     this.#steps ??= await this.#store.readSteps();
+    const known = this.#steps.get(name);
     // Recorded by an earlier attempt (or earlier in this one): its result, never a second run.
-    if (this.#steps.has(name)) return structuredClone(this.#steps.get(name)) as T;
+    if (known?.state === 'done') return structuredClone(known.result) as T;
+    if (known?.state === 'started') {
+      // Started and never recorded: it may have taken effect. Running it again could do it twice.
+      throw new ToolProtocolError(
+        INTERNAL_ERROR,
+        `irreversible step ${name} was started by attempt ${known.attempt} and its outcome was never recorded; it is not run again (see the task's reconciliation item)`,
+        { code: 'TG_STEP_OUTCOME_UNKNOWN', step: name },
+      );
+    }
     const signal = this.#controller.signal;
     if (signal.aborted) throw signal.reason;
+    if (irreversible) {
+      if (!(await this.#store.startIrreversibleStep(name))) {
+        throw signal.aborted ? signal.reason : new Error(`step ${name}: this attempt no longer holds the task`);
+      }
+      // From here until its result is recorded, a second call of this step is an unknown outcome.
+      this.#steps.set(name, { state: 'started', irreversible: true, attempt: this.task.attempt });
+    }
     const produced = await fn();
     const stored: unknown = produced === undefined ? null : JSON.parse(JSON.stringify(produced));
-    const recorded = await this.#store.recordStep(name, stored);
+    const recorded = await this.#store.recordStep(name, stored, irreversible);
+    if (irreversible) this.#steps.set(name, { state: 'done', result: stored, irreversible: true });
     if (!recorded) {
       // The task moved on (another attempt holds it, or it ended): this attempt must stop here.
       throw signal.aborted ? signal.reason : new Error(`step ${name}: this attempt no longer holds the task`);
     }
-    this.#steps.set(name, stored);
+    this.#steps.set(name, { state: 'done', result: stored, irreversible });
     return structuredClone(stored) as T;
   }
 
@@ -611,6 +629,19 @@ function checkedAnswers(
     }
   }
   return answers;
+}
+
+/** Whether ctx.step's options mark the step irreversible (a wrong type is refused, not coerced). */
+function stepIrreversible(options: unknown): boolean {
+  if (options === undefined) return false;
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new TypeError('ctx.step options must be an object such as { irreversible: true }');
+  }
+  const { irreversible } = options as { irreversible?: unknown };
+  if (irreversible !== undefined && typeof irreversible !== 'boolean') {
+    throw new TypeError('ctx.step options.irreversible must be a boolean');
+  }
+  return irreversible === true;
 }
 
 /** The reason of what a run left behind when it ended on its own (returned or threw). */
