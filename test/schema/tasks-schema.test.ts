@@ -28,6 +28,7 @@ const TASK_COLUMNS = {
   mode: true,
   cancel_requested_at: true,
   cancel_reason: true,
+  cancel_signal: true,
   progress_value: true,
   progress_total: true,
   progress_message: true,

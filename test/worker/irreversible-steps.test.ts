@@ -15,6 +15,7 @@ import { CancelWatcher, TaskRunner } from '@taskgate/worker';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { sampleValue, scrape, scrapeUntil } from '../support/metrics.ts';
 import {
   type Barrier,
   barrier,
@@ -115,6 +116,7 @@ describe('an irreversible step', () => {
   });
 
   it('opens an abandoned-with-effects item when the task is cancelled after the step took effect', async () => {
+    const before = await scrape();
     const entry = script('cancelled', { hold: barrier() });
     const task = await platform.service.create('acme', { tool: 'charge_card', arguments: { label: 'cancelled' } });
     await entry.started.promise;
@@ -148,6 +150,18 @@ describe('an irreversible step', () => {
     });
     expect((item?.details.steps as Record<string, unknown>[] | undefined)?.[0]).not.toHaveProperty('result');
     expect(entry.charges).toBe(1);
+    // The worker counted it too, by tool.
+    const labels = { tool: 'charge_card', outcome: 'effects' };
+    const after = await scrapeUntil(
+      'the abandoned run counted',
+      (current) =>
+        sampleValue(current, 'taskgate_abandoned_with_effects_total', labels) >
+        sampleValue(before, 'taskgate_abandoned_with_effects_total', labels),
+    );
+    expect(
+      sampleValue(after, 'taskgate_abandoned_with_effects_total', labels) -
+        sampleValue(before, 'taskgate_abandoned_with_effects_total', labels),
+    ).toBe(1);
   });
 
   it('opens no item when the task completes', async () => {

@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { modernRequest } from '../support/mcp-http.ts';
+import { countOf, type Scrape, sampleValue, scrape, scrapeUntil, upperBoundOf } from '../support/metrics.ts';
 import { liveProcessesWith } from '../support/process-tree.ts';
 import { connectStdio, testCore } from '../support/stdio-client.ts';
 import { type Platform, serveApi, silentLogger, startPlatform, waitForTask } from '../support/task-platform.ts';
@@ -66,8 +67,30 @@ const stubborn = defineTool<{ seconds: number }>({
   },
 });
 
+/** A tree that ignores SIGTERM, with a short grace: it outlives its grace, and is SIGKILLed then. */
+const stubbornShort = defineTool<{ seconds: number }>({
+  ...stubborn,
+  name: 'stubborn_tree_short',
+  subprocessGraceMs: 300,
+} as never);
+/** A handler that never looks at its signal: a cancel cannot stop it, only its own end. */
+let releaseDeaf = (): void => {};
+const deaf = defineTool({
+  name: 'deaf_handler',
+  description: 'ignores its signal until the test lets it go',
+  inputSchema: { type: 'object' },
+  retry: 'safe',
+  subprocessGraceMs: 200,
+  async handler() {
+    await new Promise<void>((resolve) => {
+      releaseDeaf = resolve;
+    });
+    return { content: [{ type: 'text', text: 'done at last' }] };
+  },
+});
+
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [clocked, careless, stubborn] });
+  platform = await startPlatform(database.url, { tools: [clocked, careless, stubborn, stubbornShort, deaf] });
   await platform.startWorker();
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
   await hub.start();
@@ -110,17 +133,59 @@ async function untilEnded(id: string) {
   );
 }
 
+/**
+ * After a stop: the cancel-latency histogram got one sample for this tool and signal, within the
+ * tool's grace period (plus what the API and the worker take), and nothing is left orphaned.
+ */
+async function expectStopMeasured(before: Scrape, tool: string, signal: string, withinSeconds: number) {
+  const labels = { tool, signal };
+  const after = await scrapeUntil(
+    `a ${signal} sample for ${tool}`,
+    (current) =>
+      countOf(current, 'taskgate_cancel_latency_seconds', labels) >
+      countOf(before, 'taskgate_cancel_latency_seconds', labels),
+  );
+  expect(
+    countOf(after, 'taskgate_cancel_latency_seconds', labels) -
+      countOf(before, 'taskgate_cancel_latency_seconds', labels),
+  ).toBe(1);
+  expect(upperBoundOf(after, 'taskgate_cancel_latency_seconds', labels)).toBeLessThanOrEqual(withinSeconds);
+  expect(sampleValue(after, 'taskgate_orphaned_work')).toBe(0);
+  expect(sampleValue(after, 'taskgate_orphaned_work_total')).toBe(sampleValue(before, 'taskgate_orphaned_work_total'));
+}
+
 describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
-  it('a cancel (REST and tasks/cancel go through it)', async () => {
+  it('a REST cancel', async () => {
+    const before = await scrape();
     const seconds = uniqueSeconds();
     const { task } = await platform.service.submit('default', { tool: 'sleep_subprocess', arguments: { seconds } });
     await untilTreeRuns(seconds);
-    await platform.service.cancel('default', task.id, 'no longer needed');
+    const cancel = await api.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/cancel`, payload: {} });
+    expect(cancel.statusCode).toBe(202);
     expect(await untilEnded(task.id)).toMatchObject({ status: 'cancelled' });
     expect(treeOf(seconds)).toEqual([]);
+    await expectStopMeasured(before, 'sleep_subprocess', 'rest_cancel', 5);
+  });
+
+  it('a tasks/cancel', async () => {
+    const before = await scrape();
+    const seconds = uniqueSeconds();
+    const { task } = await platform.service.submit('default', { tool: 'sleep_subprocess', arguments: { seconds } });
+    await untilTreeRuns(seconds);
+    const { headers, body } = modernRequest(
+      'tasks/cancel',
+      { taskId: task.id },
+      { capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
+    );
+    const cancel = await api.app.inject({ method: 'POST', url: '/mcp', headers, payload: body });
+    expect({ status: cancel.statusCode, body: cancel.json() }).toMatchObject({ status: 200, body: { result: {} } });
+    expect(await untilEnded(task.id)).toMatchObject({ status: 'cancelled' });
+    expect(treeOf(seconds)).toEqual([]);
+    await expectStopMeasured(before, 'sleep_subprocess', 'tasks_cancel', 5);
   });
 
   it('a stdio notifications/cancelled', async () => {
+    const before = await scrape();
     const seconds = uniqueSeconds();
     const stdio = connectStdio(testCore(platform, hub));
     stdio.send({
@@ -141,11 +206,13 @@ describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
     const row = await taskOf('sleep_subprocess', seconds);
     expect(await untilEnded(row.id)).toMatchObject({ status: 'cancelled' });
     expect(treeOf(seconds)).toEqual([]);
+    await expectStopMeasured(before, 'sleep_subprocess', 'notification', 5);
     stdio.input.end();
     await stdio.server.closed;
   });
 
   it('a closed HTTP stream', async () => {
+    const before = await scrape();
     const seconds = uniqueSeconds();
     const { headers, body } = modernRequest('tools/call', { name: 'sleep_subprocess', arguments: { seconds } });
     const request = http.request({
@@ -162,9 +229,11 @@ describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
     const row = await taskOf('sleep_subprocess', seconds);
     expect(await untilEnded(row.id)).toMatchObject({ status: 'cancelled' });
     expect(treeOf(seconds)).toEqual([]);
+    await expectStopMeasured(before, 'sleep_subprocess', 'stream_close', 5);
   });
 
   it('its max clock', async () => {
+    const before = await scrape();
     const seconds = uniqueSeconds();
     const { task } = await platform.service.submit('default', { tool: 'sleep_tree_clocked', arguments: { seconds } });
     await untilTreeRuns(seconds);
@@ -172,7 +241,54 @@ describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
       status: 'failed',
       statusMessage: expect.stringContaining('max'),
     });
+    await expectStopMeasured(before, 'sleep_tree_clocked', 'max_clock', 1);
     expect(treeOf(seconds)).toEqual([]);
+  });
+
+  it('counts a tree that outlives its grace period as orphaned until its SIGKILL ends it', async () => {
+    const before = await scrape();
+    const seconds = uniqueSeconds();
+    const { task } = await platform.service.submit('default', { tool: 'stubborn_tree_short', arguments: { seconds } });
+    await untilTreeRuns(seconds);
+    await api.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/cancel`, payload: {} });
+    expect(await untilEnded(task.id)).toMatchObject({ status: 'cancelled' });
+    expect(treeOf(seconds)).toEqual([]);
+    const after = await scrape();
+    const labels = { kind: 'subprocess', tool: 'stubborn_tree_short' };
+    expect(
+      sampleValue(after, 'taskgate_orphaned_work_total', labels) -
+        sampleValue(before, 'taskgate_orphaned_work_total', labels),
+    ).toBe(1);
+    expect(sampleValue(after, 'taskgate_orphaned_work', labels)).toBe(0);
+    // Its grace (300 ms), then the SIGKILL: the sample says so.
+    expect(
+      upperBoundOf(after, 'taskgate_cancel_latency_seconds', { tool: 'stubborn_tree_short', signal: 'rest_cancel' }),
+    ).toBeLessThanOrEqual(2.5);
+  });
+
+  it('counts a handler that ignores its signal as orphaned while it runs on', async () => {
+    const labels = { kind: 'handler', tool: 'deaf_handler' };
+    const { task } = await platform.service.submit('default', { tool: 'deaf_handler', arguments: {} });
+    await waitForTask(
+      () => platform.service.get('default', task.id),
+      (current) => current.attempt === 1,
+    );
+    await api.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/cancel`, payload: {} });
+    // Its 200 ms grace passes with the handler still running: orphaned work.
+    const orphaned = await scrapeUntil(
+      'the handler orphaned',
+      (current) => sampleValue(current, 'taskgate_orphaned_work', labels) === 1,
+    );
+    expect(sampleValue(orphaned, 'taskgate_orphaned_work_total', labels)).toBe(1);
+    expect((await platform.service.get('default', task.id)).status).toBe('working');
+    releaseDeaf();
+    // It returns at last; the final commit finds the cancel, and the gauge comes back to 0.
+    expect(await untilEnded(task.id)).toMatchObject({ status: 'cancelled' });
+    const after = await scrapeUntil(
+      'the orphan gone',
+      (current) => sampleValue(current, 'taskgate_orphaned_work', labels) === 0,
+    );
+    expect(sampleValue(after, 'taskgate_orphaned_work_total', labels)).toBe(1);
   });
 
   for (const mistake of ['unawaited', 'sibling-failed'] as const) {
@@ -194,6 +310,7 @@ describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
   }
 
   it('the worker handing the task back at shutdown (after its grace period)', async () => {
+    const before = await scrape();
     const seconds = uniqueSeconds();
     const { task } = await platform.service.submit('default', { tool: 'sleep_subprocess', arguments: { seconds } });
     await untilTreeRuns(seconds);
@@ -202,6 +319,7 @@ describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
     expect(treeOf(seconds)).toEqual([]);
     // Handed back, not ended: another worker runs it again.
     expect((await platform.service.get('default', task.id)).status).toBe('working');
+    await expectStopMeasured(before, 'sleep_subprocess', 'shutdown', 10);
   });
 
   it('a stopping worker does not wait out a tree’s own grace: it SIGKILLs it before it returns', async () => {

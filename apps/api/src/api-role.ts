@@ -1,4 +1,6 @@
+import { readMetricsSnapshot } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
+import { processMetrics } from '@taskgate/metrics';
 import type { ToolModule, ToolRegistry } from '@taskgate/tools';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { type CheckState, type ReadinessReport, readinessReport } from './health-routes.ts';
@@ -94,7 +96,12 @@ export async function prepareApiRole(options: ApiRoleOptions): Promise<PreparedA
     ...(options.sweep === undefined ? {} : { sweep: options.sweep }),
     ...(options.maxQueueMs === undefined ? {} : { sweeper: { maxQueueMs: options.maxQueueMs } }),
   });
-  const cleanup = () => services.stop();
+  // The database-wide gauges of /metrics, from this role's pool while it runs.
+  const unwatch = processMetrics().watchDatabase(() => readMetricsSnapshot(services.db));
+  const cleanup = async () => {
+    unwatch();
+    await services.stop();
+  };
   let app: FastifyInstance;
   try {
     app = await createApiServer({

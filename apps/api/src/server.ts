@@ -1,5 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Database, SessionSignals } from '@taskgate/db';
+import { processMetrics, type TaskgateMetrics } from '@taskgate/metrics';
 import type { ContentSet, ToolCatalog, ToolModule } from '@taskgate/tools';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -14,6 +15,7 @@ import type { SessionStore } from './mcp/legacy-sessions.ts';
 import { McpCore } from './mcp/mcp-core.ts';
 import { registerMcpRoute } from './mcp/mcp-route.ts';
 import type { RemoteWatches } from './mcp/remote-watches.ts';
+import { registerMetricsRoute } from './metrics-route.ts';
 import { registerModuleRoutes } from './modules/module-routes.ts';
 import { registerReconciliationRoutes } from './routes/reconciliation-routes.ts';
 import { ProblemSchema, TaskSchema } from './routes/task-schemas.ts';
@@ -25,6 +27,8 @@ export interface ApiServerOptions {
   readonly logger: FastifyBaseLogger;
   readonly readiness: ReadinessProbe;
   readonly version?: string;
+  /** What GET /metrics serves (default: the process's metrics). */
+  readonly metrics?: TaskgateMetrics;
   readonly tasks?: {
     readonly service: TaskService;
     readonly ledger: LedgerService;
@@ -96,6 +100,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
   app.addSchema(ProblemSchema);
   await registerOpenApi(app, options.version ?? '0.1.0');
   registerHealthRoutes(app, options.readiness);
+  registerMetricsRoute(app, options.metrics ?? processMetrics());
   const tasks = options.tasks;
   if (!tasks) return app;
   const server = { name: 'taskgate', version: options.version ?? '0.1.0' };

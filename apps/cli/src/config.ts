@@ -76,7 +76,7 @@ export const SETTINGS = {
   HOST: 'interface the API binds to (default 127.0.0.1)',
   PORT: 'API port, 0 picks a free one (default 8080)',
   TASKGATE_HEALTH_PORT:
-    'port of a /healthz and /readyz probe served by taskgate start whatever its roles, on HOST; 0 picks a free one (default: unset, no probe)',
+    'port of a /healthz, /readyz and /metrics probe served by taskgate start whatever its roles, on HOST (a worker or relay alone has its /metrics there); 0 picks a free one (default: unset, no probe)',
   TASKGATE_TOKENS:
     'bearer tokens as token:tenant pairs, comma-separated; unset allows unauthenticated calls on loopback only',
   TASKGATE_DATA_DIR: 'embedded Postgres data directory (default ./.taskgate)',

@@ -1,8 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type CheckState, readinessReport } from '@taskgate/api';
-import { createPool } from '@taskgate/db';
+import { createKysely, createPool, readMetricsSnapshot } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
+import { processMetrics } from '@taskgate/metrics';
 import type { Logger } from './logger.ts';
 
 export interface HealthServerOptions {
@@ -32,14 +33,33 @@ export interface HealthServer {
 export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
   // One connection at most, opened at the first /readyz; the probe never competes with the roles.
   const pool = createPool(options.connectionString, { applicationName: 'taskgate-health', max: 1 });
+  const db = createKysely(pool);
+  const metrics = processMetrics();
+  // A worker or relay alone has no API: its /metrics is here, with the database-wide gauges too.
+  const unwatch = metrics.watchDatabase(() => readMetricsSnapshot(db));
   const server = http.createServer((request, response) => {
     const path = new URL(request.url ?? '/', 'http://probe').pathname;
-    if (path !== '/healthz' && path !== '/readyz') return send(response, 404, { status: 'not_found' });
+    if (path !== '/healthz' && path !== '/readyz' && path !== '/metrics') {
+      return send(response, 404, { status: 'not_found' });
+    }
     if (request.method !== 'GET' && request.method !== 'HEAD') {
       response.setHeader('allow', 'GET, HEAD');
       return send(response, 405, { status: 'method_not_allowed' });
     }
     if (path === '/healthz') return send(response, 200, { status: 'ok' });
+    if (path === '/metrics') {
+      void metrics.scrape().then(
+        (text) => {
+          response.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' });
+          response.end(request.method === 'HEAD' ? undefined : text);
+        },
+        (error: Error) => {
+          options.logger.warn({ error: error.message }, 'collecting metrics failed');
+          send(response, 500, { status: 'error' });
+        },
+      );
+      return;
+    }
     void readinessReport({ roles: options.checks(), stopping: options.stopping(), database: pool }).then((report) =>
       send(response, report.ready ? 200 : 503, {
         status: report.ready ? 'ready' : 'not_ready',
@@ -57,7 +77,8 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
       });
     });
   } catch (error) {
-    await pool.end();
+    unwatch();
+    await db.destroy();
     throw new TaskgateError(
       'TG_STARTUP_FAILED',
       `the health probe could not listen on ${options.host}:${options.port} (TASKGATE_HEALTH_PORT): ${(error as Error).message}`,
@@ -74,7 +95,8 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
       // A prober's keep-alive connection must not hold the shutdown.
       server.closeAllConnections();
       await closed;
-      await pool.end();
+      unwatch();
+      await db.destroy();
     },
   };
 }

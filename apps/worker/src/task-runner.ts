@@ -5,12 +5,14 @@ import {
   finishAttempt,
   type Outcome,
   openReconciliationItem,
+  readCancelTiming,
   recordCancelObserved,
   releaseAttempt,
   retryWhileUnavailable,
   type TaskAnnouncer,
   type TaskRecord,
 } from '@taskgate/db';
+import { processMetrics, runMetrics, type TaskgateMetrics } from '@taskgate/metrics';
 import { isLogLevel, type LogLevel, logLevelPasses } from '@taskgate/protocol';
 import { Batcher, mayRetryAutomatically } from '@taskgate/reliability';
 import { TaskReleasedError } from '@taskgate/sdk';
@@ -34,6 +36,8 @@ export interface TaskRunnerOptions {
   readonly outageRetryMs?: number;
   readonly now?: () => number;
   readonly hooks?: AttemptHooks;
+  /** Where attempts, pickups, stops, orphans and abandoned effects are counted (default: the process's). */
+  readonly metrics?: TaskgateMetrics;
 }
 
 /** JSON-RPC Invalid params: what a call whose arguments the tool's schema rejects gets. */
@@ -145,8 +149,23 @@ export class TaskRunner {
       logger,
       ...(this.#options.hooks ? { hooks: this.#options.hooks } : {}),
     });
+    const metrics = this.#options.metrics ?? processMetrics();
+    metrics.attempts.inc({ tool: task.tool });
+    // The first start, on the database's clock like the creation: the API and this worker may
+    // not agree on the time.
+    if (task.attempt === 1 && task.startedAt !== null) {
+      metrics.pickupLatency.observe(
+        { tool: task.tool },
+        Math.max(0, (task.startedAt.getTime() - task.createdAt.getTime()) / 1_000),
+      );
+    }
+    /** A cancel the run learnt from the row: its path and latency are read there once it ends. */
+    let cancelFromRow = false;
     const attempt = new ToolRun(task, tool, {
       store,
+      observer: runMetrics(metrics, () => {
+        cancelFromRow = true;
+      }),
       elapsedMs: claim.elapsedMs,
       retryable: mayRetryAutomatically(tool.retry, task.idempotencyKey !== null),
       logger,
@@ -167,6 +186,7 @@ export class TaskRunner {
     const unwatch = this.#options.watcher.watch(task.id, (how) => attempt.cancel(how));
     try {
       await attempt.run();
+      if (cancelFromRow) await this.#recordCancel(task.id, task.tool, metrics);
     } finally {
       unwatch();
       this.#inFlight.delete(task.id);
@@ -214,6 +234,25 @@ export class TaskRunner {
       reason: 'version skew: arguments rejected',
     });
     return false;
+  }
+
+  /**
+   * A cancelled task's latency from the request's arrival at the API to its end here, and which
+   * path it took (both from the row: the database's clock and the API's word), in the histogram
+   * and the log. Best effort: a read that fails costs a sample, never the task.
+   */
+  async #recordCancel(taskId: string, tool: string, metrics: TaskgateMetrics): Promise<void> {
+    try {
+      const timing = await readCancelTiming(this.#options.db, taskId);
+      if (timing === null) return;
+      metrics.cancelLatency.observe({ tool, signal: timing.signal }, timing.seconds);
+      this.#options.logger.info(
+        { taskId, tool, signal: timing.signal, reason: timing.reason, latencySeconds: timing.seconds },
+        'task cancelled: the handler stopped',
+      );
+    } catch (error) {
+      this.#options.logger.debug({ taskId, error: (error as Error).message }, 'the cancel timing could not be read');
+    }
   }
 
   /** From now on, running handlers hand their task back at their next checkpoint. */

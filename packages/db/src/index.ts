@@ -68,6 +68,7 @@ export {
   keyFingerprint,
 } from './ledger/idempotency-keys.ts';
 export { executeOnce, type LedgerOutcome } from './ledger/mutation-ledger.ts';
+export { type MetricsSnapshot, readMetricsSnapshot } from './metrics-snapshot.ts';
 export { defaultMigrationsDir, loadMigrations, type Migration } from './migrations/migration-files.ts';
 export { assertMigratable, type MigrationState, type MigrationStatus } from './migrations/migration-plan.ts';
 export type { DownOptions } from './migrations/migration-runner.ts';
@@ -138,6 +139,7 @@ export {
   TOOL_QUEUE_PREFIX,
   toolQueue,
 } from './task-queue.ts';
+export { type CancelTiming, readCancelTiming } from './tasks/cancel-timing.ts';
 export { type LegacyJob, legacyJobTools, lockLegacyJobs } from './tasks/legacy-jobs.ts';
 export { adoptParkedRequest, detachParkedRequest } from './tasks/parked-requests.ts';
 export {

@@ -31,6 +31,8 @@ export interface TasksTable {
   mode: ColumnType<TaskMode, TaskMode | undefined, TaskMode>;
   cancel_requested_at: Timestamp | null;
   cancel_reason: string | null;
+  /** Which path the cancel took (migration 0019; packages/reliability cancel-signal.ts). */
+  cancel_signal: string | null;
   progress_value: number | null;
   progress_total: number | null;
   progress_message: string | null;

@@ -13,6 +13,13 @@ export {
   type CoalesceMode,
   type PushResult,
 } from './bounded-buffer.ts';
+export {
+  CANCEL_SIGNALS,
+  type CancelSignal,
+  cancelSignalOf,
+  isCancelSignal,
+  StopSignalError,
+} from './cancel-signal.ts';
 export { LoopSignals } from './loop-signals.ts';
 export { ProgressGate, type ProgressGateOptions, type ProgressUpdate } from './progress-gate.ts';
 export {

@@ -40,6 +40,7 @@ export { definedFields, LISTED_FIELDS } from './listed-fields.ts';
 export { contentRegistryOf, loadToolModules, registryOf } from './module-loader.ts';
 export { startResourceWatch } from './resource-watch.ts';
 export { MAX_TOOL_RESULT_BYTES, toolResultProblem } from './result-check.ts';
+export type { RunObserver } from './run-observer.ts';
 export type {
   CommitOutcome,
   RunCancelState,

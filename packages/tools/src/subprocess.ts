@@ -47,6 +47,8 @@ export interface SubprocessScope {
   readonly log: LogFn;
   /** The run's own trees while they live, for its worker to SIGKILL when it stops waiting (ToolRun). */
   readonly registry?: Set<number>;
+  /** +1 when a tree is still alive when its grace period ends (it is SIGKILLed then), -1 once it is gone. */
+  readonly onOrphan?: (delta: 1 | -1) => void;
 }
 
 /**
@@ -222,6 +224,7 @@ function supervise(child: ChildProcess, sid: number, call: CheckedCall, scope: S
   let stopping = false;
   let killTimer: NodeJS.Timeout | undefined;
   let killed = false;
+  let orphaned = false;
   const kill = (signal: NodeJS.Signals) => {
     if (signal === 'SIGKILL') killed = true;
     signalTree(sid, signal);
@@ -236,7 +239,11 @@ function supervise(child: ChildProcess, sid: number, call: CheckedCall, scope: S
     scope.log({ ...where, graceMs: call.graceMs }, 'stopping a subprocess tree: SIGTERM');
     kill('SIGTERM');
     killTimer = setTimeout(() => {
-      if (treeAlive(sid)) scope.log(where, 'a subprocess tree outlived its grace period: SIGKILL');
+      if (treeAlive(sid)) {
+        scope.log(where, 'a subprocess tree outlived its grace period: SIGKILL');
+        orphaned = true;
+        scope.onOrphan?.(1);
+      }
       kill('SIGKILL');
     }, call.graceMs);
   }
@@ -247,6 +254,7 @@ function supervise(child: ChildProcess, sid: number, call: CheckedCall, scope: S
   // Once the tree is gone nothing may signal its ids again (a new group may have taken them).
   const release = () => {
     clearTimeout(killTimer);
+    if (orphaned) scope.onOrphan?.(-1);
     scope.signal.removeEventListener('abort', onStop);
     forget(sid, scope.registry);
   };
@@ -265,6 +273,9 @@ function supervise(child: ChildProcess, sid: number, call: CheckedCall, scope: S
               await pause(wait);
             }
           }
+          // A SIGKILL is delivered, not awaited: the call settles once the tree is gone, so
+          // nothing of it is still in /proc when the handler goes on.
+          if (killed) await untilGone(sid);
         } finally {
           release();
         }
@@ -397,6 +408,14 @@ function pipesClosed(child: ChildProcess): Promise<void> {
       });
     }
   });
+}
+
+/** How long a SIGKILLed tree may take to leave /proc before the call settles anyway. */
+const KILLED_GONE_WAIT_MS = 1_000;
+
+async function untilGone(sid: number): Promise<void> {
+  const deadline = Date.now() + KILLED_GONE_WAIT_MS;
+  while (treeAlive(sid) && Date.now() < deadline) await pause(5);
 }
 
 function pause(ms: number): Promise<void> {

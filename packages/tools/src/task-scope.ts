@@ -13,6 +13,8 @@ export interface ScopeSettings {
   readonly log: LogFn;
   /** The run's subprocess trees while they live (SubprocessScope.registry). */
   readonly subprocesses?: Set<number>;
+  /** SubprocessScope.onOrphan. */
+  readonly onOrphan?: (delta: 1 | -1) => void;
 }
 
 /**
@@ -50,6 +52,7 @@ export function taskScope(signal: AbortSignal, settings: ScopeSettings): TaskSco
           graceMs: settings.spawnGraceMs,
           log: settings.log,
           ...(settings.subprocesses ? { registry: settings.subprocesses } : {}),
+          ...(settings.onOrphan ? { onOrphan: settings.onOrphan } : {}),
         }),
       ),
     fetch: (input, init) => handled(boundFetch(input, init, signal, settings.idempotencyKey)),

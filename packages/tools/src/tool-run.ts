@@ -1,5 +1,11 @@
 import { checkJsonValue, isLogLevel, LOG_LEVELS, type LogLevel } from '@taskgate/protocol';
-import { isTerminalStatus, ProgressGate, type ProgressUpdate, TwoClockDeadline } from '@taskgate/reliability';
+import {
+  type CancelSignal,
+  isTerminalStatus,
+  ProgressGate,
+  type ProgressUpdate,
+  TwoClockDeadline,
+} from '@taskgate/reliability';
 import {
   type CommitContext,
   DEFAULT_SUBPROCESS_GRACE_MS,
@@ -14,7 +20,9 @@ import {
 } from '@taskgate/sdk';
 import type { AnyTool } from './any-tool.ts';
 import { inputAnswerProblem } from './input-answers.ts';
+import type { RunObserver } from './run-observer.ts';
 import type { RunOutcome, RunStore, RunTask, StepRecord } from './run-store.ts';
+import { StopWatch } from './stop-watch.ts';
 import { killSubprocessTrees } from './subprocess.ts';
 import { taskScope } from './task-scope.ts';
 
@@ -46,6 +54,8 @@ export interface RunSettings {
   readonly resultProblem?: (result: unknown) => string | null;
   /** Where ctx.log() messages go (an inline call's client); absent: the run's logger, at debug. */
   readonly onLog?: (entry: LogEntry) => void;
+  /** Who counts stops, orphans and abandoned effects (metrics). */
+  readonly observer?: RunObserver;
 }
 
 /** One ctx.log() message. */
@@ -126,6 +136,10 @@ export class ToolRun {
   readonly #ended = new AbortController();
   /** The run's subprocess trees while they live: its worker SIGKILLs them if it stops waiting. */
   readonly #subprocesses = new Set<number>();
+  /** When a stop (cancel, clock, shutdown) reached this run, and whether the handler outlived it. */
+  readonly #stopWatch: StopWatch;
+  /** The end this run wrote for its task, if it wrote one. */
+  #endStatus: 'completed' | 'failed' | 'cancelled' | null = null;
   /** ctx.signal and the root scope's: the run's stop, or its end. */
   readonly #scopeSignal = AbortSignal.any([this.#controller.signal, this.#ended.signal]);
 
@@ -141,6 +155,20 @@ export class ToolRun {
     const maxMs = task.maxTimeoutMs === null ? undefined : Math.max(1, Math.round(task.maxTimeoutMs - elapsedMs));
     this.#deadline = new TwoClockDeadline({ idleMs: task.idleTimeoutMs ?? undefined, maxMs }, now);
     this.#progressGate = new ProgressGate({ intervalMs: settings.progressWriteIntervalMs, burst: PROGRESS_BURST });
+    const graceMs = tool.subprocessGraceMs ?? DEFAULT_SUBPROCESS_GRACE_MS;
+    this.#stopWatch = new StopWatch({
+      graceMs,
+      now: settings.now,
+      onOrphan: (delta, signal) => {
+        if (delta > 0) {
+          settings.logger.warn(
+            { taskId: task.id, tool: task.tool, signal: signal ?? 'cancel', graceMs },
+            'the handler is still running a grace period after it was told to stop: orphaned work',
+          );
+        }
+        settings.observer?.orphan?.({ kind: 'handler', tool: task.tool, delta });
+      },
+    });
   }
 
   get retryable(): boolean {
@@ -155,7 +183,7 @@ export class ToolRun {
   async run(): Promise<void> {
     this.#armDeadline();
     try {
-      const result = await this.#tool.handler(this.task.arguments as never, this.#context());
+      const result = await this.#runHandler();
       if (!this.#committed) await this.#complete(this.#checked(result));
       else if (
         this.#committedResult !== null &&
@@ -178,13 +206,48 @@ export class ToolRun {
       this.#progressGate.close();
       await this.#progressWrites;
       await this.#timeoutWrite;
+      this.#report();
+    }
+  }
+
+  /** The handler itself: its exit ends the stop's latency and the orphan watch. */
+  async #runHandler(): Promise<ToolResult> {
+    try {
+      return await this.#tool.handler(this.task.arguments as never, this.#context());
+    } finally {
+      this.#stopWatch.exited();
+    }
+  }
+
+  #stopped(signal: CancelSignal | null, watch = true): void {
+    this.#stopWatch.stopped(signal, watch);
+  }
+
+  /** What the run tells its observer once it is over. */
+  #report(): void {
+    const observer = this.#settings.observer;
+    if (!observer) return;
+    const tool = this.task.tool;
+    if (this.#endStatus !== null) observer.finished?.({ tool, status: this.#endStatus });
+    // A stop that the handler outran (it completed anyway) is no cancel latency.
+    const measured = this.#stopWatch.measured;
+    if (measured !== null && this.#endStatus !== 'completed') observer.stopped?.({ tool, ...measured });
+    if (this.#endStatus === 'failed' || this.#endStatus === 'cancelled') {
+      const irreversible = [...(this.#steps?.values() ?? [])].filter((step) => step.irreversible);
+      if (irreversible.length > 0) {
+        observer.abandoned?.({
+          tool,
+          outcome: irreversible.some((step) => step.state === 'started') ? 'unknown' : 'effects',
+        });
+      }
     }
   }
 
   /** A cancel request reached this worker (notification or poll). */
-  cancel(how: string, reason: string | null = this.task.cancelReason): void {
+  cancel(how: string, reason: string | null = this.task.cancelReason, signal: CancelSignal | null = null): void {
     if (this.#controller.signal.aborted) return;
     this.#cancelSeenHow = how;
+    this.#stopped(signal);
     this.#controller.abort(new TaskCancelledError(reason));
   }
 
@@ -194,6 +257,7 @@ export class ToolRun {
    */
   releaseAtCheckpoint(why: string): void {
     this.#releaseRequested ??= why;
+    this.#stopped('shutdown', false);
   }
 
   /**
@@ -207,6 +271,7 @@ export class ToolRun {
   /** Stops the handler now and hands the task to another worker (the grace period is over). */
   release(why: string): void {
     if (this.#controller.signal.aborted) return;
+    this.#stopped('shutdown');
     this.#controller.abort(new TaskReleasedError(why));
   }
 
@@ -228,6 +293,7 @@ export class ToolRun {
         spawnGraceMs: this.#tool.subprocessGraceMs ?? DEFAULT_SUBPROCESS_GRACE_MS,
         idempotencyKey: this.task.idempotencyKey,
         subprocesses: this.#subprocesses,
+        onOrphan: (delta) => this.#settings.observer?.orphan?.({ kind: 'subprocess', tool: this.task.tool, delta }),
         log: (fields, message) =>
           this.#settings.logger.info({ taskId: this.task.id, tool: this.task.tool, ...fields }, message),
       }),
@@ -433,6 +499,7 @@ export class ToolRun {
     const limitMs = expiry.clock === 'max' ? (this.task.maxTimeoutMs ?? expiry.limitMs) : expiry.limitMs;
     const timeout = new TaskTimeoutError(expiry.clock, limitMs);
     if (this.#controller.signal.aborted) return;
+    this.#stopped(expiry.clock === 'idle' ? 'idle_clock' : 'max_clock');
     this.#controller.abort(timeout);
     // The task fails at the deadline, not when the handler gets round to noticing.
     this.#timeoutWrite = this.#finish({
@@ -462,6 +529,7 @@ export class ToolRun {
     const completed = await this.#store.complete(result, 'handler returned');
     if (completed) {
       this.#committed = true;
+      this.#endStatus = 'completed';
       return;
     }
     // Not completed: a cancel came first, or something else ended the attempt (or an earlier try
@@ -494,6 +562,7 @@ export class ToolRun {
     if (outcome.kind === 'completed') {
       this.#committed = true;
       this.#committedResult = outcome.result;
+      this.#endStatus = 'completed';
       return outcome.result;
     }
     if (outcome.kind === 'cancel-requested') {
@@ -539,7 +608,9 @@ export class ToolRun {
 
   #cancelled(reason: string | null, how: string): void {
     this.#cancelSeenHow ??= how;
-    if (!this.#controller.signal.aborted) this.#controller.abort(new TaskCancelledError(reason));
+    if (this.#controller.signal.aborted) return;
+    this.#stopped(null);
+    this.#controller.abort(new TaskCancelledError(reason));
   }
 
   async #settleFailure(thrown: unknown): Promise<void> {
@@ -604,8 +675,10 @@ export class ToolRun {
     });
   }
 
-  #finish(outcome: RunOutcome): Promise<boolean> {
-    return this.#store.finish(outcome);
+  async #finish(outcome: RunOutcome): Promise<boolean> {
+    const finished = await this.#store.finish(outcome);
+    if (finished) this.#endStatus = outcome.status;
+    return finished;
   }
 }
 

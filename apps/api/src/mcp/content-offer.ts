@@ -1,3 +1,4 @@
+import { cancelSignalOf } from '@taskgate/reliability';
 import { promptDefinitionProblem, resourceDefinitionProblem, resourceTemplateDefinitionProblem } from '@taskgate/sdk';
 import {
   type CatalogContent,
@@ -225,7 +226,14 @@ export function remoteContentCalls(
     } catch (error) {
       if (ctx.signal.aborted) {
         const reason = ctx.signal.reason instanceof Error ? ctx.signal.reason.message : 'the read was stopped';
-        await service.cancelAbandoned(ctx.tenant, task.id, reason, (fields, message) => logger?.warn(fields, message));
+        await service.cancelAbandoned(
+          ctx.tenant,
+          task.id,
+          reason,
+          (fields, message) => logger?.warn(fields, message),
+          0,
+          cancelSignalOf(ctx.signal.reason),
+        );
       }
       throw error;
     }

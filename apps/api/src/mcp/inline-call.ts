@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TaskProgress } from '@taskgate/db';
+import { processMetrics, runMetrics } from '@taskgate/metrics';
+import { cancelSignalOf } from '@taskgate/reliability';
 import type { InputRequest, ToolResult } from '@taskgate/sdk';
 import { type AnyTool, InlineStore, type LogEntry, ToolRun } from '@taskgate/tools';
 import { type MethodOutcome, runError } from './mcp-methods.ts';
@@ -80,9 +82,12 @@ export async function runInline(
       resultProblem: context.resultProblem,
       // Messages nobody will hear still cost nothing beyond the level check.
       onLog: context.onLog ?? (() => {}),
+      observer: runMetrics(processMetrics()),
     },
   );
-  const onCancel = () => run.cancel('the request was cancelled', reasonOf(context.signal.reason));
+  // The request's abort reason says which path the cancel took (a stream close, a notification).
+  const onCancel = () =>
+    run.cancel('the request was cancelled', reasonOf(context.signal.reason), cancelSignalOf(context.signal.reason));
   context.signal.addEventListener('abort', onCancel, { once: true });
   try {
     await run.run();

@@ -20,7 +20,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
   WITHOUT_VERSION_HEADER,
 } from '@taskgate/protocol';
-import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
+import { RequestCoordinator, requestIdKey, StopSignalError } from '@taskgate/reliability';
 import type { Kysely } from 'kysely';
 import type { SseStream } from '../sse/sse-stream.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
@@ -241,7 +241,7 @@ export class LegacySessions {
     if (!decision.cancelled) return false;
     local.scope.controllers
       .get(requestIdKey(signal.requestId))
-      ?.abort(new Error(signal.reason ?? 'cancelled by the client'));
+      ?.abort(new StopSignalError('notification', signal.reason ?? 'cancelled by the client'));
     return true;
   }
 

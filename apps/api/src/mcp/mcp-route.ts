@@ -16,7 +16,7 @@ import {
   requestEra,
   resultResponse,
 } from '@taskgate/protocol';
-import { RequestCoordinator } from '@taskgate/reliability';
+import { RequestCoordinator, StopSignalError } from '@taskgate/reliability';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TenantResolver } from '../http/auth.ts';
 import { isUnavailable } from '../http/failures.ts';
@@ -93,7 +93,8 @@ const closedBeforeAnswer = new WeakMap<FastifyRequest, AbortSignal>();
 function watchClose(request: FastifyRequest, reply: FastifyReply): void {
   const gone = new AbortController();
   const onClose = () => {
-    if (!reply.raw.writableEnded) gone.abort(new Error('the client closed the response stream'));
+    if (!reply.raw.writableEnded)
+      gone.abort(new StopSignalError('stream_close', 'the client closed the response stream'));
   };
   if (reply.raw.destroyed) onClose();
   else reply.raw.once('close', onClose);

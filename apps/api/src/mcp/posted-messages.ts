@@ -1,6 +1,6 @@
 import type { SessionSignals } from '@taskgate/db';
 import { parseCancelledParams } from '@taskgate/protocol';
-import { requestIdKey } from '@taskgate/reliability';
+import { requestIdKey, StopSignalError } from '@taskgate/reliability';
 import type { CallScope } from './legacy-sessions.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
@@ -24,7 +24,9 @@ export function honourPostedCancel(scope: CallScope, params: unknown, from: Post
   if (!cancel) return;
   const decision = scope.requests.cancel(cancel.requestId, cancel.reason ?? undefined);
   if (decision.cancelled) {
-    scope.controllers.get(requestIdKey(cancel.requestId))?.abort(new Error(cancel.reason ?? 'cancelled by the client'));
+    scope.controllers
+      .get(requestIdKey(cancel.requestId))
+      ?.abort(new StopSignalError('notification', cancel.reason ?? 'cancelled by the client'));
   } else if (decision.why === 'unknown' && from.sessionId !== undefined && from.signals) {
     from.signals.send({
       kind: 'cancel',

@@ -14,7 +14,7 @@ import {
   parseCancelledParams,
   requestEra,
 } from '@taskgate/protocol';
-import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
+import { type CancelSignal, RequestCoordinator, requestIdKey, StopSignalError } from '@taskgate/reliability';
 import { BatchAnswer, batchRefusal } from './batch-answer.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
 import { runRequest } from './dispatch/request-runner.ts';
@@ -115,7 +115,7 @@ export class StdioServer {
         maxLineBytes: STDIO_MAX_MESSAGE_BYTES,
         onLine: (line) => this.#onLine(line),
         onOversized: () => this.#write(oversizedLineResponse()),
-        onEnd: () => this.end('stdin closed'),
+        onEnd: () => this.end('stdin closed', 'stream_close'),
       });
     }
   }
@@ -148,13 +148,13 @@ export class StdioServer {
    * The client is gone (stdin ended, its SSE stream closed): every request still in flight is
    * cancelled, its task too, and `closed` resolves once they have all settled.
    */
-  end(reason: string): void {
+  end(reason: string, signal: CancelSignal = 'shutdown'): void {
     if (this.#ended) return;
     this.#ended = true;
     this.#unsubscribeTools?.();
     this.#unsubscribeTools = null;
     const cancelled = this.#requests.cancelAll(reason);
-    for (const id of cancelled) this.#controllers.get(requestIdKey(id))?.abort(new Error(reason));
+    for (const id of cancelled) this.#controllers.get(requestIdKey(id))?.abort(new StopSignalError(signal, reason));
     void this.settled().then(() => this.#resolveClosed());
   }
 
@@ -246,7 +246,9 @@ export class StdioServer {
       this.#options.logger.debug({ requestId: cancel.requestId, why: decision.why }, 'ignored a cancellation');
       return;
     }
-    this.#controllers.get(requestIdKey(cancel.requestId))?.abort(new Error(cancel.reason ?? 'cancelled by the client'));
+    this.#controllers
+      .get(requestIdKey(cancel.requestId))
+      ?.abort(new StopSignalError('notification', cancel.reason ?? 'cancelled by the client'));
   }
 
   #onRequest(

@@ -123,7 +123,9 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
     },
     async (request, reply) => {
       const reason = (request.body as { reason?: string } | undefined)?.reason ?? null;
-      const task = await service.cancel(tenantOf(request), (request.params as { id: string }).id, reason);
+      const task = await service.cancel(tenantOf(request), (request.params as { id: string }).id, reason, {
+        signal: 'rest_cancel',
+      });
       return reply.code(202).send(taskBody(task));
     },
   );

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { processMetrics } from '@taskgate/metrics';
 import { BoundedBuffer, type BufferItem, type CoalesceMode, type PushResult } from '@taskgate/reliability';
 
 export interface SseEvent {
@@ -65,14 +66,19 @@ export class SseStream {
 
   push(item: BufferItem<SseEvent>): PushResult {
     if (this.#closed) return { accepted: true };
+    const droppedBefore = this.#buffer.dropped;
     const result = this.#buffer.push(item);
+    // Process-wide, whichever route made the stream: a slow reader anywhere shows up.
+    if (this.#buffer.dropped > droppedBefore) processMetrics().sseDrops.inc(this.#buffer.dropped - droppedBefore);
     this.#flush();
     return result;
   }
 
   /** True once, after events were dropped, so the producer can tell the client to refetch. */
   takeRefetchFlag(): boolean {
-    return this.#buffer.takeRefetchFlag();
+    const marked = this.#buffer.takeRefetchFlag();
+    if (marked) processMetrics().sseRefetchMarks.inc();
+    return marked;
   }
 
   onClose(handler: () => void): void {

@@ -1,4 +1,4 @@
-import { backoffDelay } from '@taskgate/reliability';
+import { backoffDelay, type CancelSignal } from '@taskgate/reliability';
 
 /**
  * Cancels of tasks whose request is gone that could not be written (the database unreachable as
@@ -10,7 +10,13 @@ import { backoffDelay } from '@taskgate/reliability';
  */
 export interface CancelRetriesOptions {
   /** Writes the cancel, fenced by the task's adoptions as the gone request saw them; rejects when it could not. */
-  readonly cancel: (tenantId: string, taskId: string, reason: string, adoptions: number) => Promise<unknown>;
+  readonly cancel: (
+    tenantId: string,
+    taskId: string,
+    reason: string,
+    adoptions: number,
+    signal: CancelSignal,
+  ) => Promise<unknown>;
   /** Whether a failure is worth another try (the database away), or final (the task is gone). */
   readonly retryable: (error: unknown) => boolean;
   readonly log: (fields: Record<string, unknown>, message: string) => void;
@@ -37,6 +43,7 @@ interface Pending {
   readonly taskId: string;
   readonly reason: string;
   readonly adoptions: number;
+  readonly signal: CancelSignal;
   attempts: number;
   timer: unknown;
 }
@@ -56,7 +63,7 @@ export class CancelRetries {
   }
 
   /** A cancel that failed once: tried again after a delay, and again, until it lands. */
-  add(tenantId: string, taskId: string, reason: string, adoptions = 0): void {
+  add(tenantId: string, taskId: string, reason: string, adoptions = 0, signal: CancelSignal = 'other'): void {
     if (this.#stopped) return;
     const key = `${tenantId}\u0000${taskId}`;
     if (this.#pending.has(key)) return;
@@ -71,7 +78,7 @@ export class CancelRetries {
     }
     // The reason comes from the client: kept short, as 10,000 waiting cancels may each hold one.
     const kept = reason.length > MAX_REASON_CHARS ? `${reason.slice(0, MAX_REASON_CHARS)}…` : reason;
-    const entry: Pending = { tenantId, taskId, reason: kept, adoptions, attempts: 1, timer: null };
+    const entry: Pending = { tenantId, taskId, reason: kept, adoptions, signal, attempts: 1, timer: null };
     this.#pending.set(key, entry);
     this.#schedule(key, entry);
   }
@@ -97,7 +104,7 @@ export class CancelRetries {
     if (this.#pending.get(key) !== entry) return;
     entry.timer = null;
     try {
-      await this.#options.cancel(entry.tenantId, entry.taskId, entry.reason, entry.adoptions);
+      await this.#options.cancel(entry.tenantId, entry.taskId, entry.reason, entry.adoptions, entry.signal);
       this.#pending.delete(key);
       this.#options.log({ taskId: entry.taskId, attempts: entry.attempts + 1 }, "a task's cancel landed on a retry");
     } catch (error) {

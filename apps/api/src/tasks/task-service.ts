@@ -26,7 +26,7 @@ import {
   toolQueue,
 } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
-import { Batcher } from '@taskgate/reliability';
+import { Batcher, type CancelSignal } from '@taskgate/reliability';
 import type { InputRequest } from '@taskgate/sdk';
 import { inputAnswerProblem, type ToolCatalog, type ToolSpec } from '@taskgate/tools';
 import type { Kysely, Transaction } from 'kysely';
@@ -138,7 +138,7 @@ export class TaskService {
     this.#options = options;
     const logger = options.logger;
     this.#cancelRetries = new CancelRetries({
-      cancel: (tenantId, id, reason, adoptions) => this.cancel(tenantId, id, reason, adoptions),
+      cancel: (tenantId, id, reason, adoptions, signal) => this.cancel(tenantId, id, reason, { adoptions, signal }),
       retryable: isUnavailable,
       // Called as a method: pino's warn needs its `this`.
       log: (fields, message) => logger?.warn(fields, message),
@@ -432,8 +432,13 @@ export class TaskService {
    * worker still sees the flag and stops at its next checkpoint. `cancelled` false: it had
    * already ended, and the task is returned as it ended.
    */
-  async cancelNow(tenantId: string, id: string, reason: string): Promise<{ task: TaskRecord; cancelled: boolean }> {
-    const outcome = await requestCancel(this.#writer(), tenantId, id, reason, { immediately: true });
+  async cancelNow(
+    tenantId: string,
+    id: string,
+    reason: string,
+    signal: CancelSignal = 'tasks_cancel',
+  ): Promise<{ task: TaskRecord; cancelled: boolean }> {
+    const outcome = await requestCancel(this.#writer(), tenantId, id, reason, { immediately: true, signal });
     if (!outcome.task) throw notFound(id);
     return { task: outcome.task, cancelled: outcome.recorded };
   }
@@ -455,15 +460,20 @@ export class TaskService {
     return adoptParkedRequest(this.#options.db, tenantId, id, this.#options.instanceId ?? null);
   }
 
-  /** `adoptions`: only while no later retry has adopted the task (requestCancel). */
-  async cancel(tenantId: string, id: string, reason: string | null, adoptions?: number): Promise<TaskRecord> {
-    const outcome = await requestCancel(
-      this.#writer(),
-      tenantId,
-      id,
-      reason,
-      adoptions === undefined ? {} : { adoptions },
-    );
+  /**
+   * `adoptions`: only while no later retry has adopted the task (requestCancel). `signal`: which
+   * path the cancel took, for the worker's cancel-latency figures and logs (default `other`).
+   */
+  async cancel(
+    tenantId: string,
+    id: string,
+    reason: string | null,
+    options: { readonly adoptions?: number; readonly signal?: CancelSignal } = {},
+  ): Promise<TaskRecord> {
+    const outcome = await requestCancel(this.#writer(), tenantId, id, reason, {
+      ...(options.adoptions === undefined ? {} : { adoptions: options.adoptions }),
+      signal: options.signal ?? 'other',
+    });
     if (!outcome.task) throw notFound(id);
     return outcome.task;
   }
@@ -482,9 +492,10 @@ export class TaskService {
     reason: string,
     log?: (fields: Record<string, unknown>, message: string) => void,
     adoptions = 0,
+    signal: CancelSignal = 'other',
   ): Promise<void> {
     try {
-      await this.cancel(tenantId, id, reason, adoptions);
+      await this.cancel(tenantId, id, reason, { adoptions, signal });
     } catch (error) {
       const retried = isUnavailable(error);
       log?.(
@@ -493,7 +504,7 @@ export class TaskService {
           ? 'cancelling the task of a gone request failed; it is retried'
           : 'cancelling the task of a gone request failed',
       );
-      if (retried) this.#cancelRetries.add(tenantId, id, reason, adoptions);
+      if (retried) this.#cancelRetries.add(tenantId, id, reason, adoptions, signal);
     }
   }
 

@@ -1,3 +1,4 @@
+import type { CancelSignal } from '@taskgate/reliability';
 import { type Kysely, sql } from 'kysely';
 import type { Database, TaskMode, TaskStatus } from '../schema.ts';
 import { type TaskRecord, type TaskRow, toTaskRecord } from './task-record.ts';
@@ -185,6 +186,8 @@ export async function requestCancel(
      * request that went away does not end a task a later retry has adopted since.
      */
     readonly adoptions?: number;
+    /** Which path the cancel took; the first request's stays. */
+    readonly signal?: CancelSignal;
   } = {},
 ): Promise<CancelOutcome> {
   if (!isUuid(id)) return { task: null, recorded: false };
@@ -206,6 +209,8 @@ export async function requestCancel(
       UPDATE tasks t SET
         cancel_requested_at = coalesce(t.cancel_requested_at, now()),
         cancel_reason = coalesce(t.cancel_reason, ${reason}),
+        cancel_signal = CASE WHEN t.cancel_requested_at IS NULL THEN ${options.signal ?? 'other'}
+                             ELSE t.cancel_signal END,
         status = CASE WHEN t.status = 'input_required' OR ${now} THEN 'cancelled' ELSE t.status END,
         status_message = CASE WHEN t.status = 'input_required' THEN 'cancelled while waiting for input'
                               WHEN ${now} THEN 'cancelled' ELSE t.status_message END,

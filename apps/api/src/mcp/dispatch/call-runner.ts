@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { TaskNotification, TaskProgress, TaskRecord } from '@taskgate/db';
 import { TaskgateError, toJsonRpcError } from '@taskgate/errors';
 import { ErrorCode, type JsonRpcError, logLevelPasses } from '@taskgate/protocol';
-import { isTerminalStatus } from '@taskgate/reliability';
+import { cancelSignalOf, isTerminalStatus } from '@taskgate/reliability';
 import type { InputRequest } from '@taskgate/sdk';
 import type { AnyTool } from '@taskgate/tools';
 import { isUnavailable } from '../../http/failures.ts';
@@ -33,6 +33,8 @@ export const PARKED_INPUT_GRACE_MS = 60_000;
  * the client may be handed is handed over (it polls it elsewhere) instead of being cancelled.
  */
 export class ServerStopping extends Error {
+  /** The signal a cancel it causes is recorded with (cancelSignalOf). */
+  readonly signal = 'shutdown';
   constructor() {
     super('the server is shutting down');
     this.name = 'ServerStopping';
@@ -206,6 +208,7 @@ export class CallRunner {
             'its request was cancelled',
             context.log,
             adoptions,
+            cancelSignalOf(context.signal.reason),
           );
         }
       }
@@ -243,7 +246,14 @@ export class CallRunner {
     const cancel = async (why?: string) => {
       const reason =
         why ?? (context.signal.reason instanceof Error ? context.signal.reason.message : String(context.signal.reason));
-      await service.cancelAbandoned(context.tenantId, task.id, reason, context.log, adoptions ?? 0);
+      await service.cancelAbandoned(
+        context.tenantId,
+        task.id,
+        reason,
+        context.log,
+        adoptions ?? 0,
+        cancelSignalOf(context.signal.reason),
+      );
     };
     if (context.signal.aborted) {
       await cancel();

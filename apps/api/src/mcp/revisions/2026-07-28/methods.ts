@@ -206,7 +206,7 @@ async function taskMethod(
     if (method === 'tasks/cancel') {
       // Acknowledged at once; the task stays working until its worker reaches a checkpoint.
       // On a task that already ended this changes nothing and is acknowledged the same way.
-      await service.cancel(context.tenantId, taskId, 'cancelled with tasks/cancel');
+      await service.cancel(context.tenantId, taskId, 'cancelled with tasks/cancel', { signal: 'tasks_cancel' });
       return { kind: 'result', result: TASK_ACK };
     }
     // tasks/update: answers to outstanding keys are stored (and the task resumes once none is
