@@ -88,6 +88,8 @@ describe('GET /v1/reconciliation-items', () => {
       'limit=true',
       'before=abc',
       'before=0',
+      'before=9223372036854775808',
+      'before=9999999999999999999',
       'colour=red',
     ]) {
       expectProblem(await get(`/v1/reconciliation-items?${query}`), 400, 'TG_REQUEST_INVALID');

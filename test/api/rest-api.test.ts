@@ -288,6 +288,7 @@ describe('the OpenAPI document', () => {
     expect(document.openapi).toBe('3.1.0');
     expect(Object.keys(document.paths).sort()).toEqual([
       '/healthz',
+      '/metrics',
       '/readyz',
       '/v1/accounts/{account}/charges',
       '/v1/idempotency-keys/{key}',

@@ -69,6 +69,17 @@ describe('taskgate reconcile', () => {
     expect(resolvedList).toEqual([expect.objectContaining({ id: item.id, resolvedBy: 'ana' })]);
   });
 
+  it('shows what a tenant wrote with its control characters escaped, never raw to the terminal', async () => {
+    const [item] = JSON.parse((await cli('list', '--tenant', 'acme', '--json')).stdout);
+    expect((await cli('resolve', item.id, '--note', 'cleared\u001b[2J\u001b]0;owned\u0007', '--by', 'ana')).code).toBe(
+      0,
+    );
+    const shown = (await cli('show', item.id)).stdout;
+    expect(shown).toContain('cleared\\u001b[2J\\u001b]0;owned\\u0007');
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: asserting their absence.
+    expect(shown).not.toMatch(/[\u001b\u0007]/);
+  });
+
   it('names the mistake in bad arguments, and an id that names no item', async () => {
     const cases: [string[], string][] = [
       [[], 'reconcile takes one of list, show, resolve'],

@@ -29,6 +29,7 @@ const TASK_COLUMNS = {
   cancel_requested_at: true,
   cancel_reason: true,
   cancel_signal: true,
+  trace_parent: true,
   progress_value: true,
   progress_total: true,
   progress_message: true,

@@ -87,9 +87,54 @@ const slowCharge = defineTool<{ label: string }>({
   timeouts: { maxMs: 300 },
 } as never);
 
+/** Two branches of a fan-out name the same irreversible step (with a step before, or none). */
+let doublePays = 0;
+const doublePay = defineTool<{ warm: boolean }>({
+  name: 'double_pay',
+  description: 'pays from two branches under one step name',
+  inputSchema: { type: 'object', properties: { warm: { type: 'boolean' } }, required: ['warm'] },
+  retry: 'safe',
+  async handler({ warm }, ctx) {
+    if (warm) await ctx.step('look up', async () => 'found');
+    const pay = () =>
+      ctx.step(
+        'pay',
+        async () => {
+          doublePays += 1;
+          await ctx.sleep(20);
+          return { paymentId: `pay_${doublePays}` };
+        },
+        { irreversible: true },
+      );
+    const [first, second] = await ctx.all([pay, pay]);
+    return { content: [{ type: 'text', text: JSON.stringify([first, second]) }] };
+  },
+});
+/** A handler that catches its irreversible step's failure and completes anyway. */
+const swallow = defineTool({
+  name: 'swallow_failure',
+  description: 'goes on past an irreversible step that threw',
+  inputSchema: { type: 'object' },
+  retry: 'safe',
+  async handler(_input, ctx) {
+    try {
+      await ctx.step(
+        'pay',
+        async () => {
+          throw new Error('payment API timed out');
+        },
+        { irreversible: true },
+      );
+    } catch {
+      // "It probably did not go through."
+    }
+    return { content: [{ type: 'text', text: 'done' }] };
+  },
+});
+
 let platform: Platform;
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [charge, slowCharge] as never });
+  platform = await startPlatform(database.url, { tools: [charge, slowCharge, doublePay, swallow] as never });
 });
 afterAll(async () => {
   await platform.stop();
@@ -207,6 +252,29 @@ describe('an irreversible step', () => {
           expect.objectContaining({ name: 'charge', state: 'done', result: { chargeId: 'ch_late' } }),
         ]),
       },
+    });
+  });
+
+  it('runs once when two branches of a fan-out name the same step, both get its result', async () => {
+    for (const warm of [false, true]) {
+      doublePays = 0;
+      const task = await platform.service.create('acme', { tool: 'double_pay', arguments: { warm } });
+      const done = await ended(task.id);
+      expect(done.status).toBe('completed');
+      expect(doublePays).toBe(1);
+      const text = (done.result as { content: { text: string }[] }).content[0]?.text ?? '';
+      expect(JSON.parse(text)).toEqual([{ paymentId: 'pay_1' }, { paymentId: 'pay_1' }]);
+      expect(await itemOf(task.id)).toBeNull();
+    }
+  });
+
+  it('opens an unknown-outcome item when the handler completes past a step that threw', async () => {
+    const task = await platform.service.create('acme', { tool: 'swallow_failure', arguments: {} });
+    expect(await ended(task.id)).toMatchObject({ status: 'completed' });
+    expect(await itemOf(task.id)).toMatchObject({
+      kind: 'unknown_outcome',
+      reason: "the task completed while an irreversible step's outcome was unknown",
+      details: { status: 'completed', steps: [expect.objectContaining({ name: 'pay', state: 'started' })] },
     });
   });
 
@@ -330,6 +398,33 @@ describe('the start of an irreversible step and a terminal transition', () => {
     });
     await ending;
     expect(await itemOf(task.id)).toMatchObject({ kind: 'unknown_outcome' });
+  });
+
+  it('brings the item up to date when a step finishes while its task is ending', async () => {
+    const task = await workingTask('finish-during-transition');
+    const step = { taskId: task.id, attempt: 1, name: 'charge' };
+    expect(await startIrreversibleStep(platform.db, step)).toBe(true);
+    let finishing: Promise<boolean> | undefined;
+    await platform.db.transaction().execute(async (tx) => {
+      // The transition's trigger sees the step started: an unknown-outcome item, not yet committed.
+      await sql`UPDATE tasks SET status = 'cancelled', finished_at = now() WHERE id = ${task.id}`.execute(tx);
+      finishing = finishIrreversibleStep(platform.db, { ...step, result: { chargeId: 'ch_race' } });
+      await waitForTask(
+        () =>
+          sql<{ waiting: number }>`
+            SELECT count(*)::int AS waiting FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR SHARE%'`.execute(
+            platform.db,
+          ),
+        ({ rows }) => rows[0]?.waiting === 1,
+      );
+    });
+    // The task had ended: the attempt may not go on, but the item learnt the result.
+    expect(await finishing).toBe(false);
+    expect(await itemOf(task.id)).toMatchObject({
+      kind: 'abandoned_with_effects',
+      details: { steps: [expect.objectContaining({ name: 'charge', state: 'done', result: { chargeId: 'ch_race' } })] },
+    });
   });
 
   it('answers a retried start or finish of the same attempt as the first', async () => {

@@ -184,6 +184,27 @@ describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
     await expectStopMeasured(before, 'sleep_subprocess', 'tasks_cancel', 5);
   });
 
+  it('a 2025-11-25 tasks/cancel, which ends the task at once: the latency runs to the handler’s stop', async () => {
+    const before = await scrape();
+    const seconds = uniqueSeconds();
+    const { task } = await platform.service.submit('default', { tool: 'sleep_subprocess', arguments: { seconds } });
+    await untilTreeRuns(seconds);
+    const { cancelled } = await platform.service.cancelNow('default', task.id, 'cancelled with tasks/cancel');
+    expect(cancelled).toBe(true);
+    await waitForTask(
+      async () => treeOf(seconds),
+      (tree) => tree.length === 0,
+    );
+    await expectStopMeasured(before, 'sleep_subprocess', 'tasks_cancel', 5);
+    // Not the 0 s between the request and the task's end, which were one statement.
+    const labels = { tool: 'sleep_subprocess', signal: 'tasks_cancel' };
+    const after = await scrape();
+    const added =
+      sampleValue(after, 'taskgate_cancel_latency_seconds_sum', labels) -
+      sampleValue(before, 'taskgate_cancel_latency_seconds_sum', labels);
+    expect(added).toBeGreaterThan(0.002);
+  });
+
   it('a stdio notifications/cancelled', async () => {
     const before = await scrape();
     const seconds = uniqueSeconds();
@@ -253,7 +274,14 @@ describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
     await api.app.inject({ method: 'POST', url: `/v1/tasks/${task.id}/cancel`, payload: {} });
     expect(await untilEnded(task.id)).toMatchObject({ status: 'cancelled' });
     expect(treeOf(seconds)).toEqual([]);
-    const after = await scrape();
+    // The latency is read from the row once the run is over: wait for its sample.
+    const latency = { tool: 'stubborn_tree_short', signal: 'rest_cancel' };
+    const after = await scrapeUntil(
+      'the stubborn tree’s cancel sample',
+      (current) =>
+        countOf(current, 'taskgate_cancel_latency_seconds', latency) >
+        countOf(before, 'taskgate_cancel_latency_seconds', latency),
+    );
     const labels = { kind: 'subprocess', tool: 'stubborn_tree_short' };
     expect(
       sampleValue(after, 'taskgate_orphaned_work_total', labels) -
@@ -261,9 +289,7 @@ describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
     ).toBe(1);
     expect(sampleValue(after, 'taskgate_orphaned_work', labels)).toBe(0);
     // Its grace (300 ms), then the SIGKILL: the sample says so.
-    expect(
-      upperBoundOf(after, 'taskgate_cancel_latency_seconds', { tool: 'stubborn_tree_short', signal: 'rest_cancel' }),
-    ).toBeLessThanOrEqual(2.5);
+    expect(upperBoundOf(after, 'taskgate_cancel_latency_seconds', latency)).toBeLessThanOrEqual(2.5);
   });
 
   it('counts a handler that ignores its signal as orphaned while it runs on', async () => {

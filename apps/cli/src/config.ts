@@ -17,6 +17,8 @@ export interface Config {
   readonly tokens: ReadonlyMap<string, string>;
   readonly dataDir: string;
   readonly logLevel: LogLevel;
+  /** Where spans go (OTEL_EXPORTER_OTLP_*), or null: no traces. */
+  readonly traces: { readonly url: string; readonly serviceName: string } | null;
   readonly allowedOrigins: readonly string[];
   readonly shutdownGraceMs: number;
   readonly workerConcurrency: number;
@@ -110,6 +112,10 @@ export const SETTINGS = {
   TASKGATE_RELAY_LEASE_MS: 'how long a relay holds the rows it claimed (default 30000)',
   TASKGATE_RELAY_CONCURRENCY: 'deliveries one relay process has in flight at once (default 64)',
   LOG_LEVEL: `one of ${LOG_LEVELS.join(', ')} (default info)`,
+  OTEL_EXPORTER_OTLP_ENDPOINT:
+    'http(s) base URL of an OTLP/HTTP collector: traces go to its /v1/traces, one span per task attempt (default: unset, no traces)',
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'the full OTLP/HTTP traces URL; wins over OTEL_EXPORTER_OTLP_ENDPOINT',
+  OTEL_SERVICE_NAME: 'service.name of the spans (default taskgate)',
 } as const;
 
 export const DEFAULT_TENANT = 'default';
@@ -264,6 +270,12 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
     problem('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevelRaw)})`);
 
   const allowedOrigins = parseOrigins(value('TASKGATE_ALLOWED_ORIGINS'), problem);
+  const traces = parseTraces(
+    value('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'),
+    value('OTEL_EXPORTER_OTLP_ENDPOINT'),
+    value('OTEL_SERVICE_NAME'),
+    problem,
+  );
   const dataDir = path.resolve(cwd, value('TASKGATE_DATA_DIR') ?? '.taskgate');
 
   if (problems.length > 0) {
@@ -288,6 +300,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       tokens,
       dataDir,
       logLevel,
+      traces,
       allowedOrigins,
       shutdownGraceMs,
       workerConcurrency,
@@ -320,6 +333,33 @@ export function isLoopbackHost(host: string): boolean {
   if (host === 'localhost') return true;
   if (net.isIPv4(host)) return host.startsWith('127.');
   return host === '::1';
+}
+
+/** The OTLP/HTTP traces URL (the per-signal one as given, the base one with /v1/traces). */
+function parseTraces(
+  tracesRaw: string | undefined,
+  baseRaw: string | undefined,
+  serviceName: string | undefined,
+  problem: (field: string, message: string) => void,
+): { url: string; serviceName: string } | null {
+  const field = tracesRaw !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT';
+  const raw = tracesRaw ?? baseRaw;
+  if (raw === undefined) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    problem(field, 'is not a valid URL (expected http://collector:4318)');
+    return null;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    problem(field, `must be an http or https URL (got ${url.protocol}//): traces are sent over OTLP/HTTP`);
+    return null;
+  }
+  return {
+    url: tracesRaw !== undefined ? raw : `${raw.replace(/\/+$/, '')}/v1/traces`,
+    serviceName: serviceName ?? 'taskgate',
+  };
 }
 
 function parseDatabaseUrl(raw: string | undefined, problem: (field: string, message: string) => void): string | null {

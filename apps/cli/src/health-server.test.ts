@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../../../test/support/databases.ts';
 import { type HealthServer, type HealthServerOptions, startHealthServer } from './health-server.ts';
@@ -68,7 +69,25 @@ describe('the health probe of processes without the api role', () => {
 
   it('answers other paths 404 and other methods 405', async () => {
     const { url } = await probe();
-    expect((await get(`${url}/metrics`)).status).toBe(404);
+    expect((await get(`${url}/debug`)).status).toBe(404);
+    // A target that is no URL path is refused, and the process goes on answering.
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(new URL(url).port), '127.0.0.1', () => {
+        socket.end('GET // HTTP/1.1\r\nHost: probe\r\nConnection: close\r\n\r\n');
+      });
+      let text = '';
+      socket.on('data', (chunk) => {
+        text += chunk;
+      });
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(raw).toMatch(/^HTTP\/1\.1 400 /);
+    expect((await get(`${url}/healthz`)).status).toBe(200);
+    // /metrics answers even where the database-wide figures cannot be read (an empty database).
+    const metrics = await fetch(`${url}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toMatch(/^taskgate_metrics_database_up 0$/m);
     const post = await get(`${url}/readyz`, { method: 'POST' });
     expect(post.status).toBe(405);
     expect(post.headers.get('allow')).toBe('GET, HEAD');

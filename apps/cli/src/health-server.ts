@@ -33,12 +33,19 @@ export interface HealthServer {
 export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
   // One connection at most, opened at the first /readyz; the probe never competes with the roles.
   const pool = createPool(options.connectionString, { applicationName: 'taskgate-health', max: 1 });
-  const db = createKysely(pool);
+  // /metrics reads through a connection of its own: a slow scrape must not make /readyz fail.
+  const db = createKysely(createPool(options.connectionString, { applicationName: 'taskgate-metrics', max: 1 }));
   const metrics = processMetrics();
   // A worker or relay alone has no API: its /metrics is here, with the database-wide gauges too.
   const unwatch = metrics.watchDatabase(() => readMetricsSnapshot(db));
   const server = http.createServer((request, response) => {
-    const path = new URL(request.url ?? '/', 'http://probe').pathname;
+    let path: string;
+    try {
+      path = new URL(request.url ?? '/', 'http://probe').pathname;
+    } catch {
+      // `//` and the like are no path: a throw here would be uncaught, and end the process.
+      return send(response, 400, { status: 'bad_request' });
+    }
     if (path !== '/healthz' && path !== '/readyz' && path !== '/metrics') {
       return send(response, 404, { status: 'not_found' });
     }
@@ -79,6 +86,7 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
   } catch (error) {
     unwatch();
     await db.destroy();
+    await pool.end();
     throw new TaskgateError(
       'TG_STARTUP_FAILED',
       `the health probe could not listen on ${options.host}:${options.port} (TASKGATE_HEALTH_PORT): ${(error as Error).message}`,
@@ -97,6 +105,7 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
       await closed;
       unwatch();
       await db.destroy();
+      await pool.end();
     },
   };
 }

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { isTaskgateError, TaskgateError } from '@taskgate/errors';
-import { type LogLevel, loadConfig, NO_TOOLS, splitList } from './config.ts';
+import { type Config, type LogLevel, loadConfig, NO_TOOLS, splitList } from './config.ts';
 import { ROLES, type Role } from './roles.ts';
 import { DUPLICATE_SIGNAL_WINDOW_MS } from './stop-signals.ts';
 
@@ -134,7 +134,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       for (const warning of warnings) logger.warn({}, warning);
       // Loaded only now: usage and configuration errors answer without loading pg-boss, Fastify and PGlite.
       const { runStart } = await import('./commands/start.ts');
-      return await runStart(args, config, logger);
+      return await withTraces(config, () => runStart(args, config, logger));
     }
     if (command === 'migrate') {
       const args = parseMigrateArgs(rest);
@@ -199,15 +199,32 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       const logger = createLogger(config.logLevel, 2);
       for (const warning of warnings) logger.warn({}, warning);
       const { runMcpStdio } = await import('./commands/mcp-stdio.ts');
-      return await runMcpStdio(
-        { worker: values['no-worker'] !== true, tools: toolsOption(values.tools), cwd: io.cwd, front, server },
-        config,
-        logger,
+      return await withTraces(config, () =>
+        runMcpStdio(
+          { worker: values['no-worker'] !== true, tools: toolsOption(values.tools), cwd: io.cwd, front, server },
+          config,
+          logger,
+        ),
       );
     }
     throw new TaskgateError('TG_USAGE', `unknown command ${JSON.stringify(command)}; run taskgate help`);
   } catch (error) {
     return report(await asOutage(error), logLevel, io, argv[0]);
+  }
+}
+
+/**
+ * Runs a long-lived command with traces on when an OTLP endpoint is configured, and sends the
+ * last spans before it returns (OpenTelemetry is loaded only then).
+ */
+async function withTraces(config: Config, run: () => Promise<number>): Promise<number> {
+  if (config.traces === null) return run();
+  const { configureTracing } = await import('@taskgate/metrics');
+  const tracing = await configureTracing(config.traces);
+  try {
+    return await run();
+  } finally {
+    await tracing.shutdown().catch(() => {});
   }
 }
 

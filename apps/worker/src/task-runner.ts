@@ -12,7 +12,7 @@ import {
   type TaskAnnouncer,
   type TaskRecord,
 } from '@taskgate/db';
-import { processMetrics, runMetrics, type TaskgateMetrics } from '@taskgate/metrics';
+import { processMetrics, processTracing, runMetrics, type TaskgateMetrics } from '@taskgate/metrics';
 import { isLogLevel, type LogLevel, logLevelPasses } from '@taskgate/protocol';
 import { Batcher, mayRetryAutomatically } from '@taskgate/reliability';
 import { TaskReleasedError } from '@taskgate/sdk';
@@ -161,11 +161,30 @@ export class TaskRunner {
     }
     /** A cancel the run learnt from the row: its path and latency are read there once it ends. */
     let cancelFromRow = false;
+    // One span per attempt when an OTLP endpoint is configured, linked to the creating request.
+    const span = processTracing()?.attempt({
+      id: task.id,
+      tool: task.tool,
+      attempt: task.attempt,
+      traceParent: task.traceParent ?? null,
+    });
+    let endStatus: string | null = null;
+    const counted = runMetrics(metrics, () => {
+      cancelFromRow = true;
+    });
     const attempt = new ToolRun(task, tool, {
       store,
-      observer: runMetrics(metrics, () => {
-        cancelFromRow = true;
-      }),
+      observer: {
+        ...counted,
+        stopped: (event) => {
+          span?.stopped(event.signal ?? 'cancel');
+          counted.stopped(event);
+        },
+        finished: (event) => {
+          endStatus = event.status;
+          counted.finished(event);
+        },
+      },
       elapsedMs: claim.elapsedMs,
       retryable: mayRetryAutomatically(tool.retry, task.idempotencyKey !== null),
       logger,
@@ -187,7 +206,13 @@ export class TaskRunner {
     try {
       await attempt.run();
       if (cancelFromRow) await this.#recordCancel(task.id, task.tool, metrics);
+    } catch (error) {
+      // Handed back (shutdown) or given up: the task lives on, this attempt is over.
+      if (error instanceof TaskReleasedError) endStatus ??= 'released';
+      throw error;
     } finally {
+      // Parked for input, superseded by another attempt or a clock: the attempt ended unfinished.
+      span?.end({ status: endStatus ?? 'unfinished' });
       unwatch();
       this.#inFlight.delete(task.id);
       if (this.#inFlight.size === 0) for (const resolve of this.#idleWaiters) resolve();

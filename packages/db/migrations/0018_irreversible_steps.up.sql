@@ -7,6 +7,9 @@
 -- unknown-outcome item when one started and never recorded how it went (the worker died, or fn
 -- threw, mid-payment).
 --
+-- A task that completes with an irreversible step still `started` (its handler caught the step's
+-- error and went on) opens an unknown-outcome item too.
+--
 -- The item is opened by a trigger, in the transaction of the terminal transition itself: the
 -- transitions are written by the worker, the sweeper, the API's cancel of a parked task and the
 -- timeout write, and a crash between a transition and a separate insert would lose the item.
@@ -65,10 +68,17 @@ BEGIN
   IF unknown IS NULL THEN
     RETURN NULL; -- no irreversible step: nothing was left behind
   END IF;
+  -- A completed task left nothing behind, unless its handler went on past a step whose outcome
+  -- is unknown (it caught the step's error and returned): that still needs someone to look.
+  IF NEW.status = 'completed' AND NOT unknown THEN
+    RETURN NULL;
+  END IF;
   INSERT INTO reconciliation_items (tenant_id, task_id, tool, idempotency_key, reason, kind, details)
   VALUES (
     NEW.tenant_id, NEW.id, NEW.tool, NEW.idempotency_key,
-    CASE WHEN unknown
+    CASE WHEN NEW.status = 'completed'
+      THEN 'the task completed while an irreversible step''s outcome was unknown'
+      WHEN unknown
       THEN format('the task ended %s while an irreversible step''s outcome was unknown', NEW.status)
       ELSE format('the task ended %s after an irreversible step took effect', NEW.status) END,
     CASE WHEN unknown THEN 'unknown_outcome' ELSE 'abandoned_with_effects' END,
@@ -82,7 +92,7 @@ $$;
 
 CREATE TRIGGER tasks_abandoned AFTER UPDATE OF status ON tasks
   FOR EACH ROW
-  WHEN (NEW.status IN ('failed', 'cancelled') AND OLD.status NOT IN ('completed', 'failed', 'cancelled'))
+  WHEN (NEW.status IN ('completed', 'failed', 'cancelled') AND OLD.status NOT IN ('completed', 'failed', 'cancelled'))
   EXECUTE FUNCTION taskgate_tasks_abandoned();
 
 -- Items by tenant, newest first, whatever their state (the REST list and `taskgate reconcile list`).

@@ -33,6 +33,8 @@ export interface TasksTable {
   cancel_reason: string | null;
   /** Which path the cancel took (migration 0019; packages/reliability cancel-signal.ts). */
   cancel_signal: string | null;
+  /** The creating request's W3C traceparent (migration 0019). */
+  trace_parent: string | null;
   progress_value: number | null;
   progress_total: number | null;
   progress_message: string | null;

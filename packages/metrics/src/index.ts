@@ -1,2 +1,14 @@
 export { runMetrics } from './run-metrics.ts';
+export {
+  type AttemptSpan,
+  configureTracing,
+  createTaskTracing,
+  formatTraceParent,
+  parseTraceParent,
+  processTracing,
+  setProcessTracing,
+  TaskTracing,
+  type TracedAttempt,
+  taskTraceParent,
+} from './task-traces.ts';
 export { type DatabaseSnapshot, processMetrics, TaskgateMetrics } from './taskgate-metrics.ts';

@@ -57,7 +57,7 @@ describe('TaskgateMetrics', () => {
   });
 
   it('reads the database-wide gauges at each scrape', async () => {
-    const metrics = new TaskgateMetrics({ processMetrics: false });
+    const metrics = new TaskgateMetrics({ processMetrics: false, cacheMs: 0 });
     let current = snapshot;
     metrics.watchDatabase(async () => current);
     let families = await parse(metrics);
@@ -96,11 +96,43 @@ describe('TaskgateMetrics', () => {
     expect(family(families, 'taskgate_task_attempts_total')?.metrics).toEqual([
       { labels: { tool: 'sleep' }, value: '1' },
     ]);
-    // Taken back by the role that stopped: not read, not a stale figure.
+    // Taken back by the role that stopped: the reader before it serves again.
     unwatch();
     families = await parse(metrics);
+    expect(family(families, 'taskgate_metrics_database_up')?.metrics).toEqual([{ value: '1' }]);
+    // With no reader at all, nothing is read: 0, and no stale figure.
+    const bare = new TaskgateMetrics({ processMetrics: false });
+    const none = await parse(bare);
+    expect(family(none, 'taskgate_metrics_database_up')?.metrics).toEqual([{ value: '0' }]);
+    expect(family(none, 'taskgate_tasks')?.metrics).toEqual([]);
+  });
+
+  it('reads the database once a second however many scrapes come, and stops waiting for a slow one', async () => {
+    let now = 0;
+    let reads = 0;
+    const metrics = new TaskgateMetrics({ processMetrics: false, now: () => now, readTimeoutMs: 50 });
+    metrics.watchDatabase(async () => {
+      reads += 1;
+      return snapshot;
+    });
+    await Promise.all([parse(metrics), parse(metrics), parse(metrics)]);
+    now += 999;
+    await parse(metrics);
+    expect(reads).toBe(1);
+    now += 1;
+    await parse(metrics);
+    expect(reads).toBe(2);
+    // A database that never answers: the scrape answers within the timeout, without its figures.
+    const unwatch = metrics.watchDatabase(() => new Promise<DatabaseSnapshot>(() => {}));
+    const started = Date.now();
+    const families = await parse(metrics);
+    expect(Date.now() - started).toBeLessThan(1_000);
     expect(family(families, 'taskgate_metrics_database_up')?.metrics).toEqual([{ value: '0' }]);
     expect(family(families, 'taskgate_tasks')?.metrics).toEqual([]);
+    // Taken back: the reader registered before it serves again.
+    unwatch();
+    now += 1_000;
+    expect(family(await parse(metrics), 'taskgate_metrics_database_up')?.metrics).toEqual([{ value: '1' }]);
   });
 
   it('counts what a run reports: stops by signal, orphans up and down, abandoned effects', async () => {

@@ -143,22 +143,54 @@ export class TaskgateMetrics {
     registers: [this.registry],
   });
 
-  #snapshot: (() => Promise<DatabaseSnapshot>) | null = null;
+  /** Who can read the database-wide figures; the latest registered reads them. */
+  readonly #readers: (() => Promise<DatabaseSnapshot>)[] = [];
+  /** The last read, shared by the scrapes of the next second (and by concurrent ones). */
+  #cached: { readonly at: number; readonly snapshot: Promise<DatabaseSnapshot | null> } | null = null;
+  readonly #now: () => number;
+  readonly #cacheMs: number;
+  readonly #readTimeoutMs: number;
 
-  constructor(options: { readonly processMetrics?: boolean } = {}) {
+  constructor(
+    options: {
+      readonly processMetrics?: boolean;
+      readonly now?: () => number;
+      /** How long one read of the database serves scrapes (default 1 s): a flood of scrapes costs one query a second. */
+      readonly cacheMs?: number;
+      /** The longest a scrape waits for the database (default 3 s; the query's own timeout is 2 s). */
+      readonly readTimeoutMs?: number;
+    } = {},
+  ) {
+    this.#now = options.now ?? Date.now;
+    this.#cacheMs = options.cacheMs ?? 1_000;
+    this.#readTimeoutMs = options.readTimeoutMs ?? 3_000;
     // Event-loop lag, heap, CPU and file descriptors: what tells a stuck worker from a busy one.
     if (options.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
   }
 
   /**
-   * Where the database-wide gauges come from; the latest caller wins. Returns the function that
-   * takes it back (a role that stops must not leave a closed pool to be read).
+   * Where the database-wide gauges come from: the latest registered reader, until it is taken
+   * back (a role that stops must not leave a closed pool to be read; the one before serves again).
    */
   watchDatabase(read: () => Promise<DatabaseSnapshot>): () => void {
-    this.#snapshot = read;
+    this.#readers.push(read);
+    this.#cached = null;
     return () => {
-      if (this.#snapshot === read) this.#snapshot = null;
+      const index = this.#readers.lastIndexOf(read);
+      if (index >= 0) this.#readers.splice(index, 1);
+      this.#cached = null;
     };
+  }
+
+  /** One read per cache period, whoever scrapes; null when it failed or took too long. */
+  #snapshot(): Promise<DatabaseSnapshot | null> {
+    const read = this.#readers.at(-1);
+    if (read === undefined) return Promise.resolve(null);
+    const now = this.#now();
+    if (this.#cached !== null && now - this.#cached.at < this.#cacheMs) return this.#cached.snapshot;
+    const snapshot = Promise.race([read().catch(() => null), giveUpAfter(this.#readTimeoutMs)]);
+    this.#cached = { at: now, snapshot };
+    return snapshot;
   }
 
   /** The text exposition format (version 0.0.4), as scraped. */
@@ -175,16 +207,10 @@ export class TaskgateMetrics {
     for (const gauge of [this.#liveTasks, this.#queueDepth, this.#queueAge, this.#outbox, this.#reconciliation]) {
       gauge.reset();
     }
-    const read = this.#snapshot;
-    if (read === null) {
-      this.#databaseUp.reset();
-      return;
-    }
-    let snapshot: DatabaseSnapshot;
-    try {
-      snapshot = await read();
-    } catch {
-      // A scrape during an outage still answers (process figures, counters); the gap is visible.
+    const snapshot = await this.#snapshot();
+    if (snapshot === null) {
+      // Not read (no reader here, an outage, a slow database): the scrape still answers with the
+      // process figures and counters, and says the database-wide ones are missing.
       this.#databaseUp.set(0);
       return;
     }
@@ -198,6 +224,13 @@ export class TaskgateMetrics {
     this.#outbox.set({ state: 'dead' }, snapshot.outboxDead);
     for (const row of snapshot.reconciliationOpen) this.#reconciliation.set({ kind: row.kind }, row.count);
   }
+}
+
+/** Resolves null after `ms`: the caller stops waiting (the read itself goes on, bounded by its statement timeout). */
+function giveUpAfter(ms: number): Promise<null> {
+  return new Promise((resolve) => {
+    setTimeout(() => resolve(null), ms).unref();
+  });
 }
 
 let processWide: TaskgateMetrics | null = null;

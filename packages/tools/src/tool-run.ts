@@ -127,6 +127,9 @@ export class ToolRun {
   #cancelSeenHow: string | null = null;
   #releaseRequested: string | null = null;
   #steps: Map<string, StepRecord> | null = null;
+  #stepsLoad: Promise<Map<string, StepRecord>> | null = null;
+  /** Steps under way, by name: a second call of one waits for the first (#step). */
+  readonly #stepsRunning = new Map<string, Promise<unknown>>();
   #parked = false;
   /**
    * Aborted when run() is over, whatever ended it: what the handler started and left running (a
@@ -314,12 +317,28 @@ export class ToolRun {
     else this.#settings.logger.debug({ taskId: this.task.id, tool: this.task.tool, ...entry }, 'tool log message');
   }
 
-  async #step<T>(name: string, fn: () => Promise<T>, options: unknown): Promise<T> {
+  /**
+   * ctx.step(). One run of a name at a time: a second call while the first is under way (two
+   * branches of ctx.all naming the same step) waits for it and gets its result, so a step runs
+   * once per task even within one attempt.
+   */
+  #step<T>(name: string, fn: () => Promise<T>, options: unknown): Promise<T> {
     const irreversible = stepIrreversible(options);
-    this.#steps ??= await this.#store.readSteps();
-    const known = this.#steps.get(name);
+    const running = this.#stepsRunning.get(name);
+    if (running) return running.then((result) => structuredClone(result) as T);
+    const run = this.#runStep(name, fn, irreversible).finally(() => this.#stepsRunning.delete(name));
+    this.#stepsRunning.set(name, run);
+    return run.then((result) => structuredClone(result) as T);
+  }
+
+  async #runStep(name: string, fn: () => Promise<unknown>, irreversible: boolean): Promise<unknown> {
+    // One read for the run, however many steps start before it answers.
+    this.#stepsLoad ??= this.#store.readSteps();
+    const steps = await this.#stepsLoad;
+    this.#steps = steps;
+    const known = steps.get(name);
     // Recorded by an earlier attempt (or earlier in this one): its result, never a second run.
-    if (known?.state === 'done') return structuredClone(known.result) as T;
+    if (known?.state === 'done') return known.result;
     if (known?.state === 'started') {
       // Started and never recorded: it may have taken effect. Running it again could do it twice.
       throw new ToolProtocolError(
@@ -335,18 +354,36 @@ export class ToolRun {
         throw signal.aborted ? signal.reason : new Error(`step ${name}: this attempt no longer holds the task`);
       }
       // From here until its result is recorded, a second call of this step is an unknown outcome.
-      this.#steps.set(name, { state: 'started', irreversible: true, attempt: this.task.attempt });
+      steps.set(name, { state: 'started', irreversible: true, attempt: this.task.attempt });
     }
     const produced = await fn();
     const stored: unknown = produced === undefined ? null : JSON.parse(JSON.stringify(produced));
-    const recorded = await this.#store.recordStep(name, stored, irreversible);
-    if (irreversible) this.#steps.set(name, { state: 'done', result: stored, irreversible: true });
+    let recorded: boolean;
+    try {
+      recorded = await this.#store.recordStep(name, stored, irreversible);
+    } catch (error) {
+      if (irreversible) {
+        // The effect happened and its record did not land: the log is the only place it is kept.
+        this.#settings.logger.warn(
+          {
+            taskId: this.task.id,
+            tool: this.task.tool,
+            step: name,
+            result: JSON.stringify(stored).slice(0, 2_000),
+            error: (error as Error).message,
+          },
+          'an irreversible step took effect but its result could not be recorded',
+        );
+      }
+      throw error;
+    }
+    if (irreversible) steps.set(name, { state: 'done', result: stored, irreversible: true });
     if (!recorded) {
       // The task moved on (another attempt holds it, or it ended): this attempt must stop here.
       throw signal.aborted ? signal.reason : new Error(`step ${name}: this attempt no longer holds the task`);
     }
-    this.#steps.set(name, { state: 'done', result: stored, irreversible });
-    return structuredClone(stored) as T;
+    steps.set(name, { state: 'done', result: stored, irreversible });
+    return stored;
   }
 
   /**

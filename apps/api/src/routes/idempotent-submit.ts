@@ -40,7 +40,9 @@ export async function submitWithKey(
   input: CreateTaskInput,
 ): Promise<Submission> {
   try {
-    return await service.submit(tenantId, input, { idempotencyKey: idempotencyKeyOf(request) });
+    // The caller's trace context (W3C Trace Context header) travels with the task to its attempts.
+    const traceParent = input.traceParent ?? request.headers.traceparent;
+    return await service.submit(tenantId, { ...input, traceParent }, { idempotencyKey: idempotencyKeyOf(request) });
   } catch (error) {
     if (isTaskgateError(error) && error.code === 'TG_IDEMPOTENCY_KEY_IN_PROGRESS') {
       const seconds = (error.details as { retryAfterSeconds?: number }).retryAfterSeconds ?? 1;

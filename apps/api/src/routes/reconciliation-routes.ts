@@ -1,4 +1,4 @@
-import type { ReconciliationFilter, ReconciliationItem } from '@taskgate/db';
+import { isReconciliationItemId, type ReconciliationFilter, type ReconciliationItem } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
@@ -93,6 +93,10 @@ export function registerReconciliationRoutes(app: FastifyInstance, options: Reco
     async (request) => {
       const query = request.query as { state?: ReconciliationFilter; limit?: string; before?: string };
       const limit = query.limit === undefined ? 100 : Number.parseInt(query.limit, 10);
+      // The pattern allows 19 digits; past 2^63 - 1 no item can have the id.
+      if (query.before !== undefined && !isReconciliationItemId(query.before)) {
+        throw new TaskgateError('TG_REQUEST_INVALID', 'querystring/before must be the id of an item (below 2^63)');
+      }
       const items = await ledger.reconciliationItems(tenantOf(request), {
         filter: query.state ?? 'open',
         limit,

@@ -26,6 +26,7 @@ import {
   toolQueue,
 } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
+import { taskTraceParent } from '@taskgate/metrics';
 import { Batcher, type CancelSignal } from '@taskgate/reliability';
 import type { InputRequest } from '@taskgate/sdk';
 import { inputAnswerProblem, type ToolCatalog, type ToolSpec } from '@taskgate/tools';
@@ -80,6 +81,11 @@ export interface CreateTaskInput {
   readonly logLevel?: string;
   /** What the MCP client declared on the call: the durable handler's ctx.clientCapabilities. */
   readonly clientCapabilities?: Readonly<Record<string, unknown>>;
+  /**
+   * The caller's W3C traceparent (an HTTP `traceparent` header, an MCP `_meta.traceparent`), as
+   * sent: kept when valid, ignored otherwise (taskTraceParent).
+   */
+  readonly traceParent?: unknown;
 }
 
 export interface SubmitOptions {
@@ -267,6 +273,8 @@ export class TaskService {
       ...(input.inputResponses ? { inputResponses: input.inputResponses } : {}),
       ...(input.logLevel ? { logLevel: input.logLevel } : {}),
       ...(input.clientCapabilities ? { clientCapabilities: input.clientCapabilities } : {}),
+      // Each attempt's span links to it, when a worker traces (packages/metrics task-traces.ts).
+      traceParent: taskTraceParent(input.traceParent, { tool: input.tool }),
       pollIntervalMs: this.#options.pollIntervalMs,
       // The version this call was checked against: the worker compares it with the one it serves.
       toolFingerprint: this.#options.tools.fingerprint(input.tool) ?? null,

@@ -134,7 +134,7 @@ function listTable(items: readonly ReconciliationItem[], state: ReconciliationFi
     item.taskId,
     item.createdAt.toISOString(),
     item.resolvedAt === null ? 'open' : 'resolved',
-    item.reason,
+    printable(item.reason),
   ]);
   const widths = header.map((title, column) =>
     Math.max(title.length, ...rows.map((row) => (row[column] as string).length)),
@@ -147,19 +147,31 @@ function listTable(items: readonly ReconciliationItem[], state: ReconciliationFi
   return [format(header), ...rows.map(format)];
 }
 
+/**
+ * Text a tenant wrote (a key, a note, a name), made safe for a terminal: control characters
+ * (escape sequences that would move the cursor or rewrite the screen) are shown escaped.
+ */
+function printable(text: string): string {
+  return text.replace(
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point.
+    /[\u0000-\u001f\u007f-\u009f]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
 function itemLines(item: ReconciliationItem): string[] {
   return [
     `item:            ${item.id}`,
     `tenant:          ${item.tenantId}`,
     `task:            ${item.taskId}`,
     `tool:            ${item.tool}`,
-    `idempotency key: ${item.idempotencyKey ?? '-'}`,
+    `idempotency key: ${item.idempotencyKey === null ? '-' : printable(item.idempotencyKey)}`,
     `kind:            ${item.kind}`,
-    `reason:          ${item.reason}`,
+    `reason:          ${printable(item.reason)}`,
     `opened:          ${item.createdAt.toISOString()}`,
     item.resolvedAt === null
       ? 'state:           open'
-      : `state:           resolved ${item.resolvedAt.toISOString()} by ${item.resolvedBy}: ${item.resolution}`,
+      : `state:           resolved ${item.resolvedAt.toISOString()} by ${printable(item.resolvedBy ?? '')}: ${printable(item.resolution ?? '')}`,
     'known when it opened:',
     ...JSON.stringify(item.details, null, 2)
       .split('\n')

@@ -41,6 +41,8 @@ export interface TaskRecord {
   readonly logCount: number;
   /** What the MCP client declared on the call that created it (migration 0015); absent: nothing. */
   readonly clientCapabilities?: Readonly<Record<string, unknown>>;
+  /** The creating request's W3C traceparent (migration 0019), when it is known. */
+  readonly traceParent?: string;
 }
 
 export interface TaskProgress {
@@ -85,6 +87,7 @@ export interface TaskRow {
   log_level?: string | null;
   log_count?: number;
   client_capabilities?: Record<string, unknown> | null;
+  trace_parent?: string | null;
 }
 
 export function toTaskRecord(row: TaskRow): TaskRecord {
@@ -123,6 +126,7 @@ export function toTaskRecord(row: TaskRow): TaskRecord {
     logLevel: row.log_level ?? null,
     logCount: row.log_count ?? 0,
     ...(row.client_capabilities ? { clientCapabilities: row.client_capabilities } : {}),
+    ...(row.trace_parent ? { traceParent: row.trace_parent } : {}),
   };
 }
 

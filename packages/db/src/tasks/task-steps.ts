@@ -82,6 +82,11 @@ export async function finishIrreversibleStep(
   input: { taskId: string; attempt: number; name: string; result: unknown },
 ): Promise<boolean> {
   return db.transaction().execute(async (tx) => {
+    // The task row first, FOR SHARE, as the start does: a terminal transition running now either
+    // commits before this reads anything (and the item is brought up to date below) or waits for
+    // this commit (and its trigger finds the step done). Without it each would read the other's
+    // old state, and the item would keep "unknown" for a step that is recorded done.
+    await sql`SELECT 1 FROM tasks WHERE id = ${input.taskId} FOR SHARE`.execute(tx);
     const { rows } = await sql<{ live: boolean }>`
       WITH finished AS (
         UPDATE task_steps SET state = 'done', result = ${JSON.stringify(input.result ?? null)}::jsonb

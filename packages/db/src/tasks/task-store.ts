@@ -35,6 +35,8 @@ export interface NewTask {
   readonly logLevel?: string | null;
   /** What the MCP client declared on the call (migration 0015); absent: nothing. */
   readonly clientCapabilities?: Readonly<Record<string, unknown>> | null;
+  /** The creating request's W3C traceparent (migration 0019): each attempt's span links to it. */
+  readonly traceParent?: string | null;
 }
 
 /**
@@ -61,6 +63,7 @@ export async function insertTasks(writer: TaskWriter, tasks: readonly NewTask[])
       tool_fingerprint: task.toolFingerprint ?? null,
       log_level: task.logLevel ?? null,
       client_capabilities: task.clientCapabilities ?? null,
+      trace_parent: task.traceParent ?? null,
     })),
   );
   const { rows: created } = await sql<TaskRow & { ordinal: number }>`
@@ -68,15 +71,16 @@ export async function insertTasks(writer: TaskWriter, tasks: readonly NewTask[])
       SELECT * FROM jsonb_to_recordset(${rows}::jsonb) AS x(
         ordinal int, id uuid, idempotency_key text, tenant_id text, tool text, arguments jsonb, mode text,
         ttl_ms bigint, poll_interval_ms int, idle_timeout_ms int, max_timeout_ms int, input_responses jsonb,
-        api_instance_id text, tool_fingerprint text, log_level text, client_capabilities jsonb)
+        api_instance_id text, tool_fingerprint text, log_level text, client_capabilities jsonb, trace_parent text)
     ), ids AS (
       SELECT coalesce(input.id, gen_random_uuid()) AS task_id, input.* FROM input
     ), created AS (
       INSERT INTO tasks (id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms,
                          idempotency_key, input_responses, api_instance_id, tool_fingerprint, log_level,
-                         client_capabilities)
+                         client_capabilities, trace_parent)
       SELECT task_id, tenant_id, tool, arguments, mode, ttl_ms, poll_interval_ms, idle_timeout_ms, max_timeout_ms,
-             idempotency_key, input_responses, api_instance_id, tool_fingerprint, log_level, client_capabilities
+             idempotency_key, input_responses, api_instance_id, tool_fingerprint, log_level, client_capabilities,
+             trace_parent
       FROM ids ORDER BY ordinal
       RETURNING *
     ), event AS (

@@ -16,6 +16,7 @@ import { type CallRunner, DEFAULT_TASK_AFTER_MS } from '../../dispatch/call-runn
 import { type ContentMethodsOptions, contentMethods } from '../../dispatch/content-methods.ts';
 import type { MethodHandler, MethodTable } from '../../dispatch/method-table.ts';
 import { responsesProblem } from '../../dispatch/round-trips.ts';
+import { traceParentOf } from '../../dispatch/trace-context.ts';
 import type { RequestContext } from '../../mcp-core.ts';
 import {
   discoverResult,
@@ -159,6 +160,8 @@ async function callTool(
       // A task the client may be handed outlives its connection; a request's task does not.
       mode: asTask ? 'task' : 'request',
       ...(inputResponses ? { inputResponses } : {}),
+      // basic/index "OpenTelemetry trace context": each attempt's span links to it.
+      traceParent: traceParentOf(params),
     },
     // Waited for, unless a required-task tool's task is handed over at once.
     !(asTask && support === 'required'),

@@ -5,6 +5,7 @@ import type { TaskWatcher } from '../../../tasks/task-watch.ts';
 import type { CallRunner } from '../../dispatch/call-runner.ts';
 import { type ContentMethodsOptions, contentMethods } from '../../dispatch/content-methods.ts';
 import type { MethodHandler, MethodTable } from '../../dispatch/method-table.ts';
+import { traceParentOf } from '../../dispatch/trace-context.ts';
 import type { RequestContext } from '../../mcp-core.ts';
 import {
   discoverResult,
@@ -151,6 +152,8 @@ async function callTool(
       arguments: call.arguments,
       mode: asked ? 'task' : 'request',
       ...(asked?.ttl ? { ttlMs: asked.ttl } : {}),
+      // The _meta trace context of SEP-414, which older clients send too.
+      traceParent: traceParentOf(params),
     },
     // A task the client asked for is handed to it at once; a call waits for its task.
     asked === null,
