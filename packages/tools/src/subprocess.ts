@@ -273,8 +273,9 @@ function supervise(child: ChildProcess, sid: number, call: CheckedCall, scope: S
               await pause(wait);
             }
           }
-          // A SIGKILL is delivered, not awaited: the call settles once the tree is gone, so
-          // nothing of it is still in /proc when the handler goes on.
+          // A SIGKILL is delivered, not awaited, and a process changing its group at that moment
+          // can miss it: the call settles once the tree is gone, so nothing of it is still in
+          // /proc when the handler goes on. (CI caught both: a sleep left after a clean exit.)
           if (killed) await untilGone(sid);
         } finally {
           release();
@@ -413,9 +414,17 @@ function pipesClosed(child: ChildProcess): Promise<void> {
 /** How long a SIGKILLed tree may take to leave /proc before the call settles anyway. */
 const KILLED_GONE_WAIT_MS = 1_000;
 
+/**
+ * Waits for a SIGKILLed tree to leave /proc, signalling it again at each look: a process that
+ * moved to a group of its own between the scan and the signal (a child calling setpgid just then)
+ * missed the first one, and the next scan finds its new group.
+ */
 async function untilGone(sid: number): Promise<void> {
   const deadline = Date.now() + KILLED_GONE_WAIT_MS;
-  while (treeAlive(sid) && Date.now() < deadline) await pause(5);
+  while (treeAlive(sid) && Date.now() < deadline) {
+    signalTree(sid, 'SIGKILL');
+    await pause(5);
+  }
 }
 
 function pause(ms: number): Promise<void> {

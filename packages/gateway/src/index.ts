@@ -1,0 +1,7 @@
+export {
+  DownstreamConnection,
+  DownstreamError,
+  type DownstreamOptions,
+  type InFlightRequest,
+  type StdioDownstream,
+} from './downstream-connection.ts';

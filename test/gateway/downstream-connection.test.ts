@@ -1,0 +1,119 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DownstreamConnection, DownstreamError } from '@taskgate/gateway';
+import { afterEach, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../support/cli.ts';
+import { waitForTask } from '../support/task-platform.ts';
+
+// A downstream MCP server built with the official SDK (v1) over stdio, as a gateway worker holds
+// it: its tools listed, a call's progress relayed, a cancel reaching the downstream handler's own
+// abort signal, a crash failing the call plainly, a restart after the backoff, the id map empty.
+const FIXTURE = path.join(REPO_ROOT, 'test/fixtures/downstream-stdio-server.ts');
+const quiet = { info: () => {}, warn: () => {} };
+const open: DownstreamConnection[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((connection) => connection.close()));
+});
+
+function downstream(overrides: { now?: () => number; command?: string } = {}) {
+  const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'tg-downstream-')), 'log');
+  writeFileSync(logFile, '');
+  const connection = new DownstreamConnection({
+    name: 'fixture',
+    stdio: { command: overrides.command ?? process.execPath, args: [FIXTURE], env: { DOWNSTREAM_LOG: logFile } },
+    log: quiet,
+    restart: { firstDelayMs: 1_000, maxDelayMs: 1_000 },
+    random: () => 0.999,
+    ...(overrides.now ? { now: overrides.now } : {}),
+  });
+  open.push(connection);
+  const lines = () => readFileSync(logFile, 'utf8').split('\n').filter(Boolean);
+  return { connection, lines };
+}
+
+describe('a stdio downstream', () => {
+  it('lists its tools and relays a call with its progress; the id map is empty after', async () => {
+    const { connection, lines } = downstream();
+    expect((await connection.start()).map((tool) => tool.name)).toEqual(['slow_echo', 'crash', 'not a valid name!']);
+    const progress: number[] = [];
+    const result = await connection.call(
+      'slow_echo',
+      { text: 'hi', steps: 3 },
+      { signal: new AbortController().signal, label: 'task-1', onProgress: (value) => progress.push(value) },
+    );
+    expect(result).toMatchObject({
+      content: [{ type: 'text', text: 'echo: hi' }],
+      structuredContent: { echoed: 'hi' },
+    });
+    // The SDK handles a notification a microtask after the line it came on, so the last one can
+    // lose the race with the response right behind it; the ones before it always arrive.
+    expect(progress.slice(0, 2)).toEqual([1, 2]);
+    expect(progress.length).toBeGreaterThanOrEqual(2);
+    expect(lines()).toEqual(['started task-1', 'done task-1']);
+    expect(connection.inFlight).toEqual([]);
+  });
+
+  it("turns the task's stop into the downstream's own cancel, which aborts its handler", async () => {
+    const { connection, lines } = downstream();
+    const stop = new AbortController();
+    const call = connection.call(
+      'slow_echo',
+      { text: 'long', steps: 200 },
+      {
+        signal: stop.signal,
+        label: 'task-2',
+        onProgress: () => stop.abort(new Error('the task was cancelled')),
+      },
+    );
+    await expect(call).rejects.toThrow('the task was cancelled');
+    // Over as soon as the cancel is sent: nothing waits for a response that will not come.
+    expect(connection.inFlight).toEqual([]);
+    await waitForTask(
+      async () => lines(),
+      (seen) => seen.includes('aborted task-2'),
+    );
+    expect(lines()).not.toContain('done task-2');
+    // The connection serves on.
+    const after = await connection.call(
+      'slow_echo',
+      { text: 'again', steps: 0 },
+      { signal: new AbortController().signal, label: 'task-3' },
+    );
+    expect(after.structuredContent).toEqual({ echoed: 'again' });
+  });
+
+  it('fails a call plainly when the downstream crashes, refuses calls during its backoff, then restarts', async () => {
+    let now = 1_000_000;
+    const { connection, lines } = downstream({ now: () => now });
+    await connection.start();
+    const crashed = connection.call('crash', {}, { signal: new AbortController().signal, label: 'task-4' });
+    await expect(crashed).rejects.toBeInstanceOf(DownstreamError);
+    await expect(crashed).rejects.toMatchObject({
+      code: 'TG_DOWNSTREAM_GONE',
+      message: expect.stringContaining('downstream fixture exited'),
+    });
+    expect(lines()).toContain('crash task-4');
+    expect(connection.inFlight).toEqual([]);
+    // Within its backoff: refused at once, saying when it restarts.
+    await expect(
+      connection.call('slow_echo', { text: 'x', steps: 0 }, { signal: new AbortController().signal, label: 'task-5' }),
+    ).rejects.toMatchObject({ code: 'TG_DOWNSTREAM_UNAVAILABLE', message: expect.stringMatching(/restarts in 1 s/) });
+    now += 1_000;
+    const restarted = await connection.call(
+      'slow_echo',
+      { text: 'back', steps: 0 },
+      { signal: new AbortController().signal, label: 'task-6' },
+    );
+    expect(restarted.structuredContent).toEqual({ echoed: 'back' });
+    expect(connection.inFlight).toEqual([]);
+  });
+
+  it('names the command of a downstream that cannot start', async () => {
+    const { connection } = downstream({ command: '/no/such/server' });
+    await expect(connection.start()).rejects.toMatchObject({
+      code: 'TG_DOWNSTREAM_UNAVAILABLE',
+      message: expect.stringContaining('downstream fixture did not start (/no/such/server)'),
+    });
+  });
+});
