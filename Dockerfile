@@ -15,6 +15,7 @@ COPY apps/relay/package.json apps/relay/package.json
 COPY apps/worker/package.json apps/worker/package.json
 COPY packages/db/package.json packages/db/package.json
 COPY packages/errors/package.json packages/errors/package.json
+COPY packages/gateway/package.json packages/gateway/package.json
 COPY packages/metrics/package.json packages/metrics/package.json
 COPY packages/protocol/package.json packages/protocol/package.json
 COPY packages/reliability/package.json packages/reliability/package.json

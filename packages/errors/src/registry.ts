@@ -80,6 +80,8 @@ export const errorRegistry = {
   },
   TG_IDEMPOTENCY_KEY_NOT_FOUND: { title: 'Idempotency key not found', httpStatus: 404, exitCode: 65 },
   TG_STEP_OUTCOME_UNKNOWN: { title: 'Irreversible step outcome unknown', httpStatus: 409, exitCode: 65 },
+  TG_DOWNSTREAM_GONE: { title: 'Downstream server exited', httpStatus: 502, exitCode: 69 },
+  TG_DOWNSTREAM_UNAVAILABLE: { title: 'Downstream server unavailable', httpStatus: 503, exitCode: 69 },
   TG_RECONCILIATION_ITEM_NOT_FOUND: { title: 'Reconciliation item not found', httpStatus: 404, exitCode: 65 },
   TG_RECONCILIATION_ITEM_RESOLVED: { title: 'Reconciliation item already resolved', httpStatus: 409, exitCode: 65 },
   TG_SERVICE_UNAVAILABLE: { title: 'Service unavailable', httpStatus: 503, exitCode: 69 },

@@ -5,3 +5,4 @@ export {
   type InFlightRequest,
   type StdioDownstream,
 } from './downstream-connection.ts';
+export { gatewayTools } from './gateway-tools.ts';

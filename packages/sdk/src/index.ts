@@ -24,6 +24,12 @@ export {
   templateVariables,
   type WatchContext,
 } from './content-definition.ts';
+export {
+  defineGateway,
+  type GatewayDefinition,
+  type GatewayToolSettings,
+  gatewayDefinitionProblem,
+} from './gateway-definition.ts';
 export type {
   AudioContent,
   CommitContext,

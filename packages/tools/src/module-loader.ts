@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { TaskgateError } from '@taskgate/errors';
+import { type GatewayDefinition, gatewayDefinitionProblem } from '@taskgate/sdk';
 import type { AnyTool } from './any-tool.ts';
 import { ContentRegistry, type ContentSet } from './content-registry.ts';
 import { contentTool, PLATFORM_TOOL_PREFIX } from './content-tool.ts';
@@ -53,13 +54,14 @@ export async function loadToolModules(specs: readonly string[], cwd: string): Pr
  * module that has resources, templates or prompts (content-tool.ts): a worker serving the module
  * publishes its content through the catalog and reads it for API processes that did not load it.
  */
-export function registryOf(modules: readonly ToolModule[]): ToolRegistry {
-  return new ToolRegistry(
-    modules.flatMap((module) => {
+export function registryOf(modules: readonly ToolModule[], extra: readonly AnyTool[] = []): ToolRegistry {
+  return new ToolRegistry([
+    ...extra,
+    ...modules.flatMap((module) => {
       const content = module.content ? contentTool(module.name, module.content) : null;
       return content ? [...module.tools, content] : module.tools;
     }),
-  );
+  ]);
 }
 
 function resolveSpec(spec: string, cwd: string): string {
@@ -88,16 +90,20 @@ async function loadOne(file: string, cwd: string): Promise<ToolModule> {
   // Named exports, or the same fields on a default export object.
   const fallback = namespace.default;
   const source =
-    namespace.tools === undefined && typeof fallback === 'object' && fallback !== null
+    namespace.tools === undefined &&
+    namespace.gateways === undefined &&
+    typeof fallback === 'object' &&
+    fallback !== null
       ? (fallback as Record<string, unknown>)
       : namespace;
   const tools = source.tools ?? [];
   const content = contentOf(source, file);
   if (!Array.isArray(tools)) throw invalid(file, 'its tools export must be an array of defineTool({...})');
-  if (tools.length === 0 && !hasContent(content)) {
+  const gateways = gatewaysOf(source.gateways, file);
+  if (tools.length === 0 && gateways.length === 0 && !hasContent(content)) {
     throw invalid(
       file,
-      'exports no tools (export const tools = [defineTool({...}), ...]), and no resources, resourceTemplates or prompts',
+      'exports no tools (export const tools = [defineTool({...}), ...]), no gateways, and no resources, resourceTemplates or prompts',
     );
   }
   try {
@@ -136,7 +142,23 @@ async function loadOne(file: string, cwd: string): Promise<ToolModule> {
     migrationsDir,
     routes: (routes as ModuleRoutes | undefined) ?? null,
     errors: errorsOf(source.errors, file),
+    gateways,
   };
+}
+
+/** The downstream MCP servers a module publishes tools of (defineGateway), each checked. */
+function gatewaysOf(value: unknown, file: string): GatewayDefinition[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw invalid(file, 'its gateways export must be an array of defineGateway({...})');
+  const names = new Set<string>();
+  for (const gateway of value) {
+    const problem = gatewayDefinitionProblem(gateway);
+    if (problem !== null) throw invalid(file, problem);
+    const { name } = gateway as GatewayDefinition;
+    if (names.has(name)) throw invalid(file, `gateway ${name} is declared twice`);
+    names.add(name);
+  }
+  return value as GatewayDefinition[];
 }
 
 /** The resources, templates and prompts a module exports: arrays, each entry checked later. */

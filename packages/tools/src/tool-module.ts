@@ -1,3 +1,4 @@
+import type { GatewayDefinition } from '@taskgate/sdk';
 import type { AnyTool } from './any-tool.ts';
 import type { ContentSet } from './content-registry.ts';
 
@@ -22,6 +23,8 @@ export interface ToolModule {
   readonly routes: ModuleRoutes | null;
   /** The error codes its routes answer with, by code. */
   readonly errors: Readonly<Record<string, ModuleErrorDefinition>>;
+  /** Downstream MCP servers whose tools it publishes (a worker connects them; packages/gateway). */
+  readonly gateways?: readonly GatewayDefinition[];
 }
 
 /**
@@ -43,4 +46,5 @@ export const MODULE_EXPORTS = [
   'migrations',
   'routes',
   'errors',
+  'gateways',
 ] as const;

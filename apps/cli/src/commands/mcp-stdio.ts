@@ -34,7 +34,15 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
   try {
     const modules = await toolModulesOf(args.tools, config, args.cwd, logger);
     const tools = registryOf(modules);
-    if (args.worker && tools.list().length === 0) {
+    // The in-process worker holds the modules' downstream MCP servers (start.ts does the same).
+    let workerTools = tools;
+    if (args.worker && modules.some((module) => (module.gateways ?? []).length > 0)) {
+      const { startGateways } = await import('../gateways.ts');
+      const gateways = await startGateways(modules, logger);
+      lifecycle.onStop('gateways', () => gateways.stop());
+      workerTools = registryOf(modules, gateways.tools);
+    }
+    if (args.worker && workerTools.list().length === 0) {
       throw new TaskgateError(
         'TG_USAGE',
         'mcp-stdio has no tools to run in-process: name a tool module with --tools <file or package> (or TASKGATE_TOOLS), or add --no-worker to serve the catalog of workers elsewhere',
@@ -49,7 +57,7 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
     }).up();
     const listenNotify = database.kind === 'external';
     if (args.worker) {
-      const worker = await startWorkerRole(workerOptions(config, database, tools, logger));
+      const worker = await startWorkerRole(workerOptions(config, database, workerTools, logger));
       lifecycle.onStop('worker', () => worker.stop());
     }
     const services = await openTaskServices({

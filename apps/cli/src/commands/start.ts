@@ -65,7 +65,16 @@ export async function bootTaskgate(
     // Before anything starts: a module that does not load stops start-up with nothing running.
     const modules = await toolModulesOf(args.tools, config, args.cwd, logger);
     const tools = registryOf(modules);
-    if (args.roles.includes('worker') && tools.list().length === 0) {
+    // A worker holds the modules' downstream MCP servers; their tools are its tools too.
+    let workerTools = tools;
+    if (args.roles.includes('worker') && modules.some((module) => (module.gateways ?? []).length > 0)) {
+      // Loaded only here: the MCP SDK is not loaded by a process without gateways.
+      const { startGateways } = await import('../gateways.ts');
+      const gateways = await startGateways(modules, logger);
+      lifecycle.onStop('gateways', () => gateways.stop());
+      workerTools = registryOf(modules, gateways.tools);
+    }
+    if (args.roles.includes('worker') && workerTools.list().length === 0) {
       throw new TaskgateError(
         'TG_USAGE',
         'the worker role has no tools to serve: name a tool module with --tools <file or package> (or TASKGATE_TOOLS), or run the API alone with --role api',
@@ -137,7 +146,7 @@ export async function bootTaskgate(
     if (lifecycle.stopping) return null;
 
     if (args.roles.includes('worker')) {
-      const worker = await startWorkerRole(workerOptions(config, database, tools, logger));
+      const worker = await startWorkerRole(workerOptions(config, database, workerTools, logger));
       lifecycle.onStop('worker', () => worker.stop());
       roleState.set('worker', 'ok');
     }

@@ -1,0 +1,64 @@
+import { TaskgateError } from '@taskgate/errors';
+import { DownstreamConnection, gatewayTools } from '@taskgate/gateway';
+import type { AnyTool, ToolModule } from '@taskgate/tools';
+import type { Logger } from './logger.ts';
+
+export interface StartedGateways {
+  readonly tools: readonly AnyTool[];
+  readonly connections: readonly DownstreamConnection[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the downstream MCP servers the loaded modules declare (`gateways`), for a worker of this
+ * process: each is spawned, initialized and listed before the worker claims anything, so a
+ * downstream that cannot start stops start-up with one line naming it. Their tools join the
+ * worker's; the API lists them from the catalog, as any tool a worker publishes.
+ */
+export async function startGateways(modules: readonly ToolModule[], logger: Logger): Promise<StartedGateways> {
+  const log = logger.child({ component: 'gateway' });
+  const connections: DownstreamConnection[] = [];
+  const tools: AnyTool[] = [];
+  const stop = async () => {
+    await Promise.all(connections.map((connection) => connection.close()));
+  };
+  try {
+    for (const module of modules) {
+      for (const gateway of module.gateways ?? []) {
+        const connection = new DownstreamConnection({
+          name: gateway.name,
+          stdio: gateway.stdio,
+          ...(gateway.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: gateway.connectTimeoutMs }),
+          log: {
+            info: (fields, message) => log.info(fields, message),
+            warn: (fields, message) => log.warn(fields, message),
+          },
+          // The catalog is published once, at start: a change is said, and takes a worker restart.
+          onToolsChanged: (listed) =>
+            log.warn(
+              { gateway: gateway.name, tools: listed.map((tool) => tool.name) },
+              'the downstream’s tools changed; restart the worker to publish the new list',
+            ),
+        });
+        connections.push(connection);
+        let listed: Awaited<ReturnType<DownstreamConnection['start']>>;
+        try {
+          listed = await connection.start();
+        } catch (error) {
+          throw new TaskgateError(
+            'TG_STARTUP_FAILED',
+            `gateway ${gateway.name} of module ${module.name}: ${(error as Error).message}`,
+            { cause: error },
+          );
+        }
+        const published = gatewayTools(gateway, connection, listed, (fields, message) => log.warn(fields, message));
+        log.info({ gateway: gateway.name, tools: published.map((tool) => tool.name) }, 'gateway tools ready');
+        tools.push(...(published as AnyTool[]));
+      }
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { tools, connections, stop };
+}

@@ -1,0 +1,66 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { defineTool, type GatewayDefinition, ToolProtocolError, type ToolResult } from '@taskgate/sdk';
+import { type DownstreamConnection, DownstreamError } from './downstream-connection.ts';
+
+type LogFn = (fields: Record<string, unknown>, message: string) => void;
+
+/** Taskgate's tool names (defineTool's): a downstream tool whose prefixed name is not one is left out. */
+const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/** JSON-RPC's internal error: what a task a downstream failed ends with. */
+const INTERNAL_ERROR = -32603;
+
+/**
+ * The downstream's tools as Taskgate tools: `<prefix><name>`, the downstream's description and
+ * schemas, the retry class and clocks the gateway gives them (default `unsafe`: the downstream's
+ * annotations are hints only, and nothing says a lost call of it may be repeated). Each handler
+ * forwards the call over `connection` with the task's signal, and relays progress.
+ */
+export function gatewayTools(
+  gateway: GatewayDefinition,
+  connection: DownstreamConnection,
+  downstream: readonly Tool[],
+  log: LogFn,
+) {
+  const tools = [];
+  for (const tool of downstream) {
+    const name = `${gateway.prefix}${tool.name}`;
+    if (!TOOL_NAME.test(name)) {
+      log(
+        { gateway: gateway.name, tool: tool.name },
+        'a downstream tool is left out: its name is not a valid tool name',
+      );
+      continue;
+    }
+    const settings = { ...gateway.defaults, ...gateway.tools?.[tool.name] };
+    tools.push(
+      defineTool<Record<string, unknown>>({
+        name,
+        ...(tool.title ? { title: tool.title } : {}),
+        description: tool.description ?? `${tool.name} of ${gateway.name}`,
+        inputSchema: tool.inputSchema as Record<string, unknown>,
+        ...(tool.outputSchema ? { outputSchema: tool.outputSchema as Record<string, unknown> } : {}),
+        ...(tool.annotations ? { annotations: tool.annotations } : {}),
+        retry: settings.retry ?? 'unsafe',
+        ...(settings.timeouts ? { timeouts: settings.timeouts } : {}),
+        ...(settings.taskSupport ? { taskSupport: settings.taskSupport } : {}),
+        async handler(args, ctx) {
+          try {
+            const result = await connection.call(tool.name, args, {
+              signal: ctx.signal,
+              label: ctx.taskId,
+              onProgress: (progress, total, message) => ctx.progress(progress, total, message),
+            });
+            return result as ToolResult;
+          } catch (error) {
+            if (error instanceof DownstreamError) {
+              throw new ToolProtocolError(INTERNAL_ERROR, error.message, { code: error.code, server: error.server });
+            }
+            throw error;
+          }
+        },
+      }),
+    );
+  }
+  return tools;
+}

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { defineGateway, gatewayDefinitionProblem } from './gateway-definition.ts';
+
+const good = { name: 'everything', prefix: 'ev_', stdio: { command: 'npx', args: ['-y', 'server'] } };
+
+describe('defineGateway', () => {
+  it('accepts a good declaration as it is', () => {
+    const gateway = {
+      ...good,
+      defaults: { retry: 'unsafe' as const },
+      tools: { echo: { retry: 'safe' as const, timeouts: { maxMs: 1_000 } } },
+    };
+    expect(defineGateway(gateway)).toBe(gateway);
+  });
+
+  it('says what is wrong, naming the field', () => {
+    const cases: [unknown, string][] = [
+      [null, 'must be an object'],
+      [{ ...good, name: 'Bad Name' }, 'must be 1-64 of a-z 0-9 _ -'],
+      [{ ...good, prefix: 'a b' }, 'prefix must be a string'],
+      [{ ...good, prefix: 5 }, 'prefix must be a string'],
+      [{ name: 'x', prefix: '' }, 'stdio must be an object'],
+      [{ ...good, stdio: { command: '' } }, 'stdio.command must be a non-empty string'],
+      [{ ...good, stdio: { command: 'a\u0000b' } }, 'stdio.command must be a non-empty string without NUL'],
+      [{ ...good, stdio: { command: 'npx', args: 'server' } }, 'stdio.args must be an array of strings'],
+      [{ ...good, stdio: { command: 'npx', env: { TOKEN: 5 } } }, 'stdio.env.TOKEN must be a string'],
+      [{ ...good, stdio: { command: 'npx', env: { 'A=B': 'x' } } }, 'under a name without = or NUL'],
+      [{ ...good, defaults: { retry: 'sometimes' } }, 'defaults.retry must be "safe", "conditional" or "unsafe"'],
+      [
+        { ...good, tools: { echo: { timeouts: { maxMs: 0 } } } },
+        'tools.echo.timeouts.maxMs must be a positive integer',
+      ],
+      [
+        { ...good, tools: { echo: { timeouts: { maxMs: true } } } },
+        'tools.echo.timeouts.maxMs must be a positive integer',
+      ],
+      [{ ...good, tools: { echo: { taskSupport: 'always' } } }, 'tools.echo.taskSupport must be'],
+      [{ ...good, connectTimeoutMs: '10s' }, 'connectTimeoutMs must be a positive integer'],
+    ];
+    for (const [definition, message] of cases) expect(gatewayDefinitionProblem(definition)).toContain(message);
+    expect(() => defineGateway({ ...good, prefix: 'a b' })).toThrow(TypeError);
+  });
+});

@@ -1,0 +1,121 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DownstreamConnection, gatewayTools } from '@taskgate/gateway';
+import { defineGateway } from '@taskgate/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../support/cli.ts';
+import { useTestDatabase } from '../support/databases.ts';
+import { modernRequest } from '../support/mcp-http.ts';
+import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
+
+// A downstream MCP server's tools published as Taskgate tools: each call a task on a worker that
+// holds the downstream, with the task's cancel reaching the downstream handler's own signal.
+const database = useTestDatabase();
+const FIXTURE = path.join(REPO_ROOT, 'test/fixtures/downstream-stdio-server.ts');
+const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'tg-gateway-')), 'log');
+writeFileSync(logFile, '');
+const lines = () => readFileSync(logFile, 'utf8').split('\n').filter(Boolean);
+const gateway = defineGateway({
+  name: 'fixture',
+  prefix: 'fx_',
+  stdio: { command: process.execPath, args: [FIXTURE], env: { DOWNSTREAM_LOG: logFile } },
+  tools: { slow_echo: { retry: 'safe', timeouts: { maxMs: 30_000 } } },
+});
+const quiet = { info: () => {}, warn: () => {} };
+const connection = new DownstreamConnection({
+  name: gateway.name,
+  stdio: gateway.stdio,
+  log: quiet,
+  restart: { firstDelayMs: 50, maxDelayMs: 50 },
+});
+
+let platform: Platform;
+let api: Awaited<ReturnType<typeof startApi>>;
+beforeAll(async () => {
+  const tools = gatewayTools(gateway, connection, await connection.start(), () => {});
+  platform = await startPlatform(database.url, { tools: tools as never });
+  await platform.startWorker({ checkpointReadIntervalMs: 10 });
+  api = await startApi(platform, database.url);
+});
+afterAll(async () => {
+  await api?.close();
+  await platform?.stop();
+  await connection.close();
+});
+
+const ended = (id: string) =>
+  waitForTask(
+    () => platform.service.get('default', id),
+    (task) => ['completed', 'failed', 'cancelled'].includes(task.status),
+  );
+
+describe('gateway tools', () => {
+  it('are the downstream tools under the prefix, unsafe unless the gateway says otherwise', async () => {
+    const { headers, body } = modernRequest('tools/list', {});
+    const listed = (await api.app.inject({ method: 'POST', url: '/mcp', headers, payload: body })).json();
+    const names = listed.result.tools
+      .map((tool: { name: string }) => tool.name)
+      .filter((name: string) => name.startsWith('fx_'))
+      .sort();
+    // `not a valid name!` cannot be a tool name: left out.
+    expect(names).toEqual(['fx_crash', 'fx_slow_echo']);
+    expect(platform.tools.get('fx_slow_echo')?.retry).toBe('safe');
+    expect(platform.tools.get('fx_crash')?.retry).toBe('unsafe');
+  });
+
+  it('run a call as a task, with the downstream progress relayed', async () => {
+    const { headers, body } = modernRequest('tools/call', {
+      name: 'fx_slow_echo',
+      arguments: { text: 'hi', steps: 3 },
+    });
+    const answered = await api.app.inject({ method: 'POST', url: '/mcp', headers, payload: body });
+    expect(answered.body).toContain('echo: hi');
+    const task = (await platform.service.list('default', { limit: 1 })).tasks[0];
+    expect(task).toMatchObject({ tool: 'fx_slow_echo', status: 'completed', progress: { total: 3 } });
+    expect(lines()).toContain(`started ${task?.id}`);
+    expect(lines()).toContain(`done ${task?.id}`);
+    expect(connection.inFlight).toEqual([]);
+  });
+
+  it("turn the task's cancel into the downstream's own: its handler is aborted", async () => {
+    const { task } = await platform.service.submit('default', {
+      tool: 'fx_slow_echo',
+      arguments: { text: 'long', steps: 400 },
+    });
+    await waitForTask(
+      () => platform.service.get('default', task.id),
+      (current) => (current.progress?.value ?? 0) >= 1,
+    );
+    expect(connection.inFlight.map((entry) => entry.label)).toEqual([task.id]);
+    await platform.service.cancel('default', task.id, 'not needed');
+    expect(await ended(task.id)).toMatchObject({ status: 'cancelled' });
+    await waitForTask(
+      async () => lines(),
+      (seen) => seen.includes(`aborted ${task.id}`),
+    );
+    expect(connection.inFlight).toEqual([]);
+  });
+
+  it('fail the task plainly when the downstream crashes, and work again once it restarted', async () => {
+    const { task } = await platform.service.submit('default', { tool: 'fx_crash', arguments: {} });
+    const failed = await ended(task.id);
+    expect(failed).toMatchObject({
+      status: 'failed',
+      error: { code: -32603, data: { code: 'TG_DOWNSTREAM_GONE', server: 'fixture' } },
+    });
+    expect(failed.statusMessage).toContain('downstream fixture exited');
+    expect(connection.inFlight).toEqual([]);
+    // After its backoff (50 ms here) the next call starts it again.
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    const { task: again } = await platform.service.submit('default', {
+      tool: 'fx_slow_echo',
+      arguments: { text: 'back', steps: 0 },
+    });
+    expect(await ended(again.id)).toMatchObject({
+      status: 'completed',
+      result: { structuredContent: { echoed: 'back' } },
+    });
+    expect(connection.inFlight).toEqual([]);
+  });
+});
