@@ -4,6 +4,7 @@ import path from 'node:path';
 import { DownstreamConnection, DownstreamError } from '@taskgate/gateway';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/cli.ts';
+import { liveProcessesWith } from '../support/process-tree.ts';
 import { waitForTask } from '../support/task-platform.ts';
 
 // A downstream MCP server built with the official SDK (v1) over stdio, as a gateway worker holds
@@ -16,12 +17,16 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((connection) => connection.close()));
 });
 
-function downstream(overrides: { now?: () => number; command?: string } = {}) {
+function downstream(overrides: { now?: () => number; command?: string; args?: string[] } = {}) {
   const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'tg-downstream-')), 'log');
   writeFileSync(logFile, '');
   const connection = new DownstreamConnection({
     name: 'fixture',
-    stdio: { command: overrides.command ?? process.execPath, args: [FIXTURE], env: { DOWNSTREAM_LOG: logFile } },
+    stdio: {
+      command: overrides.command ?? process.execPath,
+      args: overrides.args ?? [FIXTURE],
+      env: { DOWNSTREAM_LOG: logFile },
+    },
     log: quiet,
     restart: { firstDelayMs: 1_000, maxDelayMs: 1_000 },
     random: () => 0.999,
@@ -107,6 +112,43 @@ describe('a stdio downstream', () => {
     );
     expect(restarted.structuredContent).toEqual({ echoed: 'back' });
     expect(connection.inFlight).toEqual([]);
+  });
+
+  it('fails a crashed call at once even when a child of the server still holds its output', async () => {
+    const sleep = `${300 + (process.pid % 100)}.${Date.now() % 10_000}`;
+    // A wrapper shell leaves a sleep behind that inherited the server's stdout and stderr.
+    const { connection } = downstream({
+      command: 'sh',
+      args: ['-c', `sleep ${sleep} & exec "$0" "$1"`, process.execPath, FIXTURE],
+    });
+    await connection.start();
+    const started = Date.now();
+    await expect(
+      connection.call('crash', {}, { signal: new AbortController().signal, label: 'task-7' }),
+    ).rejects.toMatchObject({ code: 'TG_DOWNSTREAM_GONE', message: expect.stringContaining('exited with status 3') });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    // The server's process group goes with it: the sleep it left is killed too.
+    await waitForTask(
+      async () => liveProcessesWith(sleep).length,
+      (left) => left === 0,
+      5_000,
+    );
+  });
+
+  it('leaves nothing running when it is closed while it starts', async () => {
+    const marker = `${Date.now()}.closed.${process.pid}`;
+    const { connection } = downstream({ args: [FIXTURE, marker] });
+    const starting = connection.start();
+    await connection.close();
+    await expect(starting).rejects.toMatchObject({ code: 'TG_DOWNSTREAM_UNAVAILABLE' });
+    await expect(
+      connection.call('slow_echo', { text: 'x', steps: 0 }, { signal: new AbortController().signal, label: 'late' }),
+    ).rejects.toMatchObject({ message: 'downstream fixture is stopped' });
+    await waitForTask(
+      async () => liveProcessesWith(marker).length,
+      (left) => left === 0,
+      5_000,
+    );
   });
 
   it('names the command of a downstream that cannot start', async () => {

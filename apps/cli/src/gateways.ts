@@ -1,6 +1,6 @@
 import { TaskgateError } from '@taskgate/errors';
 import { DownstreamConnection, gatewayTools } from '@taskgate/gateway';
-import type { AnyTool, ToolModule } from '@taskgate/tools';
+import { type AnyTool, type ToolModule, ToolRegistry } from '@taskgate/tools';
 import type { Logger } from './logger.ts';
 
 export interface StartedGateways {
@@ -19,6 +19,10 @@ export async function startGateways(modules: readonly ToolModule[], logger: Logg
   const log = logger.child({ component: 'gateway' });
   const connections: DownstreamConnection[] = [];
   const tools: AnyTool[] = [];
+  /** Who serves each name already: a module's tool, or an earlier gateway's. */
+  const servedBy = new Map<string, string>(
+    modules.flatMap((module) => module.tools.map((tool) => [tool.name, `module ${module.name}`] as [string, string])),
+  );
   const stop = async () => {
     await Promise.all(connections.map((connection) => connection.close()));
   };
@@ -51,9 +55,31 @@ export async function startGateways(modules: readonly ToolModule[], logger: Logg
             { cause: error },
           );
         }
-        const published = gatewayTools(gateway, connection, listed, (fields, message) => log.warn(fields, message));
-        log.info({ gateway: gateway.name, tools: published.map((tool) => tool.name) }, 'gateway tools ready');
-        tools.push(...(published as AnyTool[]));
+        const ready: AnyTool[] = [];
+        for (const tool of gatewayTools(gateway, connection, listed, (fields, message) => log.warn(fields, message))) {
+          const other = servedBy.get(tool.name);
+          if (other !== undefined) {
+            throw new TaskgateError(
+              'TG_STARTUP_FAILED',
+              `gateway ${gateway.name} of module ${module.name} publishes ${tool.name}, which ${other} serves already; give the gateway another prefix`,
+            );
+          }
+          try {
+            // Checked and compiled alone: one downstream tool Taskgate cannot serve (a schema that
+            // does not compile) is left out, and the rest are served.
+            new ToolRegistry([tool as AnyTool]);
+          } catch (error) {
+            log.warn(
+              { gateway: gateway.name, tool: tool.name, error: (error as Error).message },
+              'a downstream tool is left out: Taskgate cannot serve it',
+            );
+            continue;
+          }
+          servedBy.set(tool.name, `gateway ${gateway.name}`);
+          ready.push(tool as AnyTool);
+        }
+        log.info({ gateway: gateway.name, tools: ready.map((tool) => tool.name) }, 'gateway tools ready');
+        tools.push(...ready);
       }
     }
   } catch (error) {

@@ -1,5 +1,4 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   type CallToolResult,
@@ -8,6 +7,7 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { backoffDelay } from '@taskgate/reliability';
+import { ProcessTransport } from './process-transport.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -55,15 +55,18 @@ export interface InFlightRequest {
   readonly requestId: string | number;
   readonly label: string;
   readonly sentAt: number;
+  /** Which start of the downstream sent it: a connection's end clears only its own. */
+  readonly generation: number;
 }
 
 /**
  * One downstream MCP server, as a worker holds it: a client of the official SDK over a
- * subprocess's stdio, started on demand and again after a crash (with backoff), and an id map of
- * the requests it has in flight. The map is read off the wire — a request enters when it is sent,
- * and leaves when its response arrives, when its cancel is sent (the request is over for this
- * side: the spec's receiver does not answer it) or when the connection closes — so it holds an
- * entry exactly as long as the downstream request lives.
+ * subprocess's stdio (ProcessTransport: its own process group, ended by the server's exit),
+ * started on demand and again after a crash (with backoff), and an id map of the requests it has
+ * in flight. The map is read off the wire: a request enters when it is sent, and leaves when its
+ * response arrives, when its cancel is sent (the spec's receiver does not answer a cancelled
+ * request, so nothing more will come for it), when its send fails, or when the connection it went
+ * out on ends.
  */
 export class DownstreamConnection {
   readonly #options: DownstreamOptions;
@@ -74,6 +77,8 @@ export class DownstreamConnection {
   #retryAt = 0;
   #stderrTail = '';
   #closed = false;
+  #generation = 0;
+  #lastEnd: string | null = null;
   #tools: readonly Tool[] = [];
 
   constructor(options: DownstreamOptions) {
@@ -102,9 +107,9 @@ export class DownstreamConnection {
 
   /**
    * Calls a downstream tool. `signal` is the task's: its abort becomes the downstream's own
-   * notifications/cancelled, with the id the SDK minted for the request. Progress comes back
-   * through `onProgress`. No timeout of its own: the task's clocks bound the call (their stop
-   * aborts `signal`).
+   * notifications/cancelled, with the id of the gateway's request (the SDK client's). Progress
+   * comes back through `onProgress`. No timeout of its own: the task's clocks bound the call
+   * (their stop aborts `signal`).
    */
   async call(
     tool: string,
@@ -116,7 +121,8 @@ export class DownstreamConnection {
     },
   ): Promise<CallToolResult> {
     options.signal.throwIfAborted();
-    const client = await this.#connected();
+    // A stop while the downstream starts ends the wait at once (a start may take its whole timeout).
+    const client = await abortable(this.#connected(), options.signal);
     try {
       return (await client.callTool(
         { name: tool, arguments: { ...args }, _meta: { [CALL_META]: options.label } },
@@ -136,30 +142,33 @@ export class DownstreamConnection {
     } catch (error) {
       if (options.signal.aborted) throw options.signal.reason;
       if (this.#client !== client) {
+        // Its stderr is the operator's (it may hold secrets): logged when it ended, not told here.
         throw new DownstreamError(
           'TG_DOWNSTREAM_GONE',
           this.name,
-          `downstream ${this.name} exited while the call ran${this.#stderrTail ? `; its last words on stderr: ${this.#stderrTail}` : ''}`,
+          `downstream ${this.name} ${this.#lastEnd ?? 'ended'} while the call ran; whether the call took effect there is unknown (its stderr is in the worker's log)`,
         );
       }
       throw error;
     }
   }
 
-  /** Stops the downstream; calls in flight fail. */
+  /** Stops the downstream (and a start under way) with its process group; calls in flight fail. */
   async close(): Promise<void> {
     this.#closed = true;
+    await this.#starting?.catch(() => {});
     const client = this.#client;
     this.#client = null;
     await client?.close().catch(() => {});
   }
 
   #connected(): Promise<Client> {
-    if (this.#client !== null) return Promise.resolve(this.#client);
-    if (this.#closed)
+    if (this.#closed) {
       return Promise.reject(
         new DownstreamError('TG_DOWNSTREAM_UNAVAILABLE', this.name, `downstream ${this.name} is stopped`),
       );
+    }
+    if (this.#client !== null) return Promise.resolve(this.#client);
     const now = (this.#options.now ?? Date.now)();
     if (this.#starting === null && now < this.#retryAt) {
       const seconds = Math.ceil((this.#retryAt - now) / 1_000);
@@ -179,18 +188,20 @@ export class DownstreamConnection {
 
   async #start(): Promise<Client> {
     const { stdio, log } = this.#options;
-    const transport = new StdioClientTransport({
+    this.#stderrTail = '';
+    this.#generation += 1;
+    const generation = this.#generation;
+    const transport = new ProcessTransport({
       command: stdio.command,
       args: [...(stdio.args ?? [])],
       env: { ...defaultEnvironment(), ...stdio.env },
-      ...(stdio.cwd ? { cwd: stdio.cwd } : {}),
-      stderr: 'pipe',
-    });
-    transport.stderr?.on('data', (chunk: Buffer) => {
-      this.#stderrTail = (this.#stderrTail + chunk.toString('utf8')).slice(-1_000).trim();
+      cwd: stdio.cwd,
+      onStderr: (text) => {
+        this.#stderrTail = (this.#stderrTail + text).slice(-1_000);
+      },
     });
     const client = new Client({ name: 'taskgate-gateway', version: '0.1.0' }, { capabilities: {} });
-    const tracked = this.#tracked(transport, client);
+    const tracked = this.#tracked(transport, client, generation);
     const timeoutMs = this.#options.connectTimeoutMs ?? 10_000;
     const timer = new AbortController();
     const timeout = setTimeout(() => timer.abort(), timeoutMs);
@@ -201,13 +212,19 @@ export class DownstreamConnection {
     } catch (error) {
       await client.close().catch(() => {});
       this.#failed();
+      log.warn({ gateway: this.name, stderr: this.#stderrTail.trim() }, 'downstream did not start');
       throw new DownstreamError(
         'TG_DOWNSTREAM_UNAVAILABLE',
         this.name,
-        `downstream ${this.name} did not start (${stdio.command}): ${(error as Error).message}${this.#stderrTail ? `; stderr: ${this.#stderrTail}` : ''}`,
+        `downstream ${this.name} did not start (${stdio.command}): ${(error as Error).message}`,
       );
     } finally {
       clearTimeout(timeout);
+    }
+    if (this.#closed) {
+      // Stopped while it started (close() waits for this): the new server is not kept.
+      await client.close().catch(() => {});
+      throw new DownstreamError('TG_DOWNSTREAM_UNAVAILABLE', this.name, `downstream ${this.name} is stopped`);
     }
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       try {
@@ -236,30 +253,41 @@ export class DownstreamConnection {
 
   /**
    * The transport with the id map kept on its wire, and the connection's end noticed: whatever
-   * ends it (the downstream exits, its pipe breaks), the map empties and the next call restarts it.
+   * ends it (the server exits, its output breaks the size limit), this start's entries leave the
+   * map and the next call restarts the server.
    */
-  #tracked(transport: StdioClientTransport, client: Client): Transport {
+  #tracked(transport: ProcessTransport, client: Client, generation: number): Transport {
     const connection = this;
     const now = this.#options.now ?? Date.now;
+    // Keyed as the SDK matches responses (Number(id)): "02" and 2 are one request.
+    const key = (id: unknown) => `${generation}:${Number(id)}`;
     const forget = (id: unknown) => {
-      if (typeof id === 'string' || typeof id === 'number') connection.#inFlight.delete(String(id));
+      if (typeof id === 'string' || typeof id === 'number') connection.#inFlight.delete(key(id));
     };
     const wrapped: Transport = {
       start: () => transport.start(),
       close: () => transport.close(),
       async send(message: JSONRPCMessage) {
         const sent = message as { id?: unknown; method?: string; params?: Record<string, unknown> };
-        if (sent.method === 'tools/call' && (typeof sent.id === 'string' || typeof sent.id === 'number')) {
+        const isCall = sent.method === 'tools/call' && (typeof sent.id === 'string' || typeof sent.id === 'number');
+        if (isCall) {
           const meta = sent.params?._meta as Record<string, unknown> | undefined;
-          connection.#inFlight.set(String(sent.id), {
-            requestId: sent.id,
+          connection.#inFlight.set(key(sent.id), {
+            requestId: sent.id as string | number,
             label: typeof meta?.[CALL_META] === 'string' ? (meta[CALL_META] as string) : '',
             sentAt: now(),
+            generation,
           });
         } else if (sent.method === 'notifications/cancelled') {
           forget(sent.params?.requestId);
         }
-        await transport.send(message);
+        try {
+          await transport.send(message);
+        } catch (error) {
+          // Never sent: nothing downstream works on it.
+          if (isCall) forget(sent.id);
+          throw error;
+        }
       },
     };
     transport.onmessage = (message) => {
@@ -269,14 +297,17 @@ export class DownstreamConnection {
     };
     transport.onerror = (error) => wrapped.onerror?.(error);
     transport.onclose = () => {
-      connection.#inFlight.clear();
+      for (const [entry, request] of connection.#inFlight) {
+        if (request.generation === generation) connection.#inFlight.delete(entry);
+      }
       if (connection.#client === client) {
         connection.#client = null;
+        connection.#lastEnd = transport.endReason;
         if (!connection.#closed) {
           connection.#failed();
           connection.#options.log.warn(
-            { gateway: connection.name, stderr: connection.#stderrTail },
-            'downstream exited; it restarts on the next call, after its backoff',
+            { gateway: connection.name, reason: transport.endReason, stderr: connection.#stderrTail.trim() },
+            'downstream ended; it restarts on the next call, after its backoff',
           );
         }
       }
@@ -284,6 +315,24 @@ export class DownstreamConnection {
     };
     return wrapped;
   }
+}
+
+/** `promise`, or the signal's reason as soon as it aborts. */
+function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 /** What a downstream subprocess gets of the worker's environment: enough to run, no secrets. */

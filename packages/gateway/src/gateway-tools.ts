@@ -6,6 +6,18 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 /** Taskgate's tool names (defineTool's): a downstream tool whose prefixed name is not one is left out. */
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+/** Names of the platform's own tools (packages/tools content-tool.ts): never a downstream's. */
+const PLATFORM_PREFIX = 'taskgate.';
+
+/**
+ * A downstream's JSON Schema as Taskgate compiles it (JSON Schema 2020-12): without its
+ * `$schema`, which SDK-built servers set to draft-07 (zod's output) and the 2020-12 compiler
+ * cannot resolve. What a tool's arguments use of draft-07 reads the same in 2020-12.
+ */
+function schemaOf(schema: unknown): Record<string, unknown> {
+  const { $schema: _declared, ...rest } = schema as Record<string, unknown>;
+  return rest;
+}
 
 /** JSON-RPC's internal error: what a task a downstream failed ends with. */
 const INTERNAL_ERROR = -32603;
@@ -25,6 +37,13 @@ export function gatewayTools(
   const tools = [];
   for (const tool of downstream) {
     const name = `${gateway.prefix}${tool.name}`;
+    if (name.toLowerCase().startsWith(PLATFORM_PREFIX)) {
+      log(
+        { gateway: gateway.name, tool: tool.name },
+        `a downstream tool is left out: names beginning ${PLATFORM_PREFIX} are the platform's own`,
+      );
+      continue;
+    }
     if (!TOOL_NAME.test(name)) {
       log(
         { gateway: gateway.name, tool: tool.name },
@@ -38,8 +57,8 @@ export function gatewayTools(
         name,
         ...(tool.title ? { title: tool.title } : {}),
         description: tool.description ?? `${tool.name} of ${gateway.name}`,
-        inputSchema: tool.inputSchema as Record<string, unknown>,
-        ...(tool.outputSchema ? { outputSchema: tool.outputSchema as Record<string, unknown> } : {}),
+        inputSchema: schemaOf(tool.inputSchema),
+        ...(tool.outputSchema ? { outputSchema: schemaOf(tool.outputSchema) } : {}),
         ...(tool.annotations ? { annotations: tool.annotations } : {}),
         retry: settings.retry ?? 'unsafe',
         ...(settings.timeouts ? { timeouts: settings.timeouts } : {}),

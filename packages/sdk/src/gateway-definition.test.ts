@@ -19,6 +19,7 @@ describe('defineGateway', () => {
       [{ ...good, name: 'Bad Name' }, 'must be 1-64 of a-z 0-9 _ -'],
       [{ ...good, prefix: 'a b' }, 'prefix must be a string'],
       [{ ...good, prefix: 5 }, 'prefix must be a string'],
+      [{ ...good, prefix: 'Taskgate.x_' }, 'prefix must not begin taskgate.'],
       [{ name: 'x', prefix: '' }, 'stdio must be an object'],
       [{ ...good, stdio: { command: '' } }, 'stdio.command must be a non-empty string'],
       [{ ...good, stdio: { command: 'a\u0000b' } }, 'stdio.command must be a non-empty string without NUL'],

@@ -81,6 +81,9 @@ export function gatewayDefinitionProblem(definition: unknown): string | null {
   if (typeof definition.prefix !== 'string' || !PREFIX.test(definition.prefix)) {
     return problem('prefix must be a string of at most 64 of A-Z a-z 0-9 _ . -');
   }
+  if (definition.prefix.toLowerCase().startsWith('taskgate.')) {
+    return problem("prefix must not begin taskgate.: those names are the platform's own");
+  }
   const stdio = definition.stdio;
   if (!isRecord(stdio)) return problem('stdio must be an object with the command that runs the server');
   if (typeof stdio.command !== 'string' || stdio.command === '' || stdio.command.includes('\u0000')) {
