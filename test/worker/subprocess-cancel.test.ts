@@ -36,6 +36,20 @@ const clocked = defineTool<{ seconds: number }>({
   },
 });
 
+/** The same tree under a 500 ms idle clock, with no progress: the idle clock ends it. */
+const idle = defineTool<{ seconds: number }>({
+  name: 'sleep_tree_idle',
+  description: 'a process tree that reports no progress',
+  inputSchema: { type: 'object', properties: { seconds: { type: 'number' } }, required: ['seconds'] },
+  retry: 'safe',
+  timeouts: { idleMs: 500 },
+  subprocessGraceMs: 1_000,
+  async handler({ seconds }, ctx) {
+    await ctx.spawn('sh', ['-c', 'sleep "$1" & sleep "$1" & wait', 'tree', String(seconds)]);
+    return { content: [{ type: 'text', text: 'slept' }] };
+  },
+});
+
 /** Mistakes a handler makes: a spawn it never awaits, and one left running when a sibling fails. */
 const careless = defineTool<{ seconds: number; mistake: 'unawaited' | 'sibling-failed' }>({
   name: 'careless_spawn',
@@ -90,7 +104,7 @@ const deaf = defineTool({
 });
 
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [clocked, careless, stubborn, stubbornShort, deaf] });
+  platform = await startPlatform(database.url, { tools: [clocked, idle, careless, stubborn, stubbornShort, deaf] });
   await platform.startWorker();
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
   await hub.start();
@@ -263,6 +277,19 @@ describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
       statusMessage: expect.stringContaining('max'),
     });
     await expectStopMeasured(before, 'sleep_tree_clocked', 'max_clock', 1);
+    expect(treeOf(seconds)).toEqual([]);
+  });
+
+  it('its idle clock', async () => {
+    const before = await scrape();
+    const seconds = uniqueSeconds();
+    const { task } = await platform.service.submit('default', { tool: 'sleep_tree_idle', arguments: { seconds } });
+    await untilTreeRuns(seconds);
+    expect(await untilEnded(task.id)).toMatchObject({
+      status: 'failed',
+      statusMessage: expect.stringContaining('idle'),
+    });
+    await expectStopMeasured(before, 'sleep_tree_idle', 'idle_clock', 1);
     expect(treeOf(seconds)).toEqual([]);
   });
 
