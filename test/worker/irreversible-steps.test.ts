@@ -350,6 +350,17 @@ describe('a later attempt', () => {
   });
 });
 
+/** Until one statement of this database, whose text holds `fragment`, waits for a lock. */
+const untilWaitingOnLock = (fragment: string) =>
+  waitForTask(
+    () =>
+      sql<{ waiting: number }>`
+        SELECT count(*)::int AS waiting FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock'
+          AND query LIKE ${`%${fragment}%`}`.execute(platform.db),
+    ({ rows }) => rows[0]?.waiting === 1,
+  );
+
 describe('the start of an irreversible step and a terminal transition', () => {
   async function workingTask(label: string): Promise<TaskRecord> {
     const { task } = await platform.service.submit('acme', { tool: 'charge_card', arguments: { label } });
@@ -364,15 +375,7 @@ describe('the start of an irreversible step and a terminal transition', () => {
       await sql`UPDATE tasks SET status = 'cancelled', finished_at = now() WHERE id = ${task.id}`.execute(tx);
       started = startIrreversibleStep(platform.db, { taskId: task.id, attempt: 1, name: 'charge' });
       // It is waiting for the row lock this transaction holds: it has not answered.
-      await waitForTask(
-        () =>
-          sql<{ waiting: number }>`
-            SELECT count(*)::int AS waiting FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO task_steps%'`.execute(
-            platform.db,
-          ),
-        ({ rows }) => rows[0]?.waiting === 1,
-      );
+      await untilWaitingOnLock('INSERT INTO task_steps');
     });
     expect(await started).toBe(false);
     expect(await itemOf(task.id)).toBeNull();
@@ -386,15 +389,7 @@ describe('the start of an irreversible step and a terminal transition', () => {
       ending = sql`UPDATE tasks SET status = 'cancelled', finished_at = now() WHERE id = ${task.id}`.execute(
         platform.db,
       );
-      await waitForTask(
-        () =>
-          sql<{ waiting: number }>`
-            SELECT count(*)::int AS waiting FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%UPDATE tasks SET status%'`.execute(
-            platform.db,
-          ),
-        ({ rows }) => rows[0]?.waiting === 1,
-      );
+      await untilWaitingOnLock('UPDATE tasks SET status');
     });
     await ending;
     expect(await itemOf(task.id)).toMatchObject({ kind: 'unknown_outcome' });
@@ -409,15 +404,7 @@ describe('the start of an irreversible step and a terminal transition', () => {
       // The transition's trigger sees the step started: an unknown-outcome item, not yet committed.
       await sql`UPDATE tasks SET status = 'cancelled', finished_at = now() WHERE id = ${task.id}`.execute(tx);
       finishing = finishIrreversibleStep(platform.db, { ...step, result: { chargeId: 'ch_race' } });
-      await waitForTask(
-        () =>
-          sql<{ waiting: number }>`
-            SELECT count(*)::int AS waiting FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR SHARE%'`.execute(
-            platform.db,
-          ),
-        ({ rows }) => rows[0]?.waiting === 1,
-      );
+      await untilWaitingOnLock('FOR SHARE');
     });
     // The task had ended: the attempt may not go on, but the item learnt the result.
     expect(await finishing).toBe(false);

@@ -140,13 +140,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       const args = parseMigrateArgs(rest);
       const { config, warnings } = loadConfig(io.env, io.cwd);
       logLevel = config.logLevel;
-      // stdout carries the command's own output; logs go to stderr and only say something when it matters.
-      const { createLogger } = await import('./logger.ts');
-      const logger = createLogger(
-        config.logLevel === 'debug' || config.logLevel === 'trace' ? config.logLevel : 'warn',
-        2,
-      );
-      for (const warning of warnings) logger.warn({}, warning);
+      const logger = await commandLogger(config, warnings);
       const { runMigrate } = await import('./commands/migrate.ts');
       return await runMigrate({ ...args, cwd: io.cwd }, config, logger, { write: io.stdout });
     }
@@ -168,12 +162,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       const args = parseReconcileArgs(values, positionals);
       const { config, warnings } = loadConfig(io.env, io.cwd);
       logLevel = config.logLevel;
-      const { createLogger } = await import('./logger.ts');
-      const logger = createLogger(
-        config.logLevel === 'debug' || config.logLevel === 'trace' ? config.logLevel : 'warn',
-        2,
-      );
-      for (const warning of warnings) logger.warn({}, warning);
+      const logger = await commandLogger(config, warnings);
       return await runReconcile(args, config, logger, { write: io.stdout });
     }
     if (command === 'mcp-stdio') {
@@ -211,6 +200,17 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   } catch (error) {
     return report(await asOutage(error), logLevel, io, argv[0]);
   }
+}
+
+/**
+ * The logger of a command that prints its own output (migrate, reconcile): stdout carries that
+ * output, so logs go to stderr, and say something only when it matters (warn, unless debugging).
+ */
+async function commandLogger(config: Config, warnings: readonly string[]) {
+  const { createLogger } = await import('./logger.ts');
+  const logger = createLogger(config.logLevel === 'debug' || config.logLevel === 'trace' ? config.logLevel : 'warn', 2);
+  for (const warning of warnings) logger.warn({}, warning);
+  return logger;
 }
 
 /**
