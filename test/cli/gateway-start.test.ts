@@ -1,18 +1,23 @@
 import { mkdir, mkdtemp, readFile, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cleanEnv, REPO_ROOT, type RunningProcess, runCli, startCli } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
+import { type HttpDownstreamFixture, startHttpDownstream } from '../support/http-downstream.ts';
 import { modernRequest } from '../support/mcp-http.ts';
+import { waitForTask } from '../support/task-platform.ts';
 
 // A tool module that declares a gateway, as a user writes one: `taskgate start` spawns the
 // downstream MCP server for its worker, publishes its tools, and an MCP client calls them.
 const database = useTestDatabase();
 const FIXTURE = path.join(REPO_ROOT, 'test/fixtures/downstream-stdio-server.ts');
 const running: RunningProcess[] = [];
-afterAll(() => {
+const servers: HttpDownstreamFixture[] = [];
+afterAll(async () => {
   for (const process of running) process.kill();
+  await Promise.all(servers.map((server) => server.kill()));
 });
 
 async function moduleWith(command: string): Promise<{ file: string; log: string }> {
@@ -80,5 +85,81 @@ describe('taskgate start with a gateway module', () => {
     expect(result.code).toBe(70);
     expect(result.stdout + result.stderr).toContain('gateway fixture of module fixture-gateway');
     expect(result.stdout + result.stderr).toContain('did not start (/no/such/server)');
+  });
+
+  it('serves a Streamable HTTP downstream declared in TASKGATE_GATEWAYS, its token from the environment', async () => {
+    const server = await startHttpDownstream({ DOWNSTREAM_TOKEN: 'downstream-secret' });
+    servers.push(server);
+    const root = await mkdtemp(path.join(tmpdir(), 'taskgate-gateways-file-'));
+    const file = path.join(root, 'gateways.json');
+    await writeFile(
+      file,
+      JSON.stringify({
+        gateways: [
+          {
+            name: 'remote',
+            prefix: 'rm_',
+            http: { url: server.url, bearerToken: { env: 'REMOTE_MCP_TOKEN' } },
+            tools: { slow_echo: { retry: 'safe' } },
+          },
+        ],
+      }),
+    );
+    const taskgate = startCli(
+      ['start', '--role', 'api,worker'],
+      cleanEnv({
+        DATABASE_URL: database.url,
+        PORT: '0',
+        TASKGATE_TOOLS: 'none',
+        TASKGATE_GATEWAYS: file,
+        REMOTE_MCP_TOKEN: 'downstream-secret',
+      }),
+    );
+    running.push(taskgate);
+    const ready = await taskgate.waitForLog((line) => line.msg === 'taskgate started');
+    const base = ready.url as string;
+    const post = (method: string, params: Record<string, unknown>, signal?: AbortSignal) => {
+      const { headers, body } = modernRequest(method, params);
+      return fetch(`${base}/mcp`, { method: 'POST', headers, body, ...(signal ? { signal } : {}) });
+    };
+    const listed = (await (await post('tools/list', {})).json()) as { result: { tools: { name: string }[] } };
+    // (The first test's worker's tools may still be in the catalog's window: only these are ours.)
+    const ours = listed.result.tools.map((tool) => tool.name).filter((name) => name.startsWith('rm_'));
+    expect(ours.sort()).toEqual(['rm_crash', 'rm_slow_echo']);
+    const answered = (await (
+      await post('tools/call', { name: 'rm_slow_echo', arguments: { text: 'far', steps: 1 } })
+    ).json()) as {
+      result: unknown;
+    };
+    expect(answered.result).toMatchObject({ structuredContent: { echoed: 'far' } });
+
+    // The client closes its stream: the task is cancelled, and so is the downstream's request.
+    const closed = new AbortController();
+    const pending = post(
+      'tools/call',
+      { name: 'rm_slow_echo', arguments: { text: 'gone', steps: 400 } },
+      closed.signal,
+    );
+    pending.catch(() => {});
+    const started = () => server.lines().filter((line) => line.startsWith('started ')).length;
+    await waitForTask(
+      async () => started(),
+      (count) => count === 2,
+    );
+    closed.abort();
+    await waitForTask(
+      async () => server.lines(),
+      (lines) => lines.some((line) => line.startsWith('aborted ')),
+    );
+    expect(server.lines().filter((line) => line.startsWith('done ')).length).toBe(1);
+
+    const families = parsePrometheusTextFormat(await (await fetch(`${base}/metrics`)).text());
+    const family = (name: string) => families.find((entry) => entry.name === name);
+    expect(family('taskgate_downstream_up')?.metrics).toEqual([{ labels: { server: 'remote' }, value: '1' }]);
+    expect(family('taskgate_downstream_requests_in_flight')?.metrics).toEqual([
+      { labels: { server: 'remote' }, value: '0' },
+    ]);
+    taskgate.child.kill('SIGTERM');
+    expect(await taskgate.closed).toBe(0);
   });
 });

@@ -48,6 +48,8 @@ export interface Config {
    * `['none']` (NO_TOOLS): none at all (an API process that offers the catalog's tools only).
    */
   readonly toolModules: readonly string[];
+  /** TASKGATE_GATEWAYS: a JSON file of downstream MCP servers to publish (gateways-file.ts), or null. */
+  readonly gatewaysFile: string | null;
   readonly relay: RelayConfig;
 }
 
@@ -102,6 +104,8 @@ export const SETTINGS = {
     'an MCP tools/call still running after this long is answered as an SSE stream with keepalives (default 1000)',
   TASKGATE_TOOLS:
     'tool modules, comma-separated: paths relative to the working directory, or package names; start serves their tools and migrate applies their migrations; none loads no module (an API that offers the catalog only); --tools replaces it (default: unset, which in a checkout loads the demo modules under examples/; an installed CLI loads none)',
+  TASKGATE_GATEWAYS:
+    'a JSON file {"gateways": [...]} of downstream MCP servers (stdio commands or Streamable HTTP URLs) whose tools a worker publishes, as defineGateway declares them; a value written {"env": "NAME"} is read from the environment (default: unset, none)',
   TASKGATE_CONFORMANCE:
     "1 also offers confirm_delete, multi_input and test_tool_with_task, the MCP conformance suite's tools that ask for input (default: unset)",
   TASKGATE_MCP_TASK_AFTER_MS:
@@ -254,6 +258,12 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
     problem('TASKGATE_TOOLS', `${NO_TOOLS} loads no module, so it cannot be combined with modules`);
   }
 
+  const gatewaysRaw = value('TASKGATE_GATEWAYS');
+  if (gatewaysRaw !== undefined && (gatewaysRaw.trim() === '' || gatewaysRaw.includes('\u0000'))) {
+    problem('TASKGATE_GATEWAYS', 'must name a JSON file');
+  }
+  const gatewaysFile = gatewaysRaw === undefined ? null : path.resolve(cwd, gatewaysRaw.trim());
+
   const relay = parseRelay(value, problem);
 
   const tokens = parseTokens(value('TASKGATE_TOKENS'), problem);
@@ -315,6 +325,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       maxQueueMs,
       conformanceTools,
       toolModules,
+      gatewaysFile,
       relay,
     },
     warnings,

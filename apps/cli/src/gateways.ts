@@ -1,5 +1,6 @@
 import { TaskgateError } from '@taskgate/errors';
 import { DownstreamConnection, gatewayTools } from '@taskgate/gateway';
+import { processMetrics } from '@taskgate/metrics';
 import { type AnyTool, type ToolModule, ToolRegistry } from '@taskgate/tools';
 import type { Logger } from './logger.ts';
 
@@ -23,7 +24,16 @@ export async function startGateways(modules: readonly ToolModule[], logger: Logg
   const servedBy = new Map<string, string>(
     modules.flatMap((module) => module.tools.map((tool) => [tool.name, `module ${module.name}`] as [string, string])),
   );
+  const metrics = processMetrics();
+  const unwatch = metrics.watchDownstreams(() =>
+    connections.map((connection) => ({
+      server: connection.name,
+      up: connection.connected,
+      inFlight: connection.inFlight.length,
+    })),
+  );
   const stop = async () => {
+    unwatch();
     await Promise.all(connections.map((connection) => connection.close()));
   };
   try {
@@ -31,7 +41,20 @@ export async function startGateways(modules: readonly ToolModule[], logger: Logg
       for (const gateway of module.gateways ?? []) {
         const connection = new DownstreamConnection({
           name: gateway.name,
-          stdio: gateway.stdio,
+          ...(gateway.stdio ? { stdio: gateway.stdio } : {}),
+          ...(gateway.http ? { http: gateway.http } : {}),
+          onError: (kind) => metrics.downstreamErrors.inc({ server: gateway.name, kind }),
+          onOrphan: ({ tool, delta }) => {
+            const labels = { kind: 'downstream', tool: `${gateway.prefix}${tool}` };
+            metrics.orphans.inc(labels, delta);
+            if (delta > 0) {
+              metrics.orphansTotal.inc(labels);
+              log.warn(
+                { gateway: gateway.name, tool },
+                'downstream work goes on after its cancel (its task did not end within the grace period)',
+              );
+            }
+          },
           ...(gateway.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: gateway.connectTimeoutMs }),
           log: {
             info: (fields, message) => log.info(fields, message),
@@ -86,5 +109,9 @@ export async function startGateways(modules: readonly ToolModule[], logger: Logg
     await stop();
     throw error;
   }
-  return { tools, connections, stop };
+  return {
+    tools,
+    connections,
+    stop,
+  };
 }

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadToolModules, type ToolModule } from '@taskgate/tools';
 import { type Config, NO_TOOLS } from './config.ts';
+import { gatewaysFileModule } from './gateways-file.ts';
 import type { Logger } from './logger.ts';
 
 /**
@@ -23,6 +24,24 @@ const CONFORMANCE_MODULE = fileURLToPath(new URL('../../../examples/conformance/
  * its workers publish to the catalog, and runs none itself.
  */
 export async function toolModulesOf(
+  specs: readonly string[],
+  config: Pick<Config, 'toolModules' | 'conformanceTools'> & Partial<Pick<Config, 'gatewaysFile'>>,
+  cwd: string,
+  logger?: Logger,
+): Promise<ToolModule[]> {
+  const modules = await codeModulesOf(specs, config, cwd, logger);
+  if (config.gatewaysFile) {
+    const file = await gatewaysFileModule(config.gatewaysFile);
+    logger?.info(
+      { file: file.file, gateways: (file.gateways ?? []).map((gateway) => gateway.name) },
+      'gateways file loaded',
+    );
+    modules.push(file);
+  }
+  return modules;
+}
+
+async function codeModulesOf(
   specs: readonly string[],
   config: Pick<Config, 'toolModules' | 'conformanceTools'>,
   cwd: string,

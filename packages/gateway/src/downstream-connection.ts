@@ -1,58 +1,73 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  type CallToolResult,
-  type JSONRPCMessage,
-  type Tool,
-  ToolListChangedNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { backoffDelay } from '@taskgate/reliability';
-import { ProcessTransport } from './process-transport.ts';
+import {
+  type DownstreamSession,
+  type HttpDownstream,
+  httpSession,
+  isProtocolError,
+  type StdioDownstream,
+  stdioSession,
+} from './downstream-session.ts';
+import { callAsTask } from './downstream-task.ts';
+import { trackedTransport } from './wire-tracking.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
-/** A downstream MCP server run as a subprocess that speaks MCP on its stdin and stdout. */
-export interface StdioDownstream {
-  readonly command: string;
-  readonly args?: readonly string[];
-  /** Added to a minimal environment (PATH, HOME…), never the worker's whole one: no secrets leak. */
-  readonly env?: Readonly<Record<string, string>>;
-  readonly cwd?: string;
-}
+export type { HttpDownstream, StdioDownstream };
 
 export interface DownstreamOptions {
   /** The gateway's name: in errors, logs and metrics. */
   readonly name: string;
-  readonly stdio: StdioDownstream;
-  /** The longest a start (spawn, initialize, tools/list) may take (default 10 s). */
+  /** Exactly one of the two: a subprocess speaking MCP on stdio, or a Streamable HTTP server. */
+  readonly stdio?: StdioDownstream;
+  readonly http?: HttpDownstream;
+  /** The longest a start (spawn or connect, initialize, tools/list) may take (default 10 s). */
   readonly connectTimeoutMs?: number;
   /** Restarts after a crash: the first after this long, doubling up to maxDelayMs, jittered. */
   readonly restart?: { readonly firstDelayMs?: number; readonly maxDelayMs?: number };
+  /** How long a downstream task may take to end after its tasks/cancel (default 5 s). */
+  readonly taskCancelGraceMs?: number;
   readonly log: { readonly info: LogFn; readonly warn: LogFn };
   /** Its tools changed (notifications/tools/list_changed): the new list. */
   readonly onToolsChanged?: (tools: readonly Tool[]) => void;
+  /**
+   * Downstream work still running a grace period after its cancel (+1), and its end (-1): a task
+   * the downstream had not ended `taskCancelGraceMs` after its tasks/cancel, watched until it does.
+   */
+  readonly onOrphan?: (event: { readonly tool: string; readonly label: string; readonly delta: 1 | -1 }) => void;
+  /** A call failed for a reason of the downstream's (for the errors counter). */
+  readonly onError?: (kind: DownstreamErrorKind) => void;
   readonly now?: () => number;
   readonly random?: () => number;
 }
 
+/** How a downstream failed a call, as `taskgate_downstream_errors_total{kind}` counts it. */
+export type DownstreamErrorKind = 'unavailable' | 'gone' | 'task_ended' | 'error_response';
+
 /** Why a downstream call failed in a way the caller's task should say plainly. */
 export class DownstreamError extends Error {
-  readonly code: 'TG_DOWNSTREAM_GONE' | 'TG_DOWNSTREAM_UNAVAILABLE';
+  readonly code: 'TG_DOWNSTREAM_GONE' | 'TG_DOWNSTREAM_UNAVAILABLE' | 'TG_DOWNSTREAM_TASK_ENDED';
   readonly server: string;
-  constructor(code: DownstreamError['code'], server: string, message: string) {
+  /** The downstream's task, when the call was answered with one. */
+  readonly taskId: string | undefined;
+  constructor(code: DownstreamError['code'], server: string, message: string, taskId?: string) {
     super(message);
     this.name = 'DownstreamError';
     this.code = code;
     this.server = server;
+    this.taskId = taskId;
   }
 }
 
 /** Where a call came from, carried in the request's _meta so the id map can name it. */
 const CALL_META = 'dev.taskgate/call';
 
-/** What the id map holds for one downstream request while it lives. */
+/** What the id map holds for one downstream request (or task) while it lives. */
 export interface InFlightRequest {
+  /** The JSON-RPC id of the gateway's tools/call, or the downstream's task id for a task. */
   readonly requestId: string | number;
+  readonly kind: 'request' | 'task';
   readonly label: string;
   readonly sentAt: number;
   /** Which start of the downstream sent it: a connection's end clears only its own. */
@@ -61,18 +76,19 @@ export interface InFlightRequest {
 
 /**
  * One downstream MCP server, as a worker holds it: a client of the official SDK over a
- * subprocess's stdio (ProcessTransport: its own process group, ended by the server's exit),
- * started on demand and again after a crash (with backoff), and an id map of the requests it has
- * in flight. The map is read off the wire: a request enters when it is sent, and leaves when its
- * response arrives, when its cancel is sent (the spec's receiver does not answer a cancelled
- * request, so nothing more will come for it), when its send fails, or when the connection it went
- * out on ends.
+ * subprocess's stdio (ProcessTransport: its own process group, ended by the server's exit) or over
+ * Streamable HTTP, started on demand and again after a crash or a broken connection (with
+ * backoff), and an id map of the requests it has in flight. The map is read off the wire
+ * (trackedTransport): a request enters when it is sent, and leaves when its response arrives,
+ * when its cancel is sent or its request stream aborted, when its send fails, or when the
+ * connection it went out on ends. A call the downstream answered with a task stays in the map as
+ * that task until the task ends there.
  */
 export class DownstreamConnection {
   readonly #options: DownstreamOptions;
   readonly #inFlight = new Map<string, InFlightRequest>();
-  #client: Client | null = null;
-  #starting: Promise<Client> | null = null;
+  #session: DownstreamSession | null = null;
+  #starting: Promise<DownstreamSession> | null = null;
   #failures = 0;
   #retryAt = 0;
   #stderrTail = '';
@@ -82,6 +98,9 @@ export class DownstreamConnection {
   #tools: readonly Tool[] = [];
 
   constructor(options: DownstreamOptions) {
+    if ((options.stdio === undefined) === (options.http === undefined)) {
+      throw new TypeError(`downstream ${options.name}: give exactly one of stdio and http`);
+    }
     this.#options = options;
   }
 
@@ -89,7 +108,7 @@ export class DownstreamConnection {
     return this.#options.name;
   }
 
-  /** The id map: one entry per downstream request that is still alive. */
+  /** The id map: one entry per downstream request (or task) that is still alive. */
   get inFlight(): readonly InFlightRequest[] {
     return [...this.#inFlight.values()];
   }
@@ -97,6 +116,11 @@ export class DownstreamConnection {
   /** The tools the downstream listed at its last start (or change). */
   get tools(): readonly Tool[] {
     return this.#tools;
+  }
+
+  /** Whether the downstream is connected now (a /readyz check): not down, not waiting to restart. */
+  get connected(): boolean {
+    return this.#session !== null;
   }
 
   /** Starts the downstream (if it is not running) and lists its tools. */
@@ -107,9 +131,11 @@ export class DownstreamConnection {
 
   /**
    * Calls a downstream tool. `signal` is the task's: its abort becomes the downstream's own
-   * notifications/cancelled, with the id of the gateway's request (the SDK client's). Progress
-   * comes back through `onProgress`. No timeout of its own: the task's clocks bound the call
-   * (their stop aborts `signal`).
+   * signal: notifications/cancelled with the id of the gateway's request (stdio, 2025-era HTTP),
+   * the close of the request's stream (2026-07-28 HTTP), or tasks/cancel for a call the
+   * downstream answered with a task (asked for when the downstream's tool declares task support
+   * and `asTask` is set). Progress comes back through `onProgress`. No timeout of its own: the
+   * task's clocks bound the call (their stop aborts `signal`).
    */
   async call(
     tool: string,
@@ -117,38 +143,77 @@ export class DownstreamConnection {
     options: {
       readonly signal: AbortSignal;
       readonly label: string;
+      readonly asTask?: boolean;
       readonly onProgress?: (progress: number, total?: number, message?: string) => void;
     },
   ): Promise<CallToolResult> {
     options.signal.throwIfAborted();
     // A stop while the downstream starts ends the wait at once (a start may take its whole timeout).
-    const client = await abortable(this.#connected(), options.signal);
+    let session: DownstreamSession;
     try {
-      return (await client.callTool(
-        { name: tool, arguments: { ...args }, _meta: { [CALL_META]: options.label } },
-        undefined,
-        {
+      session = await abortable(this.#connected(), options.signal);
+    } catch (error) {
+      if (error instanceof DownstreamError) this.#options.onError?.('unavailable');
+      throw error;
+    }
+    const meta = { [CALL_META]: options.label };
+    const generation = this.#generation;
+    try {
+      if (options.asTask === true && session.tasks) {
+        return await callAsTask(session, tool, { ...args }, meta, {
           signal: options.signal,
-          // Ours are the task's clocks; the SDK's own 60 s default would cut long calls short.
-          timeout: 2_147_483_647,
-          ...(options.onProgress
-            ? {
-                onprogress: (progress: { progress: number; total?: number; message?: string }) =>
-                  options.onProgress?.(progress.progress, progress.total, progress.message),
-              }
-            : {}),
-        },
-      )) as CallToolResult;
+          ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+          cancelGraceMs: this.#options.taskCancelGraceMs ?? 5_000,
+          onTask: (taskId) =>
+            this.#inFlight.set(`${generation}:task:${taskId}`, {
+              requestId: taskId,
+              kind: 'task',
+              label: options.label,
+              sentAt: (this.#options.now ?? Date.now)(),
+              generation,
+            }),
+          onTaskEnd: (taskId) => this.#inFlight.delete(`${generation}:task:${taskId}`),
+          onOrphan: (_taskId, delta) => this.#options.onOrphan?.({ tool, label: options.label, delta }),
+          ended: (taskId, status, message) =>
+            new DownstreamError(
+              'TG_DOWNSTREAM_TASK_ENDED',
+              this.name,
+              `downstream ${this.name} ended its task ${taskId} ${status} without a result${message ? `: ${message}` : ''}`,
+              taskId,
+            ),
+        });
+      }
+      return await session.callTool(tool, { ...args }, meta, {
+        signal: options.signal,
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      });
     } catch (error) {
       if (options.signal.aborted) throw options.signal.reason;
-      if (this.#client !== client) {
+      if (error instanceof DownstreamError) {
+        this.#options.onError?.('task_ended');
+        throw error;
+      }
+      if (this.#session !== session) {
+        this.#options.onError?.('gone');
         // Its stderr is the operator's (it may hold secrets): logged when it ended, not told here.
         throw new DownstreamError(
           'TG_DOWNSTREAM_GONE',
           this.name,
-          `downstream ${this.name} ${this.#lastEnd ?? 'ended'} while the call ran; whether the call took effect there is unknown (its stderr is in the worker's log)`,
+          `downstream ${this.name} ${this.#lastEnd ?? 'ended'} while the call ran; whether the call took effect there is unknown${this.#options.stdio ? " (its stderr is in the worker's log)" : ''}`,
         );
       }
+      if (!isProtocolError(error) && this.#options.http !== undefined) {
+        // An HTTP downstream that refused the connection, dropped the stream or answered with an
+        // error status: the connection is started again, after the backoff, for the next call.
+        this.#options.onError?.('gone');
+        this.#broken(session, (error as Error).message);
+        throw new DownstreamError(
+          'TG_DOWNSTREAM_GONE',
+          this.name,
+          `downstream ${this.name} could not be reached or broke off the call (${(error as Error).message}); whether the call took effect there is unknown`,
+        );
+      }
+      this.#options.onError?.('error_response');
       throw error;
     }
   }
@@ -157,18 +222,18 @@ export class DownstreamConnection {
   async close(): Promise<void> {
     this.#closed = true;
     await this.#starting?.catch(() => {});
-    const client = this.#client;
-    this.#client = null;
-    await client?.close().catch(() => {});
+    const session = this.#session;
+    this.#session = null;
+    await session?.close().catch(() => {});
   }
 
-  #connected(): Promise<Client> {
+  #connected(): Promise<DownstreamSession> {
     if (this.#closed) {
       return Promise.reject(
         new DownstreamError('TG_DOWNSTREAM_UNAVAILABLE', this.name, `downstream ${this.name} is stopped`),
       );
     }
-    if (this.#client !== null) return Promise.resolve(this.#client);
+    if (this.#session !== null) return Promise.resolve(this.#session);
     const now = (this.#options.now ?? Date.now)();
     if (this.#starting === null && now < this.#retryAt) {
       const seconds = Math.ceil((this.#retryAt - now) / 1_000);
@@ -186,58 +251,72 @@ export class DownstreamConnection {
     return this.#starting;
   }
 
-  async #start(): Promise<Client> {
-    const { stdio, log } = this.#options;
+  async #start(): Promise<DownstreamSession> {
+    const { stdio, http, log } = this.#options;
     this.#stderrTail = '';
     this.#generation += 1;
     const generation = this.#generation;
-    const transport = new ProcessTransport({
-      command: stdio.command,
-      args: [...(stdio.args ?? [])],
-      env: { ...defaultEnvironment(), ...stdio.env },
-      cwd: stdio.cwd,
-      onStderr: (text) => {
-        this.#stderrTail = (this.#stderrTail + text).slice(-1_000);
-      },
-    });
-    const client = new Client({ name: 'taskgate-gateway', version: '0.1.0' }, { capabilities: {} });
-    const tracked = this.#tracked(transport, client, generation);
+    const hooks = { onToolsChanged: () => this.#toolsChanged(session) };
+    let endReason: () => string | null = () => null;
+    let session: DownstreamSession;
+    if (stdio !== undefined) {
+      const started = stdioSession(stdio, defaultEnvironment(), {
+        ...hooks,
+        onStderr: (text) => {
+          this.#stderrTail = (this.#stderrTail + text).slice(-1_000);
+        },
+      });
+      endReason = () => started.transport.endReason;
+      session = started;
+    } else {
+      session = httpSession(http as HttpDownstream, hooks);
+    }
     const timeoutMs = this.#options.connectTimeoutMs ?? 10_000;
     const timer = new AbortController();
     const timeout = setTimeout(() => timer.abort(), timeoutMs);
     try {
-      await client.connect(tracked, { signal: timer.signal, timeout: timeoutMs });
-      const listed = await client.listTools(undefined, { signal: timer.signal, timeout: timeoutMs });
-      this.#tools = listed.tools;
+      await session.connect((transport) => this.#tracked(transport, session, generation, endReason), {
+        signal: timer.signal,
+        timeoutMs,
+      });
+      this.#tools = await session.listTools({ signal: timer.signal, timeoutMs });
     } catch (error) {
-      await client.close().catch(() => {});
+      await session.close().catch(() => {});
       this.#failed();
       log.warn({ gateway: this.name, stderr: this.#stderrTail.trim() }, 'downstream did not start');
       throw new DownstreamError(
         'TG_DOWNSTREAM_UNAVAILABLE',
         this.name,
-        `downstream ${this.name} did not start (${stdio.command}): ${(error as Error).message}`,
+        `downstream ${this.name} did not start (${stdio?.command ?? http?.url}): ${(error as Error).message}`,
       );
     } finally {
       clearTimeout(timeout);
     }
     if (this.#closed) {
       // Stopped while it started (close() waits for this): the new server is not kept.
-      await client.close().catch(() => {});
+      await session.close().catch(() => {});
       throw new DownstreamError('TG_DOWNSTREAM_UNAVAILABLE', this.name, `downstream ${this.name} is stopped`);
     }
-    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
-      try {
-        this.#tools = (await client.listTools()).tools;
-        this.#options.onToolsChanged?.(this.#tools);
-      } catch (error) {
-        log.warn({ gateway: this.name, error: (error as Error).message }, 'downstream tools could not be listed again');
-      }
-    });
     this.#failures = 0;
-    this.#client = client;
-    log.info({ gateway: this.name, pid: transport.pid, tools: this.#tools.length }, 'downstream started');
-    return client;
+    this.#session = session;
+    log.info({ gateway: this.name, at: session.where, tools: this.#tools.length }, 'downstream started');
+    return session;
+  }
+
+  /** notifications/tools/list_changed: listed again, and said to whoever publishes the tools. */
+  async #toolsChanged(session: DownstreamSession): Promise<void> {
+    if (this.#session !== session) return;
+    try {
+      const listed = await session.listTools({ timeoutMs: this.#options.connectTimeoutMs ?? 10_000 });
+      if (this.#session !== session) return;
+      this.#tools = listed;
+      this.#options.onToolsChanged?.(listed);
+    } catch (error) {
+      this.#options.log.warn(
+        { gateway: this.name, error: (error as Error).message },
+        'downstream tools could not be listed again',
+      );
+    }
   }
 
   /** A crash or a failed start: the next start waits its backoff. */
@@ -251,69 +330,61 @@ export class DownstreamConnection {
     this.#retryAt = (this.#options.now ?? Date.now)() + delay;
   }
 
+  /** A connection that failed under a call: dropped (its entries with it), restarted after the backoff. */
+  #broken(session: DownstreamSession, reason: string): void {
+    if (this.#session !== session) return;
+    this.#session = null;
+    this.#lastEnd = `broke off (${reason})`;
+    this.#failed();
+    this.#options.log.warn(
+      { gateway: this.name, reason },
+      'downstream connection broke; it is started again on the next call, after its backoff',
+    );
+    // Closing ends the transport, whose close clears this connection's entries from the map.
+    session.close().catch(() => {});
+  }
+
   /**
    * The transport with the id map kept on its wire, and the connection's end noticed: whatever
-   * ends it (the server exits, its output breaks the size limit), this start's entries leave the
-   * map and the next call restarts the server.
+   * ends it (the server exits, its output breaks the size limit, the gateway closes it), this
+   * start's entries leave the map and the next call starts the downstream again.
    */
-  #tracked(transport: ProcessTransport, client: Client, generation: number): Transport {
-    const connection = this;
+  #tracked(
+    transport: Transport,
+    session: DownstreamSession,
+    generation: number,
+    endReason: () => string | null,
+  ): Transport {
     const now = this.#options.now ?? Date.now;
     // Keyed as the SDK matches responses (Number(id)): "02" and 2 are one request.
-    const key = (id: unknown) => `${generation}:${Number(id)}`;
-    const forget = (id: unknown) => {
-      if (typeof id === 'string' || typeof id === 'number') connection.#inFlight.delete(key(id));
-    };
-    const wrapped: Transport = {
-      start: () => transport.start(),
-      close: () => transport.close(),
-      async send(message: JSONRPCMessage) {
-        const sent = message as { id?: unknown; method?: string; params?: Record<string, unknown> };
-        const isCall = sent.method === 'tools/call' && (typeof sent.id === 'string' || typeof sent.id === 'number');
-        if (isCall) {
-          const meta = sent.params?._meta as Record<string, unknown> | undefined;
-          connection.#inFlight.set(key(sent.id), {
-            requestId: sent.id as string | number,
-            label: typeof meta?.[CALL_META] === 'string' ? (meta[CALL_META] as string) : '',
-            sentAt: now(),
-            generation,
-          });
-        } else if (sent.method === 'notifications/cancelled') {
-          forget(sent.params?.requestId);
+    const key = (id: string | number) => `${generation}:${Number(id)}`;
+    return trackedTransport(transport, {
+      sent: (id, meta) =>
+        this.#inFlight.set(key(id), {
+          requestId: id,
+          kind: 'request',
+          label: typeof meta?.[CALL_META] === 'string' ? (meta[CALL_META] as string) : '',
+          sentAt: now(),
+          generation,
+        }),
+      settled: (id) => this.#inFlight.delete(key(id)),
+      closed: () => {
+        for (const [entry, request] of this.#inFlight) {
+          if (request.generation === generation) this.#inFlight.delete(entry);
         }
-        try {
-          await transport.send(message);
-        } catch (error) {
-          // Never sent: nothing downstream works on it.
-          if (isCall) forget(sent.id);
-          throw error;
+        if (this.#session === session) {
+          this.#session = null;
+          this.#lastEnd = endReason();
+          if (!this.#closed) {
+            this.#failed();
+            this.#options.log.warn(
+              { gateway: this.name, reason: this.#lastEnd, stderr: this.#stderrTail.trim() },
+              'downstream ended; it restarts on the next call, after its backoff',
+            );
+          }
         }
       },
-    };
-    transport.onmessage = (message) => {
-      const received = message as { id?: unknown; method?: string; result?: unknown; error?: unknown };
-      if (received.method === undefined && ('result' in received || 'error' in received)) forget(received.id);
-      wrapped.onmessage?.(message);
-    };
-    transport.onerror = (error) => wrapped.onerror?.(error);
-    transport.onclose = () => {
-      for (const [entry, request] of connection.#inFlight) {
-        if (request.generation === generation) connection.#inFlight.delete(entry);
-      }
-      if (connection.#client === client) {
-        connection.#client = null;
-        connection.#lastEnd = transport.endReason;
-        if (!connection.#closed) {
-          connection.#failed();
-          connection.#options.log.warn(
-            { gateway: connection.name, reason: transport.endReason, stderr: connection.#stderrTail.trim() },
-            'downstream ended; it restarts on the next call, after its backoff',
-          );
-        }
-      }
-      wrapped.onclose?.();
-    };
-    return wrapped;
+    });
   }
 }
 

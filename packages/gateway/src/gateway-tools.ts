@@ -52,6 +52,7 @@ export function gatewayTools(
       continue;
     }
     const settings = { ...gateway.defaults, ...gateway.tools?.[tool.name] };
+    const downstreamTaskSupport = (tool as { execution?: { taskSupport?: unknown } }).execution?.taskSupport;
     tools.push(
       defineTool<Record<string, unknown>>({
         name,
@@ -68,12 +69,19 @@ export function gatewayTools(
             const result = await connection.call(tool.name, args, {
               signal: ctx.signal,
               label: ctx.taskId,
+              // A tool that says it runs as a task is asked to: its cancel is then tasks/cancel,
+              // and the gateway knows when the downstream's work has ended.
+              asTask: downstreamTaskSupport === 'required' || downstreamTaskSupport === 'optional',
               onProgress: (progress, total, message) => ctx.progress(progress, total, message),
             });
             return result as ToolResult;
           } catch (error) {
             if (error instanceof DownstreamError) {
-              throw new ToolProtocolError(INTERNAL_ERROR, error.message, { code: error.code, server: error.server });
+              throw new ToolProtocolError(INTERNAL_ERROR, error.message, {
+                code: error.code,
+                server: error.server,
+                ...(error.taskId === undefined ? {} : { taskId: error.taskId }),
+              });
             }
             throw error;
           }

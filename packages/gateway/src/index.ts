@@ -1,7 +1,9 @@
 export {
   DownstreamConnection,
   DownstreamError,
+  type DownstreamErrorKind,
   type DownstreamOptions,
+  type HttpDownstream,
   type InFlightRequest,
   type StdioDownstream,
 } from './downstream-connection.ts';

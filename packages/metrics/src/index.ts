@@ -11,4 +11,9 @@ export {
   type TracedAttempt,
   taskTraceParent,
 } from './task-traces.ts';
-export { type DatabaseSnapshot, processMetrics, TaskgateMetrics } from './taskgate-metrics.ts';
+export {
+  type DatabaseSnapshot,
+  type DownstreamSnapshot,
+  processMetrics,
+  TaskgateMetrics,
+} from './taskgate-metrics.ts';

@@ -27,6 +27,9 @@ describe('TaskgateMetrics', () => {
     expect(ours.map((entry) => entry.name).sort()).toEqual([
       'taskgate_abandoned_with_effects_total',
       'taskgate_cancel_latency_seconds',
+      'taskgate_downstream_errors_total',
+      'taskgate_downstream_requests_in_flight',
+      'taskgate_downstream_up',
       'taskgate_metrics_database_up',
       'taskgate_orphaned_work',
       'taskgate_orphaned_work_total',
@@ -54,6 +57,37 @@ describe('TaskgateMetrics', () => {
     // The process's own figures come along (event loop, heap, CPU).
     expect(family(families, 'process_cpu_user_seconds_total')?.type).toBe('COUNTER');
     expect(family(families, 'nodejs_eventloop_lag_seconds')?.type).toBe('GAUGE');
+  });
+
+  it("reads the gateways' downstreams at each scrape, until they are taken back", async () => {
+    const metrics = new TaskgateMetrics({ processMetrics: false });
+    let inFlight = 2;
+    const unwatch = metrics.watchDownstreams(() => [
+      { server: 'everything', up: true, inFlight },
+      { server: 'remote', up: false, inFlight: 0 },
+    ]);
+    metrics.downstreamErrors.inc({ server: 'remote', kind: 'unavailable' });
+    let families = await parse(metrics);
+    expect(family(families, 'taskgate_downstream_up')?.metrics).toEqual([
+      { labels: { server: 'everything' }, value: '1' },
+      { labels: { server: 'remote' }, value: '0' },
+    ]);
+    expect(family(families, 'taskgate_downstream_requests_in_flight')?.metrics).toContainEqual({
+      labels: { server: 'everything' },
+      value: '2',
+    });
+    expect(family(families, 'taskgate_downstream_errors_total')?.metrics).toEqual([
+      { labels: { server: 'remote', kind: 'unavailable' }, value: '1' },
+    ]);
+    inFlight = 0;
+    families = await parse(metrics);
+    expect(family(families, 'taskgate_downstream_requests_in_flight')?.metrics).toContainEqual({
+      labels: { server: 'everything' },
+      value: '0',
+    });
+    unwatch();
+    families = await parse(metrics);
+    expect(family(families, 'taskgate_downstream_up')?.metrics ?? []).toEqual([]);
   });
 
   it('reads the database-wide gauges at each scrape', async () => {

@@ -22,6 +22,13 @@ export interface DatabaseSnapshot {
   readonly reconciliationOpen: readonly { readonly kind: string; readonly count: number }[];
 }
 
+/** One gateway's downstream, as its gauges show it. */
+export interface DownstreamSnapshot {
+  readonly server: string;
+  readonly up: boolean;
+  readonly inFlight: number;
+}
+
 export class TaskgateMetrics {
   readonly registry = new Registry();
 
@@ -99,6 +106,30 @@ export class TaskgateMetrics {
   readonly sseRefetchMarks = new Counter({
     name: 'taskgate_sse_refetch_marks_total',
     help: 'Times an SSE stream told its client to refetch because events were dropped',
+    registers: [this.registry],
+  });
+
+  readonly downstreamErrors = new Counter({
+    name: 'taskgate_downstream_errors_total',
+    help: 'Gateway calls a downstream MCP server failed, by gateway and kind (unavailable: down or not started; gone: it exited or the connection broke under the call; task_ended: its task ended without a result; error_response: a JSON-RPC error answer)',
+    labelNames: ['server', 'kind'] as const,
+    registers: [this.registry],
+  });
+
+  /** The gateways this process holds, read at each scrape (watchDownstreams). */
+  readonly #downstreams: (() => readonly DownstreamSnapshot[])[] = [];
+
+  readonly #downstreamUp = new Gauge({
+    name: 'taskgate_downstream_up',
+    help: '1 when the downstream MCP server of a gateway this worker holds is connected; 0 while it is down or waits out its restart backoff',
+    labelNames: ['server'] as const,
+    registers: [this.registry],
+  });
+
+  readonly #downstreamInFlight = new Gauge({
+    name: 'taskgate_downstream_requests_in_flight',
+    help: "Entries of a gateway's id map: downstream requests (and tasks) alive now",
+    labelNames: ['server'] as const,
     registers: [this.registry],
   });
 
@@ -182,6 +213,26 @@ export class TaskgateMetrics {
     };
   }
 
+  /** Where the downstream gauges come from, until taken back (the gateways stopped). */
+  watchDownstreams(read: () => readonly DownstreamSnapshot[]): () => void {
+    this.#downstreams.push(read);
+    return () => {
+      const index = this.#downstreams.indexOf(read);
+      if (index >= 0) this.#downstreams.splice(index, 1);
+    };
+  }
+
+  #readDownstreams(): void {
+    this.#downstreamUp.reset();
+    this.#downstreamInFlight.reset();
+    for (const read of this.#downstreams) {
+      for (const downstream of read()) {
+        this.#downstreamUp.set({ server: downstream.server }, downstream.up ? 1 : 0);
+        this.#downstreamInFlight.set({ server: downstream.server }, downstream.inFlight);
+      }
+    }
+  }
+
   /** One read per cache period, whoever scrapes; null when it failed or took too long. */
   #snapshot(): Promise<DatabaseSnapshot | null> {
     const read = this.#readers.at(-1);
@@ -195,6 +246,7 @@ export class TaskgateMetrics {
 
   /** The text exposition format (version 0.0.4), as scraped. */
   async scrape(): Promise<string> {
+    this.#readDownstreams();
     await this.#readDatabase();
     return this.registry.metrics();
   }

@@ -11,6 +11,12 @@ describe('defineGateway', () => {
       tools: { echo: { retry: 'safe' as const, timeouts: { maxMs: 1_000 } } },
     };
     expect(defineGateway(gateway)).toBe(gateway);
+    const remote = {
+      name: 'remote',
+      prefix: 'r_',
+      http: { url: 'https://mcp.example.com/mcp', headers: { 'X-Api-Key': 'k' }, bearerToken: 'abc.def' },
+    };
+    expect(gatewayDefinitionProblem(remote)).toBeNull();
   });
 
   it('says what is wrong, naming the field', () => {
@@ -20,7 +26,24 @@ describe('defineGateway', () => {
       [{ ...good, prefix: 'a b' }, 'prefix must be a string'],
       [{ ...good, prefix: 5 }, 'prefix must be a string'],
       [{ ...good, prefix: 'Taskgate.x_' }, 'prefix must not begin taskgate.'],
-      [{ name: 'x', prefix: '' }, 'stdio must be an object'],
+      [{ name: 'x', prefix: '' }, 'give exactly one of stdio'],
+      [{ ...good, http: { url: 'http://127.0.0.1:1/mcp' } }, 'give exactly one of stdio'],
+      [{ ...good, stdio: 'npx' }, 'stdio must be an object'],
+      [{ name: 'x', prefix: '', http: 'http://x' }, 'http must be an object'],
+      [{ name: 'x', prefix: '', http: { url: 'ftp://x/mcp' } }, 'http.url must be an absolute http://'],
+      [{ name: 'x', prefix: '', http: { url: '/mcp' } }, 'http.url must be an absolute http://'],
+      [{ name: 'x', prefix: '', http: { url: 'http://u:p@x/mcp' } }, 'must not carry a user or password'],
+      [
+        { name: 'x', prefix: '', http: { url: 'http://x/mcp', headers: { 'X-Key': 'a\r\nInjected: 1' } } },
+        'http.headers.X-Key must be a string without CR, LF or NUL',
+      ],
+      [{ name: 'x', prefix: '', http: { url: 'http://x/mcp', headers: { 'a b': 'v' } } }, 'valid header name'],
+      [{ name: 'x', prefix: '', http: { url: 'http://x/mcp', bearerToken: 5 } }, 'http.bearerToken must be'],
+      [{ name: 'x', prefix: '', http: { url: 'http://x/mcp', bearerToken: 'a b' } }, 'http.bearerToken must be'],
+      [
+        { name: 'x', prefix: '', http: { url: 'http://x/mcp', bearerToken: 't', headers: { authorization: 'x' } } },
+        'give the token once',
+      ],
       [{ ...good, stdio: { command: '' } }, 'stdio.command must be a non-empty string'],
       [{ ...good, stdio: { command: 'a\u0000b' } }, 'stdio.command must be a non-empty string without NUL'],
       [{ ...good, stdio: { command: 'npx', args: 'server' } }, 'stdio.args must be an array of strings'],

@@ -11,8 +11,8 @@ export interface GatewayDefinition {
   readonly name: string;
   /** Put before each downstream tool's name (e.g. `ev_`); the result must be a valid tool name. */
   readonly prefix: string;
-  /** A server run as a subprocess speaking MCP on stdin and stdout. */
-  readonly stdio: {
+  /** A server run as a subprocess speaking MCP on stdin and stdout (this or `http`). */
+  readonly stdio?: {
     readonly command: string;
     readonly args?: readonly string[];
     /**
@@ -21,6 +21,17 @@ export interface GatewayDefinition {
      */
     readonly env?: Readonly<Record<string, string>>;
     readonly cwd?: string;
+  };
+  /**
+   * A server reached over Streamable HTTP (this or `stdio`): 2026-07-28 when it serves that
+   * revision, else the 2025 revisions' sessions.
+   */
+  readonly http?: {
+    readonly url: string;
+    /** Sent on every request (for instance an API key header the server wants). */
+    readonly headers?: Readonly<Record<string, string>>;
+    /** Sent as `Authorization: Bearer <token>`. */
+    readonly bearerToken?: string;
   };
   /**
    * How every tool of the downstream is run, unless `tools` says otherwise. `retry` defaults to
@@ -84,26 +95,16 @@ export function gatewayDefinitionProblem(definition: unknown): string | null {
   if (definition.prefix.toLowerCase().startsWith('taskgate.')) {
     return problem("prefix must not begin taskgate.: those names are the platform's own");
   }
-  const stdio = definition.stdio;
-  if (!isRecord(stdio)) return problem('stdio must be an object with the command that runs the server');
-  if (typeof stdio.command !== 'string' || stdio.command === '' || stdio.command.includes('\u0000')) {
-    return problem('stdio.command must be a non-empty string without NUL');
+  if ((definition.stdio === undefined) === (definition.http === undefined)) {
+    return problem('give exactly one of stdio (a command that runs the server) and http (its url)');
   }
-  if (
-    stdio.args !== undefined &&
-    !(Array.isArray(stdio.args) && stdio.args.every((arg) => typeof arg === 'string' && !arg.includes('\u0000')))
-  ) {
-    return problem('stdio.args must be an array of strings without NUL');
+  if (definition.http !== undefined) {
+    const found = httpProblem(definition.http);
+    if (found) return problem(found);
+  } else {
+    const found = stdioProblem(definition.stdio);
+    if (found) return problem(found);
   }
-  if (stdio.env !== undefined) {
-    if (!isRecord(stdio.env)) return problem('stdio.env must be an object of strings');
-    for (const [key, value] of Object.entries(stdio.env)) {
-      if (typeof value !== 'string' || key === '' || key.includes('=') || `${key}${value}`.includes('\u0000')) {
-        return problem(`stdio.env.${key} must be a string, under a name without = or NUL`);
-      }
-    }
-  }
-  if (stdio.cwd !== undefined && typeof stdio.cwd !== 'string') return problem('stdio.cwd must be a string');
   if (definition.defaults !== undefined) {
     const found = settingsProblem(definition.defaults, 'defaults');
     if (found) return problem(found);
@@ -122,6 +123,71 @@ export function gatewayDefinitionProblem(definition: unknown): string | null {
   ) {
     return problem('connectTimeoutMs must be a positive integer of milliseconds, at most 600000');
   }
+  return null;
+}
+
+/** A header's name and value as fetch would send them: a token name, a value without CR, LF or NUL. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/;
+const BAD_HEADER_VALUE = /[\r\n]/;
+
+function httpProblem(http: unknown): string | null {
+  if (!isRecord(http)) return 'http must be an object with the url of the server';
+  let url: URL;
+  try {
+    url = new URL(String(http.url));
+  } catch {
+    return 'http.url must be an absolute http:// or https:// URL';
+  }
+  if (typeof http.url !== 'string' || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    return 'http.url must be an absolute http:// or https:// URL';
+  }
+  if (url.username !== '' || url.password !== '') {
+    return 'http.url must not carry a user or password: use bearerToken or headers';
+  }
+  if (http.headers !== undefined) {
+    if (!isRecord(http.headers)) return 'http.headers must be an object of strings';
+    for (const [key, value] of Object.entries(http.headers)) {
+      if (
+        typeof value !== 'string' ||
+        !HEADER_NAME.test(key) ||
+        BAD_HEADER_VALUE.test(value) ||
+        value.includes('\u0000')
+      ) {
+        return `http.headers.${key} must be a string without CR, LF or NUL, under a valid header name`;
+      }
+    }
+  }
+  if (http.bearerToken !== undefined) {
+    if (typeof http.bearerToken !== 'string' || !/^[\x21-\x7e]+$/.test(http.bearerToken)) {
+      return 'http.bearerToken must be a non-empty string of visible ASCII';
+    }
+    if (isRecord(http.headers) && Object.keys(http.headers).some((key) => key.toLowerCase() === 'authorization')) {
+      return 'give the token once: bearerToken or an Authorization header, not both';
+    }
+  }
+  return null;
+}
+
+function stdioProblem(stdio: unknown): string | null {
+  if (!isRecord(stdio)) return 'stdio must be an object with the command that runs the server';
+  if (typeof stdio.command !== 'string' || stdio.command === '' || stdio.command.includes('\u0000')) {
+    return 'stdio.command must be a non-empty string without NUL';
+  }
+  if (
+    stdio.args !== undefined &&
+    !(Array.isArray(stdio.args) && stdio.args.every((arg) => typeof arg === 'string' && !arg.includes('\u0000')))
+  ) {
+    return 'stdio.args must be an array of strings without NUL';
+  }
+  if (stdio.env !== undefined) {
+    if (!isRecord(stdio.env)) return 'stdio.env must be an object of strings';
+    for (const [key, value] of Object.entries(stdio.env)) {
+      if (typeof value !== 'string' || key === '' || key.includes('=') || `${key}${value}`.includes('\u0000')) {
+        return `stdio.env.${key} must be a string, under a name without = or NUL`;
+      }
+    }
+  }
+  if (stdio.cwd !== undefined && typeof stdio.cwd !== 'string') return 'stdio.cwd must be a string';
   return null;
 }
 

@@ -1,0 +1,124 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DownstreamConnection, type DownstreamOptions } from '@taskgate/gateway';
+import { afterEach, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../support/cli.ts';
+import { waitForTask } from '../support/task-platform.ts';
+
+// A downstream that answers with a task (the official SDK v1's experimental tasks, 2025-11-25,
+// over stdio): the gateway asks for a task, polls it to its end and reads its result; a stop
+// becomes tasks/cancel, after which the downstream's work stops at its next step; the id map
+// holds the task while it lives downstream and is empty at the end.
+const FIXTURE = path.join(REPO_ROOT, 'test/fixtures/downstream-task-server.ts');
+const open: DownstreamConnection[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((connection) => connection.close()));
+});
+
+function downstream(extra: Pick<DownstreamOptions, 'onOrphan'> = {}) {
+  const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'tg-task-downstream-')), 'log');
+  writeFileSync(logFile, '');
+  const connection = new DownstreamConnection({
+    name: 'tasks',
+    stdio: { command: process.execPath, args: [FIXTURE], env: { DOWNSTREAM_LOG: logFile } },
+    log: { info: () => {}, warn: () => {} },
+    taskCancelGraceMs: 100,
+    ...extra,
+  });
+  open.push(connection);
+  return { connection, lines: () => readFileSync(logFile, 'utf8').split('\n').filter(Boolean) };
+}
+
+const never = () => new AbortController().signal;
+
+describe('a downstream that answers with a task', () => {
+  it('is polled to its end, its result read, its progress relayed; the map holds the task meanwhile', async () => {
+    const { connection, lines } = downstream();
+    const tools = await connection.start();
+    expect(tools.find((tool) => tool.name === 'slow_task')?.execution).toEqual({ taskSupport: 'required' });
+    const progress: number[] = [];
+    const seen: string[] = [];
+    const result = await connection.call(
+      'slow_task',
+      { steps: 4 },
+      {
+        signal: never(),
+        label: 'task-1',
+        asTask: true,
+        onProgress: (value) => {
+          progress.push(value);
+          seen.push(...connection.inFlight.map((entry) => `${entry.kind} ${entry.label}`));
+        },
+      },
+    );
+    expect(result).toMatchObject({ content: [{ type: 'text', text: 'did 4 steps' }], structuredContent: { steps: 4 } });
+    expect(progress.slice(0, 3)).toEqual([1, 2, 3]);
+    // While the work went on downstream, the map held it as a task (the tools/call was answered).
+    expect(new Set(seen)).toEqual(new Set(['task task-1']));
+    expect(lines()).toEqual(['started task-1', 'done task-1']);
+    expect(connection.inFlight).toEqual([]);
+  });
+
+  it('turns a stop into tasks/cancel, and the downstream work stops', async () => {
+    const { connection, lines } = downstream();
+    await connection.start();
+    const stop = new AbortController();
+    const call = connection.call(
+      'slow_task',
+      { steps: 400 },
+      {
+        signal: stop.signal,
+        label: 'task-2',
+        asTask: true,
+        onProgress: () => stop.abort(new Error('the task was cancelled')),
+      },
+    );
+    await expect(call).rejects.toThrow('the task was cancelled');
+    expect(connection.inFlight).toEqual([]);
+    await waitForTask(
+      async () => lines(),
+      (found) => found.includes('aborted task-2'),
+    );
+    expect(lines()).not.toContain('done task-2');
+  });
+
+  it("gives a failed task's result as the call's", async () => {
+    const { connection } = downstream();
+    const result = await connection.call('fail_task', {}, { signal: never(), label: 'task-3', asTask: true });
+    expect(result).toMatchObject({
+      isError: true,
+      content: [{ type: 'text', text: 'the downstream could not do it' }],
+    });
+    expect(connection.inFlight).toEqual([]);
+  });
+
+  it('counts a task still running after its grace period as orphaned, and keeps it mapped until it ends', async () => {
+    const orphans: string[] = [];
+    const { connection, lines } = downstream({
+      onOrphan: ({ tool, label, delta }) => orphans.push(`${tool} ${label} ${delta}`),
+    });
+    await connection.start();
+    const stop = new AbortController();
+    const call = connection.call('stubborn_task', {}, { signal: stop.signal, label: 'task-4', asTask: true });
+    await waitForTask(
+      async () => lines(),
+      (found) => found.includes('started task-4'),
+    );
+    stop.abort(new Error('the task was cancelled'));
+    await expect(call).rejects.toThrow('the task was cancelled');
+    // Released after the grace period (100 ms) while the downstream task still runs (400 ms).
+    expect(lines()).toContain('ignored cancel');
+    expect(lines()).not.toContain('stubborn ended');
+    expect(orphans).toEqual(['stubborn_task task-4 1']);
+    expect(connection.inFlight.map((entry) => `${entry.kind} ${entry.label}`)).toEqual(['task task-4']);
+    await waitForTask(
+      async () => orphans.length,
+      (count) => count === 2,
+      5_000,
+    );
+    expect(orphans).toEqual(['stubborn_task task-4 1', 'stubborn_task task-4 -1']);
+    expect(lines()).toContain('stubborn ended');
+    expect(connection.inFlight).toEqual([]);
+  });
+});
