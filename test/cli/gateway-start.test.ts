@@ -66,11 +66,23 @@ describe('taskgate start with a gateway module', () => {
     const listed = await call('tools/list', {});
     expect((listed.result as { tools: { name: string }[] }).tools.map((tool) => tool.name).sort()).toEqual([
       'fx_crash',
+      'fx_grow',
+      'fx_shrink',
       'fx_slow_echo',
     ]);
     const answered = await call('tools/call', { name: 'fx_slow_echo', arguments: { text: 'through', steps: 2 } });
     expect(answered.result).toMatchObject({ structuredContent: { echoed: 'through' } });
     expect(await readFile(log, 'utf8')).toMatch(/^started .+\ndone .+\n$/);
+    // The downstream adds a tool and says so: the worker serves it and the catalog lists it.
+    await call('tools/call', { name: 'fx_grow', arguments: {} });
+    const names = async () =>
+      ((await call('tools/list', {})).result as { tools: { name: string }[] }).tools.map((tool) => tool.name);
+    await waitForTask(names, (listed) => listed.includes('fx_late_echo'), 15_000);
+    const late = await call('tools/call', { name: 'fx_late_echo', arguments: {} });
+    expect(late.result).toMatchObject({ content: [{ type: 'text', text: 'late' }] });
+    // And takes it away again: it leaves the catalog.
+    await call('tools/call', { name: 'fx_shrink', arguments: {} });
+    await waitForTask(names, (listed) => !listed.includes('fx_late_echo'), 15_000);
     // A graceful stop ends the downstream with the worker.
     taskgate.child.kill('SIGTERM');
     expect(await taskgate.closed).toBe(0);

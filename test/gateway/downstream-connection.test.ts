@@ -17,7 +17,14 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((connection) => connection.close()));
 });
 
-function downstream(overrides: { now?: () => number; command?: string; args?: string[] } = {}) {
+function downstream(
+  overrides: {
+    now?: () => number;
+    command?: string;
+    args?: string[];
+    onToolsChanged?: (tools: readonly { name: string }[]) => void;
+  } = {},
+) {
   const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'tg-downstream-')), 'log');
   writeFileSync(logFile, '');
   const connection = new DownstreamConnection({
@@ -31,6 +38,7 @@ function downstream(overrides: { now?: () => number; command?: string; args?: st
     restart: { firstDelayMs: 1_000, maxDelayMs: 1_000 },
     random: () => 0.999,
     ...(overrides.now ? { now: overrides.now } : {}),
+    ...(overrides.onToolsChanged ? { onToolsChanged: overrides.onToolsChanged } : {}),
   });
   open.push(connection);
   const lines = () => readFileSync(logFile, 'utf8').split('\n').filter(Boolean);
@@ -40,7 +48,13 @@ function downstream(overrides: { now?: () => number; command?: string; args?: st
 describe('a stdio downstream', () => {
   it('lists its tools and relays a call with its progress; the id map is empty after', async () => {
     const { connection, lines } = downstream();
-    expect((await connection.start()).map((tool) => tool.name)).toEqual(['slow_echo', 'crash', 'not a valid name!']);
+    expect((await connection.start()).map((tool) => tool.name)).toEqual([
+      'slow_echo',
+      'crash',
+      'grow',
+      'shrink',
+      'not a valid name!',
+    ]);
     const progress: number[] = [];
     const result = await connection.call(
       'slow_echo',
@@ -149,6 +163,21 @@ describe('a stdio downstream', () => {
       (left) => left === 0,
       5_000,
     );
+  });
+
+  it("lists the downstream's tools again when it says they changed, and hands the new list on", async () => {
+    const lists: string[][] = [];
+    const { connection } = downstream({ onToolsChanged: (tools) => lists.push(tools.map((tool) => tool.name)) });
+    await connection.start();
+    await connection.call('grow', {}, { signal: new AbortController().signal, label: 'task-8' });
+    await waitForTask(
+      async () => lists.length,
+      (count) => count === 1,
+    );
+    expect(lists[0]).toContain('late_echo');
+    expect(connection.tools.map((tool) => tool.name)).toContain('late_echo');
+    const late = await connection.call('late_echo', {}, { signal: new AbortController().signal, label: 'task-9' });
+    expect(late.content).toEqual([{ type: 'text', text: 'late' }]);
   });
 
   it('names the command of a downstream that cannot start', async () => {

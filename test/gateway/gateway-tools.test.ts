@@ -59,7 +59,7 @@ describe('gateway tools', () => {
       .filter((name: string) => name.startsWith('fx_'))
       .sort();
     // `not a valid name!` cannot be a tool name: left out.
-    expect(names).toEqual(['fx_crash', 'fx_slow_echo']);
+    expect(names).toEqual(['fx_crash', 'fx_grow', 'fx_shrink', 'fx_slow_echo']);
     expect(platform.tools.get('fx_slow_echo')?.retry).toBe('safe');
     expect(platform.tools.get('fx_crash')?.retry).toBe('unsafe');
   });

@@ -96,7 +96,9 @@ describe('a Streamable HTTP downstream (SDK v2, 2026-07-28)', () => {
     await connection.start();
     await expect(connection.call('crash', {}, { signal: never(), label: 'task-4' })).rejects.toMatchObject({
       code: 'TG_DOWNSTREAM_GONE',
-      message: expect.stringContaining('downstream remote could not be reached or broke off the call'),
+      message: expect.stringContaining(
+        'downstream remote could not be reached; whether the call took effect there is unknown',
+      ),
     });
     await server.exited();
     expect(server.lines()).toContain('crash task-4');
@@ -122,9 +124,15 @@ describe('a Streamable HTTP downstream (SDK v2, 2026-07-28)', () => {
   it('fails the calls in flight when the server is killed under them, and empties the id map', async () => {
     const { connection, server } = await downstream();
     await connection.start();
+    // With progress, each response is an SSE stream already open when the server dies: the
+    // stream's end, with no response on it, is what fails the call.
     const calls = Promise.allSettled(
       [1, 2, 3].map((n) =>
-        connection.call('slow_echo', { text: `n${n}`, steps: 400 }, { signal: never(), label: `many-${n}` }),
+        connection.call(
+          'slow_echo',
+          { text: `n${n}`, steps: 400 },
+          { signal: never(), label: `many-${n}`, ...(n === 1 ? {} : { onProgress: () => {} }) },
+        ),
       ),
     );
     await waitForTask(
@@ -136,6 +144,26 @@ describe('a Streamable HTTP downstream (SDK v2, 2026-07-28)', () => {
     for (const outcome of await calls) {
       expect(outcome).toMatchObject({ status: 'rejected', reason: { code: 'TG_DOWNSTREAM_GONE' } });
     }
+    expect(connection.inFlight).toEqual([]);
+  });
+
+  it('fails only the call an HTTP error status answered, and serves the others on', async () => {
+    const { connection, server, errors } = await downstream({ env: { DOWNSTREAM_FAIL_TOOL: 'crash' } });
+    await connection.start();
+    const long = connection.call(
+      'slow_echo',
+      { text: 'on', steps: 6 },
+      { signal: never(), label: 'long', onProgress: () => {} },
+    );
+    await expect(connection.call('crash', {}, { signal: never(), label: 'refused' })).rejects.toMatchObject({
+      code: 'TG_DOWNSTREAM_GONE',
+      // What the server said in its body is not echoed (it may echo what it was sent).
+      message: 'downstream remote answered the call with HTTP 503; whether the call took effect there is unknown',
+    });
+    expect(connection.connected).toBe(true);
+    expect((await long).structuredContent).toEqual({ echoed: 'on' });
+    expect(server.lines()).not.toContain('crash refused');
+    expect(errors).toEqual(['gone']);
     expect(connection.inFlight).toEqual([]);
   });
 

@@ -73,6 +73,10 @@ describe('TASKGATE_GATEWAYS', () => {
         'gateways[0] reads the environment variable NOPE, which is not set',
       ],
       [
+        '{"gateways": [{"name": "x", "prefix": "", "http": {"url": "http://h/mcp", "bearerToken": {"env": "constructor"}}}]}',
+        'gateways[0] reads the environment variable constructor, which is not set',
+      ],
+      [
         '{"gateways": [{"name": "x", "prefix": "", "http": {"url": "http://h/mcp", "bearerToken": {"env": "A-B"}}}]}',
         'gateways[0]: gateway x: http.bearerToken must be',
       ],

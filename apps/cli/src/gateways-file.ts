@@ -67,7 +67,7 @@ function fromEnvironment(
     const name = (value as { env?: unknown }).env;
     // Anything else stays as it is, for the declaration's own check to name.
     if (keys.length !== 1 || typeof name !== 'string' || !ENV_NAME.test(name)) return value;
-    return env[name] ?? unset(name);
+    return Object.hasOwn(env, name) && typeof env[name] === 'string' ? (env[name] as string) : unset(name);
   };
   const readAll = (record: unknown) =>
     typeof record === 'object' && record !== null && !Array.isArray(record)

@@ -210,4 +210,20 @@ describe('JobPump over several queues', () => {
     expect(asks.slice(0, 2)).toEqual([{ a: 3, b: 3 }, { b: 2 }]);
     expect(pump.running).toBe(6);
   });
+
+  it('fetches a queue given by setQueues at once, and no more a queue it took away', async () => {
+    const { pump, asks, waitForFetch } = manyQueues({ a: 1, b: 100, c: 100 }, { a: 32 }, 6);
+    pump.start();
+    await waitForFetch(); // a: asked 6, got 1; it is drained, and b and c are not this pump's yet
+    pump.setQueues([
+      { name: 'b', concurrency: 2 },
+      { name: 'c', concurrency: 32 },
+    ]);
+    await waitForFetch(); // the new queues at once, b under its cap; a is no longer asked
+    pump.wake('a');
+    await pump.stopFetching();
+    await pump.close();
+    expect(asks.slice(0, 2)).toEqual([{ a: 6 }, { b: 2, c: 3 }]);
+    expect([pump.runningIn('a'), pump.runningIn('b'), pump.runningIn('c')]).toEqual([1, 2, 3]);
+  });
 });

@@ -70,7 +70,7 @@ export class JobPump {
   readonly #options: JobPumpOptions;
   readonly #running = new Map<string, { job: Job<TaskJobData>; queue: string }>();
   readonly #runningByQueue = new Map<string, number>();
-  readonly #caps: ReadonlyMap<string, number>;
+  #caps: ReadonlyMap<string, number>;
   /** Queues that may hold work: named by a wake-up, or full at their last fetch. */
   readonly #pending = new Set<string>();
   /** Queues named by a wake-up during the fetch under way: kept pending whatever it returns. */
@@ -134,6 +134,26 @@ export class JobPump {
     }
     this.#wakeRequested = true;
     this.#signals.wake();
+  }
+
+  /**
+   * The queues to fetch from now on (the worker's tools changed: a gateway's downstream listed new
+   * ones). A new queue is fetched at once; jobs running from a queue no longer listed go on, and
+   * complete as before.
+   */
+  setQueues(queues: readonly PumpQueue[]): void {
+    const before = this.#caps;
+    this.#caps = new Map(queues.map((queue) => [queue.name, Math.min(queue.concurrency, this.#options.concurrency)]));
+    for (const name of [...this.#pending]) if (!this.#caps.has(name)) this.#pending.delete(name);
+    const added = [...this.#caps.keys()].filter((name) => !before.has(name));
+    for (const name of added) {
+      this.#pending.add(name);
+      this.#wokenDuringFetch.add(name);
+    }
+    if (added.length > 0) {
+      this.#wakeRequested = true;
+      this.#signals.wake();
+    }
   }
 
   /** Stops fetching; jobs already running go on (the runner drains them). */

@@ -60,14 +60,27 @@ export class TaskRunner {
   readonly #stopping = new AbortController();
   #draining = false;
 
+  /** The tools it runs: the options' at first, then what replaceTools gave. */
+  #tools: ToolRegistry;
+
   constructor(options: TaskRunnerOptions) {
     this.#options = options;
+    this.#tools = options.tools;
     // Completions without effects share one statement, which commits on its own (a statement is
     // atomic; an explicit transaction would only add BEGIN and COMMIT round trips to every task's
     // critical path). Each row keeps its own conditions (attempt, status, no cancel), so batching
     // changes the number of commits, not who wins a race. The statement locks rows in id order.
     const writer = options.announcer.writer(options.db);
     this.#completions = new Batcher((completions: readonly Completion[]) => completeAttempts(writer, completions));
+  }
+
+  /**
+   * Runs later claims with these tools (the worker's tools changed). A handler already running
+   * goes on with the definition it started with; a task accepted under a definition that changed
+   * is checked against the new one (#fitsServedVersion), as after a deploy.
+   */
+  replaceTools(tools: ToolRegistry): void {
+    this.#tools = tools;
   }
 
   get inFlight(): number {
@@ -81,7 +94,8 @@ export class TaskRunner {
    */
   async run(claim: ClaimedAttempt | null): Promise<void> {
     if (!claim) return;
-    const { db, tools, logger, announcer } = this.#options;
+    const { db, logger, announcer } = this.#options;
+    const tools = this.#tools;
     const writer = announcer.writer(db);
     const { task } = claim;
     const taskId = task.id;
@@ -227,7 +241,8 @@ export class TaskRunner {
    * rely on what its own schema guarantees. Tasks from before migration 0007 carry no fingerprint.
    */
   async #fitsServedVersion(task: ClaimedAttempt['task'], finish: (outcome: Outcome) => Promise<unknown>) {
-    const { tools, logger } = this.#options;
+    const { logger } = this.#options;
+    const tools = this.#tools;
     const accepted = task.toolFingerprint;
     const served = tools.fingerprint(task.tool);
     if (accepted === null || accepted === served) return true;

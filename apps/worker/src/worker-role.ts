@@ -83,6 +83,12 @@ export interface WorkerRole {
   readonly legacyDrain: LegacyQueueDrain;
   /** Publishes this worker's tools to the catalog again (what a re-registration does). */
   publish(): Promise<void>;
+  /**
+   * Serves these tools from now on, and publishes them: their queues are made and fetched, the
+   * catalog lists the new set (a tool no longer in it leaves the catalog). What a gateway calls
+   * when its downstream's tools changed. A tool's handler already running goes on.
+   */
+  replaceTools(tools: ToolRegistry): Promise<void>;
   readonly sweeper: RetentionSweeper;
   /** Null with `sweep: false`. */
   readonly tasks: TaskSweeper | null;
@@ -104,8 +110,9 @@ export interface WorkerRole {
 export async function startWorkerRole(options: WorkerRoleOptions): Promise<WorkerRole> {
   const workerId = options.workerId ?? `worker-${randomUUID().slice(0, 8)}`;
   const concurrency = options.concurrency ?? 32;
-  const { logger, tools } = options;
-  const served = tools.list().map((tool) => tool.name);
+  const { logger } = options;
+  let tools = options.tools;
+  let served = tools.list().map((tool) => tool.name);
   if (served.length === 0) throw new TypeError('a worker needs at least one tool to serve');
   for (const [tool, limit] of options.toolConcurrency ?? []) {
     if (!served.includes(tool)) {
@@ -150,7 +157,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     logger,
   });
   const announcer = new TaskAnnouncer(db, { logger });
-  const entries = tools.catalogEntries();
+  let entries = tools.catalogEntries();
   // Definitions only: handlers never leave this process. Identical rows are left as they were.
   const publish = async () => {
     const report = await publishTools(db, workerId, entries);
@@ -215,16 +222,18 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
           logger,
         });
   const queues = new TaskQueues(boss);
-  const pump = new JobPump({
-    boss,
-    queues: served.map((tool) => ({
+  const pumpQueues = (names: readonly string[]) =>
+    names.map((tool) => ({
       name: toolQueue(tool),
       // A module's resource reads and prompt gets take at most half the slots unless told
       // otherwise, so a flood of slow reads cannot starve the tools.
       concurrency:
         options.toolConcurrency?.get(tool) ??
         (tool.startsWith(CONTENT_TOOL_PREFIX) ? Math.max(1, Math.floor(concurrency / 2)) : concurrency),
-    })),
+    }));
+  const pump = new JobPump({
+    boss,
+    queues: pumpQueues(served),
     concurrency,
     pollIntervalMs: options.listenNotify ? 1_000 : 250,
     heartbeatIntervalMs: 4_000,
@@ -306,6 +315,18 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     pump,
     legacyDrain,
     publish,
+    async replaceTools(next) {
+      const names = next.list().map((tool) => tool.name);
+      if (names.length === 0) throw new TypeError('a worker needs at least one tool to serve');
+      // Queues first: an API may send to a tool's queue as soon as the catalog lists it.
+      await queues.ensureAll(names.filter((name) => !served.includes(name)));
+      tools = next;
+      served = names;
+      entries = next.catalogEntries();
+      runner.replaceTools(next);
+      pump.setQueues(pumpQueues(names));
+      await publish();
+    },
     sweeper,
     tasks: upkeep.sweeper,
     heartbeat: upkeep.heartbeat,

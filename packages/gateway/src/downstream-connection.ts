@@ -62,6 +62,8 @@ export class DownstreamError extends Error {
 
 /** Where a call came from, carried in the request's _meta so the id map can name it. */
 const CALL_META = 'dev.taskgate/call';
+/** Which call of this connection a request is (the task's label may repeat). */
+const REQUEST_META = 'dev.taskgate/request';
 
 /** What the id map holds for one downstream request (or task) while it lives. */
 export interface InFlightRequest {
@@ -72,6 +74,8 @@ export interface InFlightRequest {
   readonly sentAt: number;
   /** Which start of the downstream sent it: a connection's end clears only its own. */
   readonly generation: number;
+  /** Which call of the connection sent it (absent for a task's entry). */
+  readonly sequence?: number;
 }
 
 /**
@@ -96,6 +100,11 @@ export class DownstreamConnection {
   #generation = 0;
   #lastEnd: string | null = null;
   #tools: readonly Tool[] = [];
+  #sequence = 0;
+  /** The signal of each call in flight, by its sequence number (REQUEST_META). */
+  readonly #calls = new Map<number, AbortController>();
+  readonly #generationOf = new WeakMap<DownstreamSession, number>();
+  readonly #changedWhileStarting = new WeakSet<DownstreamSession>();
 
   constructor(options: DownstreamOptions) {
     if ((options.stdio === undefined) === (options.http === undefined)) {
@@ -156,12 +165,21 @@ export class DownstreamConnection {
       if (error instanceof DownstreamError) this.#options.onError?.('unavailable');
       throw error;
     }
-    const meta = { [CALL_META]: options.label };
-    const generation = this.#generation;
+    this.#sequence += 1;
+    const sequence = this.#sequence;
+    const meta = { [CALL_META]: options.label, [REQUEST_META]: String(sequence) };
+    const generation = this.#generationOf.get(session) ?? this.#generation;
+    // The call's own signal: the task's stop aborts it, and so does a response stream that ended
+    // without the response. Unlinked when the call returns, so a task's signal (aborted when its
+    // run ends, whatever ended it) sends nothing for a call that was already answered.
+    const call = new AbortController();
+    const stop = () => call.abort(options.signal.reason);
+    options.signal.addEventListener('abort', stop, { once: true });
+    this.#calls.set(sequence, call);
     try {
       if (options.asTask === true && session.tasks) {
         return await callAsTask(session, tool, { ...args }, meta, {
-          signal: options.signal,
+          signal: call.signal,
           ...(options.onProgress ? { onProgress: options.onProgress } : {}),
           cancelGraceMs: this.#options.taskCancelGraceMs ?? 5_000,
           onTask: (taskId) =>
@@ -184,14 +202,15 @@ export class DownstreamConnection {
         });
       }
       return await session.callTool(tool, { ...args }, meta, {
-        signal: options.signal,
+        signal: call.signal,
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
       });
     } catch (error) {
       if (options.signal.aborted) throw options.signal.reason;
-      if (error instanceof DownstreamError) {
-        this.#options.onError?.('task_ended');
-        throw error;
+      const reason = call.signal.aborted ? call.signal.reason : error;
+      if (reason instanceof DownstreamError) {
+        this.#options.onError?.(reason.code === 'TG_DOWNSTREAM_TASK_ENDED' ? 'task_ended' : 'gone');
+        throw reason;
       }
       if (this.#session !== session) {
         this.#options.onError?.('gone');
@@ -202,20 +221,31 @@ export class DownstreamConnection {
           `downstream ${this.name} ${this.#lastEnd ?? 'ended'} while the call ran; whether the call took effect there is unknown${this.#options.stdio ? " (its stderr is in the worker's log)" : ''}`,
         );
       }
-      if (!isProtocolError(error) && this.#options.http !== undefined) {
-        // An HTTP downstream that refused the connection, dropped the stream or answered with an
-        // error status: the connection is started again, after the backoff, for the next call.
+      const failure = this.#options.http === undefined ? null : httpFailure(error);
+      if (failure !== null) {
         this.#options.onError?.('gone');
-        this.#broken(session, (error as Error).message);
+        if (failure.connection) {
+          // Refused, unreachable, or no longer ours (credentials, session): connected again,
+          // after the backoff, for the next call. Its details go to the log, not to the caller.
+          this.#broken(session, (error as Error).message);
+        }
         throw new DownstreamError(
           'TG_DOWNSTREAM_GONE',
           this.name,
-          `downstream ${this.name} could not be reached or broke off the call (${(error as Error).message}); whether the call took effect there is unknown`,
+          `downstream ${this.name} ${failure.said}; whether the call took effect there is unknown`,
         );
       }
       this.#options.onError?.('error_response');
       throw error;
+    } finally {
+      options.signal.removeEventListener('abort', stop);
+      this.#calls.delete(sequence);
     }
+  }
+
+  /** Whether calls may be made as tasks (a downstream tool that requires one needs this). */
+  get taskCalls(): boolean {
+    return this.#session?.tasks ?? this.#options.stdio !== undefined;
   }
 
   /** Stops the downstream (and a start under way) with its process group; calls in flight fail. */
@@ -272,6 +302,7 @@ export class DownstreamConnection {
       session = httpSession(http as HttpDownstream, hooks);
     }
     const timeoutMs = this.#options.connectTimeoutMs ?? 10_000;
+    let changedOnRestart = false;
     const timer = new AbortController();
     const timeout = setTimeout(() => timer.abort(), timeoutMs);
     try {
@@ -279,15 +310,22 @@ export class DownstreamConnection {
         signal: timer.signal,
         timeoutMs,
       });
+      const before = this.#tools;
       this.#tools = await session.listTools({ signal: timer.signal, timeoutMs });
+      // A downstream restarted (or reconnected) with other tools than it had: as a list_changed.
+      if (generation > 1 && JSON.stringify(before) !== JSON.stringify(this.#tools)) changedOnRestart = true;
     } catch (error) {
       await session.close().catch(() => {});
       this.#failed();
       log.warn({ gateway: this.name, stderr: this.#stderrTail.trim() }, 'downstream did not start');
+      // An HTTP server's answer may echo what it was sent: callers get what it means, the log the rest.
+      const said =
+        http === undefined ? (error as Error).message : (httpFailure(error)?.said ?? (error as Error).message);
+      log.warn({ gateway: this.name, error: (error as Error).message }, 'downstream start failed');
       throw new DownstreamError(
         'TG_DOWNSTREAM_UNAVAILABLE',
         this.name,
-        `downstream ${this.name} did not start (${stdio?.command ?? http?.url}): ${(error as Error).message}`,
+        `downstream ${this.name} did not start (${stdio?.command ?? withoutQuery(http?.url ?? '')}): ${said}`,
       );
     } finally {
       clearTimeout(timeout);
@@ -298,14 +336,22 @@ export class DownstreamConnection {
       throw new DownstreamError('TG_DOWNSTREAM_UNAVAILABLE', this.name, `downstream ${this.name} is stopped`);
     }
     this.#failures = 0;
+    this.#generationOf.set(session, generation);
     this.#session = session;
     log.info({ gateway: this.name, at: session.where, tools: this.#tools.length }, 'downstream started');
+    if (changedOnRestart) this.#options.onToolsChanged?.(this.#tools);
+    if (this.#changedWhileStarting.delete(session)) void this.#toolsChanged(session);
     return session;
   }
 
   /** notifications/tools/list_changed: listed again, and said to whoever publishes the tools. */
   async #toolsChanged(session: DownstreamSession): Promise<void> {
-    if (this.#session !== session) return;
+    if (this.#session !== session) {
+      // Said while the session starts (between its initialize and its first listing being kept):
+      // listed again once it has started, not lost.
+      this.#changedWhileStarting.add(session);
+      return;
+    }
     try {
       const listed = await session.listTools({ timeoutMs: this.#options.connectTimeoutMs ?? 10_000 });
       if (this.#session !== session) return;
@@ -334,7 +380,7 @@ export class DownstreamConnection {
   #broken(session: DownstreamSession, reason: string): void {
     if (this.#session !== session) return;
     this.#session = null;
-    this.#lastEnd = `broke off (${reason})`;
+    this.#lastEnd = 'broke off';
     this.#failed();
     this.#options.log.warn(
       { gateway: this.name, reason },
@@ -366,8 +412,25 @@ export class DownstreamConnection {
           label: typeof meta?.[CALL_META] === 'string' ? (meta[CALL_META] as string) : '',
           sentAt: now(),
           generation,
+          sequence: Number(meta?.[REQUEST_META]),
         }),
       settled: (id) => this.#inFlight.delete(key(id)),
+      streamEnded: (id) => {
+        const entry = this.#inFlight.get(key(id));
+        if (entry === undefined) return;
+        // Its stream is gone and its response never came: nothing more will. The call fails
+        // alone; the connection serves the others.
+        this.#inFlight.delete(key(id));
+        this.#calls
+          .get(entry.sequence ?? Number.NaN)
+          ?.abort(
+            new DownstreamError(
+              'TG_DOWNSTREAM_GONE',
+              this.name,
+              `downstream ${this.name} ended the call's response stream before its response; whether the call took effect there is unknown`,
+            ),
+          );
+      },
       closed: () => {
         for (const [entry, request] of this.#inFlight) {
           if (request.generation === generation) this.#inFlight.delete(entry);
@@ -385,6 +448,40 @@ export class DownstreamConnection {
         }
       },
     });
+  }
+}
+
+/**
+ * What an HTTP downstream's failure says, when the failure is not the downstream's JSON-RPC
+ * answer: `connection` when the connection itself is no longer good (unreachable, refused, the
+ * credentials or the session no longer accepted), else the call alone failed (an HTTP error
+ * status, a proxy's 502). Null for anything else (a result the SDK found malformed, an abort).
+ */
+function httpFailure(error: unknown): { readonly connection: boolean; readonly said: string } | null {
+  if (isProtocolError(error)) return null;
+  if (error instanceof TypeError) return { connection: true, said: 'could not be reached' };
+  const code = (error as { code?: unknown }).code;
+  const status = (error as { data?: { status?: unknown } }).data?.status;
+  if (typeof status === 'number') {
+    if (status === 401 || status === 403)
+      return { connection: true, said: `refused the gateway's credentials (HTTP ${status})` };
+    if (status === 404)
+      return { connection: true, said: "no longer knows the gateway's session or endpoint (HTTP 404)" };
+    return { connection: false, said: `answered the call with HTTP ${status}` };
+  }
+  if (code === 'CONNECTION_CLOSED' || code === 'SEND_FAILED' || code === 'NOT_CONNECTED') {
+    return { connection: true, said: 'broke the connection off' };
+  }
+  return null;
+}
+
+/** A URL as errors may show it: no query (it may carry a key) and no fragment. */
+function withoutQuery(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return '(the url)';
   }
 }
 

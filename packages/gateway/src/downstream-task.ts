@@ -8,8 +8,11 @@ const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 const MIN_POLL_MS = 20;
 const MAX_POLL_MS = 5_000;
 const DEFAULT_POLL_MS = 500;
-/** A poll, or the read of a result once the task ended, that takes longer fails the call. */
+/** A poll, or the read of a result once the task ended, that takes longer fails. */
 const REQUEST_TIMEOUT_MS = 30_000;
+/** How long a task still running after its cancel's grace period is watched, and how often. */
+const ORPHAN_WATCH_MS = 5 * 60_000;
+const ORPHAN_POLL_MS = 1_000;
 
 export interface TaskCallOptions {
   readonly signal: AbortSignal;
@@ -19,26 +22,23 @@ export interface TaskCallOptions {
   readonly onTaskEnd: (taskId: string) => void;
   /** How long after its tasks/cancel the downstream task may take to reach a terminal status. */
   readonly cancelGraceMs: number;
-  /** A downstream task that ended `cancelled` without being asked. */
+  /** A downstream task that ended without a result the gateway can give (cancelled, or asking for input). */
   readonly ended: (taskId: string, status: string, message: string | undefined) => Error;
   /**
-   * A cancelled task still not ended downstream after the grace period (+1), and when it is seen
-   * to end, or the watch on it gives up (-1): orphaned downstream work.
+   * A stopped task not known to have ended downstream after the grace period (+1), and when it is
+   * seen to end, or the watch on it gives up (-1): orphaned downstream work.
    */
   readonly onOrphan?: (taskId: string, delta: 1 | -1) => void;
 }
 
-/** How long a task still running after its cancel's grace period is watched, and how often. */
-const ORPHAN_WATCH_MS = 5 * 60_000;
-const ORPHAN_POLL_MS = 1_000;
-
 /**
  * A call made as a task-augmented request (2025-11-25 tasks): the downstream answers at once with
  * a task, which is polled (`tasks/get`, at its `pollInterval`) until it ends; its result is then
- * read with `tasks/result`. The task's stop becomes the downstream's own signal for a task:
- * `tasks/cancel`, then polling until the task says it ended (bounded by `cancelGraceMs`), so the
- * downstream's work is known to have stopped, or is counted as not known to, before the caller
- * hears of the stop. A downstream that answers with a plain result instead is taken as it is.
+ * read with `tasks/result`. The task's stop becomes the downstream's own signal for a task,
+ * `tasks/cancel`, and the downstream is polled until it says the task ended (within
+ * `cancelGraceMs`): a task not known to have ended then is orphaned work, watched until it ends.
+ * A task that completed before its cancel landed gives its result: the work was done.
+ * A downstream that answers with a plain result instead is taken as it is.
  */
 export async function callAsTask(
   session: DownstreamSession,
@@ -47,63 +47,123 @@ export async function callAsTask(
   meta: Record<string, unknown>,
   options: TaskCallOptions,
 ): Promise<CallToolResult> {
-  const answer = await session.request(
-    'tools/call',
-    { name, arguments: args, _meta: meta, task: {} },
-    { signal: options.signal, ...(options.onProgress ? { onProgress: options.onProgress } : {}) },
-  );
+  // The task is made whatever happens meanwhile: a stop now would leave a task nobody knows of.
+  // Its answer is waited for a grace period after a stop, no longer.
+  const creating = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const giveUp = () => {
+    timer = setTimeout(() => creating.abort(options.signal.reason), options.cancelGraceMs).unref();
+  };
+  options.signal.addEventListener('abort', giveUp, { once: true });
+  let answer: Record<string, unknown>;
+  try {
+    answer = await session.request(
+      'tools/call',
+      { name, arguments: args, _meta: meta, task: {} },
+      {
+        signal: creating.signal,
+        timeoutMs: REQUEST_TIMEOUT_MS,
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      },
+    );
+  } finally {
+    options.signal.removeEventListener('abort', giveUp);
+    clearTimeout(timer);
+  }
   const task = answer.task as { taskId?: unknown; pollInterval?: unknown } | undefined;
-  if (typeof task?.taskId !== 'string') return answer as CallToolResult;
+  if (typeof task?.taskId !== 'string') {
+    options.signal.throwIfAborted();
+    return answer as CallToolResult;
+  }
   const taskId = task.taskId;
   options.onTask(taskId);
-  let orphaned = false;
+  let watched = false;
+  const stopped = async (): Promise<CallToolResult> => {
+    const outcome = await cancel(session, taskId, options.cancelGraceMs);
+    if (outcome.state === 'completed') return outcome.result;
+    if (outcome.state === 'unknown') {
+      watched = true;
+      watchOrphan(session, taskId, options);
+    }
+    throw options.signal.reason;
+  };
   try {
     let interval = pollIntervalOf(task.pollInterval);
     for (;;) {
       if (!options.signal.aborted) await pause(interval, options.signal);
-      if (options.signal.aborted) {
-        orphaned = !(await cancelled(session, taskId, options));
-        if (orphaned) watchOrphan(session, taskId, options);
-        throw options.signal.reason;
+      if (options.signal.aborted) return await stopped();
+      let status: Record<string, unknown>;
+      const poll = linked(options.signal);
+      try {
+        status = await session.request('tasks/get', { taskId }, { signal: poll.signal, timeoutMs: REQUEST_TIMEOUT_MS });
+      } catch (error) {
+        if (options.signal.aborted) return await stopped();
+        // Its status cannot be read: ended here, and asked to end there, in case it runs on.
+        const outcome = await cancel(session, taskId, options.cancelGraceMs);
+        if (outcome.state === 'completed') return outcome.result;
+        if (outcome.state === 'unknown') {
+          watched = true;
+          watchOrphan(session, taskId, options);
+        }
+        throw error;
+      } finally {
+        poll.done();
       }
-      const status = await session.request('tasks/get', { taskId }, { timeoutMs: REQUEST_TIMEOUT_MS });
       interval = pollIntervalOf(status.pollInterval, interval);
       if (status.status === 'cancelled') {
         throw options.ended(taskId, 'cancelled', stringOr(status.statusMessage));
+      }
+      if (status.status === 'input_required') {
+        // The gateway declares no elicitation or sampling: nothing could answer it. Cancelled
+        // rather than left waiting for an answer that will not come.
+        await cancel(session, taskId, options.cancelGraceMs);
+        throw options.ended(taskId, 'input_required', 'it asks for input, which a gateway cannot give');
       }
       if (TERMINAL.has(String(status.status))) break;
     }
     // completed or failed: tasks/result answers as the call would have (a result, or its error).
     return (await session.request('tasks/result', { taskId }, { timeoutMs: REQUEST_TIMEOUT_MS })) as CallToolResult;
   } finally {
-    if (!orphaned) {
+    if (!watched) {
       session.taskEnded(taskId);
       options.onTaskEnd(taskId);
     }
   }
 }
 
+type CancelOutcome =
+  | { readonly state: 'ended' }
+  | { readonly state: 'completed'; readonly result: CallToolResult }
+  | { readonly state: 'unknown' };
+
 /**
- * Asks the downstream to cancel and waits, within the grace period, for the task to end there.
- * False when it was still running at the end of it (an orphan); true when it ended, or when
- * nothing more can be known (the cancel or a poll failed: already ended, or the downstream gone).
+ * Asks the downstream to cancel the task and waits, within the grace period, for it to end there.
+ * `unknown` when it was still running at the end, or nothing could be read (a hang, a downstream
+ * gone): counted as orphaned until shown otherwise. A task that had completed gives its result.
  */
-async function cancelled(session: DownstreamSession, taskId: string, options: TaskCallOptions): Promise<boolean> {
-  const deadline = performance.now() + options.cancelGraceMs;
-  const bounded = { timeoutMs: Math.max(1, Math.round(options.cancelGraceMs)) };
+async function cancel(session: DownstreamSession, taskId: string, graceMs: number): Promise<CancelOutcome> {
+  const deadline = performance.now() + graceMs;
+  const left = () => Math.max(1, Math.round(deadline - performance.now()));
+  let status = '';
   try {
-    const answer = await session.request('tasks/cancel', { taskId }, bounded);
-    let status = String(answer.status ?? '');
-    while (!TERMINAL.has(status)) {
-      if (performance.now() >= deadline) return false;
-      await pause(MIN_POLL_MS * 5, undefined);
-      status = String((await session.request('tasks/get', { taskId }, bounded)).status ?? '');
-    }
+    status = String((await session.request('tasks/cancel', { taskId }, { timeoutMs: left() })).status ?? '');
   } catch {
-    // tasks/cancel of a task that ended is an error, as is any request to a downstream that is
-    // gone: the caller's stop stands either way.
+    // A terminal task cannot be cancelled (an error): what it ended as is read below.
   }
-  return true;
+  try {
+    while (!TERMINAL.has(status)) {
+      if (performance.now() >= deadline) return { state: 'unknown' };
+      if (status !== '') await pause(MIN_POLL_MS * 5, undefined);
+      status = String((await session.request('tasks/get', { taskId }, { timeoutMs: left() })).status ?? '');
+    }
+    if (status === 'completed') {
+      const result = await session.request('tasks/result', { taskId }, { timeoutMs: REQUEST_TIMEOUT_MS });
+      return { state: 'completed', result: result as CallToolResult };
+    }
+    return { state: 'ended' };
+  } catch {
+    return { state: 'unknown' };
+  }
 }
 
 /** An orphaned task, watched (bounded) until it ends downstream; then it leaves the map. */
@@ -127,6 +187,19 @@ function watchOrphan(session: DownstreamSession, taskId: string, options: TaskCa
   })();
 }
 
+/**
+ * A signal of its own for one request, aborted with `parent` until `done()`: the SDK leaves its
+ * listener on a request's signal after the answer, and an abort of a long-lived signal would
+ * then send a cancel for every request it was ever given.
+ */
+function linked(parent: AbortSignal): { readonly signal: AbortSignal; done(): void } {
+  const controller = new AbortController();
+  const abort = () => controller.abort(parent.reason);
+  if (parent.aborted) abort();
+  else parent.addEventListener('abort', abort, { once: true });
+  return { signal: controller.signal, done: () => parent.removeEventListener('abort', abort) };
+}
+
 function pollIntervalOf(value: unknown, fallback = DEFAULT_POLL_MS): number {
   if (typeof value !== 'number' || !Number.isFinite(value)) return fallback;
   return Math.min(MAX_POLL_MS, Math.max(MIN_POLL_MS, value));
@@ -136,8 +209,10 @@ function stringOr(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-/** Waits `ms`, or less when `signal` aborts (no rejection: the caller looks at the signal). */
-// A timer that keeps nothing alive: an orphan's watch must not hold a stopping worker open.
+/**
+ * Waits `ms`, or less when `signal` aborts (no rejection: the caller looks at the signal). Its
+ * timer keeps nothing alive: an orphan's watch must not hold a stopping worker open.
+ */
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);

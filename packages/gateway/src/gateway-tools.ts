@@ -53,6 +53,13 @@ export function gatewayTools(
     }
     const settings = { ...gateway.defaults, ...gateway.tools?.[tool.name] };
     const downstreamTaskSupport = (tool as { execution?: { taskSupport?: unknown } }).execution?.taskSupport;
+    if (downstreamTaskSupport === 'required' && !connection.taskCalls) {
+      log(
+        { gateway: gateway.name, tool: tool.name },
+        'a downstream tool is left out: it runs only as a task, and tasks of this downstream are not supported yet',
+      );
+      continue;
+    }
     tools.push(
       defineTool<Record<string, unknown>>({
         name,

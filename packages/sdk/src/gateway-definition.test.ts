@@ -35,10 +35,30 @@ describe('defineGateway', () => {
       [{ name: 'x', prefix: '', http: { url: 'http://u:p@x/mcp' } }, 'must not carry a user or password'],
       [
         { name: 'x', prefix: '', http: { url: 'http://x/mcp', headers: { 'X-Key': 'a\r\nInjected: 1' } } },
-        'http.headers.X-Key must be a string without CR, LF or NUL',
+        'http.headers.X-Key must be a string of Latin-1 without CR, LF or NUL',
       ],
       [{ name: 'x', prefix: '', http: { url: 'http://x/mcp', headers: { 'a b': 'v' } } }, 'valid header name'],
       [{ name: 'x', prefix: '', http: { url: 'http://x/mcp', bearerToken: 5 } }, 'http.bearerToken must be'],
+      [
+        { name: 'x', prefix: '', http: { url: 'http://x/mcp', bearer_token: 't' } },
+        'http has an unknown key "bearer_token"',
+      ],
+      [{ ...good, stdio: { command: 'npx', argv: [] } }, 'stdio has an unknown key "argv"'],
+      [{ ...good, prefixes: 'x' }, 'unknown key "prefixes"'],
+      [{ ...good, defaults: { retries: 'safe' } }, 'defaults has an unknown key "retries"'],
+      [{ ...good, defaults: { timeouts: { max: 5 } } }, 'defaults.timeouts has an unknown key "max"'],
+      [
+        { name: 'x', prefix: '', http: { url: 'http://x/mcp', headers: { 'Mcp-Session-Id': 's' } } },
+        'http.headers.Mcp-Session-Id is set by the transport itself',
+      ],
+      [
+        { name: 'x', prefix: '', http: { url: 'http://x/mcp', headers: { 'Content-Length': '5' } } },
+        'is set by the transport itself',
+      ],
+      [
+        { name: 'x', prefix: '', http: { url: 'http://x/mcp', headers: { 'X-Key': 'ключ' } } },
+        'must be a string of Latin-1',
+      ],
       [{ name: 'x', prefix: '', http: { url: 'http://x/mcp', bearerToken: 'a b' } }, 'http.bearerToken must be'],
       [
         { name: 'x', prefix: '', http: { url: 'http://x/mcp', bearerToken: 't', headers: { authorization: 'x' } } },

@@ -60,6 +60,9 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
 
 function settingsProblem(settings: unknown, where: string): string | null {
   if (!isRecord(settings)) return `${where} must be an object`;
+  const extra = unknownKey(settings, SETTINGS_KEYS);
+  if (extra !== undefined)
+    return `${where} has an unknown key ${JSON.stringify(extra)} (known: retry, timeouts, taskSupport)`;
   if (settings.retry !== undefined && !RETRY.includes(settings.retry as string)) {
     return `${where}.retry must be "safe", "conditional" or "unsafe"`;
   }
@@ -68,6 +71,9 @@ function settingsProblem(settings: unknown, where: string): string | null {
   }
   if (settings.timeouts !== undefined) {
     if (!isRecord(settings.timeouts)) return `${where}.timeouts must be an object`;
+    const extraTimeout = unknownKey(settings.timeouts, TIMEOUT_KEYS);
+    if (extraTimeout !== undefined)
+      return `${where}.timeouts has an unknown key ${JSON.stringify(extraTimeout)} (known: idleMs, maxMs)`;
     for (const key of ['idleMs', 'maxMs'] as const) {
       const value = settings.timeouts[key];
       if (
@@ -89,6 +95,9 @@ export function gatewayDefinitionProblem(definition: unknown): string | null {
     return `gateway name ${JSON.stringify(name)} must be 1-64 of a-z 0-9 _ - (starting with a letter or digit)`;
   }
   const problem = (text: string) => `gateway ${name}: ${text}`;
+  const extra = unknownKey(definition, GATEWAY_KEYS);
+  if (extra !== undefined)
+    return problem(`unknown key ${JSON.stringify(extra)} (known: ${[...GATEWAY_KEYS].join(', ')})`);
   if (typeof definition.prefix !== 'string' || !PREFIX.test(definition.prefix)) {
     return problem('prefix must be a string of at most 64 of A-Z a-z 0-9 _ . -');
   }
@@ -129,9 +138,38 @@ export function gatewayDefinitionProblem(definition: unknown): string | null {
 /** A header's name and value as fetch would send them: a token name, a value without CR, LF or NUL. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/;
 const BAD_HEADER_VALUE = /[\r\n]/;
+/** Headers the transport sets itself, or that fetch refuses: a gateway's own would break its requests. */
+const RESERVED_HEADERS = new Set([
+  'accept',
+  'connection',
+  'content-length',
+  'content-type',
+  'host',
+  'keep-alive',
+  'last-event-id',
+  'mcp-method',
+  'mcp-name',
+  'mcp-protocol-version',
+  'mcp-session-id',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+/** Keys a declaration may have, each level: a typo (`bearer_token`) must not pass unnoticed. */
+const GATEWAY_KEYS = new Set(['name', 'prefix', 'stdio', 'http', 'defaults', 'tools', 'connectTimeoutMs']);
+const STDIO_KEYS = new Set(['command', 'args', 'env', 'cwd']);
+const HTTP_KEYS = new Set(['url', 'headers', 'bearerToken']);
+const SETTINGS_KEYS = new Set(['retry', 'timeouts', 'taskSupport']);
+const TIMEOUT_KEYS = new Set(['idleMs', 'maxMs']);
+
+function unknownKey(record: Record<string, unknown>, known: ReadonlySet<string>): string | undefined {
+  return Object.keys(record).find((key) => !known.has(key));
+}
 
 function httpProblem(http: unknown): string | null {
   if (!isRecord(http)) return 'http must be an object with the url of the server';
+  const extra = unknownKey(http, HTTP_KEYS);
+  if (extra !== undefined) return `http has an unknown key ${JSON.stringify(extra)} (known: url, headers, bearerToken)`;
   let url: URL;
   try {
     url = new URL(String(http.url));
@@ -151,9 +189,13 @@ function httpProblem(http: unknown): string | null {
         typeof value !== 'string' ||
         !HEADER_NAME.test(key) ||
         BAD_HEADER_VALUE.test(value) ||
-        value.includes('\u0000')
+        value.includes('\u0000') ||
+        [...value].some((character) => (character.codePointAt(0) ?? 0) > 0xff)
       ) {
-        return `http.headers.${key} must be a string without CR, LF or NUL, under a valid header name`;
+        return `http.headers.${key} must be a string of Latin-1 without CR, LF or NUL, under a valid header name`;
+      }
+      if (RESERVED_HEADERS.has(key.toLowerCase())) {
+        return `http.headers.${key} is set by the transport itself and cannot be given`;
       }
     }
   }
@@ -170,6 +212,8 @@ function httpProblem(http: unknown): string | null {
 
 function stdioProblem(stdio: unknown): string | null {
   if (!isRecord(stdio)) return 'stdio must be an object with the command that runs the server';
+  const extra = unknownKey(stdio, STDIO_KEYS);
+  if (extra !== undefined) return `stdio has an unknown key ${JSON.stringify(extra)} (known: command, args, env, cwd)`;
   if (typeof stdio.command !== 'string' || stdio.command === '' || stdio.command.includes('\u0000')) {
     return 'stdio.command must be a non-empty string without NUL';
   }

@@ -36,11 +36,13 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
     const tools = registryOf(modules);
     // The in-process worker holds the modules' downstream MCP servers (start.ts does the same).
     let workerTools = tools;
+    let gateways: import('../gateways.ts').StartedGateways | null = null;
     if (args.worker && modules.some((module) => (module.gateways ?? []).length > 0)) {
       const { startGateways } = await import('../gateways.ts');
-      const gateways = await startGateways(modules, logger);
-      lifecycle.onStop('gateways', () => gateways.stop());
-      workerTools = registryOf(modules, gateways.tools);
+      const started = await startGateways(modules, logger);
+      gateways = started;
+      lifecycle.onStop('gateways', () => started.stop());
+      workerTools = registryOf(modules, started.tools);
     }
     if (args.worker && workerTools.list().length === 0) {
       throw new TaskgateError(
@@ -59,6 +61,10 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
     if (args.worker) {
       const worker = await startWorkerRole(workerOptions(config, database, workerTools, logger));
       lifecycle.onStop('worker', () => worker.stop());
+      if (gateways !== null) {
+        const { followGatewayTools } = await import('../gateways.ts');
+        followGatewayTools(gateways, modules, worker, logger);
+      }
     }
     const services = await openTaskServices({
       connectionString: database.connectionString,

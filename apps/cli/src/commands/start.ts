@@ -67,12 +67,14 @@ export async function bootTaskgate(
     const tools = registryOf(modules);
     // A worker holds the modules' downstream MCP servers; their tools are its tools too.
     let workerTools = tools;
+    let gateways: import('../gateways.ts').StartedGateways | null = null;
     if (args.roles.includes('worker') && modules.some((module) => (module.gateways ?? []).length > 0)) {
       // Loaded only here: the MCP SDK is not loaded by a process without gateways.
       const { startGateways } = await import('../gateways.ts');
-      const gateways = await startGateways(modules, logger);
-      lifecycle.onStop('gateways', () => gateways.stop());
-      workerTools = registryOf(modules, gateways.tools);
+      const started = await startGateways(modules, logger);
+      gateways = started;
+      lifecycle.onStop('gateways', () => started.stop());
+      workerTools = registryOf(modules, started.tools);
     }
     if (args.roles.includes('worker') && workerTools.list().length === 0) {
       throw new TaskgateError(
@@ -148,6 +150,10 @@ export async function bootTaskgate(
     if (args.roles.includes('worker')) {
       const worker = await startWorkerRole(workerOptions(config, database, workerTools, logger));
       lifecycle.onStop('worker', () => worker.stop());
+      if (gateways !== null) {
+        const { followGatewayTools } = await import('../gateways.ts');
+        followGatewayTools(gateways, modules, worker, logger);
+      }
       roleState.set('worker', 'ok');
     }
     if (lifecycle.stopping) return null;
