@@ -1,8 +1,10 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { findReconciliationItem } from '@taskgate/db';
 import { DownstreamConnection, gatewayTools } from '@taskgate/gateway';
 import { defineGateway } from '@taskgate/sdk';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
@@ -22,6 +24,15 @@ const gateway = defineGateway({
   stdio: { command: process.execPath, args: [FIXTURE], env: { DOWNSTREAM_LOG: logFile } },
   tools: { slow_echo: { retry: 'safe', timeouts: { maxMs: 30_000 } } },
 });
+// The same downstream under another prefix, its slow_echo with a short max clock, and its own
+// slow_echo unsafe: the clock's stop, and the reconciliation of an unsafe call cut off.
+const strict = defineGateway({
+  name: 'fixture',
+  prefix: 'fxs_',
+  stdio: gateway.stdio,
+  tools: { slow_echo: { retry: 'safe', timeouts: { maxMs: 400 } }, crash: { retry: 'unsafe' } },
+});
+const risky = defineGateway({ name: 'fixture', prefix: 'fxr_', stdio: gateway.stdio });
 const quiet = { info: () => {}, warn: () => {} };
 const connection = new DownstreamConnection({
   name: gateway.name,
@@ -33,7 +44,12 @@ const connection = new DownstreamConnection({
 let platform: Platform;
 let api: Awaited<ReturnType<typeof startApi>>;
 beforeAll(async () => {
-  const tools = gatewayTools(gateway, connection, await connection.start(), () => {});
+  const listed = await connection.start();
+  const tools = [
+    ...gatewayTools(gateway, connection, listed, () => {}),
+    ...gatewayTools(strict, connection, listed, () => {}).filter((tool) => tool.name === 'fxs_slow_echo'),
+    ...gatewayTools(risky, connection, listed, () => {}).filter((tool) => tool.name === 'fxr_slow_echo'),
+  ];
   platform = await startPlatform(database.url, { tools: tools as never });
   await platform.startWorker({ checkpointReadIntervalMs: 10 });
   api = await startApi(platform, database.url);
@@ -116,6 +132,53 @@ describe('gateway tools', () => {
       status: 'completed',
       result: { structuredContent: { echoed: 'back' } },
     });
+    expect(connection.inFlight).toEqual([]);
+  });
+
+  it("stop the downstream call when the task's clock runs out; the id map is empty after", async () => {
+    const { task } = await platform.service.submit('default', {
+      tool: 'fxs_slow_echo',
+      arguments: { text: 'too long', steps: 400 },
+    });
+    expect(await ended(task.id)).toMatchObject({ status: 'failed' });
+    await waitForTask(
+      async () => lines(),
+      (seen) => seen.includes(`aborted ${task.id}`),
+    );
+    expect(connection.inFlight).toEqual([]);
+  });
+
+  it('open a reconciliation item for an unsafe call cut off, and none for one that answered', async () => {
+    const itemOf = async (taskId: string) => {
+      const { rows } = await sql<{ id: string }>`
+        SELECT id::text AS id FROM reconciliation_items WHERE task_id = ${taskId}`.execute(platform.db);
+      return rows[0] ? findReconciliationItem(platform.db, 'default', rows[0].id) : null;
+    };
+    const { task: answered } = await platform.service.submit('default', {
+      tool: 'fxr_slow_echo',
+      arguments: { text: 'fine', steps: 1 },
+    });
+    expect(await ended(answered.id)).toMatchObject({
+      status: 'completed',
+      result: { structuredContent: { echoed: 'fine' } },
+    });
+    expect(await itemOf(answered.id)).toBeNull();
+
+    const { task: cut } = await platform.service.submit('default', {
+      tool: 'fxr_slow_echo',
+      arguments: { text: 'cut', steps: 400 },
+    });
+    await waitForTask(
+      () => platform.service.get('default', cut.id),
+      (current) => (current.progress?.value ?? 0) >= 1,
+    );
+    await platform.service.cancel('default', cut.id, 'changed my mind');
+    expect(await ended(cut.id)).toMatchObject({ status: 'cancelled' });
+    // The downstream may have acted before it saw the cancel: an operator decides.
+    const item = await itemOf(cut.id);
+    expect(item).toMatchObject({ kind: 'unknown_outcome', tool: 'fxr_slow_echo', resolvedAt: null });
+    // What is known goes with it: the step that was under way, the last downstream progress.
+    expect(JSON.stringify(item?.details)).toContain('downstream tools/call');
     expect(connection.inFlight).toEqual([]);
   });
 });

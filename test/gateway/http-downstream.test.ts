@@ -131,7 +131,7 @@ describe('a Streamable HTTP downstream (SDK v2, 2026-07-28)', () => {
         connection.call(
           'slow_echo',
           { text: `n${n}`, steps: 400 },
-          { signal: never(), label: `many-${n}`, ...(n === 1 ? {} : { onProgress: () => {} }) },
+          { signal: never(), label: `many-${n}`, onProgress: () => {} },
         ),
       ),
     );
@@ -145,6 +145,31 @@ describe('a Streamable HTTP downstream (SDK v2, 2026-07-28)', () => {
       expect(outcome).toMatchObject({ status: 'rejected', reason: { code: 'TG_DOWNSTREAM_GONE' } });
     }
     expect(connection.inFlight).toEqual([]);
+  });
+
+  it('fails a call whose response stream is cut before its response, and only that call', async () => {
+    const { connection, server } = await downstream();
+    await connection.start();
+    const other = connection.call(
+      'slow_echo',
+      { text: 'kept', steps: 6 },
+      { signal: never(), label: 'kept', onProgress: () => {} },
+    );
+    // Without a bound of its own (no clocks here), only the stream's end can end this call.
+    await expect(
+      connection.call(
+        'slow_echo',
+        { text: 'drop', steps: 400 },
+        { signal: never(), label: 'dropped', onProgress: () => {} },
+      ),
+    ).rejects.toMatchObject({
+      code: 'TG_DOWNSTREAM_GONE',
+      message: expect.stringContaining("ended the call's response stream before its response"),
+    });
+    expect((await other).structuredContent).toEqual({ echoed: 'kept' });
+    expect(connection.connected).toBe(true);
+    expect(connection.inFlight).toEqual([]);
+    expect(server.lines()).toContain('started dropped');
   });
 
   it('fails only the call an HTTP error status answered, and serves the others on', async () => {

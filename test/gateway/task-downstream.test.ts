@@ -16,14 +16,15 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((connection) => connection.close()));
 });
 
-function downstream(extra: Pick<DownstreamOptions, 'onOrphan'> = {}) {
+function downstream(extra: Pick<DownstreamOptions, 'onOrphan' | 'taskCancelGraceMs'> = {}) {
   const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'tg-task-downstream-')), 'log');
   writeFileSync(logFile, '');
   const connection = new DownstreamConnection({
     name: 'tasks',
     stdio: { command: process.execPath, args: [FIXTURE], env: { DOWNSTREAM_LOG: logFile, STUBBORN_MS: '1500' } },
     log: { info: () => {}, warn: () => {} },
-    taskCancelGraceMs: 100,
+    // Long enough for a loaded machine to answer a tasks/cancel; the orphan test sets its own.
+    taskCancelGraceMs: 5_000,
     ...extra,
   });
   open.push(connection);
@@ -97,13 +98,15 @@ describe('a downstream that answers with a task', () => {
     const orphans: string[] = [];
     const { connection, lines } = downstream({
       onOrphan: ({ tool, label, delta }) => orphans.push(`${tool} ${label} ${delta}`),
+      taskCancelGraceMs: 100,
     });
     await connection.start();
     const stop = new AbortController();
     const call = connection.call('stubborn_task', {}, { signal: stop.signal, label: 'task-4', asTask: true });
+    // Once the create is answered (the map holds the task): the stop meets a task it knows of.
     await waitForTask(
-      async () => lines(),
-      (found) => found.includes('started task-4'),
+      async () => connection.inFlight.map((entry) => entry.kind),
+      (kinds) => kinds.includes('task'),
     );
     stop.abort(new Error('the task was cancelled'));
     await expect(call).rejects.toThrow('the task was cancelled');
@@ -143,9 +146,10 @@ describe('a downstream that answers with a task', () => {
     const stop = new AbortController();
     const call = connection.call('done_task', {}, { signal: stop.signal, label: 'task-6', asTask: true });
     await waitForTask(
-      async () => lines(),
-      (found) => found.includes('started task-6'),
+      async () => connection.inFlight.map((entry) => entry.kind),
+      (kinds) => kinds.includes('task'),
     );
+    expect(lines()).toContain('started task-6');
     stop.abort(new Error('the task was cancelled'));
     // The work was done downstream: its result, not a cancel.
     expect(await call).toMatchObject({ content: [{ type: 'text', text: 'already done' }] });

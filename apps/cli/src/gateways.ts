@@ -166,23 +166,35 @@ export async function startGateways(modules: readonly ToolModule[], logger: Logg
 
 /**
  * Has `worker` serve and publish the gateways' tools anew whenever a downstream's tools change,
- * one change at a time (a burst of changes ends with the last list published).
+ * one change at a time (a burst of changes ends with the last list published). `served` is what
+ * the worker started with: a change between the gateways' start and the worker's is published at
+ * once. A publish that fails (the database is away) is tried again every 5 s until one lands or a
+ * newer change replaces it.
  */
 export function followGatewayTools(
   gateways: StartedGateways,
   modules: readonly ToolModule[],
+  served: readonly AnyTool[],
   worker: { replaceTools(tools: ToolRegistry): Promise<void> },
   logger: Logger,
 ): void {
   let queue: Promise<void> = Promise.resolve();
-  gateways.onToolsChanged((tools) => {
-    queue = queue
-      .then(() => worker.replaceTools(registryOf(modules, tools)))
-      .catch((error: Error) =>
+  let latest = 0;
+  const apply = (tools: readonly AnyTool[]) => {
+    latest += 1;
+    const change = latest;
+    const attempt = (): Promise<void> =>
+      worker.replaceTools(registryOf(modules, tools)).catch(async (error: Error) => {
         logger.error(
           { error: error.message },
-          "the downstream's new tools could not be published; the old ones are served",
-        ),
-      );
-  });
+          "the downstream's new tools are served here but not yet published to the catalog; trying again in 5 s",
+        );
+        await new Promise((resolve) => setTimeout(resolve, 5_000).unref());
+        if (change === latest) await attempt();
+      });
+    queue = queue.then(() => (change === latest ? attempt() : undefined));
+  };
+  gateways.onToolsChanged(apply);
+  const now = gateways.tools;
+  if (now.length !== served.length || now.some((tool, index) => tool !== served[index])) apply(now);
 }

@@ -212,18 +212,21 @@ describe('JobPump over several queues', () => {
   });
 
   it('fetches a queue given by setQueues at once, and no more a queue it took away', async () => {
-    const { pump, asks, waitForFetch } = manyQueues({ a: 1, b: 100, c: 100 }, { a: 32 }, 6);
+    const { pump, asks, waitForFetch } = manyQueues({ a: 1, b: 100, c: 3 }, { a: 32 }, 8);
     pump.start();
-    await waitForFetch(); // a: asked 6, got 1; it is drained, and b and c are not this pump's yet
+    await waitForFetch(); // a: asked 8, got 1; b and c are not this pump's yet
     pump.setQueues([
       { name: 'b', concurrency: 2 },
       { name: 'c', concurrency: 32 },
     ]);
-    await waitForFetch(); // the new queues at once, b under its cap; a is no longer asked
+    await waitForFetch(); // the new queues at once, b under its cap; c comes back short
+    // Slots are free (6 of 8 run): a wake-up naming a and c fetches c alone, a being no more.
     pump.wake('a');
+    pump.wake('c');
+    await waitForFetch();
     await pump.stopFetching();
     await pump.close();
-    expect(asks.slice(0, 2)).toEqual([{ a: 6 }, { b: 2, c: 3 }]);
+    expect(asks.slice(0, 3)).toEqual([{ a: 8 }, { b: 2, c: 5 }, { c: 2 }]);
     expect([pump.runningIn('a'), pump.runningIn('b'), pump.runningIn('c')]).toEqual([1, 2, 3]);
   });
 });

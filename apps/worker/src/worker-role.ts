@@ -159,9 +159,18 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const announcer = new TaskAnnouncer(db, { logger });
   let entries = tools.catalogEntries();
   // Definitions only: handlers never leave this process. Identical rows are left as they were.
-  const publish = async () => {
-    const report = await publishTools(db, workerId, entries);
-    logger.info({ workerId, tools: served, ...report }, 'tools published to the catalog');
+  // One publish at a time, each reading the entries when its turn comes: a re-registration's
+  // publish begun before a replaceTools must not land after it with the old list.
+  let publishing: Promise<void> = Promise.resolve();
+  const publish = () => {
+    const turn = publishing
+      .catch(() => {})
+      .then(async () => {
+        const report = await publishTools(db, workerId, entries);
+        logger.info({ workerId, tools: served, ...report }, 'tools published to the catalog');
+      });
+    publishing = turn;
+    return turn;
   };
   // The worker id in tasks.worker_id is this instance's row: a sweeper elsewhere tells from its
   // heartbeat whether a task's worker is still there.

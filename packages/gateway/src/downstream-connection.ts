@@ -101,6 +101,7 @@ export class DownstreamConnection {
   #lastEnd: string | null = null;
   #tools: readonly Tool[] = [];
   #sequence = 0;
+  #listing = 0;
   /** The signal of each call in flight, by its sequence number (REQUEST_META). */
   readonly #calls = new Map<number, AbortController>();
   readonly #generationOf = new WeakMap<DownstreamSession, number>();
@@ -175,6 +176,8 @@ export class DownstreamConnection {
     const call = new AbortController();
     const stop = () => call.abort(options.signal.reason);
     options.signal.addEventListener('abort', stop, { once: true });
+    // A stop between the connection's resolve and the listener above would be missed otherwise.
+    if (options.signal.aborted) stop();
     this.#calls.set(sequence, call);
     try {
       if (options.asTask === true && session.tasks) {
@@ -240,6 +243,20 @@ export class DownstreamConnection {
     } finally {
       options.signal.removeEventListener('abort', stop);
       this.#calls.delete(sequence);
+    }
+  }
+
+  /**
+   * Resolves once the downstream is connected (starting it when it is not, within its backoff
+   * rules); throws TG_DOWNSTREAM_UNAVAILABLE as a call would, with nothing sent.
+   */
+  async ready(signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    try {
+      await abortable(this.#connected(), signal);
+    } catch (error) {
+      if (error instanceof DownstreamError) this.#options.onError?.('unavailable');
+      throw error;
     }
   }
 
@@ -346,6 +363,9 @@ export class DownstreamConnection {
 
   /** notifications/tools/list_changed: listed again, and said to whoever publishes the tools. */
   async #toolsChanged(session: DownstreamSession): Promise<void> {
+    // Listings may answer out of order (each is its own POST over HTTP): only the latest counts.
+    this.#listing += 1;
+    const listing = this.#listing;
     if (this.#session !== session) {
       // Said while the session starts (between its initialize and its first listing being kept):
       // listed again once it has started, not lost.
@@ -354,7 +374,7 @@ export class DownstreamConnection {
     }
     try {
       const listed = await session.listTools({ timeoutMs: this.#options.connectTimeoutMs ?? 10_000 });
-      if (this.#session !== session) return;
+      if (this.#session !== session || listing !== this.#listing) return;
       this.#tools = listed;
       this.#options.onToolsChanged?.(listed);
     } catch (error) {

@@ -47,34 +47,37 @@ export async function callAsTask(
   meta: Record<string, unknown>,
   options: TaskCallOptions,
 ): Promise<CallToolResult> {
-  // The task is made whatever happens meanwhile: a stop now would leave a task nobody knows of.
-  // Its answer is waited for a grace period after a stop, no longer.
-  const creating = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const giveUp = () => {
-    timer = setTimeout(() => creating.abort(options.signal.reason), options.cancelGraceMs).unref();
-  };
-  options.signal.addEventListener('abort', giveUp, { once: true });
-  let answer: Record<string, unknown>;
-  try {
-    answer = await session.request(
-      'tools/call',
-      { name, arguments: args, _meta: meta, task: {} },
-      {
-        signal: creating.signal,
-        timeoutMs: REQUEST_TIMEOUT_MS,
-        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+  // The task is made whatever happens meanwhile: a stop would leave a task nobody knows of. A
+  // stop waits a grace period for the answer; an answer later than that is still followed up:
+  // the task it names is cancelled (and counted, if it cannot be seen to end).
+  const creating = session.request(
+    'tools/call',
+    { name, arguments: args, _meta: meta, task: {} },
+    { timeoutMs: REQUEST_TIMEOUT_MS, ...(options.onProgress ? { onProgress: options.onProgress } : {}) },
+  );
+  const answer = await answeredWithin(creating, options.signal, options.cancelGraceMs);
+  if (answer === null) {
+    void creating.then(
+      (late) => {
+        const lateTask = late.task as { taskId?: unknown } | undefined;
+        if (typeof lateTask?.taskId !== 'string') return;
+        const lateId = lateTask.taskId;
+        options.onTask(lateId);
+        return cancel(session, lateId, options.cancelGraceMs).then((outcome) => {
+          if (outcome.state === 'unknown') watchOrphan(session, lateId, options);
+          else {
+            session.taskEnded(lateId);
+            options.onTaskEnd(lateId);
+          }
+        });
       },
+      () => {},
     );
-  } finally {
-    options.signal.removeEventListener('abort', giveUp);
-    clearTimeout(timer);
+    throw options.signal.reason;
   }
   const task = answer.task as { taskId?: unknown; pollInterval?: unknown } | undefined;
-  if (typeof task?.taskId !== 'string') {
-    options.signal.throwIfAborted();
-    return answer as CallToolResult;
-  }
+  // A plain result (the downstream chose not to make a task): the work is done, stop or not.
+  if (typeof task?.taskId !== 'string') return answer as CallToolResult;
   const taskId = task.taskId;
   options.onTask(taskId);
   let watched = false;
@@ -116,7 +119,12 @@ export async function callAsTask(
       if (status.status === 'input_required') {
         // The gateway declares no elicitation or sampling: nothing could answer it. Cancelled
         // rather than left waiting for an answer that will not come.
-        await cancel(session, taskId, options.cancelGraceMs);
+        const outcome = await cancel(session, taskId, options.cancelGraceMs);
+        if (outcome.state === 'completed') return outcome.result;
+        if (outcome.state === 'unknown') {
+          watched = true;
+          watchOrphan(session, taskId, options);
+        }
         throw options.ended(taskId, 'input_required', 'it asks for input, which a gateway cannot give');
       }
       if (TERMINAL.has(String(status.status))) break;
@@ -151,10 +159,16 @@ async function cancel(session: DownstreamSession, taskId: string, graceMs: numbe
     // A terminal task cannot be cancelled (an error): what it ended as is read below.
   }
   try {
+    // Read at least once, whatever the cancel took: a task that completed meanwhile gives its result.
+    let reads = 0;
     while (!TERMINAL.has(status)) {
-      if (performance.now() >= deadline) return { state: 'unknown' };
-      if (status !== '') await pause(MIN_POLL_MS * 5, undefined);
-      status = String((await session.request('tasks/get', { taskId }, { timeoutMs: left() })).status ?? '');
+      if (reads > 0 && performance.now() >= deadline) return { state: 'unknown' };
+      if (reads > 0) await pause(MIN_POLL_MS * 5, undefined);
+      reads += 1;
+      status = String(
+        (await session.request('tasks/get', { taskId }, { timeoutMs: reads === 1 ? REQUEST_TIMEOUT_MS : left() }))
+          .status ?? '',
+      );
     }
     if (status === 'completed') {
       const result = await session.request('tasks/result', { taskId }, { timeoutMs: REQUEST_TIMEOUT_MS });
@@ -185,6 +199,34 @@ function watchOrphan(session: DownstreamSession, taskId: string, options: TaskCa
       options.onOrphan?.(taskId, -1);
     }
   })();
+}
+
+/**
+ * The request's answer; or, once `signal` aborted, the answer if it comes within `graceMs`, else
+ * null (the request goes on: the caller follows it up).
+ */
+function answeredWithin<T>(request: Promise<T>, signal: AbortSignal, graceMs: number): Promise<T | null> {
+  return new Promise<T | null>((resolve, reject) => {
+    let timer: NodeJS.Timeout | undefined;
+    const onAbort = () => {
+      timer = setTimeout(() => resolve(null), graceMs);
+      timer.unref();
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+    request.then(
+      (value) => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 /**

@@ -19,6 +19,9 @@ function schemaOf(schema: unknown): Record<string, unknown> {
   return rest;
 }
 
+/** The step an unsafe gateway call is recorded as (ctx.step, irreversible). */
+const DOWNSTREAM_STEP = 'downstream tools/call';
+
 /** JSON-RPC's internal error: what a task a downstream failed ends with. */
 const INTERNAL_ERROR = -32603;
 
@@ -52,6 +55,7 @@ export function gatewayTools(
       continue;
     }
     const settings = { ...gateway.defaults, ...gateway.tools?.[tool.name] };
+    const retry = settings.retry ?? 'unsafe';
     const downstreamTaskSupport = (tool as { execution?: { taskSupport?: unknown } }).execution?.taskSupport;
     if (downstreamTaskSupport === 'required' && !connection.taskCalls) {
       log(
@@ -68,12 +72,12 @@ export function gatewayTools(
         inputSchema: schemaOf(tool.inputSchema),
         ...(tool.outputSchema ? { outputSchema: schemaOf(tool.outputSchema) } : {}),
         ...(tool.annotations ? { annotations: tool.annotations } : {}),
-        retry: settings.retry ?? 'unsafe',
+        retry,
         ...(settings.timeouts ? { timeouts: settings.timeouts } : {}),
         ...(settings.taskSupport ? { taskSupport: settings.taskSupport } : {}),
         async handler(args, ctx) {
-          try {
-            const result = await connection.call(tool.name, args, {
+          const call = () =>
+            connection.call(tool.name, args, {
               signal: ctx.signal,
               label: ctx.taskId,
               // A tool that says it runs as a task is asked to: its cancel is then tasks/cancel,
@@ -81,7 +85,14 @@ export function gatewayTools(
               asTask: downstreamTaskSupport === 'required' || downstreamTaskSupport === 'optional',
               onProgress: (progress, total, message) => ctx.progress(progress, total, message),
             });
-            return result as ToolResult;
+          try {
+            if (retry !== 'unsafe') return (await call()) as ToolResult;
+            // Nothing says an unsafe call may be repeated, or that one cut off did nothing: from
+            // the moment it is sent, it is an irreversible step. A cancel, a crash, a lost worker
+            // or an error answer then opens a reconciliation item, and no later attempt sends
+            // it again. A downstream that is down is refused first, with nothing sent or opened.
+            await connection.ready(ctx.signal);
+            return (await ctx.step(DOWNSTREAM_STEP, call, { irreversible: true })) as ToolResult;
           } catch (error) {
             if (error instanceof DownstreamError) {
               throw new ToolProtocolError(INTERNAL_ERROR, error.message, {

@@ -37,12 +37,14 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
     // The in-process worker holds the modules' downstream MCP servers (start.ts does the same).
     let workerTools = tools;
     let gateways: import('../gateways.ts').StartedGateways | null = null;
+    let startedWith: readonly import('@taskgate/tools').AnyTool[] = [];
     if (args.worker && modules.some((module) => (module.gateways ?? []).length > 0)) {
       const { startGateways } = await import('../gateways.ts');
       const started = await startGateways(modules, logger);
       gateways = started;
       lifecycle.onStop('gateways', () => started.stop());
-      workerTools = registryOf(modules, started.tools);
+      startedWith = started.tools;
+      workerTools = registryOf(modules, startedWith);
     }
     if (args.worker && workerTools.list().length === 0) {
       throw new TaskgateError(
@@ -63,7 +65,7 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
       lifecycle.onStop('worker', () => worker.stop());
       if (gateways !== null) {
         const { followGatewayTools } = await import('../gateways.ts');
-        followGatewayTools(gateways, modules, worker, logger);
+        followGatewayTools(gateways, modules, startedWith, worker, logger);
       }
     }
     const services = await openTaskServices({

@@ -68,13 +68,15 @@ export async function bootTaskgate(
     // A worker holds the modules' downstream MCP servers; their tools are its tools too.
     let workerTools = tools;
     let gateways: import('../gateways.ts').StartedGateways | null = null;
+    let startedWith: readonly import('@taskgate/tools').AnyTool[] = [];
     if (args.roles.includes('worker') && modules.some((module) => (module.gateways ?? []).length > 0)) {
       // Loaded only here: the MCP SDK is not loaded by a process without gateways.
       const { startGateways } = await import('../gateways.ts');
       const started = await startGateways(modules, logger);
       gateways = started;
       lifecycle.onStop('gateways', () => started.stop());
-      workerTools = registryOf(modules, started.tools);
+      startedWith = started.tools;
+      workerTools = registryOf(modules, startedWith);
     }
     if (args.roles.includes('worker') && workerTools.list().length === 0) {
       throw new TaskgateError(
@@ -152,7 +154,7 @@ export async function bootTaskgate(
       lifecycle.onStop('worker', () => worker.stop());
       if (gateways !== null) {
         const { followGatewayTools } = await import('../gateways.ts');
-        followGatewayTools(gateways, modules, worker, logger);
+        followGatewayTools(gateways, modules, startedWith, worker, logger);
       }
       roleState.set('worker', 'ok');
     }
