@@ -16,8 +16,10 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => server.kill()));
 });
 
-async function downstream(options: { now?: () => number; env?: Record<string, string>; bearerToken?: string } = {}) {
-  const server = await startHttpDownstream({ DOWNSTREAM_WIRE: '1', ...options.env });
+async function downstream(
+  options: { now?: () => number; env?: Record<string, string>; bearerToken?: string; kind?: 'modern' | 'legacy' } = {},
+) {
+  const server = await startHttpDownstream({ DOWNSTREAM_WIRE: '1', ...options.env }, options.kind);
   servers.push(server);
   const errors: DownstreamErrorKind[] = [];
   const connection = new DownstreamConnection({
@@ -200,5 +202,46 @@ describe('a Streamable HTTP downstream (SDK v2, 2026-07-28)', () => {
       code: 'TG_DOWNSTREAM_UNAVAILABLE',
       message: expect.stringContaining(`downstream remote did not start (${bad.server.url})`),
     });
+  });
+});
+
+describe('a Streamable HTTP downstream of the 2025 revisions (SDK v1, with sessions)', () => {
+  it("is reached through its session; a stop is its own POSTed notifications/cancelled, with the gateway's id", async () => {
+    const { connection, server } = await downstream({ kind: 'legacy' });
+    expect((await connection.start()).map((tool) => tool.name)).toContain('slow_echo');
+    // The discover probe was refused, and the 2025 handshake followed.
+    expect(server.lines()).toContain('wire initialize');
+    const progress: number[] = [];
+    const done = await connection.call(
+      'slow_echo',
+      { text: 'old', steps: 2 },
+      { signal: never(), label: 'legacy-1', onProgress: (value) => progress.push(value) },
+    );
+    expect(done.structuredContent).toEqual({ echoed: 'old' });
+    expect(progress.length).toBeGreaterThanOrEqual(1);
+
+    const stop = new AbortController();
+    let sentId: string | number | undefined;
+    const call = connection.call(
+      'slow_echo',
+      { text: 'long', steps: 400 },
+      {
+        signal: stop.signal,
+        label: 'legacy-2',
+        onProgress: () => {
+          sentId = connection.inFlight[0]?.requestId;
+          stop.abort(new Error('the task was cancelled'));
+        },
+      },
+    );
+    await expect(call).rejects.toThrow('the task was cancelled');
+    expect(sentId).toBeDefined();
+    expect(connection.inFlight).toEqual([]);
+    await waitForTask(
+      async () => server.lines(),
+      (lines) => lines.includes('aborted legacy-2'),
+    );
+    expect(server.lines()).toContain('wire notifications/cancelled');
+    expect(server.lines()).not.toContain('done legacy-2');
   });
 });

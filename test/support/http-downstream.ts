@@ -4,11 +4,17 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from './cli.ts';
 
-const FIXTURE = path.join(REPO_ROOT, 'test/fixtures/downstream-http-server.ts');
+const FIXTURES = {
+  /** SDK v2, 2026-07-28 (and the 2025 revisions statelessly). */
+  modern: path.join(REPO_ROOT, 'test/fixtures/downstream-http-server.ts'),
+  /** SDK v1, the 2025 revisions with sessions. */
+  legacy: path.join(REPO_ROOT, 'test/fixtures/downstream-http-legacy-server.ts'),
+};
 
 /**
- * The SDK v2 downstream of test/fixtures/downstream-http-server.ts, as a process of its own (so a
- * crash is a real one), with its log file. `start()` again after `kill()` brings it back on the
+ * An HTTP downstream fixture (the SDK v2 one of test/fixtures/downstream-http-server.ts, or the
+ * 2025-era SDK v1 one of downstream-http-legacy-server.ts), as a process of its own (so a crash
+ * is a real one), with its log file. `start()` again after `kill()` brings it back on the
  * same port: a downstream restarted under a gateway that holds its URL.
  */
 export interface HttpDownstreamFixture {
@@ -21,14 +27,17 @@ export interface HttpDownstreamFixture {
   exited(): Promise<void>;
 }
 
-export async function startHttpDownstream(env: Record<string, string> = {}): Promise<HttpDownstreamFixture> {
+export async function startHttpDownstream(
+  env: Record<string, string> = {},
+  kind: keyof typeof FIXTURES = 'modern',
+): Promise<HttpDownstreamFixture> {
   const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'tg-http-downstream-')), 'log');
   writeFileSync(logFile, '');
   let child: ChildProcess | null = null;
   let port = 0;
   let exit: Promise<void> = Promise.resolve();
   const launch = async () => {
-    const process_ = spawn(process.execPath, [FIXTURE], {
+    const process_ = spawn(process.execPath, [FIXTURES[kind]], {
       env: { ...process.env, ...env, DOWNSTREAM_LOG: logFile, PORT: String(port) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -375,6 +375,8 @@ export class DownstreamConnection {
     try {
       const listed = await session.listTools({ timeoutMs: this.#options.connectTimeoutMs ?? 10_000 });
       if (this.#session !== session || listing !== this.#listing) return;
+      // A server may say its list changed when it did not (server-everything does, after start).
+      if (JSON.stringify(listed) === JSON.stringify(this.#tools)) return;
       this.#tools = listed;
       this.#options.onToolsChanged?.(listed);
     } catch (error) {
