@@ -16,7 +16,7 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((connection) => connection.close()));
 });
 
-function downstream(extra: Pick<DownstreamOptions, 'onOrphan' | 'taskCancelGraceMs'> = {}) {
+function downstream(extra: Pick<DownstreamOptions, 'onOrphan' | 'taskCancelGraceMs' | 'now' | 'restart'> = {}) {
   const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'tg-task-downstream-')), 'log');
   writeFileSync(logFile, '');
   const connection = new DownstreamConnection({
@@ -153,6 +153,31 @@ describe('a downstream that answers with a task', () => {
     stop.abort(new Error('the task was cancelled'));
     // The work was done downstream: its result, not a cancel.
     expect(await call).toMatchObject({ content: [{ type: 'text', text: 'already done' }] });
+    expect(connection.inFlight).toEqual([]);
+  });
+
+  it('fails the call plainly when the server crashes under its task, then restarts it', async () => {
+    let now = 1_000_000;
+    const orphans: number[] = [];
+    const { connection, lines } = downstream({
+      now: () => now,
+      restart: { firstDelayMs: 1_000, maxDelayMs: 1_000 },
+      onOrphan: ({ delta }) => orphans.push(delta),
+    });
+    await connection.start();
+    await expect(
+      connection.call('crash_task', {}, { signal: never(), label: 'task-7', asTask: true }),
+    ).rejects.toMatchObject({
+      code: 'TG_DOWNSTREAM_GONE',
+      message: expect.stringContaining('downstream tasks exited with status 3'),
+    });
+    expect(lines()).toContain('started task-7');
+    expect(connection.inFlight).toEqual([]);
+    // Its process group went with it: no work of it goes on, so none is counted as orphaned.
+    expect(orphans).toEqual([]);
+    now += 2_000;
+    const result = await connection.call('slow_task', { steps: 1 }, { signal: never(), label: 'task-8', asTask: true });
+    expect(result).toMatchObject({ structuredContent: { steps: 1 } });
     expect(connection.inFlight).toEqual([]);
   });
 });

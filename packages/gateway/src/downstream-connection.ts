@@ -195,6 +195,8 @@ export class DownstreamConnection {
             }),
           onTaskEnd: (taskId) => this.#inFlight.delete(`${generation}:task:${taskId}`),
           onOrphan: (_taskId, delta) => this.#options.onOrphan?.({ tool, label: options.label, delta }),
+          // Over HTTP the server lives on whatever became of this connection: only stdio's end is its end.
+          connected: () => this.#session === session || this.#options.http !== undefined,
           ended: (taskId, status, message) =>
             new DownstreamError(
               'TG_DOWNSTREAM_TASK_ENDED',

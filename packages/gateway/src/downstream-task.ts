@@ -29,6 +29,11 @@ export interface TaskCallOptions {
    * seen to end, or the watch on it gives up (-1): orphaned downstream work.
    */
   readonly onOrphan?: (taskId: string, delta: 1 | -1) => void;
+  /**
+   * Whether the connection the task was made on still stands. A stdio downstream that exited
+   * took its process group with it: its tasks ended with it, and are not orphans.
+   */
+  readonly connected?: () => boolean;
 }
 
 /**
@@ -101,6 +106,7 @@ export async function callAsTask(
         status = await session.request('tasks/get', { taskId }, { signal: poll.signal, timeoutMs: REQUEST_TIMEOUT_MS });
       } catch (error) {
         if (options.signal.aborted) return await stopped();
+        if (options.connected?.() === false) throw error;
         // Its status cannot be read: ended here, and asked to end there, in case it runs on.
         const outcome = await cancel(session, taskId, options.cancelGraceMs);
         if (outcome.state === 'completed') return outcome.result;
