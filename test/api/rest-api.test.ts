@@ -314,7 +314,7 @@ describe('the OpenAPI document', () => {
     expect(document.components.securitySchemes.bearer).toEqual({
       type: 'http',
       scheme: 'bearer',
-      description: 'a token from TASKGATE_TOKENS',
+      description: 'a token from TASKGATE_TOKENS, or an OAuth access token from TASKGATE_OAUTH_ISSUER (docs/oauth.md)',
     });
     const docs = await app.inject({ method: 'GET', url: '/docs/' });
     expect(docs.statusCode).toBe(200);

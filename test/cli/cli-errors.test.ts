@@ -70,7 +70,11 @@ describe('taskgate refuses bad configuration with one line and a sysexits code',
 
   it('binding beyond loopback without tokens exits 78', async () => {
     const result = await runCli(['start'], cleanEnv({ DATABASE_URL: database.url, HOST: '0.0.0.0' }));
-    expectOneLine(result, 78, /TASKGATE_TOKENS must be set when HOST is not a loopback address/);
+    expectOneLine(
+      result,
+      78,
+      /TASKGATE_TOKENS \(or TASKGATE_OAUTH_ISSUER\) must be set when HOST is not a loopback address/,
+    );
   });
 
   it('an unknown command, option or role exits 64', async () => {

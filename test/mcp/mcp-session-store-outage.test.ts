@@ -1,4 +1,4 @@
-import { TaskEventsHub } from '@taskgate/api';
+import { createAuthenticator, TaskEventsHub } from '@taskgate/api';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { memorySessionStore, type SessionStore } from '../../apps/api/src/mcp/legacy-sessions.ts';
@@ -40,7 +40,7 @@ async function route() {
   registerMcpRoute(app, {
     core: testCore(platform, hub),
     server: { name: 'taskgate', version: 'test' },
-    tenant: () => 'default',
+    auth: createAuthenticator({ tokens: new Map(), unauthenticatedTenant: 'default' }),
     sessions: store,
   });
   await app.ready();

@@ -3,8 +3,9 @@ import { fileURLToPath } from 'node:url';
 import {
   type ApiRole,
   type ApiRoleOptions,
-  bearerTenants,
+  type Authenticator,
   createApiServer,
+  createAuthenticator,
   databaseSessionStore,
   LedgerService,
   startApiRole,
@@ -167,6 +168,10 @@ export async function startApi(
   url: string,
   options: {
     tokens?: ReadonlyMap<string, string>;
+    /** Replaces `tokens`: OAuth, a metrics token. */
+    auth?: Authenticator;
+    /** The port serveApi listens on (default: one the system picks). */
+    port?: number;
     events?: { keepaliveMs?: number; pollMs?: number };
     mcp?: { allowedOrigins?: readonly string[]; loopbackOnly?: boolean; sseAfterMs?: number };
     /** What /mcp offers (default: the platform's registry). */
@@ -198,7 +203,8 @@ export async function startApi(
         db: platform.db,
         idempotencyRetentionMs: 24 * 3600 * 1000,
       },
-      tenant: bearerTenants(options.tokens ?? new Map(), 'default'),
+      auth:
+        options.auth ?? createAuthenticator({ tokens: options.tokens ?? new Map(), unauthenticatedTenant: 'default' }),
       ...(options.events ? { events: options.events } : {}),
       mcp: {
         tools: options.tools ?? platform.tools,
@@ -226,7 +232,7 @@ export async function startApi(
 /** Serves a platform's REST and MCP API on a free loopback port; resolves with the /mcp URL too. */
 export async function serveApi(platform: Platform, url: string, options: Parameters<typeof startApi>[2] = {}) {
   const api = await startApi(platform, url, options);
-  await api.app.listen({ host: '127.0.0.1', port: 0 });
+  await api.app.listen({ host: '127.0.0.1', port: options.port ?? 0 });
   const mcpUrl = new URL(`http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}/mcp`);
   return { ...api, mcpUrl };
 }

@@ -4,7 +4,8 @@ import { processMetrics } from '@taskgate/metrics';
 import type { ToolModule, ToolRegistry } from '@taskgate/tools';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { type CheckState, type ReadinessReport, readinessReport } from './health-routes.ts';
-import { bearerTenants } from './http/auth.ts';
+import { createAuthenticator } from './http/auth.ts';
+import { createTokenVerifier, type OAuthSettings } from './http/oauth/token-verifier.ts';
 import { databaseSessionStore } from './mcp/legacy-sessions.ts';
 import { createApiServer } from './server.ts';
 import { openTaskServices, type TaskServices } from './task-services.ts';
@@ -19,6 +20,10 @@ export interface ApiRoleOptions {
   readonly port: number;
   readonly tokens: ReadonlyMap<string, string>;
   readonly unauthenticatedTenant: string;
+  /** TASKGATE_OAUTH_*: accept access tokens from this issuer too (null: static tokens only). */
+  readonly oauth?: OAuthSettings | null;
+  /** TASKGATE_METRICS_TOKEN: what a scraper sends to /metrics. */
+  readonly metricsToken?: string | null;
   /** The modules loaded here: their inline tools run in this process (TaskServicesOptions.localTools). */
   readonly localTools?: ToolRegistry;
   /** The loaded tool modules: their routes are served under /v1. */
@@ -120,7 +125,12 @@ export async function prepareApiRole(options: ApiRoleOptions): Promise<PreparedA
               },
             }
           : {}),
-        tenant: bearerTenants(options.tokens, options.unauthenticatedTenant),
+        auth: createAuthenticator({
+          tokens: options.tokens,
+          unauthenticatedTenant: options.unauthenticatedTenant,
+          oauth: options.oauth ? { settings: options.oauth, verifier: createTokenVerifier(options.oauth) } : null,
+          metricsToken: options.metricsToken ?? null,
+        }),
         events: { pollMs: options.listenNotify ? 1_000 : 250 },
         mcp: {
           tools: services.tools,

@@ -6,8 +6,17 @@ export {
   readinessReport,
   registerHealthRoutes,
 } from './health-routes.ts';
-export { bearerTenants, type TenantResolver } from './http/auth.ts';
+export { type Authenticator, type AuthenticatorOptions, type Caller, createAuthenticator } from './http/auth.ts';
+export { SCOPE_GROUPS, type ScopeGroup, scopeName } from './http/oauth/scopes.ts';
+export {
+  createTokenVerifier,
+  DEFAULT_LEEWAY_SECONDS,
+  type OAuthSettings,
+  type TokenVerifier,
+  type TokenVerifierOptions,
+} from './http/oauth/token-verifier.ts';
 export { type Problem, problem, toProblem } from './http/problem.ts';
+export { TENANT_PATTERN } from './http/tenant-name.ts';
 export { LedgerService } from './ledger/ledger-service.ts';
 export {
   databaseSessionStore,

@@ -5,8 +5,9 @@ import type { ContentSet, ToolCatalog, ToolModule } from '@taskgate/tools';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { type ReadinessProbe, registerHealthRoutes } from './health-routes.ts';
-import { authenticateScope, type TenantResolver } from './http/auth.ts';
+import { type Authenticator, authenticateScope } from './http/auth.ts';
 import { checkDecodedInput } from './http/decoded-input.ts';
+import { registerProtectedResourceRoutes } from './http/oauth/protected-resource.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrors, installProblemHandlers } from './http/problem.ts';
 import { installRequestGuard } from './http/request-guards.ts';
@@ -33,7 +34,8 @@ export interface ApiServerOptions {
     readonly service: TaskService;
     readonly ledger: LedgerService;
     readonly hub: TaskEventsHub;
-    readonly tenant: TenantResolver;
+    /** Who may call: static tokens, OAuth access tokens, or (loopback only) anyone. */
+    readonly auth: Authenticator;
     readonly events?: { readonly keepaliveMs?: number; readonly pollMs?: number };
     /** Tool modules whose routes this API serves under /v1 (with the pool their routes use). */
     readonly modules?: {
@@ -92,7 +94,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
   installRequestGuard(app, {
     allowedOrigins: options.tasks?.mcp?.allowedOrigins ?? [],
     loopbackOnly: options.tasks?.mcp?.loopbackOnly ?? false,
-    acceptsUnauthenticated: options.tasks?.tenant.acceptsUnauthenticated ?? false,
+    acceptsUnauthenticated: options.tasks?.auth.acceptsUnauthenticated ?? false,
   });
   // JSON only: anything else is 415, rather than a string body failing schema validation.
   app.removeContentTypeParser('text/plain');
@@ -100,14 +102,15 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
   app.addSchema(ProblemSchema);
   await registerOpenApi(app, options.version ?? '0.1.0');
   registerHealthRoutes(app, options.readiness);
-  registerMetricsRoute(app, options.metrics ?? processMetrics());
+  registerMetricsRoute(app, options.metrics ?? processMetrics(), options.tasks?.auth ?? null);
   const tasks = options.tasks;
   if (!tasks) return app;
+  if (tasks.auth.oauth) registerProtectedResourceRoutes(app, tasks.auth.oauth);
   const server = { name: 'taskgate', version: options.version ?? '0.1.0' };
   // /v1: the tenant is resolved as the request arrives (401 before any 400, 413 or 415), and every
   // decoded value is checked before the schema runs.
   await app.register(async (v1) => {
-    authenticateScope(v1, tasks.tenant);
+    authenticateScope(v1, tasks.auth);
     checkDecodedInput(v1);
     registerTaskRoutes(v1, {
       service: tasks.service,
@@ -142,7 +145,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
         ...(tasks.mcp.clockCaps ? { clockCaps: tasks.mcp.clockCaps } : {}),
         ...(tasks.mcp.taskAfterMs === undefined ? {} : { taskAfterMs: tasks.mcp.taskAfterMs }),
       }),
-      tenant: tasks.tenant,
+      auth: tasks.auth,
       server,
       ...(tasks.events?.keepaliveMs === undefined ? {} : { keepaliveMs: tasks.events.keepaliveMs }),
       ...(tasks.mcp.sseAfterMs === undefined ? {} : { sseAfterMs: tasks.mcp.sseAfterMs }),

@@ -217,7 +217,7 @@ describe('loadConfig', () => {
       {
         field: 'TASKGATE_TOKENS',
         message:
-          'must be set when HOST is not a loopback address (HOST=0.0.0.0); unauthenticated mode is loopback-only',
+          '(or TASKGATE_OAUTH_ISSUER) must be set when HOST is not a loopback address (HOST=0.0.0.0); unauthenticated mode is loopback-only',
       },
     ]);
     expect(loadConfig({ HOST: '::1' }, '/').config.host).toBe('::1');
@@ -318,5 +318,58 @@ describe('isLoopbackHost', () => {
   it('knows the loopback names and addresses', () => {
     expect(['127.0.0.1', '127.1.2.3', '::1', 'localhost'].map(isLoopbackHost)).toEqual([true, true, true, true]);
     expect(['0.0.0.0', '10.0.0.1', '::', 'example.com'].map(isLoopbackHost)).toEqual([false, false, false, false]);
+  });
+
+  it('reads the OAuth settings, and lets a server with OAuth alone bind beyond loopback', () => {
+    const { config } = loadConfig(
+      {
+        HOST: '0.0.0.0',
+        TASKGATE_OAUTH_ISSUER: 'https://login.example.com/realms/acme',
+        TASKGATE_OAUTH_RESOURCE: 'https://taskgate.example.com/',
+        TASKGATE_OAUTH_TENANT_CLAIM: 'org_id',
+        TASKGATE_METRICS_TOKEN: TOKEN,
+      },
+      '/srv',
+    );
+    expect(config.oauth).toEqual({
+      issuer: 'https://login.example.com/realms/acme',
+      resource: 'https://taskgate.example.com',
+      tenantClaim: 'org_id',
+    });
+    expect(config.metricsToken).toBe(TOKEN);
+    expect(loadConfig({}, '/srv').config).toMatchObject({ oauth: null, metricsToken: null });
+    expect(
+      loadConfig(
+        { TASKGATE_OAUTH_ISSUER: 'http://127.0.0.1:9000', TASKGATE_OAUTH_RESOURCE: 'http://localhost:8080' },
+        '/srv',
+      ).config.oauth,
+    ).toMatchObject({ tenantClaim: 'tenant' });
+  });
+
+  it('names each OAuth problem in one line', () => {
+    const issuer = 'https://login.example.com';
+    const resource = 'https://taskgate.example.com';
+    expect(problems({ TASKGATE_OAUTH_ISSUER: issuer })).toEqual([
+      { field: 'TASKGATE_OAUTH_RESOURCE', message: expect.stringContaining('must be set with TASKGATE_OAUTH_ISSUER') },
+    ]);
+    expect(problems({ TASKGATE_OAUTH_RESOURCE: resource })[0]?.field).toBe('TASKGATE_OAUTH_ISSUER');
+    expect(problems({ TASKGATE_OAUTH_TENANT_CLAIM: 'tenant' })[0]?.field).toBe('TASKGATE_OAUTH_TENANT_CLAIM');
+    const bad: [Record<string, string>, string, RegExp][] = [
+      [{ TASKGATE_OAUTH_ISSUER: 'http://login.example.com' }, 'TASKGATE_OAUTH_ISSUER', /must be https/],
+      [{ TASKGATE_OAUTH_ISSUER: 'login.example.com' }, 'TASKGATE_OAUTH_ISSUER', /must be a URL/],
+      [{ TASKGATE_OAUTH_RESOURCE: `${resource}/#x` }, 'TASKGATE_OAUTH_RESOURCE', /no fragment/],
+      [{ TASKGATE_OAUTH_RESOURCE: `${resource}/?a=1` }, 'TASKGATE_OAUTH_RESOURCE', /no query/],
+      [{ TASKGATE_OAUTH_RESOURCE: 'https://u:p@taskgate.example.com' }, 'TASKGATE_OAUTH_RESOURCE', /user name/],
+      [{ TASKGATE_OAUTH_TENANT_CLAIM: 'a claim' }, 'TASKGATE_OAUTH_TENANT_CLAIM', /claim name/],
+    ];
+    for (const [env, field, message] of bad) {
+      const found = problems({ TASKGATE_OAUTH_ISSUER: issuer, TASKGATE_OAUTH_RESOURCE: resource, ...env });
+      expect(found).toEqual([{ field, message: expect.stringMatching(message) }]);
+    }
+    expect(problems({ TASKGATE_METRICS_TOKEN: 'short' })).toEqual([
+      { field: 'TASKGATE_METRICS_TOKEN', message: expect.stringContaining('16+ characters') },
+    ]);
+    // Neither tokens nor OAuth beyond loopback is still refused, naming both ways out.
+    expect(problems({ HOST: '0.0.0.0' })[0]?.message).toContain('TASKGATE_OAUTH_ISSUER');
   });
 });

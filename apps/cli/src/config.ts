@@ -1,6 +1,8 @@
 import net from 'node:net';
 import path from 'node:path';
+import { type OAuthSettings, TENANT_PATTERN } from '@taskgate/api';
 import { TaskgateError } from '@taskgate/errors';
+import { parseOAuth } from './oauth-config.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -13,8 +15,12 @@ export interface Config {
   readonly port: number;
   /** Port of the /healthz and /readyz probe that `start` serves whatever its roles; null: none. */
   readonly healthPort: number | null;
-  /** bearer token → tenant. Empty: unauthenticated, allowed only on loopback (tenant "default"). */
+  /** bearer token → tenant. Empty (and no OAuth): unauthenticated, allowed only on loopback (tenant "default"). */
   readonly tokens: ReadonlyMap<string, string>;
+  /** TASKGATE_OAUTH_*: access tokens from this issuer are accepted too; null: none. */
+  readonly oauth: OAuthSettings | null;
+  /** TASKGATE_METRICS_TOKEN: the token /metrics asks for; null: see metrics-route.ts. */
+  readonly metricsToken: string | null;
   readonly dataDir: string;
   readonly logLevel: LogLevel;
   /** Where spans go (OTEL_EXPORTER_OTLP_*), or null: no traces. */
@@ -83,6 +89,14 @@ export const SETTINGS = {
     'port of a /healthz, /readyz and /metrics probe served by taskgate start whatever its roles, on HOST (a worker or relay alone has its /metrics there); 0 picks a free one (default: unset, no probe)',
   TASKGATE_TOKENS:
     'bearer tokens as token:tenant pairs, comma-separated; unset allows unauthenticated calls on loopback only',
+  TASKGATE_OAUTH_ISSUER:
+    'issuer URL of the OAuth 2.1 authorization server whose JWT access tokens are accepted (its metadata names the keys); with TASKGATE_OAUTH_RESOURCE (default: unset, static tokens only)',
+  TASKGATE_OAUTH_RESOURCE:
+    "this server's canonical URL as clients reach it, e.g. https://taskgate.example.com: the tokens' required audience and the resource of /.well-known/oauth-protected-resource",
+  TASKGATE_OAUTH_TENANT_CLAIM:
+    'the access-token claim whose value is the tenant; a token without it is refused (default tenant)',
+  TASKGATE_METRICS_TOKEN:
+    'bearer token GET /metrics asks for, 16+ characters; with OAuth an access token with the taskgate:metrics scope works too (default: unset, /metrics open unless OAuth is configured)',
   TASKGATE_DATA_DIR: 'embedded Postgres data directory (default ./.taskgate)',
   TASKGATE_ALLOWED_ORIGINS:
     'browser origins allowed to call the API, comma-separated (loopback origins are always allowed)',
@@ -128,7 +142,6 @@ export const NO_TOOLS = 'none';
 const TOOL_NAME_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 const MIN_TOKEN_LENGTH = 16;
 const MIN_RELAY_SECRET_LENGTH = 16;
-const TENANT_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 const HOSTNAME_PATTERN =
   /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
@@ -267,10 +280,26 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
   const relay = parseRelay(value, problem);
 
   const tokens = parseTokens(value('TASKGATE_TOKENS'), problem);
-  if (tokens.size === 0 && problems.every((p) => p.field !== 'HOST') && !isLoopbackHost(host)) {
+  const oauth = parseOAuth(
+    value('TASKGATE_OAUTH_ISSUER'),
+    value('TASKGATE_OAUTH_RESOURCE'),
+    value('TASKGATE_OAUTH_TENANT_CLAIM'),
+    problem,
+  );
+  const metricsToken = value('TASKGATE_METRICS_TOKEN') ?? null;
+  if (metricsToken !== null && (metricsToken.length < MIN_TOKEN_LENGTH || /\s/.test(metricsToken))) {
+    problem('TASKGATE_METRICS_TOKEN', `must be ${MIN_TOKEN_LENGTH}+ characters without spaces`);
+  }
+  if (
+    tokens.size === 0 &&
+    oauth === null &&
+    problems.every((p) => !p.field.startsWith('TASKGATE_OAUTH')) &&
+    problems.every((p) => p.field !== 'HOST') &&
+    !isLoopbackHost(host)
+  ) {
     problem(
       'TASKGATE_TOKENS',
-      `must be set when HOST is not a loopback address (HOST=${host}); unauthenticated mode is loopback-only`,
+      `(or TASKGATE_OAUTH_ISSUER) must be set when HOST is not a loopback address (HOST=${host}); unauthenticated mode is loopback-only`,
     );
   }
 
@@ -308,6 +337,8 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       port,
       healthPort,
       tokens,
+      oauth,
+      metricsToken,
       dataDir,
       logLevel,
       traces,

@@ -100,4 +100,20 @@ describe('the health probe of processes without the api role', () => {
       message: expect.stringMatching(/TASKGATE_HEALTH_PORT.*EADDRINUSE/),
     });
   });
+
+  it('asks for TASKGATE_METRICS_TOKEN on /metrics when it is set, and only there', async () => {
+    const token = 'metrics-token-0123456789';
+    const { url } = await probe({ metricsToken: token });
+    const none = await fetch(`${url}/metrics`);
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe('Bearer realm="taskgate-metrics"');
+    await none.body?.cancel();
+    expect((await get(`${url}/metrics`, { headers: { authorization: 'Bearer not-the-metrics-token' } })).status).toBe(
+      401,
+    );
+    const scraped = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toMatch(/^taskgate_metrics_database_up /m);
+    expect((await get(`${url}/healthz`)).status).toBe(200);
+  });
 });

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type CheckState, readinessReport } from '@taskgate/api';
@@ -15,6 +16,11 @@ export interface HealthServerOptions {
   readonly checks: () => Record<string, CheckState>;
   readonly stopping: () => boolean;
   readonly logger: Logger;
+  /**
+   * TASKGATE_METRICS_TOKEN: /metrics here asks for it (null: open). An OAuth token is not
+   * accepted on this port: the probe has no verifier, and a scraper of the probe is a service.
+   */
+  readonly metricsToken?: string | null;
 }
 
 export interface HealthServer {
@@ -55,6 +61,10 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
     }
     if (path === '/healthz') return send(response, 200, { status: 'ok' });
     if (path === '/metrics') {
+      if (!metricsTokenSent(request, options.metricsToken ?? null)) {
+        response.setHeader('www-authenticate', 'Bearer realm="taskgate-metrics"');
+        return send(response, 401, { status: 'unauthorized' });
+      }
       void metrics.scrape().then(
         (text) => {
           response.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' });
@@ -108,6 +118,14 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
       await pool.end();
     },
   };
+}
+
+function metricsTokenSent(request: http.IncomingMessage, token: string | null): boolean {
+  if (token === null) return true;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+  if (!match) return false;
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  return timingSafeEqual(digest(match[1] as string), digest(token));
 }
 
 function send(response: http.ServerResponse, status: number, body: Record<string, unknown>): void {

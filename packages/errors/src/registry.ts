@@ -32,6 +32,13 @@ export const errorRegistry = {
   TG_SHUTDOWN_TIMEOUT: { title: 'Graceful shutdown exceeded its deadline', httpStatus: 500, exitCode: 70 },
   TG_INSTANCE_NOT_REGISTERED: { title: 'Instance not registered', httpStatus: 500, exitCode: 70 },
   TG_UNAUTHORIZED: { title: 'Missing or invalid bearer token', httpStatus: 401, exitCode: 77 },
+  TG_INSUFFICIENT_SCOPE: { title: 'The access token lacks a scope this request needs', httpStatus: 403, exitCode: 77 },
+  TG_TOKEN_IN_QUERY: { title: 'Access token sent in the URL', httpStatus: 400, exitCode: 64 },
+  TG_ISSUER_UNAVAILABLE: {
+    title: "The authorization server's metadata or keys cannot be read",
+    httpStatus: 503,
+    exitCode: 69,
+  },
   TG_REQUEST_INVALID: { title: 'Request does not match its schema', httpStatus: 400, exitCode: 65 },
   TG_MALFORMED_JSON: { title: 'Request body is not valid JSON', httpStatus: 400, exitCode: 65 },
   TG_BODY_TOO_LARGE: { title: 'Request body too large', httpStatus: 413, exitCode: 65 },

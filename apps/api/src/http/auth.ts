@@ -1,57 +1,201 @@
-import { createHash } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { TaskgateError } from '@taskgate/errors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { bearerChallenge, type Challenge, metadataUrlFor } from './oauth/protected-resource.ts';
+import { MCP_SCOPES, restScopeOf, type ScopeGroup, scopeName } from './oauth/scopes.ts';
+import { IssuerUnavailable, type OAuthSettings, TokenRejected, type TokenVerifier } from './oauth/token-verifier.ts';
+import { problem, sendProblem } from './problem.ts';
+
+/** Who is calling. Every query a request makes is scoped to `tenant`. */
+export interface Caller {
+  readonly tenant: string;
+  /** An OAuth token's scopes; null for a static token, which may do everything its tenant can. */
+  readonly scopes: ReadonlySet<string> | null;
+}
 
 /**
- * Who is calling: every query a request makes is scoped to this tenant. `acceptsUnauthenticated`
- * says the resolver lets calls without a token through (then every route also defends against DNS
- * rebinding, see request-guards.ts).
+ * How requests prove who they are: static bearer tokens (TASKGATE_TOKENS, for services), OAuth
+ * access tokens (TASKGATE_OAUTH_*, for people's clients), both, or — on loopback only, which
+ * configuration enforces — nothing at all. Refusals are TaskgateErrors whose `details.challenge`
+ * is the WWW-Authenticate value to send.
  */
-export type TenantResolver = ((request: FastifyRequest) => string) & { readonly acceptsUnauthenticated?: boolean };
+export interface Authenticator {
+  /** No token needed (then every route also defends against DNS rebinding, see request-guards.ts). */
+  readonly acceptsUnauthenticated: boolean;
+  readonly oauth: OAuthSettings | null;
+  authenticate(request: FastifyRequest): Promise<Caller>;
+  /** Throws TG_INSUFFICIENT_SCOPE (403) unless the caller holds every group's scope. */
+  authorize(request: FastifyRequest, caller: Caller, groups: readonly ScopeGroup[]): void;
+  /** GET /metrics: its own token or scope, never a tenant's (the figures cover every tenant). */
+  authenticateMetrics(request: FastifyRequest): Promise<void>;
+}
 
-/**
- * Bearer tokens from TASKGATE_TOKENS map to tenants. Tokens are compared by their SHA-256, so the
- * lookup's timing says nothing about how much of a wrong token was right. With no tokens
- * configured every call is tenant `unauthenticatedTenant` — allowed only because configuration
- * refuses to bind beyond loopback without tokens.
- */
-export function bearerTenants(tokens: ReadonlyMap<string, string>, unauthenticatedTenant: string): TenantResolver {
-  if (tokens.size === 0) return Object.assign(() => unauthenticatedTenant, { acceptsUnauthenticated: true });
-  const byDigest = new Map([...tokens].map(([token, tenant]) => [digest(token), tenant]));
-  return (request) => {
+export interface AuthenticatorOptions {
+  /** bearer token → tenant. */
+  readonly tokens: ReadonlyMap<string, string>;
+  /** The tenant of every call when neither tokens nor OAuth are configured. */
+  readonly unauthenticatedTenant: string;
+  readonly oauth?: { readonly settings: OAuthSettings; readonly verifier: TokenVerifier } | null;
+  /** TASKGATE_METRICS_TOKEN: the token a scraper sends to /metrics. */
+  readonly metricsToken?: string | null;
+}
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+export function createAuthenticator(options: AuthenticatorOptions): Authenticator {
+  const oauth = options.oauth ?? null;
+  const byDigest = new Map([...options.tokens].map(([token, tenant]) => [digest(token), tenant]));
+  const metricsDigest = options.metricsToken ? Buffer.from(digest(options.metricsToken), 'hex') : null;
+  const open = byDigest.size === 0 && oauth === null;
+
+  const refuse = (
+    request: FastifyRequest,
+    code: 'TG_UNAUTHORIZED' | 'TG_TOKEN_IN_QUERY',
+    message: string,
+    challenge: Challenge,
+  ) => new TaskgateError(code, message, { details: { challenge: challengeFor(oauth, request, challenge) } });
+  const wanted = (request: FastifyRequest): readonly string[] =>
+    oauth === null
+      ? []
+      : request.routeOptions.url === '/mcp'
+        ? MCP_SCOPES.map(scopeName)
+        : [scopeName(restScopeOf(request.method, request.routeOptions.url))];
+
+  /** The bearer token sent, or null; a token in the query string is refused (RFC 6750 §2.3, MCP "Access Token Usage"). */
+  const tokenOf = (request: FastifyRequest): string | null => {
+    const query = request.query as Record<string, unknown> | undefined;
+    if (query !== null && typeof query === 'object' && 'access_token' in query) {
+      throw refuse(request, 'TG_TOKEN_IN_QUERY', 'send the token in the Authorization header, never in the URL', {
+        scopes: [],
+        error: 'invalid_request',
+        description: 'access_token in the query string',
+      });
+    }
     const header = request.headers.authorization;
-    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+    if (header === undefined) return null;
+    const match = BEARER.exec(header);
     if (!match) {
-      throw new TaskgateError(
+      throw refuse(request, 'TG_UNAUTHORIZED', 'the Authorization header is not "Bearer <token>"', {
+        scopes: wanted(request),
+        error: 'invalid_request',
+      });
+    }
+    return match[1] as string;
+  };
+
+  const authenticate = async (request: FastifyRequest): Promise<Caller> => {
+    if (open) {
+      tokenOf(request);
+      return { tenant: options.unauthenticatedTenant, scopes: null };
+    }
+    const token = tokenOf(request);
+    if (token === null) {
+      throw refuse(
+        request,
         'TG_UNAUTHORIZED',
-        'send Authorization: Bearer <token> with a token from TASKGATE_TOKENS',
+        oauth
+          ? 'send Authorization: Bearer <token> with an access token from the authorization server'
+          : 'send Authorization: Bearer <token> with a token from TASKGATE_TOKENS',
+        { scopes: wanted(request) },
       );
     }
-    const tenant = byDigest.get(digest(match[1] as string));
-    if (!tenant) throw new TaskgateError('TG_UNAUTHORIZED', 'the bearer token is not valid');
-    return tenant;
+    const tenant = byDigest.get(digest(token));
+    if (tenant !== undefined) return { tenant, scopes: null };
+    if (!oauth) throw refuse(request, 'TG_UNAUTHORIZED', 'the bearer token is not valid', { scopes: [] });
+    try {
+      const verified = await oauth.verifier.verify(token);
+      return { tenant: verified.tenant, scopes: verified.scopes };
+    } catch (error) {
+      if (error instanceof TokenRejected) {
+        throw refuse(request, 'TG_UNAUTHORIZED', error.message, {
+          scopes: wanted(request),
+          error: 'invalid_token',
+          description: error.message,
+        });
+      }
+      if (error instanceof IssuerUnavailable) {
+        throw new TaskgateError('TG_ISSUER_UNAVAILABLE', error.message);
+      }
+      throw error;
+    }
+  };
+
+  const authorize = (request: FastifyRequest, caller: Caller, groups: readonly ScopeGroup[]): void => {
+    if (caller.scopes === null) return;
+    const missing = groups.map(scopeName).filter((scope) => !caller.scopes?.has(scope));
+    if (missing.length === 0) return;
+    // One challenge with every scope this request needs (the spec's "Server Scope Management").
+    const needed = [...new Set(groups.map(scopeName))];
+    throw new TaskgateError('TG_INSUFFICIENT_SCOPE', `the token lacks the scope ${missing.join(' and ')}`, {
+      details: {
+        challenge: challengeFor(oauth, request, {
+          scopes: needed,
+          error: 'insufficient_scope',
+          description: `needs ${needed.join(' ')}`,
+        }),
+      },
+    });
+  };
+
+  return {
+    acceptsUnauthenticated: open,
+    oauth: oauth?.settings ?? null,
+    authenticate,
+    authorize,
+    async authenticateMetrics(request) {
+      if (metricsDigest === null && oauth === null) return;
+      const token = tokenOf(request);
+      const challenge = { scopes: oauth ? [scopeName('metrics')] : [] };
+      if (token === null)
+        throw refuse(request, 'TG_UNAUTHORIZED', 'send Authorization: Bearer <metrics token>', challenge);
+      if (metricsDigest !== null && timingSafeEqual(Buffer.from(digest(token), 'hex'), metricsDigest)) return;
+      if (oauth === null || byDigest.has(digest(token))) {
+        throw refuse(request, 'TG_UNAUTHORIZED', 'this is not the metrics token (TASKGATE_METRICS_TOKEN)', challenge);
+      }
+      authorize(request, await authenticate(request), ['metrics']);
+    },
   };
 }
 
-const tenants = new WeakMap<FastifyRequest, string>();
+function challengeFor(oauth: AuthenticatorOptions['oauth'], request: FastifyRequest, challenge: Challenge): string {
+  return bearerChallenge(oauth ? metadataUrlFor(oauth.settings, request.url) : null, challenge);
+}
+
+/** The WWW-Authenticate value a refusal carries, if it is one. */
+export function challengeOf(error: unknown): string | null {
+  if (!(error instanceof TaskgateError)) return null;
+  const challenge = error.details.challenge;
+  return typeof challenge === 'string' ? challenge : null;
+}
+
+const callers = new WeakMap<FastifyRequest, Caller>();
 
 /**
- * Resolves the tenant of every request in `scope` as it arrives (onRequest), before its body is
+ * Resolves the caller of every request in `scope` as it arrives (onRequest), before its body is
  * read or validated: a caller without a valid token learns nothing about what a valid body looks
- * like — 401 comes before any 400, 413 or 415.
+ * like — 401 comes before any 400, 413 or 415. The route's scope group is checked here too (403).
  */
-export function authenticateScope(scope: FastifyInstance, tenant: TenantResolver): void {
-  scope.addHook('onRequest', async (request) => {
-    tenants.set(request, tenant(request));
+export function authenticateScope(scope: FastifyInstance, auth: Authenticator): void {
+  scope.addHook('onRequest', async (request, reply) => {
+    try {
+      const caller = await auth.authenticate(request);
+      auth.authorize(request, caller, [restScopeOf(request.method, request.routeOptions.url)]);
+      callers.set(request, caller);
+    } catch (error) {
+      const challenge = challengeOf(error);
+      if (challenge === null || !(error instanceof TaskgateError)) throw error;
+      reply.header('www-authenticate', challenge);
+      return sendProblem(reply, problem(error.code, error.message, request.url));
+    }
   });
 }
 
 /** The tenant authenticateScope resolved for this request. */
 export function tenantOf(request: FastifyRequest): string {
-  const tenant = tenants.get(request);
-  if (tenant === undefined)
+  const caller = callers.get(request);
+  if (caller === undefined)
     throw new Error(`${request.method} ${request.url} is served outside an authenticated scope`);
-  return tenant;
+  return caller.tenant;
 }
 
 function digest(token: string): string {

@@ -19,7 +19,14 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
           'Durable tasks for MCP tool calls. Errors are RFC 9457 problem+json with a stable `code` (docs/errors.md).',
       },
       components: {
-        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'a token from TASKGATE_TOKENS' } },
+        securitySchemes: {
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description:
+              'a token from TASKGATE_TOKENS, or an OAuth access token from TASKGATE_OAUTH_ISSUER (docs/oauth.md)',
+          },
+        },
       },
       tags: [{ name: 'tasks', description: 'Tool calls as durable tasks' }],
     },

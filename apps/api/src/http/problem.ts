@@ -33,14 +33,18 @@ export function problem(code: ErrorCode, detail: string, instance: string, error
 }
 
 export function sendProblem(reply: FastifyReply, body: Problem): FastifyReply {
-  for (const [name, value] of Object.entries(problemHeaders(body.code))) reply.header(name, value);
+  // A header already set wins: an OAuth refusal's WWW-Authenticate names its resource and scope.
+  for (const [name, value] of Object.entries(problemHeaders(body.code))) {
+    if (!reply.hasHeader(name)) reply.header(name, value);
+  }
   return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).send(body);
 }
 
 /** The headers a code's answer carries, whichever body format it goes out in. */
 export function problemHeaders(code: string): Record<string, string> {
   if (code === 'TG_UNAUTHORIZED') return { 'www-authenticate': 'Bearer realm="taskgate"' };
-  if (code === 'TG_SERVICE_UNAVAILABLE') return { 'retry-after': String(OUTAGE_RETRY_AFTER_SECONDS) };
+  if (code === 'TG_SERVICE_UNAVAILABLE' || code === 'TG_ISSUER_UNAVAILABLE')
+    return { 'retry-after': String(OUTAGE_RETRY_AFTER_SECONDS) };
   return {};
 }
 

@@ -1,5 +1,4 @@
 import type { SessionSignals } from '@taskgate/db';
-import { isTaskgateError } from '@taskgate/errors';
 import {
   type Capabilities,
   checkJsonValue,
@@ -18,8 +17,9 @@ import {
 } from '@taskgate/protocol';
 import { RequestCoordinator, StopSignalError } from '@taskgate/reliability';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { TenantResolver } from '../http/auth.ts';
+import type { Authenticator, Caller } from '../http/auth.ts';
 import { isUnavailable } from '../http/failures.ts';
+import { mcpScopeOf, type ScopeGroup } from '../http/oauth/scopes.ts';
 import { logFailure } from '../http/problem.ts';
 import { SseStream } from '../sse/sse-stream.ts';
 import { progressTokenOf } from './dispatch/progress.ts';
@@ -45,7 +45,7 @@ import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
 export interface McpRouteOptions {
   readonly core: McpCore;
   readonly server: ServerIdentity;
-  readonly tenant: TenantResolver;
+  readonly auth: Authenticator;
   /** `:` comments on a quiet SSE response (default 15 s). */
   readonly keepaliveMs?: number;
   /**
@@ -83,6 +83,7 @@ interface RouteOptions extends McpRouteOptions {
 }
 
 const tenants = new WeakMap<FastifyRequest, string>();
+const callers = new WeakMap<FastifyRequest, Caller>();
 /**
  * Aborts once the client closes a request's response before it ended. Registered as the request
  * arrives, before any await (the body, the session's lookup in Postgres): a close during them is
@@ -155,22 +156,17 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
       // Streamable HTTP's Accept rule; the HTTP+SSE transport's POSTs predate it.
       const refused = request.routeOptions.url === '/mcp' ? checkMcpAccept(request) : null;
       if (refused) return reply.code(refused.status).type('application/json').send(errorResponse(null, refused.error));
-      try {
-        tenants.set(request, options.tenant(request));
-      } catch (error) {
-        if (!isTaskgateError(error, 'TG_UNAUTHORIZED')) throw error;
-        return reply
-          .code(401)
-          .header('www-authenticate', 'Bearer realm="taskgate"')
-          .type('application/json')
-          .send(
-            errorResponse(null, {
-              code: ErrorCode.InvalidRequest,
-              message: error.message,
-              data: { code: 'TG_UNAUTHORIZED' },
-            }),
-          );
-      }
+      // A refusal (401, 403, 400 for a token in the URL, 503 when the issuer is down) goes to the
+      // error handler, which answers JSON-RPC with the refusal's WWW-Authenticate.
+      const caller = await options.auth.authenticate(request);
+      tenants.set(request, caller.tenant);
+      callers.set(request, caller);
+    });
+    // The scope a message needs is known once its body is read: `tasks/*` needs the tasks scope,
+    // everything else (responses too) the tools scope; a batch needs all of its messages' scopes.
+    scope.addHook('preHandler', async (request) => {
+      const caller = callers.get(request);
+      if (caller) options.auth.authorize(request, caller, scopeGroupsOf(request.body));
     });
     // 2026-07-28 has no GET stream and no sessions ("Backward Compatibility"); a 2025-11-25 client
     // may DELETE the session it was given, and may GET its session's stream, which carries
@@ -730,4 +726,15 @@ function logged(request: FastifyRequest, error: unknown): RpcFailure {
   const failure = rpcFailure(error);
   logFailure(request, failure.status, error, failure.taskgateCode);
   return failure;
+}
+
+function scopeGroupsOf(body: unknown): ScopeGroup[] {
+  const messages = Array.isArray(body) ? body : [body];
+  const groups = new Set<ScopeGroup>();
+  for (const message of messages) {
+    const method =
+      message !== null && typeof message === 'object' ? (message as { method?: unknown }).method : undefined;
+    groups.add(typeof method === 'string' ? mcpScopeOf(method) : 'tools');
+  }
+  return [...groups];
 }

@@ -1,5 +1,6 @@
 import { errorRegistry, type ErrorCode as TaskgateCode, TaskgateError, toJsonRpcError } from '@taskgate/errors';
 import { ErrorCode, type JsonRpcError } from '@taskgate/protocol';
+import { challengeOf } from '../http/auth.ts';
 import { classifyFailure, OUTAGE_RETRY_AFTER_SECONDS } from '../http/failures.ts';
 import { problemHeaders } from '../http/problem.ts';
 
@@ -26,7 +27,12 @@ const INVALID_PARAMS: ReadonlySet<TaskgateCode> = new Set([
 export function rpcFailure(error: unknown): RpcFailure {
   const failure = classifyFailure(error);
   const status = errorRegistry[failure.code].httpStatus;
-  const headers = problemHeaders(failure.code);
+  const challenge = challengeOf(error);
+  // An OAuth refusal's own WWW-Authenticate (resource metadata, scope) replaces the plain one.
+  const headers =
+    challenge === null
+      ? problemHeaders(failure.code)
+      : { ...problemHeaders(failure.code), 'www-authenticate': challenge };
   const data = { code: failure.code, ...(failure.errors ? { errors: failure.errors } : {}) };
   const rpc = (code: number, message: string): RpcFailure => ({
     status,

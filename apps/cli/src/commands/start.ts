@@ -97,6 +97,7 @@ export async function bootTaskgate(
         checks: () => Object.fromEntries(roleState),
         stopping: () => lifecycle.stopping,
         logger,
+        metricsToken: config.metricsToken,
       });
       lifecycle.onStop('health', () => health.stop());
     }
@@ -127,6 +128,8 @@ export async function bootTaskgate(
         host: config.host,
         port: config.port,
         tokens: config.tokens,
+        oauth: config.oauth,
+        metricsToken: config.metricsToken,
         allowedOrigins: config.allowedOrigins,
         clockCaps: clockCaps(config),
         mcpSseAfterMs: config.mcpSseAfterMs,
