@@ -134,15 +134,34 @@ describe('createTokenVerifier', () => {
     const time = clock();
     const verifier = createTokenVerifier(SETTINGS, { fetch: issuer.fetchFn, now: time.now });
     const token = await issuer.sign({});
-    await verifier.verify(token);
+    await verifier.verifyUncached(token);
     time.advance(600_000);
     issuer.state.down = true;
-    expect((await verifier.verify(token)).tenant).toBe('acme');
+    expect((await verifier.verifyUncached(token)).token.tenant).toBe('acme');
     expect(issuer.keysFetched()).toBe(2);
     issuer.state.down = false;
     time.advance(30_000);
-    await verifier.verify(token);
+    await verifier.verifyUncached(token);
     expect(issuer.keysFetched()).toBe(3);
+  });
+
+  it('remembers a verified token for a minute at most, and never past its exp', async () => {
+    const issuer = await fakeIssuer();
+    const time = clock();
+    const verifier = createTokenVerifier(SETTINGS, { fetch: issuer.fetchFn, now: time.now, leewaySeconds: 0 });
+    const soon = await issuer.sign({ exp: Math.floor(time.now() / 1000) + 10 });
+    expect((await verifier.verify(soon)).tenant).toBe('acme');
+    time.advance(11_000);
+    await expect(verifier.verify(soon)).rejects.toThrow(/has expired/);
+    const later = await issuer.sign({});
+    await verifier.verify(later);
+    // Within the minute the answer is remembered: the keys are not consulted (they are gone).
+    issuer.state.keys = [];
+    time.advance(59_000);
+    expect((await verifier.verify(later)).tenant).toBe('acme');
+    time.advance(600_000);
+    issuer.state.jwksStatus = 200;
+    await expect(verifier.verify(later)).rejects.toThrow(/does not publish/);
   });
 
   it('refuses what is not an acceptable token, saying why', async () => {

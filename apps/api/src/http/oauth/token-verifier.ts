@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { errors, type JSONWebKeySet, type JWTPayload, jwtVerify } from 'jose';
 import { TENANT_PATTERN } from '../tenant-name.ts';
 import { IssuerKeys } from './issuer-keys.ts';
@@ -65,7 +66,12 @@ const MAX_TOKEN_LENGTH = 8_192;
 
 export interface TokenVerifier {
   verify(token: string): Promise<VerifiedToken>;
+  /** The checks themselves, every time (verify remembers an answer for up to a minute). */
+  verifyUncached(token: string): Promise<{ readonly token: VerifiedToken; readonly expiresAt: number }>;
 }
+
+const VERIFIED_CACHE_MS = 60_000;
+const VERIFIED_CACHE_SIZE = 10_000;
 
 /**
  * Access tokens as JWTs from one issuer (OAuth 2.1 §5.2, RFC 9068): the issuer's metadata (RFC
@@ -103,8 +109,23 @@ export function createTokenVerifier(settings: OAuthSettings, options: TokenVerif
     return keys;
   };
 
+  // A verified token's answer holds until it expires: it is remembered (by digest) for at most a
+  // minute and never past its exp, so the signature is checked about once a minute per token, not
+  // once per request. Refusals are not remembered. Bounded: the oldest entry goes first.
+  const verified = new Map<string, { readonly token: VerifiedToken; readonly until: number }>();
+
   return {
     async verify(token) {
+      const digest = createHash('sha256').update(token).digest('base64url');
+      const hit = verified.get(digest);
+      if (hit !== undefined && hit.until > now()) return hit.token;
+      if (hit !== undefined) verified.delete(digest);
+      const fresh = await this.verifyUncached(token);
+      if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value as string);
+      verified.set(digest, { token: fresh.token, until: Math.min(fresh.expiresAt, now() + VERIFIED_CACHE_MS) });
+      return fresh.token;
+    },
+    async verifyUncached(token) {
       if (token.length > MAX_TOKEN_LENGTH) throw new TokenRejected('the token is too long');
       if (token.split('.').length !== 3) throw new TokenRejected('the token is not a JWT');
       const jwks = await keySet();
@@ -122,9 +143,12 @@ export function createTokenVerifier(settings: OAuthSettings, options: TokenVerif
         throw classify(error);
       }
       return {
-        tenant: tenantOf(payload, settings.tenantClaim),
-        scopes: scopesOf(payload),
-        subject: typeof payload.sub === 'string' ? payload.sub : null,
+        token: {
+          tenant: tenantOf(payload, settings.tenantClaim),
+          scopes: scopesOf(payload),
+          subject: typeof payload.sub === 'string' ? payload.sub : null,
+        },
+        expiresAt: (payload.exp as number) * 1000,
       };
     },
   };
