@@ -10,7 +10,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { type BenchDatabase, benchDatabase } from './support/bench-database.ts';
 import { greetCall, type LoadResult, loadFromChild } from './support/http-load.ts';
-import { atLeastShareOfAnchor, printTable, reportGoals } from './support/report.ts';
+import { atLeastShareOfAnchor, median, printTable, reportGoals } from './support/report.ts';
 
 const REPO = path.resolve(import.meta.dirname, '..');
 const BASE_REF = process.env.BENCH_BASE_REF ?? '5b563df';
@@ -155,12 +155,4 @@ function startCli(side: Side, args: string[], databaseUrl: string): Promise<Reco
       }
     });
   });
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[middle] as number)
-    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }

@@ -10,7 +10,7 @@ import { startIdentityProvider } from '../test/support/identity-provider.ts';
 import { serveApi, startPlatform } from '../test/support/task-platform.ts';
 import { benchDatabase } from './support/bench-database.ts';
 import { greetCall, type LoadRequest, type LoadResult, loadFromChild } from './support/http-load.ts';
-import { atLeastShareOfAnchor, printTable, reportGoals } from './support/report.ts';
+import { atLeastShareOfAnchor, median, printTable, reportGoals } from './support/report.ts';
 
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
 const SECONDS = Number(process.env.SECONDS ?? 5);
@@ -83,11 +83,3 @@ try {
   await database.drop();
 }
 process.exit(0);
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[middle] as number)
-    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
-}

@@ -91,3 +91,12 @@ export async function atRate(total: number, perSecond: number, fire: (index: num
   }
   await Promise.all(inFlight);
 }
+
+/** The middle value (the mean of the two middle ones for an even count), for figures of several rounds. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+}
