@@ -1,6 +1,9 @@
 import net from 'node:net';
 import path from 'node:path';
-import { type OAuthSettings, TENANT_PATTERN } from '@taskgate/api';
+// Not from '@taskgate/api' itself: that loads Fastify and the whole API, and main.ts loads this
+// file before mcp-stdio's front can answer `initialize` (bench/stdio-first-answer.ts).
+import type { OAuthSettings } from '@taskgate/api';
+import { TENANT_PATTERN } from '@taskgate/api/tenant-name';
 import { TaskgateError } from '@taskgate/errors';
 import { parseOAuth } from './oauth-config.ts';
 
