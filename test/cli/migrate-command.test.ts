@@ -61,8 +61,14 @@ describe('taskgate migrate against DATABASE_URL', () => {
     expect(down.code).toBe(0);
     const newest = migrations.at(-1) as Migration;
     expect(down.stdout).toContain(`reverted ${label(newest)}_${newest.name}`);
-    expect((await runCli(['migrate', 'down', '--all'], env)).code).toBe(0);
+    const all = await runCli(['migrate', 'down', '--all'], env);
+    expect(all.code).toBe(0);
     expectAll((await runCli(['migrate', 'status'], env)).stdout, 'pending');
+    // pg-boss's schema is not Taskgate's to drop: said, and left as it was.
+    expect(all.stdout.trimEnd().split('\n').at(-1)).toBe(
+      `pg-boss's schema "pgboss" is left in place with its jobs (up reuses it); to remove it too: DROP SCHEMA pgboss CASCADE`,
+    );
+    expect((await runCli(['migrate', 'status'], env)).stdout).toContain('pg-boss schema: version');
   });
 
   it('plan prints the pending SQL and runs none of it', async () => {
@@ -99,6 +105,48 @@ describe('taskgate migrate against DATABASE_URL', () => {
     const start = await runCli(['start'], cleanEnv({ DATABASE_URL: database.url, PORT: '0' }));
     expect(start.code).toBe(65);
     expect(start.stderr).toContain('[TG_MIGRATION_DB_AHEAD]');
+  });
+});
+
+describe('taskgate migrate plan and --to on a fresh database', () => {
+  const database = useTestDatabase({ empty: true });
+  const target = useTestDatabase({ empty: true });
+
+  it('plan writes only SQL on stdout: it runs as it is on another empty database', async () => {
+    const plan = await runCli(['migrate', 'plan'], cleanEnv({ DATABASE_URL: database.url }));
+    expect(plan.code).toBe(0);
+    expect(plan.stdout).not.toContain('database:');
+    expect(plan.stderr).toMatch(/^database: /m);
+    const client = new pg.Client({ connectionString: target.url });
+    await client.connect();
+    try {
+      await client.query(plan.stdout);
+      const tables = await client.query<{ name: string }>(
+        "SELECT to_regclass('public.tasks')::text AS name UNION ALL SELECT to_regclass('pgboss.job')::text",
+      );
+      expect(tables.rows.map((row) => row.name)).toEqual(['tasks', 'pgboss.job']);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('up, plan and down refuse a --to that names no migration, and change nothing', async () => {
+    const env = cleanEnv({ DATABASE_URL: database.url });
+    const newest = (migrations.at(-1) as Migration).version;
+    const range = `they are ${(migrations[0] as Migration).version} to ${newest}`;
+    for (const [args, zero] of [
+      [['migrate', 'up', '--to', String(newest + 1)], ''],
+      [['migrate', 'plan', '--to', '0'], ''],
+      [['migrate', 'down', '--to', String(newest + 7)], ', or 0 to revert them all'],
+    ] as const) {
+      const run = await runCli([...args], env);
+      expect(run.code, run.stderr).toBe(64);
+      expect(run.stderr.trimEnd().split('\n')).toEqual([
+        `taskgate: --to ${args[3]} names none of Taskgate's migrations (${range}${zero}) [TG_USAGE]`,
+      ]);
+    }
+    expectAll((await runCli(['migrate', 'status'], env)).stdout, 'pending');
+    expect((await runCli(['migrate', 'up', '--to', String(newest)], env)).code).toBe(0);
   });
 });
 

@@ -19,13 +19,15 @@ const COMMAND_USAGE = {
                               then each tool module's (once Taskgate's are all applied)
   migrate down [--to N|--all] revert Taskgate's newest migration, those above N, or all of
                               them (a tool module's tables may depend on Taskgate's: revert
-                              the module first, with down --module NAME --all)
+                              the module first, with down --module NAME --all); pg-boss's
+                              schema "pgboss" and its jobs stay (DROP SCHEMA pgboss CASCADE)
   migrate down --module NAME [--to N|--all]
                               the same for the migrations of tool module NAME
   migrate status [--json]     list every migration, Taskgate's and each tool module's, as
                               applied, pending, edited, unknown, or unloaded (its module is
                               not loaded now: left alone)
-  migrate plan [--to N]       print the SQL that 'up' would run, without running it
+  migrate plan [--to N]       print the SQL that 'up' would run, without running it: only
+                              SQL on stdout (the database it was read from on stderr)
   migrate … --tools SPEC      tool modules whose migrations to include: a path (./tools.ts)
                               or a package name, repeatable or comma-separated (default:
                               TASKGATE_TOOLS, else, in a checkout, the demo modules; an
@@ -142,7 +144,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       logLevel = config.logLevel;
       const logger = await commandLogger(config, warnings);
       const { runMigrate } = await import('./commands/migrate.ts');
-      return await runMigrate({ ...args, cwd: io.cwd }, config, logger, { write: io.stdout });
+      return await runMigrate({ ...args, cwd: io.cwd }, config, logger, { write: io.stdout, note: io.stderr });
     }
     if (command === 'reconcile') {
       const { values, positionals } = parseArgs({
@@ -163,7 +165,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       const { config, warnings } = loadConfig(io.env, io.cwd);
       logLevel = config.logLevel;
       const logger = await commandLogger(config, warnings);
-      return await runReconcile(args, config, logger, { write: io.stdout });
+      return await runReconcile(args, config, logger, { write: io.stdout, note: io.stderr });
     }
     if (command === 'mcp-stdio') {
       const { values } = parseArgs({

@@ -70,7 +70,12 @@ export {
 export { executeOnce, type LedgerOutcome } from './ledger/mutation-ledger.ts';
 export { type MetricsSnapshot, readMetricsSnapshot } from './metrics-snapshot.ts';
 export { defaultMigrationsDir, loadMigrations, type Migration } from './migrations/migration-files.ts';
-export { assertMigratable, type MigrationState, type MigrationStatus } from './migrations/migration-plan.ts';
+export {
+  assertKnownTarget,
+  assertMigratable,
+  type MigrationState,
+  type MigrationStatus,
+} from './migrations/migration-plan.ts';
 export type { DownOptions } from './migrations/migration-runner.ts';
 export {
   type AppliedStep,

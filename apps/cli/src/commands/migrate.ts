@@ -1,9 +1,11 @@
 import {
+  assertKnownTarget,
   assertMigratable,
   loadMigrations,
   type MigrationReport,
   MigrationRunner,
   type MigrationStatus,
+  PGBOSS_SCHEMA,
   PLATFORM_MODULE,
 } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
@@ -27,7 +29,10 @@ export interface MigrateArgs {
 }
 
 export interface Output {
+  /** stdout: what the command is for (a table, SQL, what was applied). */
   readonly write: (line: string) => void;
+  /** stderr: context around it, so `migrate plan > x.sql` holds only SQL. */
+  readonly note: (line: string) => void;
 }
 
 /** `taskgate migrate up|down|status|plan`, against DATABASE_URL or the embedded database. */
@@ -41,19 +46,28 @@ export async function runMigrate(args: MigrateArgs, config: Config, logger: Logg
       `--module ${args.module} names no loaded tool module with migrations (loaded: ${loaded}); name its file or package with --tools`,
     );
   }
+  // A --to that names no migration is a usage error, answered before any database is opened.
+  const migrations = await loadMigrations();
+  const known =
+    args.module === undefined ? migrations : (modules.find((entry) => entry.module === args.module)?.migrations ?? []);
+  assertKnownTarget(known, args.to, {
+    allowZero: args.action === 'down',
+    module: args.module,
+  });
   const database = await openDatabase(config, logger);
   try {
     const runner = new MigrationRunner({
       connectionString: database.connectionString,
-      migrations: await loadMigrations(),
+      migrations,
       modules,
       logger: logger.child({ component: 'migrate' }),
     });
-    if (!args.json) out.write(`database: ${database.description}`);
+    const context = args.action === 'plan' ? out.note : out.write;
+    if (!args.json) context(`database: ${database.description}`);
     if (!args.json && (args.tools ?? []).length === 0 && config.toolModules.length === 0) {
       // Said, so nobody applies the ledger's tables to a database of their own by following "run up",
       // and nobody wonders where their module's tables went after forgetting --tools.
-      out.write(
+      context(
         examplesPresent()
           ? 'tool modules: none named (--tools, TASKGATE_TOOLS), so the example modules under examples/ are included'
           : "tool modules: none named (--tools, TASKGATE_TOOLS), so only Taskgate's own migrations are included",
@@ -96,6 +110,9 @@ export async function runMigrate(args: MigrateArgs, config: Config, logger: Logg
         const reverted = await runner.down(args.all ? 0 : args.to, { module: args.module });
         for (const step of reverted) out.write(`reverted ${label(step)} (${step.durationMs} ms)`);
         out.write(reverted.length === 0 ? 'nothing to revert' : `reverted ${reverted.length} migration(s)`);
+        // pg-boss's schema is not one of Taskgate's migrations: it holds pg-boss's own jobs and
+        // version, `up` reuses it as it is, and dropping it is the one step nobody can undo.
+        if (args.all && args.module === undefined) out.write(PGBOSS_LEFT);
         return 0;
       }
     }
@@ -103,6 +120,8 @@ export async function runMigrate(args: MigrateArgs, config: Config, logger: Logg
     await database.stop();
   }
 }
+
+export const PGBOSS_LEFT = `pg-boss's schema "${PGBOSS_SCHEMA}" is left in place with its jobs (up reuses it); to remove it too: DROP SCHEMA ${PGBOSS_SCHEMA} CASCADE`;
 
 function label(step: { version: number; name: string; module?: string }): string {
   const name = `${String(step.version).padStart(4, '0')}_${step.name}`;

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Migration } from './migration-files.ts';
 import {
   type AppliedMigration,
+  assertKnownTarget,
   assertMigratable,
   compareMigrations,
   pendingMigrations,
@@ -89,5 +90,40 @@ describe('pendingMigrations and revertibleMigrations', () => {
     expect(revertibleMigrations(known, status).map((m) => m.version)).toEqual([3]);
     expect(revertibleMigrations(known, status, 1).map((m) => m.version)).toEqual([3, 2]);
     expect(revertibleMigrations(known, status, 0).map((m) => m.version)).toEqual([3, 2, 1]);
+  });
+});
+
+describe('assertKnownTarget', () => {
+  const known = [migration(1), migration(2), migration(3)];
+  const refusal = (run: () => void): string => {
+    try {
+      run();
+    } catch (error) {
+      if (isTaskgateError(error) && error.code === 'TG_USAGE') return error.message;
+      throw error;
+    }
+    throw new Error('accepted');
+  };
+
+  it('accepts no target and every known version', () => {
+    for (const to of [undefined, 1, 2, 3]) expect(() => assertKnownTarget(known, to)).not.toThrow();
+  });
+
+  it('refuses a version that names no migration, with the range there is', () => {
+    expect(refusal(() => assertKnownTarget(known, 9))).toBe(
+      "--to 9 names none of Taskgate's migrations (they are 1 to 3)",
+    );
+    expect(refusal(() => assertKnownTarget(known, 0))).toContain('--to 0 names none');
+    expect(refusal(() => assertKnownTarget([migration(1)], 2))).toContain('(there is only 1)');
+    expect(refusal(() => assertKnownTarget([], 1, { module: 'billing' }))).toBe(
+      "--to 1 names none of tool module billing's migrations (there are none)",
+    );
+  });
+
+  it('lets down take 0, and says so when it refuses', () => {
+    expect(() => assertKnownTarget(known, 0, { allowZero: true })).not.toThrow();
+    expect(refusal(() => assertKnownTarget(known, 7, { allowZero: true }))).toBe(
+      "--to 7 names none of Taskgate's migrations (they are 1 to 3, or 0 to revert them all)",
+    );
   });
 });

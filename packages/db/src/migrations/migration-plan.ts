@@ -76,6 +76,37 @@ export function assertMigratable(status: readonly MigrationStatus[], module?: st
   }
 }
 
+/**
+ * Refuses a `--to` that names no migration: `up --to 9` with no migration 9 would otherwise apply
+ * nothing, or everything below 9, and say "up to date". `down` also takes 0 (revert them all).
+ * With `module`, the versions are that tool module's and the message names it.
+ */
+export function assertKnownTarget(
+  known: readonly Migration[],
+  to: number | undefined,
+  options: { readonly allowZero?: boolean; readonly module?: string | undefined } = {},
+): void {
+  if (to === undefined || (options.allowZero === true && to === 0)) return;
+  if (known.some((migration) => migration.version === to)) return;
+  const whose = options.module === undefined ? "Taskgate's migrations" : `tool module ${options.module}'s migrations`;
+  const first = known[0];
+  const last = known.at(-1);
+  const range =
+    first === undefined || last === undefined
+      ? 'there are none'
+      : first === last
+        ? `there is only ${first.version}`
+        : `they are ${first.version} to ${last.version}`;
+  const zero = options.allowZero === true ? ', or 0 to revert them all' : '';
+  throw new TaskgateError('TG_USAGE', `--to ${to} names none of ${whose} (${range}${zero})`, {
+    details: {
+      to,
+      known: known.map((migration) => migration.version),
+      ...(options.module === undefined ? {} : { module: options.module }),
+    },
+  });
+}
+
 /** The migrations `up` would apply, in order; `to` stops at that version (inclusive). */
 export function pendingMigrations(
   known: readonly Migration[],

@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { Migration } from './migration-files.ts';
 import {
   type AppliedMigration,
+  assertKnownTarget,
   assertMigratable,
   compareMigrations,
   type MigrationStatus,
@@ -102,6 +103,7 @@ export class MigrationRunner {
 
   /** Read-only: the SQL `up` would run, in order, without running it. */
   async plan(to?: number): Promise<PlannedStep[]> {
+    assertKnownTarget(this.#options.migrations, to);
     return this.#withClient(async (client) => {
       const { status, modules } = await this.#compare(client);
       assertAllMigratable(status, modules);
@@ -129,6 +131,7 @@ export class MigrationRunner {
    * since a module's tables may refer to Taskgate's.
    */
   async up(to?: number): Promise<AppliedStep[]> {
+    assertKnownTarget(this.#options.migrations, to);
     return this.#withLock(async (client) => {
       const { status, modules } = await this.#compare(client);
       // Everything is checked before anything runs: a module that is ahead or edited refuses the
@@ -175,6 +178,7 @@ export class MigrationRunner {
         `tool module ${JSON.stringify(module)} is not loaded, so its migrations cannot be reverted; load it with --tools or TASKGATE_TOOLS`,
       );
     }
+    assertKnownTarget(entry ? entry.migrations : this.#options.migrations, to, { allowZero: true, module });
     return this.#withLock(async (client) => {
       const { status, modules } = await this.#compare(client);
       const target = entry ? (modules.find((candidate) => candidate.module === entry.module) as ModuleStatus) : null;
