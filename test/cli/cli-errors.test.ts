@@ -81,9 +81,34 @@ describe('taskgate refuses bad configuration with one line and a sysexits code',
     expectOneLine(
       await runCli(['launch'], cleanEnv()),
       64,
-      /unknown command "launch"; run taskgate help \[TG_USAGE\]$/,
+      /^taskgate: unknown command "launch" \(run taskgate help\) \[TG_USAGE\]$/,
     );
-    expectOneLine(await runCli(['start', '--roles', 'api'], cleanEnv()), 64, /Unknown option '--roles'.*\[TG_USAGE\]$/);
+    expectOneLine(
+      await runCli(['strat'], cleanEnv()),
+      64,
+      /^taskgate: unknown command "strat"; did you mean start\? \(run taskgate help\) \[TG_USAGE\]$/,
+    );
+    // The nearest option the command takes is named; none when nothing is near.
+    expectOneLine(
+      await runCli(['start', '--roles', 'api'], cleanEnv()),
+      64,
+      /^taskgate: unknown option --roles for start; did you mean --role\? \(run taskgate start --help\) \[TG_USAGE\]$/,
+    );
+    expectOneLine(
+      await runCli(['migrate', 'status', '--jsno'], cleanEnv()),
+      64,
+      /^taskgate: unknown option --jsno for migrate; did you mean --json\? \(run taskgate migrate --help\) \[TG_USAGE\]$/,
+    );
+    expectOneLine(
+      await runCli(['mcp-stdio', '--tool=./x.ts'], cleanEnv()),
+      64,
+      /^taskgate: unknown option --tool for mcp-stdio; did you mean --tools\? /,
+    );
+    expectOneLine(
+      await runCli(['reconcile', 'list', '--colour'], cleanEnv()),
+      64,
+      /^taskgate: unknown option --colour for reconcile \(run taskgate reconcile --help\) \[TG_USAGE\]$/,
+    );
     expectOneLine(
       await runCli(['start', '--role', 'api,cron'], cleanEnv()),
       64,

@@ -93,7 +93,7 @@ describe('taskgate reconcile', () => {
       [['resolve', '1'], 'reconcile resolve needs --note TEXT'],
       [['resolve', '1', '--note', '   '], 'reconcile resolve needs --note TEXT'],
       [['resolve', '1', '--note', 'x', '--by', ''], '--by takes the name of whoever decided'],
-      [['list', '--colour'], "Unknown option '--colour'"],
+      [['list', '--colour'], 'unknown option --colour for reconcile'],
     ];
     for (const [args, message] of cases) {
       const result = await cli(...args);

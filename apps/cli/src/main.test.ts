@@ -79,16 +79,18 @@ describe('taskgate -v', () => {
 });
 
 describe('an unknown option', () => {
-  it("names the option and the command's help, in one sentence with balanced quotes", async () => {
+  it("names the option, the nearest one the command takes, and the command's help, in one line", async () => {
     expect(await run('migrate', 'up', '--bogus')).toEqual({
       code: 64,
       stdout: [],
-      stderr: ["taskgate: Unknown option '--bogus'; run taskgate migrate --help [TG_USAGE]"],
+      stderr: ['taskgate: unknown option --bogus for migrate (run taskgate migrate --help) [TG_USAGE]'],
     });
     expect(await run('start', '--roles', 'api')).toEqual({
       code: 64,
       stdout: [],
-      stderr: ["taskgate: Unknown option '--roles'; run taskgate start --help [TG_USAGE]"],
+      stderr: [
+        'taskgate: unknown option --roles for start; did you mean --role? (run taskgate start --help) [TG_USAGE]',
+      ],
     });
   });
 });

@@ -1,5 +1,5 @@
-import { parseArgs } from 'node:util';
 import { isTaskgateError, TaskgateError } from '@taskgate/errors';
+import { nearest, parseCommandArgs } from './arguments.ts';
 import { type Config, type LogLevel, loadConfig, NO_TOOLS, splitList } from './config.ts';
 import { ROLES, type Role } from './roles.ts';
 import { DUPLICATE_SIGNAL_WINDOW_MS } from './stop-signals.ts';
@@ -147,9 +147,10 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       return await runMigrate({ ...args, cwd: io.cwd }, config, logger, { write: io.stdout, note: io.stderr });
     }
     if (command === 'reconcile') {
-      const { values, positionals } = parseArgs({
-        args: [...rest],
-        options: {
+      const { values, positionals } = parseCommandArgs(
+        'reconcile',
+        rest,
+        {
           state: { type: 'string' },
           tenant: { type: 'string' },
           limit: { type: 'string' },
@@ -157,9 +158,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
           note: { type: 'string' },
           by: { type: 'string' },
         },
-        strict: true,
-        allowPositionals: true,
-      });
+        true,
+      );
       const { parseReconcileArgs, runReconcile } = await import('./commands/reconcile.ts');
       const args = parseReconcileArgs(values, positionals);
       const { config, warnings } = loadConfig(io.env, io.cwd);
@@ -168,12 +168,12 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       return await runReconcile(args, config, logger, { write: io.stdout, note: io.stderr });
     }
     if (command === 'mcp-stdio') {
-      const { values } = parseArgs({
-        args: [...rest],
-        options: { 'no-worker': { type: 'boolean' }, tools: { type: 'string', multiple: true } },
-        strict: true,
-        allowPositionals: false,
-      });
+      const { values } = parseCommandArgs(
+        'mcp-stdio',
+        rest,
+        { 'no-worker': { type: 'boolean' }, tools: { type: 'string', multiple: true } },
+        false,
+      );
       const { config, warnings } = loadConfig(io.env, io.cwd);
       logLevel = config.logLevel;
       // Before anything heavier loads (even the logger): initialize and server/discover are
@@ -198,9 +198,13 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         ),
       );
     }
-    throw new TaskgateError('TG_USAGE', `unknown command ${JSON.stringify(command)}; run taskgate help`);
+    const guess = nearest(command, [...Object.keys(COMMAND_USAGE), 'help', 'version']);
+    throw new TaskgateError(
+      'TG_USAGE',
+      `unknown command ${JSON.stringify(command)}${guess === null ? '' : `; did you mean ${guess}?`} (run taskgate help)`,
+    );
   } catch (error) {
-    return report(await asOutage(error), logLevel, io, argv[0]);
+    return report(await asOutage(error), logLevel, io);
   }
 }
 
@@ -247,15 +251,10 @@ async function asOutage(error: unknown): Promise<unknown> {
 }
 
 /** One line on stderr naming the problem and its code; a stack trace only at debug level. */
-function report(error: unknown, logLevel: LogLevel, io: Io, command: string | undefined): number {
+function report(error: unknown, logLevel: LogLevel, io: Io): number {
   if (isTaskgateError(error)) {
     io.stderr(`taskgate: ${error.message} [${error.code}]`);
     return error.definition.exitCode;
-  }
-  const usage = usageError(error, command);
-  if (usage) {
-    io.stderr(`taskgate: ${usage.message} [${usage.code}]`);
-    return usage.definition.exitCode;
   }
   const internal = new TaskgateError('TG_INTERNAL', error instanceof Error ? error.message : String(error));
   const verbose = logLevel === 'debug' || logLevel === 'trace';
@@ -266,34 +265,17 @@ function report(error: unknown, logLevel: LogLevel, io: Io, command: string | un
   return internal.definition.exitCode;
 }
 
-function usageError(error: unknown, command: string | undefined): TaskgateError | null {
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS_')) {
-    let message = oneLine((error as Error).message);
-    // Where a command takes positionals (migrate), Node goes on about putting "-x" after a `--`,
-    // quoting it unbalanced; no Taskgate command takes such an argument, so its first clause is all.
-    if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') message = /^Unknown option '[^']*'/.exec(message)?.[0] ?? message;
-    return new TaskgateError('TG_USAGE', `${message}; run ${helpCommand(command)}`);
-  }
-  return null;
-}
-
-/** Where to read how to call `command`: its own usage if it is one, else the list of commands. */
-function helpCommand(command: string | undefined): string {
-  return isCommand(command) ? `taskgate ${command} --help` : 'taskgate help';
-}
-
 function oneLine(text: string): string {
   return text.replace(/\s*\n\s*/g, ' ').trim();
 }
 
 function parseStartArgs(argv: readonly string[]): { roles: Role[]; migrate: boolean; tools: string[] } {
-  const { values } = parseArgs({
-    args: [...argv],
-    options: { role: { type: 'string' }, 'no-migrate': { type: 'boolean' }, tools: { type: 'string', multiple: true } },
-    strict: true,
-    allowPositionals: false,
-  });
+  const { values } = parseCommandArgs(
+    'start',
+    argv,
+    { role: { type: 'string' }, 'no-migrate': { type: 'boolean' }, tools: { type: 'string', multiple: true } },
+    false,
+  );
   const roles = values.role === undefined ? [...ROLES] : values.role.split(',').map((role) => role.trim());
   const unknown = roles.filter((role) => !(ROLES as readonly string[]).includes(role));
   if (unknown.length > 0 || roles.length === 0) {
@@ -324,18 +306,18 @@ function toolsOption(values: readonly string[] | undefined): string[] {
 }
 
 function parseMigrateArgs(argv: readonly string[]) {
-  const { values, positionals } = parseArgs({
-    args: [...argv],
-    options: {
+  const { values, positionals } = parseCommandArgs(
+    'migrate',
+    argv,
+    {
       to: { type: 'string' },
       all: { type: 'boolean' },
       json: { type: 'boolean' },
       tools: { type: 'string', multiple: true },
       module: { type: 'string' },
     },
-    strict: true,
-    allowPositionals: true,
-  });
+    true,
+  );
   const [action, ...extra] = positionals;
   if (action !== 'up' && action !== 'down' && action !== 'status' && action !== 'plan') {
     throw new TaskgateError('TG_USAGE', 'migrate takes one of up, down, status, plan; run taskgate migrate --help');
