@@ -11,6 +11,7 @@ import { registerProtectedResourceRoutes } from './http/oauth/protected-resource
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrors, installProblemHandlers } from './http/problem.ts';
 import { installRequestGuard } from './http/request-guards.ts';
+import { RequestLog } from './http/request-log.ts';
 import type { LedgerService } from './ledger/ledger-service.ts';
 import type { SessionStore } from './mcp/legacy-sessions.ts';
 import { McpCore } from './mcp/mcp-core.ts';
@@ -83,6 +84,8 @@ export const AJV_OPTIONS = { removeAdditional: false, coerceTypes: false, useDef
 export async function createApiServer(options: ApiServerOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: options.logger,
+    // One line per request, with its outcome (http/request-log.ts).
+    logController: new RequestLog(),
     // Keep-alive connections that are idle are closed on shutdown; busy ones finish first.
     forceCloseConnections: 'idle',
     bodyLimit: BODY_LIMIT_BYTES,

@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { OAuthSettings } from '@taskgate/api';
 import { TENANT_PATTERN } from '@taskgate/api/tenant-name';
 import { TaskgateError } from '@taskgate/errors';
+import { LOG_FORMATS, type LogFormat } from './log-format.ts';
 import { parseOAuth } from './oauth-config.ts';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -26,6 +27,8 @@ export interface Config {
   readonly metricsToken: string | null;
   readonly dataDir: string;
   readonly logLevel: LogLevel;
+  /** LOG_FORMAT: JSON lines, lines for a person, or (auto) the latter on a terminal. */
+  readonly logFormat: LogFormat;
   /** Where spans go (OTEL_EXPORTER_OTLP_*), or null: no traces. */
   readonly traces: { readonly url: string; readonly serviceName: string } | null;
   readonly allowedOrigins: readonly string[];
@@ -133,6 +136,8 @@ export const SETTINGS = {
   TASKGATE_RELAY_LEASE_MS: 'how long a relay holds the rows it claimed (default 30000)',
   TASKGATE_RELAY_CONCURRENCY: 'deliveries one relay process has in flight at once (default 64)',
   LOG_LEVEL: `one of ${LOG_LEVELS.join(', ')} (default info)`,
+  LOG_FORMAT:
+    'json (a JSON object per line), pretty (a line for a person, one per HTTP request) or auto: pretty when the log goes to a terminal, else json (default auto)',
   OTEL_EXPORTER_OTLP_ENDPOINT:
     'http(s) base URL of an OTLP/HTTP collector: traces go to its /v1/traces, one span per task attempt (default: unset, no traces)',
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'the full OTLP/HTTP traces URL; wins over OTEL_EXPORTER_OTLP_ENDPOINT',
@@ -310,6 +315,10 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
   const logLevel = (LOG_LEVELS as readonly string[]).includes(logLevelRaw) ? (logLevelRaw as LogLevel) : 'info';
   if (logLevel !== logLevelRaw)
     problem('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')} (got ${JSON.stringify(logLevelRaw)})`);
+  const logFormatRaw = value('LOG_FORMAT')?.toLowerCase() ?? 'auto';
+  const logFormat = (LOG_FORMATS as readonly string[]).includes(logFormatRaw) ? (logFormatRaw as LogFormat) : 'auto';
+  if (logFormat !== logFormatRaw)
+    problem('LOG_FORMAT', `must be one of ${LOG_FORMATS.join(', ')} (got ${JSON.stringify(logFormatRaw)})`);
 
   const allowedOrigins = parseOrigins(value('TASKGATE_ALLOWED_ORIGINS'), problem);
   const traces = parseTraces(
@@ -344,6 +353,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       metricsToken,
       dataDir,
       logLevel,
+      logFormat,
       traces,
       allowedOrigins,
       shutdownGraceMs,

@@ -50,7 +50,7 @@ export async function startTaskgate(options: StartTaskgateOptions = {}): Promise
   if (options.port !== undefined) env.PORT = String(options.port);
   const cwd = options.cwd ?? process.cwd();
   const { config, warnings } = loadConfig(env, cwd);
-  const logger = options.logger ?? createLogger(config.logLevel as LogLevel);
+  const logger = options.logger ?? createLogger(config.logLevel as LogLevel, 1, config.logFormat);
   for (const warning of warnings) logger.warn({}, warning);
   const roles = [...new Set(options.roles ?? ROLES)];
   const unknown = roles.filter((role) => !(ROLES as readonly string[]).includes(role));

@@ -132,7 +132,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       const { config, warnings } = loadConfig(io.env, io.cwd);
       logLevel = config.logLevel;
       const { createLogger } = await import('./logger.ts');
-      const logger = createLogger(config.logLevel);
+      const logger = createLogger(config.logLevel, 1, config.logFormat);
       for (const warning of warnings) logger.warn({}, warning);
       // Loaded only now: usage and configuration errors answer without loading pg-boss, Fastify and PGlite.
       const { runStart } = await import('./commands/start.ts');
@@ -187,7 +187,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       await front.firstLine(FIRST_LINE_WAIT_MS);
       // stdout is the protocol channel: logs go to stderr.
       const { createLogger } = await import('./logger.ts');
-      const logger = createLogger(config.logLevel, 2);
+      const logger = createLogger(config.logLevel, 2, config.logFormat);
       for (const warning of warnings) logger.warn({}, warning);
       const { runMcpStdio } = await import('./commands/mcp-stdio.ts');
       return await withTraces(config, () =>
@@ -214,7 +214,11 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
  */
 async function commandLogger(config: Config, warnings: readonly string[]) {
   const { createLogger } = await import('./logger.ts');
-  const logger = createLogger(config.logLevel === 'debug' || config.logLevel === 'trace' ? config.logLevel : 'warn', 2);
+  const logger = createLogger(
+    config.logLevel === 'debug' || config.logLevel === 'trace' ? config.logLevel : 'warn',
+    2,
+    config.logFormat,
+  );
   for (const warning of warnings) logger.warn({}, warning);
   return logger;
 }
