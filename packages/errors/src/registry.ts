@@ -93,6 +93,8 @@ export const errorRegistry = {
   TG_RECONCILIATION_ITEM_NOT_FOUND: { title: 'Reconciliation item not found', httpStatus: 404, exitCode: 65 },
   TG_RECONCILIATION_ITEM_RESOLVED: { title: 'Reconciliation item already resolved', httpStatus: 409, exitCode: 65 },
   TG_SERVICE_UNAVAILABLE: { title: 'Service unavailable', httpStatus: 503, exitCode: 69 },
+  TG_CALL_TIMEOUT: { title: "A client's clock for the call ran out", httpStatus: 504, exitCode: 75 },
+  TG_CALL_CANCELLED: { title: 'The call was cancelled by its caller', httpStatus: 409, exitCode: 75 },
   TG_INTERNAL: { title: 'Internal error', httpStatus: 500, exitCode: 70 },
 } as const satisfies Record<string, ErrorDefinition>;
 

@@ -1,0 +1,197 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { type CallToolResult, CallToolResultSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { CallClocks, systemTimers, type Timers } from './call-clocks.ts';
+import { callCancelled, callTimedOut } from './client-errors.ts';
+import { correlatedTransport, type WireRequest } from './correlated-transport.ts';
+import { type CorrelationStats, CorrelationTable } from './correlation-table.ts';
+
+/** An MCP server run as a subprocess speaking MCP on its stdin and stdout. */
+export interface StdioTarget {
+  readonly command: string;
+  readonly args?: readonly string[];
+  /** The child's whole environment (default: the SDK's minimal one, PATH and HOME, no secrets). */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+  /** Where the child's stderr goes (default: this process's stderr). */
+  readonly stderr?: 'inherit' | 'ignore' | 'pipe';
+}
+
+export interface ClientOptions {
+  readonly clientInfo?: { readonly name: string; readonly version: string };
+  /** How long `initialize` may take (default 30 s); on expiry the connection is closed, never cancelled. */
+  readonly connectTimeoutMs?: number;
+  /** How long an abandoned request id is remembered to drop its late response (default 60 s). */
+  readonly tombstoneMs?: number;
+  /** Clocks and timers (tests move time themselves). */
+  readonly timers?: Timers;
+  /** Seen on the wire: a late response dropped, a response to no request of ours. */
+  readonly onLateResponse?: (method: string) => void;
+  readonly onUnknownResponse?: (message: unknown) => void;
+  /** What the SDK client reports and cannot throw (a message it could not handle, a failed send). */
+  readonly onError?: (error: Error) => void;
+}
+
+export interface Progress {
+  readonly progress: number;
+  readonly total?: number;
+  readonly message?: string;
+}
+
+export interface CallOptions {
+  /** Cancels the call: the waiter settles at once, the transport's cancel goes out. */
+  readonly signal?: AbortSignal;
+  /** Longest stretch without progress (default 60 s). Only progress resets it. */
+  readonly idleMs?: number;
+  /** Longest call in all (default 10 min). Nothing resets it. */
+  readonly maxMs?: number;
+  readonly onProgress?: (progress: Progress) => void;
+}
+
+export const DEFAULT_IDLE_MS = 60_000;
+export const DEFAULT_MAX_MS = 600_000;
+/** Our clocks are the call's; the SDK's own timeout is set past any of them. */
+const SDK_NO_TIMEOUT = 2_147_483_647;
+
+/**
+ * An MCP client that gets the client's half of reliability right, on the official SDK client:
+ * the SDK speaks the wire, and this adds the correlation table (ids never reused, late answers
+ * dropped silently), the two clocks per call, and cancels that go out as the transport wants
+ * them (stdio: `notifications/cancelled`; `initialize` is never cancelled).
+ */
+export class TaskgateClient {
+  readonly #client: Client;
+  readonly #table: CorrelationTable<WireRequest>;
+  readonly #timers: Timers;
+
+  private constructor(client: Client, table: CorrelationTable<WireRequest>, timers: Timers) {
+    this.#client = client;
+    this.#table = table;
+    this.#timers = timers;
+  }
+
+  /** Starts the server and completes `initialize`. */
+  static async connectStdio(target: StdioTarget, options: ClientOptions = {}): Promise<TaskgateClient> {
+    const transport = new StdioClientTransport({
+      command: target.command,
+      args: [...(target.args ?? [])],
+      ...(target.env ? { env: { ...target.env } } : {}),
+      ...(target.cwd ? { cwd: target.cwd } : {}),
+      stderr: target.stderr ?? 'inherit',
+    });
+    return TaskgateClient.#connect(transport, options);
+  }
+
+  /** Over a transport made elsewhere (an in-memory pair, a socket): the same client on top. */
+  static async connectTransport(transport: Transport, options: ClientOptions = {}): Promise<TaskgateClient> {
+    return TaskgateClient.#connect(transport, options);
+  }
+
+  static async #connect(transport: Transport, options: ClientOptions): Promise<TaskgateClient> {
+    const timers = options.timers ?? systemTimers;
+    const table = new CorrelationTable<WireRequest>({
+      now: timers.now,
+      ...(options.tombstoneMs !== undefined ? { tombstoneMs: options.tombstoneMs } : {}),
+    });
+    const client = new Client(options.clientInfo ?? { name: 'taskgate-client', version: '0.1.0' }, {
+      capabilities: {},
+    });
+    if (options.onError) client.onerror = options.onError;
+    const wire = correlatedTransport(transport, table, {
+      late: (method) => options.onLateResponse?.(method),
+      unknown: (message) => options.onUnknownResponse?.(message),
+    });
+    const limitMs = options.connectTimeoutMs ?? 30_000;
+    try {
+      // The SDK's own timeout for initialize would send a cancel (the wire drops it); the
+      // connection is closed instead, as the spec says for an initialize that takes too long.
+      await client.connect(wire, { timeout: limitMs });
+    } catch (error) {
+      await client.close().catch(() => {});
+      throw error;
+    }
+    return new TaskgateClient(client, table, timers);
+  }
+
+  /** What the server said of itself in `initialize`. */
+  get server() {
+    return { info: this.#client.getServerVersion(), capabilities: this.#client.getServerCapabilities() };
+  }
+
+  /** The correlation table's counts: waiting requests, tombstones, late and unknown responses dropped. */
+  get stats(): CorrelationStats {
+    return this.#table.stats;
+  }
+
+  async listTools(options: CallOptions = {}): Promise<Tool[]> {
+    const tools: Tool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.#withClocks('tools/list', options, (sdkOptions) =>
+        this.#client.listTools(cursor === undefined ? undefined : { cursor }, sdkOptions),
+      );
+      tools.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    return tools;
+  }
+
+  /** tools/call, with the call's clocks and its cancel. A tool error is a result (`isError`), not a throw. */
+  async callTool(name: string, args: Record<string, unknown>, options: CallOptions = {}): Promise<CallToolResult> {
+    return this.#withClocks(
+      'tools/call',
+      options,
+      async (sdkOptions) =>
+        (await this.#client.callTool({ name, arguments: args }, CallToolResultSchema, sdkOptions)) as CallToolResult,
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.#client.close();
+  }
+
+  /**
+   * Runs one request under its two clocks and the caller's signal. Whichever ends it first
+   * aborts the SDK request, which rejects the waiter at once and sends the cancel; the error the
+   * caller sees names what ended it (TG_CALL_TIMEOUT with the clock, or TG_CALL_CANCELLED).
+   */
+  async #withClocks<T>(
+    method: string,
+    options: CallOptions,
+    run: (sdkOptions: { signal: AbortSignal; timeout: number; onprogress: (progress: Progress) => void }) => Promise<T>,
+  ): Promise<T> {
+    options.signal?.throwIfAborted();
+    const controller = new AbortController();
+    let ending: Error | null = null;
+    const end = (error: Error) => {
+      if (ending !== null) return;
+      ending = error;
+      controller.abort(error);
+    };
+    const clocks = new CallClocks(
+      { idleMs: options.idleMs ?? DEFAULT_IDLE_MS, maxMs: options.maxMs ?? DEFAULT_MAX_MS },
+      this.#timers,
+      (clock, limitMs) => end(callTimedOut(method, clock, limitMs)),
+    );
+    const onAbort = () => end(callCancelled(method, options.signal?.reason));
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await run({
+        signal: controller.signal,
+        timeout: SDK_NO_TIMEOUT,
+        onprogress: (progress) => {
+          clocks.progress();
+          options.onProgress?.(progress);
+        },
+      });
+    } catch (error) {
+      // The SDK wraps an abort reason in its own error; ours says what happened.
+      if (ending !== null) throw ending;
+      throw error;
+    } finally {
+      clocks.stop();
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+}
