@@ -7,6 +7,7 @@ export {
   type ClientOptions,
   DEFAULT_IDLE_MS,
   DEFAULT_MAX_MS,
+  type HttpTarget,
   type Progress,
   type StdioTarget,
   TaskgateClient,

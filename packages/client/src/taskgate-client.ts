@@ -1,22 +1,20 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { type CallToolResult, CallToolResultSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { CallClocks, systemTimers, type Timers } from './call-clocks.ts';
 import { callCancelled, callTimedOut } from './client-errors.ts';
 import { correlatedTransport, type WireRequest } from './correlated-transport.ts';
 import { type CorrelationStats, CorrelationTable } from './correlation-table.ts';
+import {
+  type HttpTarget,
+  httpSession,
+  type SdkRequestOptions,
+  type SdkSession,
+  type StdioTarget,
+  stdioSession,
+  v1Session,
+} from './sdk-session.ts';
 
-/** An MCP server run as a subprocess speaking MCP on its stdin and stdout. */
-export interface StdioTarget {
-  readonly command: string;
-  readonly args?: readonly string[];
-  /** The child's whole environment (default: the SDK's minimal one, PATH and HOME, no secrets). */
-  readonly env?: Readonly<Record<string, string>>;
-  readonly cwd?: string;
-  /** Where the child's stderr goes (default: this process's stderr). */
-  readonly stderr?: 'inherit' | 'ignore' | 'pipe';
-}
+export type { HttpTarget, StdioTarget };
 
 export interface ClientOptions {
   readonly clientInfo?: { readonly name: string; readonly version: string };
@@ -61,62 +59,61 @@ const SDK_NO_TIMEOUT = 2_147_483_647;
  * them (stdio: `notifications/cancelled`; `initialize` is never cancelled).
  */
 export class TaskgateClient {
-  readonly #client: Client;
+  readonly #sdk: SdkSession;
   readonly #table: CorrelationTable<WireRequest>;
   readonly #timers: Timers;
 
-  private constructor(client: Client, table: CorrelationTable<WireRequest>, timers: Timers) {
-    this.#client = client;
+  private constructor(sdk: SdkSession, table: CorrelationTable<WireRequest>, timers: Timers) {
+    this.#sdk = sdk;
     this.#table = table;
     this.#timers = timers;
   }
 
-  /** Starts the server and completes `initialize`. */
-  static async connectStdio(target: StdioTarget, options: ClientOptions = {}): Promise<TaskgateClient> {
-    const transport = new StdioClientTransport({
-      command: target.command,
-      args: [...(target.args ?? [])],
-      ...(target.env ? { env: { ...target.env } } : {}),
-      ...(target.cwd ? { cwd: target.cwd } : {}),
-      stderr: target.stderr ?? 'inherit',
-    });
-    return TaskgateClient.#connect(transport, options);
+  /** Starts the server as a subprocess and completes `initialize` on its stdin and stdout. */
+  static connectStdio(target: StdioTarget, options: ClientOptions = {}): Promise<TaskgateClient> {
+    return TaskgateClient.#connect(stdioSession(target, clientInfoOf(options)), options);
+  }
+
+  /** Connects over Streamable HTTP, negotiating the revision (HttpTarget.revision). */
+  static connectHttp(target: HttpTarget, options: ClientOptions = {}): Promise<TaskgateClient> {
+    return TaskgateClient.#connect(httpSession(target, clientInfoOf(options)), options);
   }
 
   /** Over a transport made elsewhere (an in-memory pair, a socket): the same client on top. */
-  static async connectTransport(transport: Transport, options: ClientOptions = {}): Promise<TaskgateClient> {
-    return TaskgateClient.#connect(transport, options);
+  static connectTransport(transport: Transport, options: ClientOptions = {}): Promise<TaskgateClient> {
+    return TaskgateClient.#connect(v1Session(transport, clientInfoOf(options)), options);
   }
 
-  static async #connect(transport: Transport, options: ClientOptions): Promise<TaskgateClient> {
+  static async #connect(sdk: SdkSession, options: ClientOptions): Promise<TaskgateClient> {
     const timers = options.timers ?? systemTimers;
     const table = new CorrelationTable<WireRequest>({
       now: timers.now,
       ...(options.tombstoneMs !== undefined ? { tombstoneMs: options.tombstoneMs } : {}),
     });
-    const client = new Client(options.clientInfo ?? { name: 'taskgate-client', version: '0.1.0' }, {
-      capabilities: {},
-    });
-    if (options.onError) client.onerror = options.onError;
-    const wire = correlatedTransport(transport, table, {
-      late: (method) => options.onLateResponse?.(method),
-      unknown: (message) => options.onUnknownResponse?.(message),
-    });
-    const limitMs = options.connectTimeoutMs ?? 30_000;
+    if (options.onError) sdk.onError(options.onError);
+    const wrap = (transport: Transport) =>
+      correlatedTransport(transport, table, {
+        late: (method) => options.onLateResponse?.(method),
+        unknown: (message) => options.onUnknownResponse?.(message),
+      });
     try {
       // The SDK's own timeout for initialize would send a cancel (the wire drops it); the
       // connection is closed instead, as the spec says for an initialize that takes too long.
-      await client.connect(wire, { timeout: limitMs });
+      await sdk.connect(wrap, options.connectTimeoutMs ?? 30_000);
     } catch (error) {
-      await client.close().catch(() => {});
+      await sdk.close().catch(() => {});
       throw error;
     }
-    return new TaskgateClient(client, table, timers);
+    return new TaskgateClient(sdk, table, timers);
   }
 
   /** What the server said of itself in `initialize`. */
   get server() {
-    return { info: this.#client.getServerVersion(), capabilities: this.#client.getServerCapabilities() };
+    return {
+      info: this.#sdk.serverInfo,
+      capabilities: this.#sdk.capabilities,
+      protocolVersion: this.#sdk.protocolVersion,
+    };
   }
 
   /** The correlation table's counts: waiting requests, tombstones, late and unknown responses dropped. */
@@ -129,7 +126,7 @@ export class TaskgateClient {
     let cursor: string | undefined;
     do {
       const page = await this.#withClocks('tools/list', options, (sdkOptions) =>
-        this.#client.listTools(cursor === undefined ? undefined : { cursor }, sdkOptions),
+        this.#sdk.listTools(cursor, sdkOptions),
       );
       tools.push(...page.tools);
       cursor = page.nextCursor;
@@ -139,16 +136,11 @@ export class TaskgateClient {
 
   /** tools/call, with the call's clocks and its cancel. A tool error is a result (`isError`), not a throw. */
   async callTool(name: string, args: Record<string, unknown>, options: CallOptions = {}): Promise<CallToolResult> {
-    return this.#withClocks(
-      'tools/call',
-      options,
-      async (sdkOptions) =>
-        (await this.#client.callTool({ name, arguments: args }, CallToolResultSchema, sdkOptions)) as CallToolResult,
-    );
+    return this.#withClocks('tools/call', options, (sdkOptions) => this.#sdk.callTool(name, args, sdkOptions));
   }
 
   async close(): Promise<void> {
-    await this.#client.close();
+    await this.#sdk.close();
   }
 
   /**
@@ -194,4 +186,8 @@ export class TaskgateClient {
       options.signal?.removeEventListener('abort', onAbort);
     }
   }
+}
+
+function clientInfoOf(options: ClientOptions) {
+  return options.clientInfo ?? { name: 'taskgate-client', version: '0.1.0' };
 }

@@ -1,0 +1,160 @@
+import {
+  Client as HttpClient,
+  type OAuthClientProvider,
+  StreamableHTTPClientTransport,
+} from '@modelcontextprotocol/client';
+import { Client as StdioClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  type CallToolResult,
+  CallToolResultSchema,
+  type Implementation,
+  ResultSchema,
+  type ServerCapabilities,
+  type Tool,
+} from '@modelcontextprotocol/sdk/types.js';
+
+/** An MCP server run as a subprocess speaking MCP on its stdin and stdout. */
+export interface StdioTarget {
+  readonly command: string;
+  readonly args?: readonly string[];
+  /** The child's whole environment (default: the SDK's minimal one, PATH and HOME, no secrets). */
+  readonly env?: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+  /** Where the child's stderr goes (default: this process's stderr). */
+  readonly stderr?: 'inherit' | 'ignore' | 'pipe';
+}
+
+/** A Streamable HTTP endpoint (Taskgate's is `<base>/mcp`). */
+export interface HttpTarget {
+  readonly url: string;
+  /**
+   * `auto` (default): 2026-07-28 when the server serves it (a call's cancel is the close of its
+   * own response stream), else a 2025-11-25 session (the cancel is a POSTed notification);
+   * `2025-11-25`: the session only.
+   */
+  readonly revision?: 'auto' | '2025-11-25';
+  /** A static bearer token, sent on every request. */
+  readonly token?: string;
+  /** Or an OAuth client (the SDK's interface): it obtains, refreshes and sends the token. */
+  readonly authProvider?: OAuthClientProvider;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export interface SdkRequestOptions {
+  readonly signal: AbortSignal;
+  readonly timeout: number;
+  readonly onprogress: (progress: { progress: number; total?: number; message?: string }) => void;
+}
+
+/**
+ * The official SDK client that speaks a target's transport, behind the few calls the client
+ * makes: v1 over stdio (the 2025 revisions and their tasks), v2 over HTTP (2026-07-28, with the
+ * 2025-11-25 session as its fallback). Each SDK does its transport's cancel on abort.
+ */
+export interface SdkSession {
+  connect(wrap: (transport: Transport) => Transport, timeoutMs: number): Promise<void>;
+  readonly serverInfo: Implementation | undefined;
+  readonly capabilities: ServerCapabilities | undefined;
+  readonly protocolVersion: string | undefined;
+  listTools(cursor: string | undefined, options: SdkRequestOptions): Promise<{ tools: Tool[]; nextCursor?: string }>;
+  callTool(name: string, args: Record<string, unknown>, options: SdkRequestOptions): Promise<CallToolResult>;
+  request(
+    method: string,
+    params: Record<string, unknown>,
+    options: SdkRequestOptions,
+  ): Promise<Record<string, unknown>>;
+  onError(handler: (error: Error) => void): void;
+  close(): Promise<void>;
+}
+
+export function stdioSession(target: StdioTarget, clientInfo: Implementation): SdkSession {
+  const transport = new StdioClientTransport({
+    command: target.command,
+    args: [...(target.args ?? [])],
+    ...(target.env ? { env: { ...target.env } } : {}),
+    ...(target.cwd ? { cwd: target.cwd } : {}),
+    stderr: target.stderr ?? 'inherit',
+  });
+  return v1Session(transport, clientInfo);
+}
+
+/** Over a transport made elsewhere (an in-memory pair, a socket), with the v1 client. */
+export function v1Session(transport: Transport, clientInfo: Implementation): SdkSession {
+  const client = new StdioClient(clientInfo, { capabilities: {} });
+  return {
+    async connect(wrap, timeoutMs) {
+      await client.connect(wrap(transport), { timeout: timeoutMs });
+    },
+    get serverInfo() {
+      return client.getServerVersion();
+    },
+    get capabilities() {
+      return client.getServerCapabilities();
+    },
+    get protocolVersion() {
+      return (transport as { protocolVersion?: string }).protocolVersion;
+    },
+    listTools: (cursor, options) => client.listTools(cursor === undefined ? undefined : { cursor }, options),
+    callTool: async (name, args, options) =>
+      (await client.callTool({ name, arguments: args }, CallToolResultSchema, options)) as CallToolResult,
+    request: async (method, params, options) =>
+      (await client.request({ method, params } as never, ResultSchema.passthrough(), options)) as Record<
+        string,
+        unknown
+      >,
+    onError(handler) {
+      client.onerror = handler;
+    },
+    close: () => client.close(),
+  };
+}
+
+export function httpSession(target: HttpTarget, clientInfo: Implementation): SdkSession {
+  const headers: Record<string, string> = { ...target.headers };
+  if (target.token !== undefined) headers.Authorization = `Bearer ${target.token}`;
+  const transport = new StreamableHTTPClientTransport(new URL(target.url), {
+    requestInit: { headers },
+    // The SDK would resume a dropped SSE stream with Last-Event-ID; Taskgate's streams are not
+    // resumable (a reconnect is a new request and a refetch), so none is ever sent.
+    reconnectionOptions: {
+      maxRetries: 0,
+      initialReconnectionDelay: 1_000,
+      maxReconnectionDelay: 30_000,
+      reconnectionDelayGrowFactor: 2,
+    },
+    ...(target.authProvider ? { authProvider: target.authProvider } : {}),
+  });
+  const client = new HttpClient(clientInfo, {
+    capabilities: {},
+    versionNegotiation: { mode: (target.revision ?? 'auto') === 'auto' ? 'auto' : 'legacy' },
+  });
+  return {
+    async connect(wrap, timeoutMs) {
+      await client.connect(wrap(transport as unknown as Transport) as never, { timeout: timeoutMs } as never);
+    },
+    get serverInfo() {
+      return client.getServerVersion() as Implementation | undefined;
+    },
+    get capabilities() {
+      return client.getServerCapabilities() as ServerCapabilities | undefined;
+    },
+    get protocolVersion() {
+      return client.getNegotiatedProtocolVersion();
+    },
+    listTools: async (cursor, options) =>
+      (await client.listTools(cursor === undefined ? undefined : { cursor }, options as never)) as {
+        tools: Tool[];
+        nextCursor?: string;
+      },
+    callTool: async (name, args, options) =>
+      (await client.callTool({ name, arguments: args }, options as never)) as CallToolResult,
+    request: async (method, params, options) =>
+      (await client.request({ method, params } as never, options as never)) as Record<string, unknown>,
+    onError(handler) {
+      client.onerror = handler;
+    },
+    close: () => client.close(),
+  };
+}

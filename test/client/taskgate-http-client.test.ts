@@ -1,0 +1,74 @@
+import { TaskgateClient } from '@taskgate/client';
+import { isTaskgateError } from '@taskgate/errors';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/databases.ts';
+import { startRecorder } from '../support/http-recorder.ts';
+import { endedTaskWith, type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
+
+// The client against Taskgate's own /mcp, both HTTP revisions, through a recording proxy: the
+// cancel reaches the worker (the task ends `cancelled`) in the way the revision defines.
+const database = useTestDatabase();
+let platform: Platform;
+let api: Awaited<ReturnType<typeof serveApi>>;
+beforeAll(async () => {
+  platform = await startPlatform(database.url);
+  await platform.startWorker();
+  api = await serveApi(platform, database.url);
+});
+afterAll(async () => {
+  await api.close();
+  await platform.stop();
+});
+
+async function cancelRunningCall(revision: 'auto' | '2025-11-25', label: string) {
+  const recorder = await startRecorder(api.mcpUrl.href);
+  const client = await TaskgateClient.connectHttp({ url: recorder.url, revision });
+  try {
+    const controller = new AbortController();
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const call = client.callTool(
+      'slow_compute',
+      { seconds: 30, label },
+      { signal: controller.signal, onProgress: () => started() },
+    );
+    call.catch(() => {});
+    await running;
+    controller.abort(new Error('stop'));
+    const error = await call.then(
+      () => null,
+      (reason: unknown) => reason,
+    );
+    expect(isTaskgateError(error) && error.code).toBe('TG_CALL_CANCELLED');
+    const task = await endedTaskWith(platform, 'slow_compute', 'label', label);
+    expect(task.status).toBe('cancelled');
+    return { recorder, protocolVersion: client.server.protocolVersion };
+  } finally {
+    await client.close();
+    await recorder.close();
+  }
+}
+
+describe('TaskgateClient against Taskgate /mcp', () => {
+  it('2026-07-28: the cancel is the close of the call’s stream; no cancel is POSTed', async () => {
+    const { recorder, protocolVersion } = await cancelRunningCall('auto', 'client-modern');
+    expect(protocolVersion).toBe('2026-07-28');
+    const messages = recorder.requests.flatMap((request) => request.messages);
+    expect(messages.map((message) => message.method)).not.toContain('notifications/cancelled');
+    const call = recorder.requests.find((request) => request.messages.some((m) => m.method === 'tools/call'));
+    expect(call?.clientClosedEarly).toBe(true);
+    expect(recorder.requests.filter((request) => 'last-event-id' in request.headers)).toEqual([]);
+  });
+
+  it('2025-11-25: the cancel is a POSTed notifications/cancelled with the call’s id', async () => {
+    const { recorder, protocolVersion } = await cancelRunningCall('2025-11-25', 'client-session');
+    expect(protocolVersion).toBe('2025-11-25');
+    const messages = recorder.requests.flatMap((request) => request.messages);
+    const call = messages.find((message) => message.method === 'tools/call');
+    const cancels = messages.filter((message) => message.method === 'notifications/cancelled');
+    expect(cancels.map((message) => (message.params as { requestId?: unknown }).requestId)).toEqual([call?.id]);
+    expect(recorder.requests.filter((request) => 'last-event-id' in request.headers)).toEqual([]);
+  });
+});

@@ -1,0 +1,91 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface RecordedRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: http.IncomingHttpHeaders;
+  /** The JSON-RPC messages of a POST body (a batch flattened), as sent. */
+  readonly messages: readonly Record<string, unknown>[];
+  /** The client closed the connection before the upstream's response had ended. */
+  clientClosedEarly: boolean;
+  /** The upstream's response ended (whatever the client did). */
+  upstreamEnded: boolean;
+}
+
+/**
+ * A recording HTTP proxy in front of an MCP endpoint: what a client sends, header by header and
+ * message by message, and whether it closed a response stream before the server ended it — the
+ * 2026-07-28 cancel, which a server sees as nothing else. Streams are passed through as they
+ * come (no buffering), and a client's close is passed on upstream.
+ */
+export async function startRecorder(target: string): Promise<{
+  readonly url: string;
+  readonly requests: RecordedRequest[];
+  close(): Promise<void>;
+}> {
+  const upstream = new URL(target);
+  const requests: RecordedRequest[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      let messages: Record<string, unknown>[] = [];
+      if (body.length > 0) {
+        try {
+          const parsed = JSON.parse(body.toString('utf8')) as unknown;
+          messages = (Array.isArray(parsed) ? parsed : [parsed]) as Record<string, unknown>[];
+        } catch {
+          messages = [];
+        }
+      }
+      const record: RecordedRequest = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        messages,
+        clientClosedEarly: false,
+        upstreamEnded: false,
+      };
+      requests.push(record);
+      const forward = http.request(
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          method: req.method,
+          path: req.url,
+          headers: { ...req.headers, host: upstream.host },
+        },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.on('data', (chunk: Buffer) => res.write(chunk));
+          answer.on('end', () => {
+            record.upstreamEnded = true;
+            res.end();
+          });
+          answer.on('error', () => res.destroy());
+        },
+      );
+      forward.on('error', () => res.destroy());
+      res.on('close', () => {
+        if (!record.upstreamEnded) {
+          record.clientClosedEarly = true;
+          forward.destroy();
+        }
+      });
+      forward.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}${upstream.pathname}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
