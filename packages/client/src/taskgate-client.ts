@@ -151,7 +151,7 @@ export class TaskgateClient {
   async #withClocks<T>(
     method: string,
     options: CallOptions,
-    run: (sdkOptions: { signal: AbortSignal; timeout: number; onprogress: (progress: Progress) => void }) => Promise<T>,
+    run: (sdkOptions: SdkRequestOptions) => Promise<T>,
   ): Promise<T> {
     options.signal?.throwIfAborted();
     const controller = new AbortController();
