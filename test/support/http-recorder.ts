@@ -11,6 +11,17 @@ export interface RecordedRequest {
   clientClosedEarly: boolean;
   /** The upstream's response ended (whatever the client did). */
   upstreamEnded: boolean;
+  /** The proxy read the upstream's whole answer and dropped it, cutting the client off. */
+  lost: boolean;
+}
+
+export interface RecorderOptions {
+  /**
+   * Requests whose answer is lost: the server handles them to the end, and the client's
+   * connection is then destroyed with nothing written — a proxy or a network that broke at the
+   * worst moment. Decided when the request's body has arrived.
+   */
+  readonly lose?: (request: RecordedRequest) => boolean;
 }
 
 /**
@@ -19,7 +30,10 @@ export interface RecordedRequest {
  * 2026-07-28 cancel, which a server sees as nothing else. Streams are passed through as they
  * come (no buffering), and a client's close is passed on upstream.
  */
-export async function startRecorder(target: string): Promise<{
+export async function startRecorder(
+  target: string,
+  options: RecorderOptions = {},
+): Promise<{
   readonly url: string;
   readonly requests: RecordedRequest[];
   close(): Promise<void>;
@@ -47,8 +61,10 @@ export async function startRecorder(target: string): Promise<{
         messages,
         clientClosedEarly: false,
         upstreamEnded: false,
+        lost: false,
       };
       requests.push(record);
+      const lose = options.lose?.(record) === true;
       const forward = http.request(
         {
           host: upstream.hostname,
@@ -58,6 +74,15 @@ export async function startRecorder(target: string): Promise<{
           headers: { ...req.headers, host: upstream.host },
         },
         (answer) => {
+          if (lose) {
+            answer.resume();
+            answer.on('end', () => {
+              record.upstreamEnded = true;
+              record.lost = true;
+              res.socket?.destroy();
+            });
+            return;
+          }
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.on('data', (chunk: Buffer) => res.write(chunk));
           answer.on('end', () => {

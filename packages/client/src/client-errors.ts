@@ -17,3 +17,27 @@ export function callCancelled(method: string, reason: unknown): TaskgateError {
     details: { reason: why },
   });
 }
+
+/** What a caller needs to find out whether a call whose answer was lost took effect. */
+export interface CallHandle {
+  readonly tool: string;
+  /** The idempotency key the call carried: look it up (GET /v1/idempotency-keys/{key}). */
+  readonly idempotencyKey: string | null;
+  /** sha256 of the canonical JSON of the arguments, as the server's ledger keeps it. */
+  readonly argumentsFingerprint: string;
+  readonly attempts: number;
+  readonly retryClass: string;
+}
+
+/** Sent, answer lost, and not to be repeated by the client: the caller reconciles. */
+export function callOutcomeUnknown(handle: CallHandle, why: string): TaskgateError {
+  const lookUp =
+    handle.idempotencyKey === null
+      ? 'look the task up before calling again'
+      : `look up idempotency key ${JSON.stringify(handle.idempotencyKey)} before calling again`;
+  return new TaskgateError(
+    'TG_CALL_OUTCOME_UNKNOWN',
+    `${handle.tool} was sent and its answer lost after ${handle.attempts} attempt(s), and it is not retried (${why}): ${lookUp}`,
+    { details: { handle } },
+  );
+}

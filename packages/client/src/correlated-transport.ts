@@ -19,6 +19,12 @@ export interface WireEvents {
 }
 
 type Id = string | number;
+
+/**
+ * The error the SDK client gets when a request's own response stream ended without its answer:
+ * sent, and lost. Without it the SDK would wait for an answer that cannot come any more.
+ */
+export const STREAM_ENDED = { code: -32099, message: 'the response stream ended before the response' } as const;
 const isId = (id: unknown): id is Id => typeof id === 'string' || typeof id === 'number';
 
 /**
@@ -38,7 +44,7 @@ export function correlatedTransport(
   // This connection's requests still open: the SDK's id → the wire id.
   const wireIdOf = new Map<Id, number>();
   return interceptTransport(transport, {
-    async send(message, options, forward) {
+    async send(message, options, forward, deliver) {
       const sent = message as { id?: unknown; method?: unknown; params?: Record<string, unknown> };
       if (typeof sent.method === 'string' && isId(sent.id)) {
         const localId = sent.id;
@@ -51,7 +57,18 @@ export function correlatedTransport(
           },
           { once: true },
         );
-        return forward({ ...message, id: wireId } as JSONRPCMessage, options);
+        const forwarded = options && {
+          ...options,
+          onRequestStreamEnd: () => {
+            options.onRequestStreamEnd?.();
+            // A response arrives, and is settled, before its stream ends: still open means lost.
+            if (wireIdOf.get(localId) !== wireId || table.get(wireId) === undefined) return;
+            wireIdOf.delete(localId);
+            table.abandon(wireId);
+            deliver({ jsonrpc: '2.0', id: localId, error: { ...STREAM_ENDED } } as JSONRPCMessage);
+          },
+        };
+        return forward({ ...message, id: wireId } as JSONRPCMessage, forwarded);
       }
       if (sent.method === 'notifications/cancelled' && isId(sent.params?.requestId)) {
         const localId = sent.params.requestId;

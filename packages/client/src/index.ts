@@ -1,9 +1,19 @@
 export { CallClocks, systemTimers, type Timers } from './call-clocks.ts';
-export { callCancelled, callTimedOut } from './client-errors.ts';
-export { correlatedTransport, type WireEvents, type WireRequest } from './correlated-transport.ts';
+export { type CallHandle, callCancelled, callOutcomeUnknown, callTimedOut } from './client-errors.ts';
+export { correlatedTransport, STREAM_ENDED, type WireEvents, type WireRequest } from './correlated-transport.ts';
 export { type CorrelationStats, CorrelationTable, type Settlement } from './correlation-table.ts';
+export { failureKind } from './failure-kind.ts';
+export {
+  type CallPolicy,
+  callPolicyOf,
+  decideRetry,
+  type FailureKind,
+  type RetryDecision,
+  type RetryOptions,
+} from './retry-plan.ts';
 export {
   type CallOptions,
+  type CallToolOptions,
   type ClientOptions,
   DEFAULT_IDLE_MS,
   DEFAULT_MAX_MS,

@@ -1,9 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { deterministicJitter, fingerprintInput, sha256Hex } from '@taskgate/reliability';
 import { CallClocks, systemTimers, type Timers } from './call-clocks.ts';
-import { callCancelled, callTimedOut } from './client-errors.ts';
+import { callCancelled, callOutcomeUnknown, callTimedOut } from './client-errors.ts';
 import { correlatedTransport, type WireRequest } from './correlated-transport.ts';
 import { type CorrelationStats, CorrelationTable } from './correlation-table.ts';
+import { failureKind } from './failure-kind.ts';
+import { type CallPolicy, callPolicyOf, decideRetry, type FailureKind, type RetryOptions } from './retry-plan.ts';
 import {
   type HttpTarget,
   httpSession,
@@ -29,6 +33,10 @@ export interface ClientOptions {
   readonly onUnknownResponse?: (message: unknown) => void;
   /** What the SDK client reports and cannot throw (a message it could not handle, a failed send). */
   readonly onError?: (error: Error) => void;
+  /** Seeds the retry and reconnect jitter (with the attempt), so delays can be replayed. */
+  readonly clientId?: string;
+  /** A call is about to be retried. */
+  readonly onRetry?: (retry: { tool: string; attempt: number; delayMs: number; failure: FailureKind }) => void;
 }
 
 export interface Progress {
@@ -47,6 +55,14 @@ export interface CallOptions {
   readonly onProgress?: (progress: Progress) => void;
 }
 
+export interface CallToolOptions extends CallOptions {
+  /** The key of a conditional tool's call (default: one the client makes, the same on every attempt). */
+  readonly idempotencyKey?: string;
+  /** Overrides what the server lists for the tool. */
+  readonly policy?: CallPolicy;
+  readonly retry?: RetryOptions;
+}
+
 export const DEFAULT_IDLE_MS = 60_000;
 export const DEFAULT_MAX_MS = 600_000;
 /** Our clocks are the call's; the SDK's own timeout is set past any of them. */
@@ -62,11 +78,19 @@ export class TaskgateClient {
   readonly #sdk: SdkSession;
   readonly #table: CorrelationTable<WireRequest>;
   readonly #timers: Timers;
+  readonly #random: (attempt: number) => number;
+  readonly #onRetry: ClientOptions['onRetry'];
+  #policies: Map<string, CallPolicy> | null = null;
 
-  private constructor(sdk: SdkSession, table: CorrelationTable<WireRequest>, timers: Timers) {
+  private constructor(sdk: SdkSession, table: CorrelationTable<WireRequest>, timers: Timers, options: ClientOptions) {
     this.#sdk = sdk;
     this.#table = table;
     this.#timers = timers;
+    const seed = options.clientId;
+    // Full jitter from the client id and the attempt when given (a test, a replay gets the same
+    // delays), else Math.random.
+    this.#random = seed === undefined ? () => Math.random() : (attempt) => deterministicJitter(seed, attempt);
+    this.#onRetry = options.onRetry;
   }
 
   /** Starts the server as a subprocess and completes `initialize` on its stdin and stdout. */
@@ -104,7 +128,7 @@ export class TaskgateClient {
       await sdk.close().catch(() => {});
       throw error;
     }
-    return new TaskgateClient(sdk, table, timers);
+    return new TaskgateClient(sdk, table, timers, options);
   }
 
   /** What the server said of itself in `initialize`. */
@@ -134,9 +158,76 @@ export class TaskgateClient {
     return tools;
   }
 
-  /** tools/call, with the call's clocks and its cancel. A tool error is a result (`isError`), not a throw. */
-  async callTool(name: string, args: Record<string, unknown>, options: CallOptions = {}): Promise<CallToolResult> {
-    return this.#withClocks('tools/call', options, (sdkOptions) => this.#sdk.callTool(name, args, sdkOptions));
+  /**
+   * tools/call, with the call's clocks, its cancel and the retry matrix. A tool error is a result
+   * (`isError`), not a throw. A call whose answer was lost is repeated only as its tool allows
+   * (retry-plan.ts): a safe tool with a new id; a conditional one with the same idempotency key
+   * and arguments — the client makes the key when the caller gave none; an unsafe one never, the
+   * caller gets TG_CALL_OUTCOME_UNKNOWN with a handle to look it up. Each attempt has its own clocks.
+   */
+  async callTool(name: string, args: Record<string, unknown>, options: CallToolOptions = {}): Promise<CallToolResult> {
+    const policy = options.policy ?? (await this.policyOf(name, options));
+    const callArgs =
+      policy.retry === 'conditional' && policy.idempotencyKey !== 'none' && args.idempotencyKey === undefined
+        ? { ...args, idempotencyKey: options.idempotencyKey ?? randomUUID() }
+        : args;
+    const key = typeof callArgs.idempotencyKey === 'string' ? callArgs.idempotencyKey : null;
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await this.#withClocks('tools/call', options, (sdkOptions) =>
+          this.#sdk.callTool(name, callArgs, sdkOptions),
+        );
+      } catch (error) {
+        const failure = failureKind(error);
+        const decision = decideRetry(policy, failure, attempt, key !== null, options.retry ?? {}, () =>
+          this.#random(attempt),
+        );
+        if (decision.retry) {
+          this.#onRetry?.({ tool: name, attempt: attempt + 1, delayMs: decision.delayMs, failure });
+          await this.#sleep(decision.delayMs, options.signal);
+          continue;
+        }
+        if (failure !== 'outcome-unknown') throw error;
+        throw callOutcomeUnknown(
+          {
+            tool: name,
+            idempotencyKey: key,
+            argumentsFingerprint: sha256Hex(fingerprintInput(name, callArgs)),
+            attempts: attempt + 1,
+            retryClass: policy.retry,
+          },
+          decision.why === 'unsafe'
+            ? 'the tool is unsafe'
+            : decision.why === 'no-key'
+              ? 'a conditional tool called without an idempotency key'
+              : 'no attempts left',
+        );
+      }
+    }
+  }
+
+  /** How a tool may be retried: what the server lists for it (fetched once), or unsafe if unlisted. */
+  async policyOf(name: string, options: CallOptions = {}): Promise<CallPolicy> {
+    if (this.#policies === null) {
+      const tools = await this.listTools(options);
+      this.#policies = new Map(tools.map((tool) => [tool.name, callPolicyOf(tool)]));
+    }
+    return this.#policies.get(name) ?? { retry: 'unsafe', idempotencyKey: 'none', source: 'annotations' };
+  }
+
+  #sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(callCancelled('tools/call', signal.reason));
+      const onAbort = () => {
+        this.#timers.clearTimeout(handle);
+        reject(callCancelled('tools/call', signal?.reason));
+      };
+      const handle = this.#timers.setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   async close(): Promise<void> {

@@ -5,11 +5,15 @@ export type SendOptions = { requestSignal?: AbortSignal; onRequestStreamEnd?: ()
 export type MessageHandler = (message: JSONRPCMessage, extra?: unknown) => void;
 
 export interface Interceptors {
-  /** Called for every message the SDK client sends; `forward` sends it (or another) on. */
+  /**
+   * Called for every message the SDK client sends; `forward` sends it (or another) on, and
+   * `deliver` hands a message to the SDK client as if it had arrived.
+   */
   readonly send: (
     message: JSONRPCMessage,
     options: SendOptions | undefined,
     forward: (message: JSONRPCMessage, options?: SendOptions) => Promise<void>,
+    deliver: MessageHandler,
   ) => Promise<void>;
   /** Called for every message that arrives; `deliver` hands it (or another) to the SDK client. */
   readonly message: (message: JSONRPCMessage, extra: unknown, deliver: MessageHandler) => void;
@@ -30,8 +34,9 @@ export function interceptTransport(transport: Transport, interceptors: Intercept
   let onclose: (() => void) | undefined;
   const forward = (message: JSONRPCMessage, options?: SendOptions) =>
     (transport.send as (message: JSONRPCMessage, options?: SendOptions) => Promise<void>)(message, options);
-  const send = (message: JSONRPCMessage, options?: SendOptions) => interceptors.send(message, options, forward);
   const deliver: MessageHandler = (message, extra) => onmessage?.(message, extra);
+  const send = (message: JSONRPCMessage, options?: SendOptions) =>
+    interceptors.send(message, options, forward, deliver);
   transport.onmessage = ((message: JSONRPCMessage, extra?: unknown) =>
     interceptors.message(message, extra, deliver)) as Transport['onmessage'];
   transport.onclose = () => {

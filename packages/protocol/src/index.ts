@@ -1,3 +1,4 @@
+export { CALL_POLICY_META } from './call-policy.ts';
 export { type CancelledParams, parseCancelledParams } from './cancellation.ts';
 export { type Capabilities, missingCapabilities } from './client-capabilities.ts';
 export { decodeHeaderValue, encodeHeaderValue } from './header-values.ts';

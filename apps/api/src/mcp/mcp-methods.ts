@@ -1,6 +1,6 @@
 import type { TaskRecord } from '@taskgate/db';
 import { toJsonRpcError } from '@taskgate/errors';
-import { type Capabilities, ErrorCode, type JsonRpcError, META } from '@taskgate/protocol';
+import { CALL_POLICY_META, type Capabilities, ErrorCode, type JsonRpcError, META } from '@taskgate/protocol';
 import { type ToolSpec, taskSupportOf } from '@taskgate/tools';
 import type { ServerIdentity } from './server-info.ts';
 
@@ -82,11 +82,26 @@ export function toolsListResult(
           ...(tool.outputSchema ? { outputSchema: tool.outputSchema } : {}),
           ...(tool.annotations ? { annotations: tool.annotations } : {}),
           ...(shape.execution ? { execution: { taskSupport: taskSupportOf(tool) } } : {}),
+          _meta: callPolicyOf(tool),
         }),
       ),
     ttlMs: LIST_TTL_MS,
     cacheScope: 'public',
     _meta: { [META.serverInfo]: server },
+  };
+}
+
+/**
+ * What a client needs to call a tool reliably, which annotations only hint at: how it may be
+ * retried (`safe`: with a new id; `conditional`: with the same idempotency key and arguments;
+ * `unsafe`: never automatically — look it up), whether it takes an `idempotencyKey` argument,
+ * and its two clocks. @taskgate/client and `taskgate review` read these.
+ */
+export function callPolicyOf(tool: ToolSpec): Record<string, unknown> {
+  return {
+    [CALL_POLICY_META.retry]: tool.retry,
+    ...(tool.retry === 'conditional' ? { [CALL_POLICY_META.idempotencyKey]: tool.idempotencyKey ?? 'optional' } : {}),
+    ...(tool.timeouts ? { [CALL_POLICY_META.timeouts]: { ...tool.timeouts } } : {}),
   };
 }
 

@@ -19,7 +19,7 @@ export const PROFILE: HandshakeProfile = {
   version: VERSION,
   tasks: false,
   progressMessages: false,
-  toolEntry: (entry) => without(entry, ['title', 'outputSchema', 'annotations']),
+  toolEntry: (entry) => without(entry, ['title', 'outputSchema', 'annotations', '_meta']),
   callResult: (result) => mapContent(withoutStructuredContent(result), toKnownContent),
   contentResult: (result) => mapContent(result, toKnownContent),
 };

@@ -9,7 +9,7 @@ export const PROFILE: HandshakeProfile = {
   version: '2025-03-26',
   tasks: false,
   progressMessages: true,
-  toolEntry: (entry) => without(entry, ['title', 'outputSchema']),
+  toolEntry: (entry) => without(entry, ['title', 'outputSchema', '_meta']),
   callResult: (result) => mapContent(withoutStructuredContent(result), linkAsText),
   contentResult: (result) => mapContent(result, linkAsText),
 };

@@ -1,0 +1,31 @@
+import { isTaskgateError } from '@taskgate/errors';
+import { STREAM_ENDED } from './correlated-transport.ts';
+import type { FailureKind } from './retry-plan.ts';
+
+/** JSON-RPC -31503: the database did not answer, nothing was done (TG_SERVICE_UNAVAILABLE). */
+const SERVICE_UNAVAILABLE = -31503;
+/** The SDKs' "connection closed" (both -32000): the connection ended with the request open. */
+const CONNECTION_CLOSED = -32000;
+/** Errors of a fetch that never reached the server: nothing was sent. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * What a failed request says about whether it ran, for the retry matrix. The client's own errors
+ * (a cancel, a clock) are final; a lost answer — the stream or connection ended, the socket
+ * broke after the request went out — is `outcome-unknown`; the server saying it did nothing
+ * (503, -31503) or a connection that never opened is `unavailable`.
+ */
+export function failureKind(error: unknown): FailureKind {
+  if (isTaskgateError(error)) return 'final';
+  const code = (error as { code?: unknown }).code;
+  if (code === STREAM_ENDED.code || code === CONNECTION_CLOSED) return 'outcome-unknown';
+  if (code === SERVICE_UNAVAILABLE) return 'unavailable';
+  const status =
+    (error as { data?: { status?: unknown }; status?: unknown }).data?.status ?? (error as { status?: unknown }).status;
+  if (status === 503) return 'unavailable';
+  if (error instanceof TypeError && error.message === 'fetch failed') {
+    const cause = (error as { cause?: { code?: unknown } }).cause;
+    return typeof cause?.code === 'string' && NOT_SENT.has(cause.code) ? 'unavailable' : 'outcome-unknown';
+  }
+  return 'final';
+}
