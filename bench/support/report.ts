@@ -2,7 +2,7 @@ import { appendFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Goal, goalRow, judge, type ResultRecord, type Settings, type SummaryRow, type Value } from './results.ts';
 
-export { aheadOfAnchor, atLeast, atLeastShareOfAnchor, below, belowAnchor } from './results.ts';
+export { aheadOfAnchor, atLeast, atLeastShareOfAnchor, atMost, below, belowAnchor } from './results.ts';
 
 /** Percentile by nearest rank over a copy of the samples. */
 export function percentile(samples: readonly number[], p: number): number {

@@ -8,12 +8,14 @@
  */
 export type Rule =
   | { readonly kind: 'below'; readonly limit: number }
+  | { readonly kind: 'atMost'; readonly limit: number }
   | { readonly kind: 'atLeast'; readonly limit: number }
   | { readonly kind: 'atLeastShareOfAnchor'; readonly share: number }
   | { readonly kind: 'aheadOfAnchor' }
   | { readonly kind: 'belowAnchor' };
 
 export const below = (limit: number): Rule => ({ kind: 'below', limit });
+export const atMost = (limit: number): Rule => ({ kind: 'atMost', limit });
 export const atLeast = (limit: number): Rule => ({ kind: 'atLeast', limit });
 export const atLeastShareOfAnchor = (share: number): Rule => ({ kind: 'atLeastShareOfAnchor', share });
 export const aheadOfAnchor = (): Rule => ({ kind: 'aheadOfAnchor' });
@@ -85,6 +87,7 @@ export function judge(goal: Goal): JudgedGoal {
 function verdictOf({ rule, ours, anchor }: Goal): Verdict {
   const meets = (holds: boolean): Verdict => (holds ? 'met' : 'not met');
   if (rule.kind === 'below') return meets(present(ours) && ours < rule.limit);
+  if (rule.kind === 'atMost') return meets(present(ours) && ours <= rule.limit);
   if (rule.kind === 'atLeast') return meets(present(ours) && ours >= rule.limit);
   // A lower-is-better anchor that never did the thing is beaten by any figure of ours; otherwise
   // there must be an anchor figure to compare with.
@@ -100,6 +103,8 @@ export function describeGoal({ metric, unit, rule }: Goal): string {
   switch (rule.kind) {
     case 'below':
       return `${metric} < ${rule.limit.toLocaleString('en')} ${unit}`;
+    case 'atMost':
+      return `${metric} ≤ ${rule.limit.toLocaleString('en')} ${unit}`;
     case 'atLeast':
       return `${metric} ≥ ${rule.limit.toLocaleString('en')} ${unit}`;
     case 'atLeastShareOfAnchor':

@@ -3,6 +3,7 @@ export { type CallHandle, callCancelled, callOutcomeUnknown, callTimedOut } from
 export { correlatedTransport, STREAM_ENDED, type WireEvents, type WireRequest } from './correlated-transport.ts';
 export { type CorrelationStats, CorrelationTable, type Settlement } from './correlation-table.ts';
 export { failureKind } from './failure-kind.ts';
+export { type ReconnectOptions, ReconnectSchedule } from './reconnect-schedule.ts';
 export {
   type CallPolicy,
   callPolicyOf,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffCeiling, backoffDelay, deterministicJitter, fnv1a32 } from './backoff.ts';
+import { backoffCeiling, backoffDelay, deterministicJitter, fnv1a32, jitteredDelay } from './backoff.ts';
 
 const OPTIONS = { baseMs: 250, capMs: 8000 };
 const JUST_UNDER_ONE = 1 - Number.EPSILON;
@@ -88,5 +88,17 @@ describe('deterministic jitter', () => {
     const delay = backoffDelay(4, OPTIONS, () => deterministicJitter('client-1', 4));
     expect(delay).toBe(Math.floor(deterministicJitter('client-1', 4) * 4000));
     expect(backoffDelay(4, OPTIONS, () => deterministicJitter('client-1', 4))).toBe(delay);
+  });
+});
+
+describe('jitteredDelay', () => {
+  const options = { baseMs: 100, capMs: 1_000 };
+  it('full: uniform under the ceiling; equal: the upper half; none: the ceiling', () => {
+    expect(jitteredDelay('full', 2, options, () => 0)).toBe(0);
+    expect(jitteredDelay('full', 2, options, () => 0.5)).toBe(200);
+    expect(jitteredDelay('equal', 2, options, () => 0)).toBe(200);
+    expect(jitteredDelay('equal', 2, options, () => 0.999)).toBe(399);
+    expect(jitteredDelay('none', 2, options, () => 0.3)).toBe(400);
+    expect(jitteredDelay('none', 20, options, () => 0.3)).toBe(1_000);
   });
 });

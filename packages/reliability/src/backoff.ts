@@ -41,6 +41,21 @@ export function backoffDelay(attempt: number, options: BackoffOptions, random: (
   return Math.floor(r * ceiling);
 }
 
+/**
+ * How a delay is drawn under its ceiling. `full`: uniform in [0, ceiling), what Taskgate uses;
+ * `equal`: half the ceiling plus a uniform half; `none`: the ceiling itself. The other two exist
+ * so bench/reconnect-storm.ts can show, in the same run, what full jitter is measured against.
+ */
+export type Jitter = 'full' | 'equal' | 'none';
+
+export function jitteredDelay(jitter: Jitter, attempt: number, options: BackoffOptions, random: () => number): number {
+  if (jitter === 'full') return backoffDelay(attempt, options, random);
+  const ceiling = backoffCeiling(attempt, options);
+  if (jitter === 'none') return ceiling;
+  const half = ceiling / 2;
+  return Math.floor(half + backoffDelay(attempt, options, random) / 2);
+}
+
 const FNV_OFFSET_BASIS = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 

@@ -4,6 +4,8 @@ export {
   backoffDelay,
   deterministicJitter,
   fnv1a32,
+  type Jitter,
+  jitteredDelay,
 } from './backoff.ts';
 export { Batcher, type BatcherOptions, type RunBatch } from './batcher.ts';
 export {
