@@ -20,7 +20,9 @@ describe('correlatedTransport', () => {
   it('never cancels initialize: the SDK times it out, and no notifications/cancelled reaches the server', async () => {
     const { clientSide, received, table } = await pair();
     const client = new Client({ name: 't', version: '1' }, { capabilities: {} });
-    await expect(client.connect(correlatedTransport(clientSide, table), { timeout: 20 })).rejects.toThrow(/timed out/);
+    await expect(client.connect(correlatedTransport(clientSide, table).transport, { timeout: 20 })).rejects.toThrow(
+      /timed out/,
+    );
     expect(received.map((message) => (message as { method?: string }).method)).toEqual(['initialize']);
     // Abandoned all the same: an answer after the timeout is late, not delivered.
     expect(table.stats.tombstones).toBe(1);
@@ -28,7 +30,7 @@ describe('correlatedTransport', () => {
 
   it("maps the server's answer back to the SDK's id, and passes the server's own requests through", async () => {
     const { clientSide, serverSide, received, table } = await pair();
-    const wire = correlatedTransport(clientSide, table);
+    const wire = correlatedTransport(clientSide, table).transport;
     const seen: JSONRPCMessage[] = [];
     wire.onmessage = (message) => {
       seen.push(message);
@@ -48,7 +50,7 @@ describe('correlatedTransport', () => {
   it('tombstones a request whose own stream is aborted (the 2026-07-28 cancel over HTTP)', async () => {
     const { clientSide, serverSide, received, table } = await pair();
     const late: string[] = [];
-    const wire = correlatedTransport(clientSide, table, { late: (method) => late.push(method) });
+    const wire = correlatedTransport(clientSide, table, { late: (method) => late.push(method) }).transport;
     wire.onmessage = () => {
       throw new Error('a late answer reached the SDK');
     };

@@ -1,12 +1,34 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { CorrelationTable } from './correlation-table.ts';
-import { interceptTransport } from './transport-proxy.ts';
+import { interceptTransport, type MessageHandler, type SendOptions } from './transport-proxy.ts';
 
-/** What the table keeps of a request: the SDK's own id for it, and its method. */
+type Id = string | number;
+
+/** What the table keeps of a request. */
 export interface WireRequest {
-  readonly localId: string | number;
+  /** The SDK's own id for it; null for a request the client sends itself (`request()`). */
+  readonly localId: Id | null;
   readonly method: string;
+  /** Hands a message to the SDK as if it had arrived (an SDK request's). */
+  readonly deliver?: MessageHandler;
+  /** The SDK request's own signal (2026-07-28 HTTP): it aborts when the SDK gives up on it. */
+  readonly signal?: AbortSignal;
+  /** The client's own request: its answer goes here, never to the SDK. */
+  readonly answer?: (message: Record<string, unknown>) => void;
+  /** What the client knew of the call when it went out (WireEvents.contextOf). */
+  readonly context?: unknown;
+}
+
+/** A tools/call answered with a task (the Tasks extension's `resultType: "task"`), held from the SDK. */
+export interface HeldCall {
+  readonly task: Record<string, unknown>;
+  /** Ends the SDK's tools/call with this result, or error, when the task is over. */
+  readonly finish: (outcome: { result: Record<string, unknown> } | { error: Record<string, unknown> }) => void;
+  /** Aborts when the SDK gives up on the call (its caller cancelled, a clock ran out). */
+  readonly signal: AbortSignal | undefined;
+  /** WireEvents.contextOf's value when the call was sent. */
+  readonly context: unknown;
 }
 
 export interface WireEvents {
@@ -16,15 +38,33 @@ export interface WireEvents {
   readonly unknown?: (message: JSONRPCMessage) => void;
   /** A cancel of `initialize` was not sent: the spec forbids it (the connection is closed instead). */
   readonly initializeCancelDropped?: () => void;
+  /**
+   * A tools/call was answered with a task, which the SDK cannot take (v2 refuses resultType
+   * "task"); the client watches the task and finishes the call. Without a handler the answer
+   * goes to the SDK as it came.
+   */
+  readonly taskAnswer?: (held: HeldCall) => void;
+  /** Read when an SDK request is sent, and kept with it (the caller's per-call context). */
+  readonly contextOf?: () => unknown;
 }
-
-type Id = string | number;
 
 /**
  * The error the SDK client gets when a request's own response stream ended without its answer:
  * sent, and lost. Without it the SDK would wait for an answer that cannot come any more.
  */
 export const STREAM_ENDED = { code: -32099, message: 'the response stream ended before the response' } as const;
+
+export interface CorrelatedTransport {
+  /** The transport to hand the SDK client. */
+  readonly transport: Transport;
+  /**
+   * A request the client sends itself, past the SDK (tasks/get, tasks/cancel: the v2 SDK refuses
+   * methods its revision does not define), with a wire id from the same table. Resolves with the
+   * JSON-RPC response (result or error) as it came.
+   */
+  request(method: string, params: Record<string, unknown>, options?: SendOptions): Promise<Record<string, unknown>>;
+}
+
 const isId = (id: unknown): id is Id => typeof id === 'string' || typeof id === 'number';
 
 /**
@@ -40,17 +80,26 @@ export function correlatedTransport(
   transport: Transport,
   table: CorrelationTable<WireRequest>,
   events: WireEvents = {},
-): Transport {
-  // This connection's requests still open: the SDK's id → the wire id.
+): CorrelatedTransport {
+  // This connection's SDK requests still open: the SDK's id → the wire id.
   const wireIdOf = new Map<Id, number>();
-  return interceptTransport(transport, {
+  const send = transport.send.bind(transport) as (message: JSONRPCMessage, options?: SendOptions) => Promise<void>;
+  const wrapped = interceptTransport(transport, {
     async send(message, options, forward, deliver) {
       const sent = message as { id?: unknown; method?: unknown; params?: Record<string, unknown> };
       if (typeof sent.method === 'string' && isId(sent.id)) {
         const localId = sent.id;
-        const wireId = table.open({ localId, method: sent.method });
+        const signal = options?.requestSignal;
+        const context = events.contextOf?.();
+        const wireId = table.open({
+          localId,
+          method: sent.method,
+          deliver,
+          ...(signal ? { signal } : {}),
+          ...(context === undefined ? {} : { context }),
+        });
         wireIdOf.set(localId, wireId);
-        options?.requestSignal?.addEventListener(
+        signal?.addEventListener(
           'abort',
           () => {
             if (wireIdOf.delete(localId)) table.abandon(wireId);
@@ -85,14 +134,25 @@ export function correlatedTransport(
       return forward(message, options);
     },
     message(message, extra, deliver) {
-      const received = message as { id?: unknown; method?: unknown };
+      const received = message as { id?: unknown; method?: unknown; result?: Record<string, unknown> };
       const isResponse = received.method === undefined && ('result' in message || 'error' in message);
       if (!isResponse) return deliver(message, extra);
       const settlement = table.settle(received.id);
       if (settlement.kind === 'late') return events.late?.(settlement.entry.method, received.id as number);
       if (settlement.kind === 'unknown') return events.unknown?.(message);
-      wireIdOf.delete(settlement.entry.localId);
-      deliver({ ...message, id: settlement.entry.localId } as JSONRPCMessage, extra);
+      const entry = settlement.entry;
+      if (entry.answer) return entry.answer(message as unknown as Record<string, unknown>);
+      const localId = entry.localId as Id;
+      wireIdOf.delete(localId);
+      if (entry.method === 'tools/call' && received.result?.resultType === 'task' && events.taskAnswer) {
+        return events.taskAnswer({
+          task: received.result,
+          signal: entry.signal,
+          context: entry.context,
+          finish: (outcome) => deliver({ jsonrpc: '2.0', id: localId, ...outcome } as JSONRPCMessage, extra),
+        });
+      }
+      deliver({ ...message, id: localId } as JSONRPCMessage, extra);
     },
     close() {
       // Nothing more arrives on this connection; what was still open stays a tombstone for a while
@@ -101,4 +161,23 @@ export function correlatedTransport(
       wireIdOf.clear();
     },
   });
+  return {
+    transport: wrapped,
+    request(method, params, options) {
+      return new Promise((resolve, reject) => {
+        const wireId = table.open({ localId: null, method, answer: resolve });
+        send({ jsonrpc: '2.0', id: wireId, method, params } as JSONRPCMessage, {
+          ...options,
+          onRequestStreamEnd: () => {
+            if (table.get(wireId) === undefined) return;
+            table.abandon(wireId);
+            resolve({ jsonrpc: '2.0', id: wireId, error: { ...STREAM_ENDED } });
+          },
+        }).catch((error: unknown) => {
+          table.abandon(wireId);
+          reject(error);
+        });
+      });
+    },
+  };
 }

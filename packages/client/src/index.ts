@@ -1,6 +1,13 @@
 export { CallClocks, systemTimers, type Timers } from './call-clocks.ts';
 export { type CallHandle, callCancelled, callOutcomeUnknown, callTimedOut } from './client-errors.ts';
-export { correlatedTransport, STREAM_ENDED, type WireEvents, type WireRequest } from './correlated-transport.ts';
+export {
+  type CorrelatedTransport,
+  correlatedTransport,
+  type HeldCall,
+  STREAM_ENDED,
+  type WireEvents,
+  type WireRequest,
+} from './correlated-transport.ts';
 export { type CorrelationStats, CorrelationTable, type Settlement } from './correlation-table.ts';
 export { failureKind } from './failure-kind.ts';
 export { type ReconnectOptions, ReconnectSchedule } from './reconnect-schedule.ts';
@@ -12,6 +19,7 @@ export {
   type RetryDecision,
   type RetryOptions,
 } from './retry-plan.ts';
+export { getTask, ServerError, type TaskState, TERMINAL_STATUSES, watchTask } from './task-watch.ts';
 export {
   type CallOptions,
   type CallToolOptions,

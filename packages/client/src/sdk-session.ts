@@ -14,6 +14,7 @@ import {
   type ServerCapabilities,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
+import { TASKS_EXTENSION } from '@taskgate/protocol';
 
 /** An MCP server run as a subprocess speaking MCP on its stdin and stdout. */
 export interface StdioTarget {
@@ -127,7 +128,8 @@ export function httpSession(target: HttpTarget, clientInfo: Implementation): Sdk
     ...(target.authProvider ? { authProvider: target.authProvider } : {}),
   });
   const client = new HttpClient(clientInfo, {
-    capabilities: {},
+    // The Tasks extension: a server may answer a tools/call with a task (the client watches it).
+    capabilities: { extensions: { [TASKS_EXTENSION]: {} } } as never,
     versionNegotiation: { mode: (target.revision ?? 'auto') === 'auto' ? 'auto' : 'legacy' },
   });
   return {

@@ -1,10 +1,17 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { META, TASKS_EXTENSION } from '@taskgate/protocol';
 import { deterministicJitter, fingerprintInput, sha256Hex } from '@taskgate/reliability';
 import { CallClocks, systemTimers, type Timers } from './call-clocks.ts';
 import { callCancelled, callOutcomeUnknown, callTimedOut } from './client-errors.ts';
-import { correlatedTransport, type WireRequest } from './correlated-transport.ts';
+import {
+  type CorrelatedTransport,
+  correlatedTransport,
+  type HeldCall,
+  type WireRequest,
+} from './correlated-transport.ts';
 import { type CorrelationStats, CorrelationTable } from './correlation-table.ts';
 import { failureKind } from './failure-kind.ts';
 import { type CallPolicy, callPolicyOf, decideRetry, type FailureKind, type RetryOptions } from './retry-plan.ts';
@@ -17,6 +24,7 @@ import {
   stdioSession,
   v1Session,
 } from './sdk-session.ts';
+import { getTask, ServerError, type TaskState, watchTask } from './task-watch.ts';
 
 export type { HttpTarget, StdioTarget };
 
@@ -56,6 +64,11 @@ export interface CallOptions {
 }
 
 export interface CallToolOptions extends CallOptions {
+  /**
+   * The call became a task (the server answered with one, the Tasks extension): called with it,
+   * then with every state its polls see. Keep the id to look it up, or to cancel it (cancelTask).
+   */
+  readonly onTask?: (task: TaskState) => void;
   /** The key of a conditional tool's call (default: one the client makes, the same on every attempt). */
   readonly idempotencyKey?: string;
   /** Overrides what the server lists for the tool. */
@@ -81,6 +94,8 @@ export class TaskgateClient {
   readonly #random: (attempt: number) => number;
   readonly #onRetry: ClientOptions['onRetry'];
   #policies: Map<string, CallPolicy> | null = null;
+  #raw: CorrelatedTransport | null = null;
+  readonly #clientInfo: { readonly name: string; readonly version: string };
 
   private constructor(sdk: SdkSession, table: CorrelationTable<WireRequest>, timers: Timers, options: ClientOptions) {
     this.#sdk = sdk;
@@ -91,6 +106,7 @@ export class TaskgateClient {
     // delays), else Math.random.
     this.#random = seed === undefined ? () => Math.random() : (attempt) => deterministicJitter(seed, attempt);
     this.#onRetry = options.onRetry;
+    this.#clientInfo = clientInfoOf(options);
   }
 
   /** Starts the server as a subprocess and completes `initialize` on its stdin and stdout. */
@@ -115,11 +131,19 @@ export class TaskgateClient {
       ...(options.tombstoneMs !== undefined ? { tombstoneMs: options.tombstoneMs } : {}),
     });
     if (options.onError) sdk.onError(options.onError);
-    const wrap = (transport: Transport) =>
-      correlatedTransport(transport, table, {
+    let self: TaskgateClient | null = null;
+    let raw: CorrelatedTransport | null = null;
+    const wrap = (transport: Transport) => {
+      raw = correlatedTransport(transport, table, {
         late: (method) => options.onLateResponse?.(method),
         unknown: (message) => options.onUnknownResponse?.(message),
+        contextOf: () => callContext.getStore(),
+        taskAnswer: (held) => {
+          if (self !== null) self.#followTask(held);
+        },
       });
+      return raw.transport;
+    };
     try {
       // The SDK's own timeout for initialize would send a cancel (the wire drops it); the
       // connection is closed instead, as the spec says for an initialize that takes too long.
@@ -128,7 +152,9 @@ export class TaskgateClient {
       await sdk.close().catch(() => {});
       throw error;
     }
-    return new TaskgateClient(sdk, table, timers, options);
+    self = new TaskgateClient(sdk, table, timers, options);
+    self.#raw = raw;
+    return self;
   }
 
   /** What the server said of itself in `initialize`. */
@@ -174,8 +200,10 @@ export class TaskgateClient {
     const key = typeof callArgs.idempotencyKey === 'string' ? callArgs.idempotencyKey : null;
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return await this.#withClocks('tools/call', options, (sdkOptions) =>
-          this.#sdk.callTool(name, callArgs, sdkOptions),
+        return await this.#withClocks('tools/call', options, (sdkOptions, progress) =>
+          callContext.run({ ...(options.onTask ? { onTask: options.onTask } : {}), progress }, () =>
+            this.#sdk.callTool(name, callArgs, sdkOptions),
+          ),
         );
       } catch (error) {
         const failure = failureKind(error);
@@ -230,8 +258,89 @@ export class TaskgateClient {
     });
   }
 
+  /** tasks/get (the Tasks extension, on 2026-07-28). */
+  async getTask(taskId: string): Promise<TaskState> {
+    return getTask(this.#rawRequest, taskId);
+  }
+
+  /**
+   * tasks/cancel: resolves with the server's acknowledgement, which only says the request was
+   * taken — the task may still be working, and may even end `completed` if it finished first.
+   * `terminal` resolves with the status it ends in (polled at the server's interval); nothing
+   * before that says the work stopped.
+   */
+  async cancelTask(taskId: string, options: { readonly signal?: AbortSignal } = {}) {
+    const response = await this.#rawRequest('tasks/cancel', { taskId });
+    if (response.error !== undefined) throw new ServerError('tasks/cancel', response.error as Record<string, unknown>);
+    const terminal = watchTask(this.#rawRequest, taskId, {
+      timers: this.#timers,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    terminal.catch(() => {});
+    return { acknowledged: true as const, terminal };
+  }
+
   async close(): Promise<void> {
     await this.#sdk.close();
+  }
+
+  /** A request past the SDK, with the per-request fields 2026-07-28 asks for in `_meta`. */
+  #rawRequest = (method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> => {
+    const raw = this.#raw;
+    if (raw === null) return Promise.reject(new Error('not connected'));
+    const version = this.#sdk.protocolVersion;
+    if (version === undefined || version < '2026-01-01') {
+      return Promise.reject(
+        new Error(
+          `${method} is the Tasks extension's, on 2026-07-28; this connection speaks ${version ?? 'nothing yet'}`,
+        ),
+      );
+    }
+    return raw.request(method, {
+      ...params,
+      _meta: {
+        [META.protocolVersion]: version,
+        [META.clientInfo]: this.#clientInfo,
+        [META.clientCapabilities]: { extensions: { [TASKS_EXTENSION]: {} } },
+      },
+    });
+  };
+
+  /**
+   * A tools/call answered with a task: watch it and finish the SDK's call with its outcome. The
+   * call's idle clock counts a change of the task (its lastUpdatedAt) as progress. If the caller
+   * gives up (a cancel, a clock), the task is cancelled with tasks/cancel — the extension's way;
+   * notifications/cancelled is not for tasks.
+   */
+  #followTask(held: HeldCall): void {
+    const context = held.context as CallContext | undefined;
+    const first = held.task as TaskState;
+    context?.onTask?.(first);
+    let lastUpdate = first.lastUpdatedAt;
+    const stop = new AbortController();
+    held.signal?.addEventListener('abort', () => stop.abort(new Error('the call was given up')), { once: true });
+    watchTask(this.#rawRequest, first.taskId, {
+      timers: this.#timers,
+      signal: stop.signal,
+      onUpdate: (task) => {
+        if (task.lastUpdatedAt !== lastUpdate) {
+          lastUpdate = task.lastUpdatedAt;
+          context?.progress();
+        }
+        context?.onTask?.(task);
+      },
+    }).then(
+      (task) => held.finish(outcomeOf(task)),
+      (error: unknown) => {
+        if (stop.signal.aborted) {
+          void this.#rawRequest('tasks/cancel', { taskId: first.taskId }).catch(() => {});
+          return;
+        }
+        held.finish({
+          error: { code: -32603, message: `watching task ${first.taskId} failed: ${(error as Error).message}` },
+        });
+      },
+    );
   }
 
   /**
@@ -242,7 +351,7 @@ export class TaskgateClient {
   async #withClocks<T>(
     method: string,
     options: CallOptions,
-    run: (sdkOptions: SdkRequestOptions) => Promise<T>,
+    run: (sdkOptions: SdkRequestOptions, progress: () => void) => Promise<T>,
   ): Promise<T> {
     options.signal?.throwIfAborted();
     const controller = new AbortController();
@@ -260,14 +369,17 @@ export class TaskgateClient {
     const onAbort = () => end(callCancelled(method, options.signal?.reason));
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      return await run({
-        signal: controller.signal,
-        timeout: SDK_NO_TIMEOUT,
-        onprogress: (progress) => {
-          clocks.progress();
-          options.onProgress?.(progress);
+      return await run(
+        {
+          signal: controller.signal,
+          timeout: SDK_NO_TIMEOUT,
+          onprogress: (progress) => {
+            clocks.progress();
+            options.onProgress?.(progress);
+          },
         },
-      });
+        () => clocks.progress(),
+      );
     } catch (error) {
       // The SDK wraps an abort reason in its own error; ours says what happened.
       if (ending !== null) throw ending;
@@ -277,6 +389,27 @@ export class TaskgateClient {
       options.signal?.removeEventListener('abort', onAbort);
     }
   }
+}
+
+/** What a tools/call's caller asked for, carried to the wire (a task answer arrives there). */
+interface CallContext {
+  readonly onTask?: (task: TaskState) => void;
+  readonly progress: () => void;
+}
+
+const callContext = new AsyncLocalStorage<CallContext>();
+
+/** A finished task as the answer its tools/call would have had. */
+function outcomeOf(task: TaskState): { result: Record<string, unknown> } | { error: Record<string, unknown> } {
+  if (task.status === 'completed' && task.result !== undefined) {
+    return { result: { ...task.result, resultType: 'complete' } };
+  }
+  if (task.status === 'failed' && task.error !== undefined) return { error: { ...task.error } };
+  const message =
+    task.status === 'cancelled'
+      ? `task ${task.taskId} was cancelled${task.statusMessage ? `: ${task.statusMessage}` : ''}`
+      : `task ${task.taskId} ended ${task.status}${task.statusMessage ? `: ${task.statusMessage}` : ''}`;
+  return { error: { code: -32603, message, data: { taskId: task.taskId, status: task.status } } };
 }
 
 function clientInfoOf(options: ClientOptions) {

@@ -1,0 +1,113 @@
+import { TaskgateClient, type TaskState } from '@taskgate/client';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/databases.ts';
+import { startRecorder } from '../support/http-recorder.ts';
+import { type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
+
+// Calls that become tasks (the Tasks extension, 2026-07-28): the SDK v2 client refuses a
+// `resultType: "task"` answer, so @taskgate/client takes it on the wire, polls tasks/get at the
+// server's pollIntervalMs and finishes the call with the task's outcome. tasks/cancel is
+// acknowledged first; the terminal status comes after, and only it says the work stopped.
+const database = useTestDatabase();
+let platform: Platform;
+let api: Awaited<ReturnType<typeof serveApi>>;
+beforeAll(async () => {
+  platform = await startPlatform(database.url);
+  await platform.startWorker();
+  api = await serveApi(platform, database.url);
+});
+afterAll(async () => {
+  await api.close();
+  await platform.stop();
+});
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function connected() {
+  const recorder = await startRecorder(api.mcpUrl.href);
+  cleanups.push(() => recorder.close());
+  const client = await TaskgateClient.connectHttp({ url: recorder.url });
+  cleanups.push(() => client.close());
+  const sent = (method: string) =>
+    recorder.requests.filter((request) => request.messages.some((message) => message.method === method));
+  return { recorder, client, sent };
+}
+
+describe('TaskgateClient and tasks', () => {
+  it('a call that outlasts the wait becomes a task, polled at pollIntervalMs, and returns its result', async () => {
+    const { client, sent } = await connected();
+    const seen: TaskState[] = [];
+    const times: number[] = [];
+    const result = await client.callTool(
+      'slow_compute',
+      { seconds: 1.5, label: 'client-task' },
+      {
+        onTask: (task) => {
+          seen.push(task);
+          times.push(performance.now());
+        },
+      },
+    );
+    expect(result.structuredContent).toMatchObject({ seconds: 1.5, steps: 30 });
+    expect(seen[0]?.status).toBe('working');
+    expect(seen.at(-1)?.status).toBe('completed');
+    expect(new Set(seen.map((task) => task.taskId)).size).toBe(1);
+    const polls = sent('tasks/get');
+    expect(polls.length).toBe(seen.length - 1);
+    // Honoured: no two polls closer than the interval the server named (less timer slack).
+    const interval = seen[0]?.pollIntervalMs as number;
+    expect(interval).toBeGreaterThan(0);
+    for (let i = 2; i < times.length; i += 1) {
+      expect((times[i] as number) - (times[i - 1] as number)).toBeGreaterThanOrEqual(interval - 20);
+    }
+  });
+
+  it('cancelTask: the acknowledgement first, then the terminal status; the call ends with it', async () => {
+    const { client, sent } = await connected();
+    let taskId: string | undefined;
+    let becameTask!: () => void;
+    const handedOver = new Promise<void>((resolve) => {
+      becameTask = resolve;
+    });
+    const call = client.callTool(
+      'slow_compute',
+      { seconds: 30, label: 'client-cancel' },
+      {
+        onTask: (task) => {
+          taskId = task.taskId;
+          becameTask();
+        },
+      },
+    );
+    const callOutcome = call.then(
+      () => 'resolved',
+      (error: Error) => error.message,
+    );
+    await handedOver;
+    const order: string[] = [];
+    const cancel = await client.cancelTask(taskId as string);
+    order.push('acknowledged');
+    expect(cancel.acknowledged).toBe(true);
+    const terminal = await cancel.terminal;
+    order.push(`terminal ${terminal.status}`);
+    expect(order).toEqual(['acknowledged', 'terminal cancelled']);
+    expect(await callOutcome).toMatch(/was cancelled/);
+    expect(sent('tasks/cancel')).toHaveLength(1);
+    expect(sent('notifications/cancelled')).toEqual([]);
+  });
+
+  it("a task's tool error is a result; its protocol error rejects the call", async () => {
+    const { client } = await connected();
+    const failing = await client.callTool('failing_job', {});
+    expect(failing.isError).toBe(true);
+    const error = await client.callTool('protocol_error_job', {}).then(
+      () => null,
+      (reason: unknown) => reason as { code?: number; message: string },
+    );
+    expect(error?.message).toContain('protocol_error_job failed on purpose');
+    expect(error?.code).toBe(-32603);
+  });
+});
