@@ -36,6 +36,15 @@ const COMMAND_USAGE = {
                               serve MCP on stdin/stdout (logs on stderr), running the tool
                               handlers of the given modules (default as for start) in-process
                               unless --no-worker`,
+  call: `  call TOOL [--arg KEY=VALUE]... [--json '{...}'] [--url URL] [--token TOKEN]
+                              call a tool over MCP (TASKGATE_URL, default
+                              http://127.0.0.1:8080/mcp; TASKGATE_TOKEN): progress on one line;
+                              Ctrl-C cancels and waits for the task to end, Ctrl-C again leaves
+                              it running. A value is JSON unless the tool's schema says string;
+                              the result's text on a terminal, its JSON otherwise`,
+  tasks: `  tasks get|cancel|watch TASK_ID [--json] [--url URL] [--token TOKEN]
+                              a task's state; cancel it (the acknowledgement, then the status it
+                              ends in); or follow it until it ends`,
   reconcile: `  reconcile list [--state open|resolved|all] [--tenant ID] [--limit N] [--json]
                               the calls that left something to decide (every tenant's unless
                               --tenant): unknown outcomes and work abandoned after an
@@ -62,6 +71,8 @@ Commands:
 ${COMMAND_USAGE.start}
 ${COMMAND_USAGE.migrate}
 ${COMMAND_USAGE['mcp-stdio']}
+${COMMAND_USAGE.call}
+${COMMAND_USAGE.tasks}
 ${COMMAND_USAGE.reconcile}
   version                     print the version (also --version, -v)
   help [COMMAND]              show this text, or one command's (also COMMAND --help, -h)
@@ -77,9 +88,13 @@ export function commandUsage(command: Command): string {
       ? 'migrate up|down|status|plan [options]'
       : command === 'reconcile'
         ? 'reconcile list|show|resolve [options]'
-        : `${command} [options]`;
-  // Only the long-running commands stop on signals.
-  const tail = command === 'migrate' || command === 'reconcile' ? '' : `\n\n${SIGNALS}`;
+        : command === 'tasks'
+          ? 'tasks get|cancel|watch TASK_ID [options]'
+          : command === 'call'
+            ? 'call TOOL [options]'
+            : `${command} [options]`;
+  // Only the long-running servers stop on signals as SIGNALS says (call says its own).
+  const tail = command === 'start' || command === 'mcp-stdio' ? `\n\n${SIGNALS}` : '';
   return `Usage: taskgate ${synopsis}\n\n${COMMAND_USAGE[command]}\n\n${CONFIGURATION}${tail}`;
 }
 
@@ -166,6 +181,65 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       logLevel = config.logLevel;
       const logger = await commandLogger(config, warnings);
       return await runReconcile(args, config, logger, { write: io.stdout, note: io.stderr });
+    }
+    if (command === 'call' || command === 'tasks') {
+      const { values, positionals } = parseCommandArgs(
+        command,
+        rest,
+        {
+          arg: { type: 'string', multiple: true },
+          json: { type: command === 'call' ? 'string' : 'boolean' },
+          url: { type: 'string' },
+          token: { type: 'string' },
+        },
+        true,
+      );
+      const url = values.url ?? io.env.TASKGATE_URL ?? 'http://127.0.0.1:8080/mcp';
+      const token = values.token ?? io.env.TASKGATE_TOKEN;
+      if (!/^https?:\/\//.test(url))
+        throw new TaskgateError('TG_USAGE', `--url takes an http(s) URL of /mcp (got ${JSON.stringify(url)})`);
+      if (command === 'call') {
+        const [tool, ...extra] = positionals;
+        if (tool === undefined)
+          throw new TaskgateError('TG_USAGE', 'call needs the name of a tool; run taskgate call --help');
+        if (extra.length > 0) throw new TaskgateError('TG_USAGE', `unexpected argument ${JSON.stringify(extra[0])}`);
+        const { runCall } = await import('./commands/call.ts');
+        const { asCliError } = await import('./commands/tasks.ts');
+        return await runCall(
+          {
+            tool,
+            pairs: values.arg ?? [],
+            ...(typeof values.json === 'string' ? { json: values.json } : {}),
+            url,
+            ...(token ? { token } : {}),
+          },
+          {
+            stdout: io.stdout,
+            stderr: io.stderr,
+            terminal: process.stderr.isTTY === true,
+            stdoutTerminal: process.stdout.isTTY === true,
+            draw: (text) => process.stderr.write(text),
+            onInterrupt: (listener) => {
+              process.on('SIGINT', listener);
+              return () => process.off('SIGINT', listener);
+            },
+          },
+        ).catch((error: unknown) => {
+          throw asCliError(error);
+        });
+      }
+      const [action, taskId, ...extra] = positionals;
+      if (action !== 'get' && action !== 'cancel' && action !== 'watch') {
+        throw new TaskgateError('TG_USAGE', 'tasks takes one of get, cancel, watch; run taskgate tasks --help');
+      }
+      if (taskId === undefined) throw new TaskgateError('TG_USAGE', `tasks ${action} needs a task id`);
+      if (extra.length > 0) throw new TaskgateError('TG_USAGE', `unexpected argument ${JSON.stringify(extra[0])}`);
+      if (values.arg !== undefined) throw new TaskgateError('TG_USAGE', '--arg only applies to taskgate call');
+      const { runTasks } = await import('./commands/tasks.ts');
+      return await runTasks(
+        { action, taskId, url, ...(token ? { token } : {}), json: values.json === true },
+        io.stdout,
+      );
     }
     if (command === 'mcp-stdio') {
       const { values } = parseCommandArgs(

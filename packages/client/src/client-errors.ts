@@ -41,3 +41,19 @@ export function callOutcomeUnknown(handle: CallHandle, why: string): TaskgateErr
     { details: { handle } },
   );
 }
+
+/** Connecting failed before anything was sent: the URL, and the innermost cause there is. */
+export function serverUnreachable(url: string, error: unknown): TaskgateError {
+  let cause: unknown = error;
+  while ((cause as { cause?: unknown })?.cause !== undefined) cause = (cause as { cause: unknown }).cause;
+  const detail =
+    cause instanceof Error ? `${(cause as { code?: string }).code ?? cause.name}: ${cause.message}` : String(cause);
+  const outer = error instanceof Error ? error.message : String(error);
+  return new TaskgateError(
+    'TG_SERVER_UNREACHABLE',
+    `could not connect to ${url}: ${outer === detail ? outer : `${outer} (${detail})`}`,
+    {
+      cause: error,
+    },
+  );
+}

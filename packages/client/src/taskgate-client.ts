@@ -2,10 +2,11 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { isTaskgateError } from '@taskgate/errors';
 import { META, TASKS_EXTENSION } from '@taskgate/protocol';
 import { deterministicJitter, fingerprintInput, sha256Hex } from '@taskgate/reliability';
 import { CallClocks, systemTimers, type Timers } from './call-clocks.ts';
-import { callCancelled, callOutcomeUnknown, callTimedOut } from './client-errors.ts';
+import { callCancelled, callOutcomeUnknown, callTimedOut, serverUnreachable } from './client-errors.ts';
 import {
   type CorrelatedTransport,
   correlatedTransport,
@@ -115,8 +116,12 @@ export class TaskgateClient {
   }
 
   /** Connects over Streamable HTTP, negotiating the revision (HttpTarget.revision). */
-  static connectHttp(target: HttpTarget, options: ClientOptions = {}): Promise<TaskgateClient> {
-    return TaskgateClient.#connect(httpSession(target, clientInfoOf(options)), options);
+  static async connectHttp(target: HttpTarget, options: ClientOptions = {}): Promise<TaskgateClient> {
+    try {
+      return await TaskgateClient.#connect(httpSession(target, clientInfoOf(options)), options);
+    } catch (error) {
+      throw isTaskgateError(error) ? error : serverUnreachable(target.url, error);
+    }
   }
 
   /** Over a transport made elsewhere (an in-memory pair, a socket): the same client on top. */
@@ -278,6 +283,14 @@ export class TaskgateClient {
     });
     terminal.catch(() => {});
     return { acknowledged: true as const, terminal };
+  }
+
+  /** Polls a task until it ends (at the server's interval), `onUpdate` seeing every state. */
+  watchTask(
+    taskId: string,
+    options: { readonly signal?: AbortSignal; readonly onUpdate?: (task: TaskState) => void } = {},
+  ): Promise<TaskState> {
+    return watchTask(this.#rawRequest, taskId, { timers: this.#timers, ...options });
   }
 
   async close(): Promise<void> {

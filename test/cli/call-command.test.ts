@@ -1,0 +1,107 @@
+import net, { type AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLI, cleanEnv, RunningProcess, runCli } from '../support/cli.ts';
+import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
+import { PtyProcess } from '../support/pty.ts';
+
+// `taskgate call` and `taskgate tasks` as a person and as a script use them: in a pseudo-terminal
+// (a progress bar, Ctrl-C → "cancel requested" → the terminal status, Ctrl-C twice → leave) and
+// on pipes (JSON on stdout, parsed).
+let database: TestDatabase;
+let server: RunningProcess;
+let mcpUrl: string;
+const ptys: PtyProcess[] = [];
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  server = new RunningProcess(
+    process.execPath,
+    [CLI, 'start', '--no-migrate'],
+    cleanEnv({ DATABASE_URL: database.url, PORT: '0' }),
+  );
+  const started = await server.waitForLog((line) => line.msg === 'taskgate started');
+  mcpUrl = `${started.url as string}/mcp`;
+});
+afterAll(async () => {
+  for (const pty of ptys) pty.kill();
+  server.kill();
+  await server.closed;
+  await database.drop();
+});
+
+function inTerminal(...args: string[]): PtyProcess {
+  const pty = new PtyProcess(process.execPath, [CLI, ...args], cleanEnv({ TASKGATE_URL: mcpUrl }));
+  ptys.push(pty);
+  return pty;
+}
+
+describe('taskgate call in a terminal', () => {
+  it('shows a progress bar; Ctrl-C says "cancel requested" until the task ends cancelled', async () => {
+    const pty = inTerminal('call', 'slow_compute', '--arg', 'seconds=30', '--arg', 'label=pty-cancel');
+    await pty.waitForLine(/^\[#*-*\] \d+% /);
+    const handedOver = await pty.waitForLine(/^task \S+ working/);
+    const taskId = /^task (\S+)/.exec(handedOver)?.[1] as string;
+    pty.type('\u0003');
+    await pty.waitForLine(new RegExp(`^cancel requested for task ${taskId}`));
+    await pty.waitForLine(new RegExp(`^task ${taskId} cancelled$`));
+    expect(await pty.closed).toBe(130);
+    // Said in that order: nothing claimed the work stopped before the terminal status.
+    const said = pty.lines.filter((line) => /cancel requested|cancelled$/.test(line));
+    expect(said.map((line) => line.replace(/ for task .*| — .*/, ''))).toEqual([
+      'cancel requested',
+      `task ${taskId} cancelled`,
+    ]);
+
+    const get = await runCli(['tasks', 'get', taskId, '--json'], cleanEnv({ TASKGATE_URL: mcpUrl }));
+    expect(get.code).toBe(0);
+    expect(JSON.parse(get.stdout)).toMatchObject({ taskId, status: 'cancelled' });
+  });
+
+  it('a second Ctrl-C leaves at once and says the task goes on', async () => {
+    const pty = inTerminal('call', 'slow_compute', '--arg', 'seconds=30', '--arg', 'label=pty-leave');
+    const handedOver = await pty.waitForLine(/^task \S+ working/);
+    const taskId = /^task (\S+)/.exec(handedOver)?.[1] as string;
+    pty.type('\u0003');
+    await pty.waitForLine(/^cancel requested/);
+    pty.type('\u0003');
+    await pty.waitForLine(new RegExp(`^left without waiting: task ${taskId} goes on`));
+    expect(await pty.closed).toBe(130);
+  });
+});
+
+describe('taskgate call and tasks without a terminal', () => {
+  it('prints the result as JSON, and a tool error exits 1', async () => {
+    const env = cleanEnv({ TASKGATE_URL: mcpUrl });
+    const greet = await runCli(['call', 'greet', '--arg', 'name=Ann'], env);
+    expect(greet.code).toBe(0);
+    expect(JSON.parse(greet.stdout)).toMatchObject({ structuredContent: { greeting: 'Hello, Ann!' } });
+    const failing = await runCli(['call', 'failing_job'], env);
+    expect(failing.code).toBe(1);
+    expect(JSON.parse(failing.stdout)).toMatchObject({ isError: true });
+  });
+
+  it('names what is wrong: an unknown tool, a value that is not JSON, no server', async () => {
+    const env = cleanEnv({ TASKGATE_URL: mcpUrl });
+    const unknown = await runCli(['call', 'nope'], env);
+    expect(unknown).toMatchObject({ code: 65, stdout: '' });
+    expect(unknown.stderr).toBe('taskgate: there is no tool named "nope" [TG_TOOL_UNKNOWN]\n');
+    const notJson = await runCli(['call', 'slow_compute', '--arg', 'seconds=abc'], env);
+    expect(notJson.code).toBe(64);
+    expect(notJson.stderr).toContain('seconds is not a string (its schema says number)');
+    const badJson = await runCli(['call', 'greet', '--json', '{name:'], env);
+    expect(badJson.code).toBe(64);
+    expect(badJson.stderr).toMatch(/^taskgate: --json is not JSON/);
+    // A port nothing listens on (taken, then let go).
+    const closed = net.createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const nobody = await runCli(['call', 'greet', '--url', `http://127.0.0.1:${port}/mcp`], env);
+    expect(nobody.code).toBe(69);
+    expect(nobody.stderr).toMatch(
+      new RegExp(
+        `^taskgate: could not connect to http://127.0.0.1:${port}/mcp: .*ECONNREFUSED.*\\[TG_SERVER_UNREACHABLE\\]\n$`,
+      ),
+    );
+  });
+});
