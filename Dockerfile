@@ -13,6 +13,7 @@ COPY apps/api/package.json apps/api/package.json
 COPY apps/cli/package.json apps/cli/package.json
 COPY apps/relay/package.json apps/relay/package.json
 COPY apps/worker/package.json apps/worker/package.json
+COPY packages/client/package.json packages/client/package.json
 COPY packages/db/package.json packages/db/package.json
 COPY packages/errors/package.json packages/errors/package.json
 COPY packages/gateway/package.json packages/gateway/package.json

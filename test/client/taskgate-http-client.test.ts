@@ -20,7 +20,7 @@ afterAll(async () => {
   await platform.stop();
 });
 
-async function cancelRunningCall(revision: 'auto' | '2025-11-25', label: string) {
+async function cancelRunningCall(revision: 'auto' | 'session', label: string) {
   const recorder = await startRecorder(api.mcpUrl.href);
   const client = await TaskgateClient.connectHttp({ url: recorder.url, revision });
   try {
@@ -63,7 +63,7 @@ describe('TaskgateClient against Taskgate /mcp', () => {
   });
 
   it('2025-11-25: the cancel is a POSTed notifications/cancelled with the call’s id', async () => {
-    const { recorder, protocolVersion } = await cancelRunningCall('2025-11-25', 'client-session');
+    const { recorder, protocolVersion } = await cancelRunningCall('session', 'client-session');
     expect(protocolVersion).toBe('2025-11-25');
     const messages = recorder.requests.flatMap((request) => request.messages);
     const call = messages.find((message) => message.method === 'tools/call');

@@ -31,11 +31,11 @@ export interface StdioTarget {
 export interface HttpTarget {
   readonly url: string;
   /**
-   * `auto` (default): 2026-07-28 when the server serves it (a call's cancel is the close of its
-   * own response stream), else a 2025-11-25 session (the cancel is a POSTed notification);
-   * `2025-11-25`: the session only.
+   * `auto` (default): the per-request revision (2026-07-28) when the server serves it — a call's
+   * cancel is the close of its own response stream — else a handshake-era session (2025-11-25,
+   * the cancel a POSTed notification); `session`: the session only.
    */
-  readonly revision?: 'auto' | '2025-11-25';
+  readonly revision?: 'auto' | 'session';
   /** A static bearer token, sent on every request. */
   readonly token?: string;
   /** Or an OAuth client (the SDK's interface): it obtains, refreshes and sends the token. */
@@ -130,7 +130,7 @@ export function httpSession(target: HttpTarget, clientInfo: Implementation): Sdk
   const client = new HttpClient(clientInfo, {
     // The Tasks extension: a server may answer a tools/call with a task (the client watches it).
     capabilities: { extensions: { [TASKS_EXTENSION]: {} } } as never,
-    versionNegotiation: { mode: (target.revision ?? 'auto') === 'auto' ? 'auto' : 'legacy' },
+    versionNegotiation: { mode: target.revision === 'session' ? 'legacy' : 'auto' },
   });
   return {
     async connect(wrap, timeoutMs) {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { isTaskgateError } from '@taskgate/errors';
-import { META, TASKS_EXTENSION } from '@taskgate/protocol';
+import { META, revisionInfo, TASKS_EXTENSION } from '@taskgate/protocol';
 import { deterministicJitter, fingerprintInput, sha256Hex } from '@taskgate/reliability';
 import { CallClocks, systemTimers, type Timers } from './call-clocks.ts';
 import { callCancelled, callOutcomeUnknown, callTimedOut, serverUnreachable } from './client-errors.ts';
@@ -302,10 +302,10 @@ export class TaskgateClient {
     const raw = this.#raw;
     if (raw === null) return Promise.reject(new Error('not connected'));
     const version = this.#sdk.protocolVersion;
-    if (version === undefined || version < '2026-01-01') {
+    if (version === undefined || revisionInfo(version)?.era !== 'modern') {
       return Promise.reject(
         new Error(
-          `${method} is the Tasks extension's, on 2026-07-28; this connection speaks ${version ?? 'nothing yet'}`,
+          `${method} is the Tasks extension's, on a per-request revision; this connection speaks ${version ?? 'nothing yet'}`,
         ),
       );
     }
