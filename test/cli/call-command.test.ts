@@ -80,6 +80,41 @@ describe('taskgate call and tasks without a terminal', () => {
     expect(JSON.parse(failing.stdout)).toMatchObject({ isError: true });
   });
 
+  it('tasks list and keys get: JSON for scripts, a table and lines for people', async () => {
+    const env = cleanEnv({ TASKGATE_URL: mcpUrl });
+    const charge = await runCli(
+      [
+        'call',
+        'charge_account',
+        '--arg',
+        'account=acct-cli',
+        '--arg',
+        'cents=250',
+        '--arg',
+        'idempotencyKey=cli-key-1',
+      ],
+      env,
+    );
+    expect(charge.code, charge.stderr).toBe(0);
+    const key = await runCli(['keys', 'get', 'cli-key-1', '--json'], env);
+    expect(key.code, key.stderr).toBe(0);
+    expect(JSON.parse(key.stdout)).toMatchObject({ key: 'cli-key-1', operation: 'charge_account' });
+    const readable = await runCli(['keys', 'get', 'cli-key-1'], env);
+    expect(readable.stdout).toMatch(/^key {8}cli-key-1\noperation {2}charge_account\n/);
+    const missing = await runCli(['keys', 'get', 'no-such-key'], env);
+    expect(missing.code).toBe(65);
+    expect(missing.stderr).toMatch(/\[TG_IDEMPOTENCY_KEY_NOT_FOUND\]\n$/);
+
+    const list = await runCli(['tasks', 'list', '--json', '--limit', '5'], env);
+    expect(list.code, list.stderr).toBe(0);
+    const page = JSON.parse(list.stdout) as { tasks: { tool: string }[] };
+    expect(page.tasks.length).toBeGreaterThan(0);
+    expect(page.tasks.length).toBeLessThanOrEqual(5);
+    const table = await runCli(['tasks', 'list', '--status', 'cancelled'], env);
+    expect(table.stdout.split('\n')[0]).toMatch(/^ID +TOOL +STATUS +CREATED +MESSAGE$/);
+    expect((await runCli(['tasks', 'list', '--limit', '0'], env)).code).toBe(64);
+  });
+
   it('names what is wrong: an unknown tool, a value that is not JSON, no server', async () => {
     const env = cleanEnv({ TASKGATE_URL: mcpUrl });
     const unknown = await runCli(['call', 'nope'], env);

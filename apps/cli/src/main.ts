@@ -44,7 +44,12 @@ const COMMAND_USAGE = {
                               the result's text on a terminal, its JSON otherwise`,
   tasks: `  tasks get|cancel|watch TASK_ID [--json] [--url URL] [--token TOKEN]
                               a task's state; cancel it (the acknowledgement, then the status it
-                              ends in); or follow it until it ends`,
+                              ends in); or follow it until it ends
+  tasks list [--status S] [--limit N] [--json]
+                              the newest tasks, as a table (GET /v1/tasks)`,
+  keys: `  keys get KEY [--json] [--url URL] [--token TOKEN]
+                              the ledger's record of an idempotency key: did the call commit, and
+                              with what result (GET /v1/idempotency-keys/KEY)`,
   reconcile: `  reconcile list [--state open|resolved|all] [--tenant ID] [--limit N] [--json]
                               the calls that left something to decide (every tenant's unless
                               --tenant): unknown outcomes and work abandoned after an
@@ -73,6 +78,7 @@ ${COMMAND_USAGE.migrate}
 ${COMMAND_USAGE['mcp-stdio']}
 ${COMMAND_USAGE.call}
 ${COMMAND_USAGE.tasks}
+${COMMAND_USAGE.keys}
 ${COMMAND_USAGE.reconcile}
   version                     print the version (also --version, -v)
   help [COMMAND]              show this text, or one command's (also COMMAND --help, -h)
@@ -89,10 +95,12 @@ export function commandUsage(command: Command): string {
       : command === 'reconcile'
         ? 'reconcile list|show|resolve [options]'
         : command === 'tasks'
-          ? 'tasks get|cancel|watch TASK_ID [options]'
-          : command === 'call'
-            ? 'call TOOL [options]'
-            : `${command} [options]`;
+          ? 'tasks get|cancel|watch|list [TASK_ID] [options]'
+          : command === 'keys'
+            ? 'keys get KEY [options]'
+            : command === 'call'
+              ? 'call TOOL [options]'
+              : `${command} [options]`;
   // Only the long-running servers stop on signals as SIGNALS says (call says its own).
   const tail = command === 'start' || command === 'mcp-stdio' ? `\n\n${SIGNALS}` : '';
   return `Usage: taskgate ${synopsis}\n\n${COMMAND_USAGE[command]}\n\n${CONFIGURATION}${tail}`;
@@ -182,7 +190,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       const logger = await commandLogger(config, warnings);
       return await runReconcile(args, config, logger, { write: io.stdout, note: io.stderr });
     }
-    if (command === 'call' || command === 'tasks') {
+    if (command === 'call' || command === 'tasks' || command === 'keys') {
       const { values, positionals } = parseCommandArgs(
         command,
         rest,
@@ -191,9 +199,14 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
           json: { type: command === 'call' ? 'string' : 'boolean' },
           url: { type: 'string' },
           token: { type: 'string' },
+          status: { type: 'string' },
+          limit: { type: 'string' },
         },
         true,
       );
+      if (command !== 'tasks' && (values.status !== undefined || values.limit !== undefined)) {
+        throw new TaskgateError('TG_USAGE', '--status and --limit only apply to taskgate tasks list');
+      }
       const url = values.url ?? io.env.TASKGATE_URL ?? 'http://127.0.0.1:8080/mcp';
       const token = values.token ?? io.env.TASKGATE_TOKEN;
       if (!/^https?:\/\//.test(url))
@@ -228,18 +241,57 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
           throw asCliError(error);
         });
       }
+      const { asCliError, runKeysGet, runTasks, runTasksList } = await import('./commands/tasks.ts');
+      if (values.arg !== undefined) throw new TaskgateError('TG_USAGE', '--arg only applies to taskgate call');
+      const json = values.json === true;
+      if (command === 'keys') {
+        const [action, key, ...extra] = positionals;
+        if (action !== 'get' || key === undefined || extra.length > 0) {
+          throw new TaskgateError('TG_USAGE', 'keys takes get KEY; run taskgate keys --help');
+        }
+        return await runKeysGet({ url, ...(token ? { token } : {}), key, json }, io.stdout);
+      }
       const [action, taskId, ...extra] = positionals;
+      if (action === 'list') {
+        if (taskId !== undefined) throw new TaskgateError('TG_USAGE', `unexpected argument ${JSON.stringify(taskId)}`);
+        let limit: number | undefined;
+        if (values.limit !== undefined) {
+          if (!/^(?:[1-9][0-9]?|100)$/.test(values.limit))
+            throw new TaskgateError(
+              'TG_USAGE',
+              `--limit takes a whole number from 1 to 100 (got ${JSON.stringify(values.limit)})`,
+            );
+          limit = Number(values.limit);
+        }
+        const statuses = ['working', 'input_required', 'completed', 'failed', 'cancelled'];
+        if (values.status !== undefined && !statuses.includes(values.status)) {
+          throw new TaskgateError(
+            'TG_USAGE',
+            `--status takes one of ${statuses.join(', ')} (got ${JSON.stringify(values.status)})`,
+          );
+        }
+        return await runTasksList(
+          {
+            url,
+            ...(token ? { token } : {}),
+            ...(values.status ? { status: values.status } : {}),
+            ...(limit ? { limit } : {}),
+            json,
+          },
+          io.stdout,
+        ).catch((error: unknown) => {
+          throw asCliError(error);
+        });
+      }
+      if (values.status !== undefined || values.limit !== undefined) {
+        throw new TaskgateError('TG_USAGE', '--status and --limit only apply to taskgate tasks list');
+      }
       if (action !== 'get' && action !== 'cancel' && action !== 'watch') {
-        throw new TaskgateError('TG_USAGE', 'tasks takes one of get, cancel, watch; run taskgate tasks --help');
+        throw new TaskgateError('TG_USAGE', 'tasks takes one of get, cancel, watch, list; run taskgate tasks --help');
       }
       if (taskId === undefined) throw new TaskgateError('TG_USAGE', `tasks ${action} needs a task id`);
       if (extra.length > 0) throw new TaskgateError('TG_USAGE', `unexpected argument ${JSON.stringify(extra[0])}`);
-      if (values.arg !== undefined) throw new TaskgateError('TG_USAGE', '--arg only applies to taskgate call');
-      const { runTasks } = await import('./commands/tasks.ts');
-      return await runTasks(
-        { action, taskId, url, ...(token ? { token } : {}), json: values.json === true },
-        io.stdout,
-      );
+      return await runTasks({ action, taskId, url, ...(token ? { token } : {}), json }, io.stdout);
     }
     if (command === 'mcp-stdio') {
       const { values } = parseCommandArgs(

@@ -65,3 +65,71 @@ export function asCliError(error: unknown): unknown {
   const message = ((error as Error).message ?? 'the server refused the request').replace(/^MCP error -?\d+: /, '');
   return new TaskgateError(typeof code === 'string' && isErrorCode(code) ? code : 'TG_REQUEST_INVALID', message);
 }
+
+/** `taskgate tasks list [--status S] [--limit N] [--json]`: /v1/tasks, newest first, a page. */
+export async function runTasksList(
+  args: {
+    readonly url: string;
+    readonly token?: string;
+    readonly status?: string;
+    readonly limit?: number;
+    readonly json: boolean;
+  },
+  out: (line: string) => void,
+): Promise<number> {
+  const { RestClient } = await import('@taskgate/client');
+  const rest = new RestClient({ baseUrl: args.url, ...(args.token ? { token: args.token } : {}) });
+  const page = await rest.listTasks({
+    ...(args.status ? { status: args.status as never } : {}),
+    ...(args.limit !== undefined ? { limit: args.limit } : {}),
+  });
+  if (args.json) {
+    out(JSON.stringify(page));
+    return 0;
+  }
+  const rows = page.tasks.map((task) => [
+    task.id,
+    task.tool,
+    task.status,
+    String(task.createdAt ?? ''),
+    task.statusMessage ?? '',
+  ]);
+  for (const line of table(['ID', 'TOOL', 'STATUS', 'CREATED', 'MESSAGE'], rows)) out(line);
+  if (page.nextCursor) out(`more: --cursor is not offered yet; narrow with --status (next cursor ${page.nextCursor})`);
+  return 0;
+}
+
+/** `taskgate keys get KEY [--json]`: did the call that used this idempotency key commit, and with what? */
+export async function runKeysGet(
+  args: { readonly url: string; readonly token?: string; readonly key: string; readonly json: boolean },
+  out: (line: string) => void,
+): Promise<number> {
+  const { RestClient } = await import('@taskgate/client');
+  const rest = new RestClient({ baseUrl: args.url, ...(args.token ? { token: args.token } : {}) });
+  const record = await rest.getIdempotencyKey(args.key);
+  if (args.json) {
+    out(JSON.stringify(record));
+    return 0;
+  }
+  out(`key        ${record.key}`);
+  out(`operation  ${record.operation}`);
+  out(`state      ${record.state}${record.completedAt ? ` (${record.completedAt})` : ''}`);
+  if (record.taskId) out(`task       ${record.taskId}`);
+  out(`result     ${JSON.stringify(record.result)}`);
+  out(`expires    ${record.expiresAt}`);
+  return 0;
+}
+
+function table(header: readonly string[], rows: readonly string[][]): string[] {
+  // Control characters a tenant wrote never reach the terminal raw.
+  const clean = (cell: string) =>
+    cell.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  const cells = [header, ...rows].map((row) => row.map(clean));
+  const widths = header.map((_, column) => Math.max(...cells.map((row) => (row[column] as string).length)));
+  return cells.map((row) =>
+    row
+      .map((cell, column) => cell.padEnd(widths[column] as number))
+      .join('  ')
+      .trimEnd(),
+  );
+}

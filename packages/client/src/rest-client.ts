@@ -1,0 +1,118 @@
+import { isErrorCode, TaskgateError } from '@taskgate/errors';
+
+/** A task as /v1 shows it (components.schemas.Task in /openapi.json). */
+export interface RestTask {
+  readonly id: string;
+  readonly tool: string;
+  readonly arguments: Record<string, unknown>;
+  readonly status: 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+  readonly statusMessage: string | null;
+  readonly result: unknown;
+  readonly [field: string]: unknown;
+}
+
+/** The ledger's record of an idempotency key (GET /v1/idempotency-keys/{key}). */
+export interface KeyRecord {
+  readonly key: string;
+  readonly operation: string;
+  readonly state: string;
+  readonly taskId: string | null;
+  readonly result: unknown;
+  readonly createdAt: string;
+  readonly completedAt: string | null;
+  readonly expiresAt: string;
+}
+
+/**
+ * The routes this client calls, as /openapi.json names them (method, OpenAPI path, the success
+ * status): test/client/rest-client.test.ts checks each against the document the API serves,
+ * and each answer against the schema the document gives it.
+ */
+export const REST_ROUTES = {
+  listTasks: { method: 'get', path: '/v1/tasks', status: 200 },
+  getTask: { method: 'get', path: '/v1/tasks/{id}', status: 200 },
+  cancelTask: { method: 'post', path: '/v1/tasks/{id}/cancel', status: 202 },
+  getIdempotencyKey: { method: 'get', path: '/v1/idempotency-keys/{key}', status: 200 },
+} as const;
+
+export interface RestClientOptions {
+  /** The server, e.g. http://127.0.0.1:8080 (an /mcp URL is taken to mean its server). */
+  readonly baseUrl: string;
+  readonly token?: string;
+  readonly fetch?: typeof fetch;
+}
+
+/**
+ * A small typed client of Taskgate's /v1 REST API: what the CLI's `tasks list` and `keys get` read.
+ * An RFC 9457 problem answer becomes a TaskgateError with the problem's code, so a caller matches
+ * on the same codes as everywhere else.
+ */
+export class RestClient {
+  readonly #base: string;
+  readonly #headers: Record<string, string>;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: RestClientOptions) {
+    this.#base = options.baseUrl.replace(/\/mcp\/?$/, '').replace(/\/$/, '');
+    this.#headers = {
+      accept: 'application/json',
+      ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+    };
+    this.#fetch = options.fetch ?? fetch;
+  }
+
+  listTasks(query: { status?: RestTask['status']; limit?: number; cursor?: string } = {}) {
+    const search = new URLSearchParams();
+    if (query.status) search.set('status', query.status);
+    if (query.limit !== undefined) search.set('limit', String(query.limit));
+    if (query.cursor) search.set('cursor', query.cursor);
+    const suffix = search.size > 0 ? `?${search}` : '';
+    return this.#call<{ tasks: RestTask[]; nextCursor: string | null }>('listTasks', {}, suffix);
+  }
+
+  getTask(id: string) {
+    return this.#call<RestTask>('getTask', { id });
+  }
+
+  cancelTask(id: string, reason?: string) {
+    return this.#call<RestTask>('cancelTask', { id }, '', reason === undefined ? {} : { reason });
+  }
+
+  getIdempotencyKey(key: string) {
+    return this.#call<KeyRecord>('getIdempotencyKey', { key });
+  }
+
+  async #call<T>(
+    route: keyof typeof REST_ROUTES,
+    params: Record<string, string>,
+    suffix = '',
+    body?: Record<string, unknown>,
+  ): Promise<T> {
+    const { method, path, status } = REST_ROUTES[route];
+    const url = `${this.#base}${path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(params[name] ?? ''))}${suffix}`;
+    let response: Response;
+    try {
+      response = await this.#fetch(url, {
+        method: method.toUpperCase(),
+        headers: body === undefined ? this.#headers : { ...this.#headers, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    } catch (error) {
+      throw new TaskgateError(
+        'TG_SERVER_UNREACHABLE',
+        `could not connect to ${this.#base}: ${(error as Error).message}`,
+        {
+          cause: error,
+        },
+      );
+    }
+    const text = await response.text();
+    const parsed = text === '' ? null : (JSON.parse(text) as Record<string, unknown>);
+    if (response.status === status) return parsed as T;
+    const code = parsed?.code;
+    const detail = typeof parsed?.detail === 'string' ? parsed.detail : `HTTP ${response.status}`;
+    throw new TaskgateError(typeof code === 'string' && isErrorCode(code) ? code : 'TG_REQUEST_INVALID', detail, {
+      details: { status: response.status },
+    });
+  }
+}
