@@ -15,6 +15,7 @@ import { TaskgateError } from '@taskgate/errors';
 import type { Config } from '../config.ts';
 import { openDatabase } from '../database.ts';
 import type { Logger } from '../logger.ts';
+import { formatTable, printable } from '../terminal-text.ts';
 import type { Output } from './migrate.ts';
 
 export type ReconcileArgs =
@@ -136,27 +137,7 @@ function listTable(items: readonly ReconciliationItem[], state: ReconciliationFi
     item.resolvedAt === null ? 'open' : 'resolved',
     printable(item.reason),
   ]);
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...rows.map((row) => (row[column] as string).length)),
-  );
-  const format = (cells: string[]) =>
-    cells
-      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] as number)))
-      .join('  ')
-      .trimEnd();
-  return [format(header), ...rows.map(format)];
-}
-
-/**
- * Text a tenant wrote (a key, a note, a name), made safe for a terminal: control characters
- * (escape sequences that would move the cursor or rewrite the screen) are shown escaped.
- */
-function printable(text: string): string {
-  return text.replace(
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point.
-    /[\u0000-\u001f\u007f-\u009f]/g,
-    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
+  return formatTable(header, rows);
 }
 
 function itemLines(item: ReconciliationItem): string[] {

@@ -1,5 +1,6 @@
 import type { TaskState } from '@taskgate/client';
 import { isErrorCode, TaskgateError } from '@taskgate/errors';
+import { formatTable, printable } from '../terminal-text.ts';
 
 export interface TasksArgs {
   readonly action: 'get' | 'cancel' | 'watch';
@@ -94,7 +95,11 @@ export async function runTasksList(
     String(task.createdAt ?? ''),
     task.statusMessage ?? '',
   ]);
-  for (const line of table(['ID', 'TOOL', 'STATUS', 'CREATED', 'MESSAGE'], rows)) out(line);
+  for (const line of formatTable(
+    ['ID', 'TOOL', 'STATUS', 'CREATED', 'MESSAGE'],
+    rows.map((row) => row.map(printable)),
+  ))
+    out(line);
   if (page.nextCursor) out(`more: --cursor is not offered yet; narrow with --status (next cursor ${page.nextCursor})`);
   return 0;
 }
@@ -118,18 +123,4 @@ export async function runKeysGet(
   out(`result     ${JSON.stringify(record.result)}`);
   out(`expires    ${record.expiresAt}`);
   return 0;
-}
-
-function table(header: readonly string[], rows: readonly string[][]): string[] {
-  // Control characters a tenant wrote never reach the terminal raw.
-  const clean = (cell: string) =>
-    cell.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
-  const cells = [header, ...rows].map((row) => row.map(clean));
-  const widths = header.map((_, column) => Math.max(...cells.map((row) => (row[column] as string).length)));
-  return cells.map((row) =>
-    row
-      .map((cell, column) => cell.padEnd(widths[column] as number))
-      .join('  ')
-      .trimEnd(),
-  );
 }
