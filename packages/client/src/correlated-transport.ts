@@ -46,6 +46,8 @@ export interface WireEvents {
   readonly taskAnswer?: (held: HeldCall) => void;
   /** Read when an SDK request is sent, and kept with it (the caller's per-call context). */
   readonly contextOf?: () => unknown;
+  /** A notification arrived; true takes it (the client's own subscription's), false leaves it to the SDK. */
+  readonly notification?: (message: Record<string, unknown>) => boolean;
 }
 
 /**
@@ -63,6 +65,12 @@ export interface CorrelatedTransport {
    * JSON-RPC response (result or error) as it came.
    */
   request(method: string, params: Record<string, unknown>, options?: SendOptions): Promise<Record<string, unknown>>;
+  /** The same, with the wire id known at once (a subscription's notifications carry it). */
+  open(
+    method: string,
+    params: Record<string, unknown>,
+    options?: SendOptions,
+  ): { readonly id: number; readonly answer: Promise<Record<string, unknown>> };
 }
 
 const isId = (id: unknown): id is Id => typeof id === 'string' || typeof id === 'number';
@@ -136,7 +144,11 @@ export function correlatedTransport(
     message(message, extra, deliver) {
       const received = message as { id?: unknown; method?: unknown; result?: Record<string, unknown> };
       const isResponse = received.method === undefined && ('result' in message || 'error' in message);
-      if (!isResponse) return deliver(message, extra);
+      if (!isResponse) {
+        if (received.method !== undefined && received.id === undefined && events.notification?.(message as never))
+          return;
+        return deliver(message, extra);
+      }
       const settlement = table.settle(received.id);
       if (settlement.kind === 'late') return events.late?.(settlement.entry.method, received.id as number);
       if (settlement.kind === 'unknown') return events.unknown?.(message);
@@ -164,20 +176,38 @@ export function correlatedTransport(
   return {
     transport: wrapped,
     request(method, params, options) {
-      return new Promise((resolve, reject) => {
-        const wireId = table.open({ localId: null, method, answer: resolve });
-        send({ jsonrpc: '2.0', id: wireId, method, params } as JSONRPCMessage, {
-          ...options,
-          onRequestStreamEnd: () => {
-            if (table.get(wireId) === undefined) return;
-            table.abandon(wireId);
-            resolve({ jsonrpc: '2.0', id: wireId, error: { ...STREAM_ENDED } });
-          },
-        }).catch((error: unknown) => {
-          table.abandon(wireId);
-          reject(error);
-        });
+      return this.open(method, params, options).answer;
+    },
+    open(method, params, options) {
+      let resolve!: (message: Record<string, unknown>) => void;
+      let reject!: (error: unknown) => void;
+      const answer = new Promise<Record<string, unknown>>((res, rej) => {
+        resolve = res;
+        reject = rej;
       });
+      const wireId = table.open({ localId: null, method, answer: (message) => resolve(message) });
+      // Closed by the client (a subscription ended): nothing more is waited for on it.
+      options?.requestSignal?.addEventListener(
+        'abort',
+        () => {
+          if (table.get(wireId) === undefined) return;
+          table.abandon(wireId);
+          resolve({ jsonrpc: '2.0', id: wireId, error: { code: STREAM_ENDED.code, message: 'closed by the client' } });
+        },
+        { once: true },
+      );
+      send({ jsonrpc: '2.0', id: wireId, method, params } as JSONRPCMessage, {
+        ...options,
+        onRequestStreamEnd: () => {
+          if (table.get(wireId) === undefined) return;
+          table.abandon(wireId);
+          resolve({ jsonrpc: '2.0', id: wireId, error: { ...STREAM_ENDED } });
+        },
+      }).catch((error: unknown) => {
+        table.abandon(wireId);
+        reject(error);
+      });
+      return { id: wireId, answer };
     },
   };
 }

@@ -20,6 +20,7 @@ export {
   type RetryDecision,
   type RetryOptions,
 } from './retry-plan.ts';
+export { SUBSCRIPTION_ID, type SubscriptionWire, subscribeTasks, type TaskSubscription } from './task-subscription.ts';
 export { getTask, ServerError, type TaskState, TERMINAL_STATUSES, watchTask } from './task-watch.ts';
 export {
   type CallOptions,

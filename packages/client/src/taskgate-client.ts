@@ -15,6 +15,7 @@ import {
 } from './correlated-transport.ts';
 import { type CorrelationStats, CorrelationTable } from './correlation-table.ts';
 import { failureKind } from './failure-kind.ts';
+import type { ReconnectOptions } from './reconnect-schedule.ts';
 import { type CallPolicy, callPolicyOf, decideRetry, type FailureKind, type RetryOptions } from './retry-plan.ts';
 import {
   type HttpTarget,
@@ -25,6 +26,7 @@ import {
   stdioSession,
   v1Session,
 } from './sdk-session.ts';
+import { SUBSCRIPTION_ID, subscribeTasks, type TaskSubscription } from './task-subscription.ts';
 import { getTask, ServerError, type TaskState, watchTask } from './task-watch.ts';
 
 export type { HttpTarget, StdioTarget };
@@ -96,6 +98,9 @@ export class TaskgateClient {
   readonly #onRetry: ClientOptions['onRetry'];
   #policies: Map<string, CallPolicy> | null = null;
   #raw: CorrelatedTransport | null = null;
+  /** The client's own subscriptions, by the wire id their notifications name. */
+  readonly #subscriptions = new Map<unknown, (message: Record<string, unknown>) => void>();
+  readonly #clientId: string | undefined;
   readonly #clientInfo: { readonly name: string; readonly version: string };
 
   private constructor(sdk: SdkSession, table: CorrelationTable<WireRequest>, timers: Timers, options: ClientOptions) {
@@ -103,6 +108,7 @@ export class TaskgateClient {
     this.#table = table;
     this.#timers = timers;
     const seed = options.clientId;
+    this.#clientId = seed;
     // Full jitter from the client id and the attempt when given (a test, a replay gets the same
     // delays), else Math.random.
     this.#random = seed === undefined ? () => Math.random() : (attempt) => deterministicJitter(seed, attempt);
@@ -143,6 +149,15 @@ export class TaskgateClient {
         late: (method) => options.onLateResponse?.(method),
         unknown: (message) => options.onUnknownResponse?.(message),
         contextOf: () => callContext.getStore(),
+        notification: (message) => {
+          const id = ((message.params as { _meta?: Record<string, unknown> } | undefined)?._meta ?? {})[
+            SUBSCRIPTION_ID
+          ];
+          const handler = self === null ? undefined : self.#subscriptions.get(id);
+          if (handler === undefined) return false;
+          handler(message);
+          return true;
+        },
         taskAnswer: (held) => {
           if (self !== null) self.#followTask(held);
         },
@@ -285,6 +300,44 @@ export class TaskgateClient {
     return { acknowledged: true as const, terminal };
   }
 
+  /**
+   * Watches tasks over subscriptions/listen, reopening a dropped stream (a new request, the same
+   * filter, full-jitter backoff) and refetching the tasks after every acknowledgement; `onTask`
+   * sees each change of each task once (task-subscription.ts).
+   */
+  watchTasks(
+    taskIds: readonly string[],
+    options: { readonly onTask: (task: TaskState) => void; readonly reconnect?: ReconnectOptions },
+  ): TaskSubscription {
+    const raw = this.#raw;
+    if (raw === null) throw new Error('not connected');
+    return subscribeTasks(
+      {
+        listen: async (ids, signal, onNotification) => {
+          const envelope = this.#envelope('subscriptions/listen');
+          const { id, answer } = raw.open(
+            'subscriptions/listen',
+            { notifications: { taskIds: ids }, _meta: envelope },
+            { requestSignal: signal },
+          );
+          this.#subscriptions.set(id, onNotification);
+          try {
+            return await answer;
+          } finally {
+            this.#subscriptions.delete(id);
+          }
+        },
+        getTask: (taskId) => getTask(this.#rawRequest, taskId),
+      },
+      taskIds,
+      {
+        onTask: options.onTask,
+        timers: this.#timers,
+        reconnect: { ...(this.#clientId ? { clientId: this.#clientId } : {}), ...options.reconnect },
+      },
+    );
+  }
+
   /** Polls a task until it ends (at the server's interval), `onUpdate` seeing every state. */
   watchTask(
     taskId: string,
@@ -301,23 +354,27 @@ export class TaskgateClient {
   #rawRequest = (method: string, params: Record<string, unknown>): Promise<Record<string, unknown>> => {
     const raw = this.#raw;
     if (raw === null) return Promise.reject(new Error('not connected'));
+    try {
+      return raw.request(method, { ...params, _meta: this.#envelope(method) });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
+
+  /** The per-request `_meta` fields, declaring the Tasks extension; only on a per-request revision. */
+  #envelope(method: string): Record<string, unknown> {
     const version = this.#sdk.protocolVersion;
     if (version === undefined || revisionInfo(version)?.era !== 'modern') {
-      return Promise.reject(
-        new Error(
-          `${method} is the Tasks extension's, on a per-request revision; this connection speaks ${version ?? 'nothing yet'}`,
-        ),
+      throw new Error(
+        `${method} is the Tasks extension's, on a per-request revision; this connection speaks ${version ?? 'nothing yet'}`,
       );
     }
-    return raw.request(method, {
-      ...params,
-      _meta: {
-        [META.protocolVersion]: version,
-        [META.clientInfo]: this.#clientInfo,
-        [META.clientCapabilities]: { extensions: { [TASKS_EXTENSION]: {} } },
-      },
-    });
-  };
+    return {
+      [META.protocolVersion]: version,
+      [META.clientInfo]: this.#clientInfo,
+      [META.clientCapabilities]: { extensions: { [TASKS_EXTENSION]: {} } },
+    };
+  }
 
   /**
    * A tools/call answered with a task: watch it and finish the SDK's call with its outcome. The
