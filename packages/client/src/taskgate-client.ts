@@ -150,9 +150,7 @@ export class TaskgateClient {
         unknown: (message) => options.onUnknownResponse?.(message),
         contextOf: () => callContext.getStore(),
         notification: (message) => {
-          const id = ((message.params as { _meta?: Record<string, unknown> } | undefined)?._meta ?? {})[
-            SUBSCRIPTION_ID
-          ];
+          const id = (message.params as { _meta?: Record<string, unknown> } | undefined)?._meta?.[SUBSCRIPTION_ID];
           const handler = self === null ? undefined : self.#subscriptions.get(id);
           if (handler === undefined) return false;
           handler(message);
