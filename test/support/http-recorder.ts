@@ -2,6 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export interface RecordedRequest {
+  /** When its body had arrived (performance.timeOrigin + performance.now()). */
+  readonly at: number;
   readonly method: string;
   readonly path: string;
   readonly headers: http.IncomingHttpHeaders;
@@ -55,6 +57,7 @@ export async function startRecorder(
         }
       }
       const record: RecordedRequest = {
+        at: performance.timeOrigin + performance.now(),
         method: req.method ?? '',
         path: req.url ?? '',
         headers: req.headers,

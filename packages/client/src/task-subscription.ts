@@ -37,6 +37,8 @@ export function subscribeTasks(
   taskIds: readonly string[],
   options: {
     readonly onTask: (task: TaskState) => void;
+    /** Each stream's acknowledgement: subscribed (again). */
+    readonly onAcknowledged?: () => void;
     readonly timers: Timers;
     readonly reconnect?: ReconnectOptions;
   },
@@ -78,6 +80,7 @@ export function subscribeTasks(
         .listen([...remaining], stream.signal, (message) => {
           if (message.method === 'notifications/subscriptions/acknowledged') {
             schedule.reset();
+            options.onAcknowledged?.();
             refetch();
           } else if (message.method === 'notifications/tasks') {
             take(message.params as TaskState);

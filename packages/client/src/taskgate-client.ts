@@ -305,7 +305,11 @@ export class TaskgateClient {
    */
   watchTasks(
     taskIds: readonly string[],
-    options: { readonly onTask: (task: TaskState) => void; readonly reconnect?: ReconnectOptions },
+    options: {
+      readonly onTask: (task: TaskState) => void;
+      readonly onAcknowledged?: () => void;
+      readonly reconnect?: ReconnectOptions;
+    },
   ): TaskSubscription {
     const raw = this.#raw;
     if (raw === null) throw new Error('not connected');
@@ -330,6 +334,7 @@ export class TaskgateClient {
       taskIds,
       {
         onTask: options.onTask,
+        ...(options.onAcknowledged ? { onAcknowledged: options.onAcknowledged } : {}),
         timers: this.#timers,
         reconnect: { ...(this.#clientId ? { clientId: this.#clientId } : {}), ...options.reconnect },
       },
