@@ -29,6 +29,8 @@ export const chargeAccount = defineTool<{ account: string; cents: number; idempo
   retry: 'conditional',
   // Money: a call without a key is refused rather than run without a way to deduplicate it.
   idempotencyKey: 'required',
+  // One transaction: a call still running after a minute is stuck, not slow (taskgate review).
+  timeouts: { maxMs: 60_000 },
   async handler({ account, cents }, ctx) {
     await ctx.checkpoint();
     return ctx.commit(async ({ db, outbox }) => {
@@ -60,6 +62,7 @@ export const reserveInventory = defineTool<{ sku: string; quantity: number; idem
   annotations: { title: 'Reserve inventory', readOnlyHint: false, destructiveHint: false, idempotentHint: true },
   retry: 'conditional',
   idempotencyKey: 'optional',
+  timeouts: { maxMs: 60_000 },
   async handler({ sku, quantity }, ctx) {
     await ctx.checkpoint();
     return ctx.commit(async ({ db, outbox }) => {

@@ -149,6 +149,7 @@ describe('what Taskgate publishes for each tool', () => {
         retry: 'conditional',
         // Required: the call above went through only because the client made the key.
         idempotencyKey: 'required',
+        timeouts: { maxMs: 60_000 },
         source: 'published',
       });
       expect(await client.policyOf('slow_compute')).toEqual({

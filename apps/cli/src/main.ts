@@ -50,6 +50,12 @@ const COMMAND_USAGE = {
   keys: `  keys get KEY [--json] [--url URL] [--token TOKEN]
                               the ledger's record of an idempotency key: did the call commit, and
                               with what result (GET /v1/idempotency-keys/KEY)`,
+  review: `  review [--url URL] [--token TOKEN] [--json] [--keepalive-wait MS]
+                              the reliability review of a live server: the race table per
+                              transport, each tool's retry class, idempotency key and clocks, a
+                              stream's SSE headers and keepalive, the buffer policy and the
+                              reconnect plan; exits 1 on a finding (a mutation without a key, a
+                              tool without a max clock, a stream header missing)`,
   reconcile: `  reconcile list [--state open|resolved|all] [--tenant ID] [--limit N] [--json]
                               the calls that left something to decide (every tenant's unless
                               --tenant): unknown outcomes and work abandoned after an
@@ -79,6 +85,7 @@ ${COMMAND_USAGE['mcp-stdio']}
 ${COMMAND_USAGE.call}
 ${COMMAND_USAGE.tasks}
 ${COMMAND_USAGE.keys}
+${COMMAND_USAGE.review}
 ${COMMAND_USAGE.reconcile}
   version                     print the version (also --version, -v)
   help [COMMAND]              show this text, or one command's (also COMMAND --help, -h)
@@ -189,6 +196,33 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       logLevel = config.logLevel;
       const logger = await commandLogger(config, warnings);
       return await runReconcile(args, config, logger, { write: io.stdout, note: io.stderr });
+    }
+    if (command === 'review') {
+      const { values } = parseCommandArgs(
+        'review',
+        rest,
+        {
+          url: { type: 'string' },
+          token: { type: 'string' },
+          json: { type: 'boolean' },
+          'keepalive-wait': { type: 'string' },
+        },
+        false,
+      );
+      const url = values.url ?? io.env.TASKGATE_URL ?? 'http://127.0.0.1:8080/mcp';
+      const mcp = /\/mcp\/?$/.test(url) ? url : `${url.replace(/\/$/, '')}/mcp`;
+      const wait = values['keepalive-wait'] ?? '20000';
+      if (!/^\d{1,6}$/.test(wait))
+        throw new TaskgateError('TG_USAGE', `--keepalive-wait takes milliseconds (got ${JSON.stringify(wait)})`);
+      const token = values.token ?? io.env.TASKGATE_TOKEN;
+      const { runReview } = await import('./commands/review.ts');
+      const { asCliError } = await import('./commands/tasks.ts');
+      return await runReview(
+        { url: mcp, ...(token ? { token } : {}), json: values.json === true, keepaliveWaitMs: Number(wait) },
+        { stdout: io.stdout, stderr: io.stderr },
+      ).catch((error: unknown) => {
+        throw asCliError(error);
+      });
     }
     if (command === 'call' || command === 'tasks' || command === 'keys') {
       const { values, positionals } = parseCommandArgs(
