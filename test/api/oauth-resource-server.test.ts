@@ -8,6 +8,8 @@ import type {
   OAuthTokens,
 } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { createAuthenticator, createTokenVerifier, type OAuthSettings, SCOPE_GROUPS, scopeName } from '@taskgate/api';
+import { TaskgateClient } from '@taskgate/client';
+import { isTaskgateError } from '@taskgate/errors';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
@@ -129,6 +131,43 @@ describe('Taskgate as an OAuth resource server', () => {
     const accessToken = provider.saved?.access_token ?? '';
     const claims = JSON.parse(Buffer.from(accessToken.split('.')[1] ?? '', 'base64url').toString());
     expect(claims).toMatchObject({ iss: idp.issuer, aud: settings.resource, tenant: 'acme' });
+  });
+});
+
+describe('@taskgate/client against the OAuth resource server', () => {
+  it('sends a static token, refuses a wrong one as TG_UNAUTHORIZED, and uses the SDK OAuth provider', async () => {
+    const byToken = await TaskgateClient.connectHttp({ url: api.mcpUrl.href, token: SERVICE_TOKEN });
+    try {
+      expect(JSON.stringify((await byToken.callTool('greet', { name: 'token' })).content)).toContain('token');
+    } finally {
+      await byToken.close();
+    }
+    const refused = await TaskgateClient.connectHttp({ url: api.mcpUrl.href, token: 'not-the-token-0123456789' }).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(isTaskgateError(refused) && refused.code).toBe('TG_UNAUTHORIZED');
+
+    idp.signInAs('carol', 'acme');
+    const provider = new MemoryOAuthProvider();
+    await (await signIn(provider)).close();
+    const byOAuth = await TaskgateClient.connectHttp({ url: api.mcpUrl.href, authProvider: provider });
+    try {
+      expect(JSON.stringify((await byOAuth.callTool('greet', { name: 'oauth-client' })).content)).toContain(
+        'oauth-client',
+      );
+    } finally {
+      await byOAuth.close();
+    }
+    const bare = await TaskgateClient.connectHttp({
+      url: api.mcpUrl.href,
+      authProvider: { token: async () => provider.saved?.access_token },
+    });
+    try {
+      expect((await bare.callTool('greet', { name: 'bare' })).isError ?? false).toBe(false);
+    } finally {
+      await bare.close();
+    }
   });
 });
 

@@ -42,8 +42,20 @@ export function callOutcomeUnknown(handle: CallHandle, why: string): TaskgateErr
   );
 }
 
-/** Connecting failed before anything was sent: the URL, and the innermost cause there is. */
+/**
+ * Connecting failed before anything was sent: the URL, and the innermost cause there is. A 401
+ * (or the SDK's UnauthorizedError) is TG_UNAUTHORIZED instead: the server is there, the
+ * credentials are not what it takes.
+ */
 export function serverUnreachable(url: string, error: unknown): TaskgateError {
+  const status = (error as { data?: { status?: unknown }; status?: unknown } | undefined)?.data?.status;
+  if (status === 401 || (error as { name?: unknown } | undefined)?.name === 'UnauthorizedError') {
+    return new TaskgateError(
+      'TG_UNAUTHORIZED',
+      `${url} refused the credentials: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
+  }
   let cause: unknown = error;
   while ((cause as { cause?: unknown })?.cause !== undefined) cause = (cause as { cause: unknown }).cause;
   const detail =

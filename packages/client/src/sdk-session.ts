@@ -1,4 +1,5 @@
 import {
+  type AuthProvider,
   Client as HttpClient,
   type OAuthClientProvider,
   StreamableHTTPClientTransport,
@@ -38,8 +39,11 @@ export interface HttpTarget {
   readonly revision?: 'auto' | 'session';
   /** A static bearer token, sent on every request. */
   readonly token?: string;
-  /** Or an OAuth client (the SDK's interface): it obtains, refreshes and sends the token. */
-  readonly authProvider?: OAuthClientProvider;
+  /**
+   * Or the SDK's providers: an OAuth client (`OAuthClientProvider`: it obtains, refreshes and
+   * sends the token) or a bare `AuthProvider` (`token()` before every request).
+   */
+  readonly authProvider?: OAuthClientProvider | AuthProvider;
   readonly headers?: Readonly<Record<string, string>>;
 }
 
