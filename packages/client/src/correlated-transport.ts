@@ -23,10 +23,15 @@ export interface WireRequest {
 /** A tools/call answered with a task (the Tasks extension's `resultType: "task"`), held from the SDK. */
 export interface HeldCall {
   readonly task: Record<string, unknown>;
+  /**
+   * `extension`: the Tasks extension's answer (`resultType: "task"`, its result at tasks/get);
+   * `handshake`: 2025-11-25's `{task}` answer to a task-augmented call (its result at tasks/result).
+   */
+  readonly shape: 'extension' | 'handshake';
   /** Ends the SDK's tools/call with this result, or error, when the task is over. */
   readonly finish: (outcome: { result: Record<string, unknown> } | { error: Record<string, unknown> }) => void;
   /** Aborts when the SDK gives up on the call (its caller cancelled, a clock ran out). */
-  readonly signal: AbortSignal | undefined;
+  readonly signal: AbortSignal;
   /** WireEvents.contextOf's value when the call was sent. */
   readonly context: unknown;
 }
@@ -46,6 +51,8 @@ export interface WireEvents {
   readonly taskAnswer?: (held: HeldCall) => void;
   /** Read when an SDK request is sent, and kept with it (the caller's per-call context). */
   readonly contextOf?: () => unknown;
+  /** An SDK request about to go out, with its context: what to send instead (a task-augmented call). */
+  readonly augment?: (message: JSONRPCMessage, context: unknown) => JSONRPCMessage;
   /** A notification arrived; true takes it (the client's own subscription's), false leaves it to the SDK. */
   readonly notification?: (message: Record<string, unknown>) => boolean;
 }
@@ -91,6 +98,9 @@ export function correlatedTransport(
 ): CorrelatedTransport {
   // This connection's SDK requests still open: the SDK's id → the wire id.
   const wireIdOf = new Map<Id, number>();
+  // Calls answered with a task and held from the SDK: its cancel of one (notifications/cancelled,
+  // on a revision without per-request streams) must become the task's cancel, not a notification.
+  const heldCalls = new Map<Id, AbortController>();
   const send = transport.send.bind(transport) as (message: JSONRPCMessage, options?: SendOptions) => Promise<void>;
   const wrapped = interceptTransport(transport, {
     async send(message, options, forward, deliver) {
@@ -125,10 +135,17 @@ export function correlatedTransport(
             deliver({ jsonrpc: '2.0', id: localId, error: { ...STREAM_ENDED } } as JSONRPCMessage);
           },
         };
-        return forward({ ...message, id: wireId } as JSONRPCMessage, forwarded);
+        const outgoing = events.augment && context !== undefined ? events.augment(message, context) : message;
+        return forward({ ...outgoing, id: wireId } as JSONRPCMessage, forwarded);
       }
       if (sent.method === 'notifications/cancelled' && isId(sent.params?.requestId)) {
         const localId = sent.params.requestId;
+        const held = heldCalls.get(localId);
+        if (held !== undefined) {
+          heldCalls.delete(localId);
+          held.abort(new Error('the call was given up'));
+          return;
+        }
         const wireId = wireIdOf.get(localId);
         // Answered already (the SDK cancels what it stopped waiting for): nothing to cancel on the wire.
         if (wireId === undefined) return;
@@ -156,12 +173,29 @@ export function correlatedTransport(
       if (entry.answer) return entry.answer(message as unknown as Record<string, unknown>);
       const localId = entry.localId as Id;
       wireIdOf.delete(localId);
-      if (entry.method === 'tools/call' && received.result?.resultType === 'task' && events.taskAnswer) {
+      const handshakeTask = received.result?.task as Record<string, unknown> | undefined;
+      const shape =
+        received.result?.resultType === 'task'
+          ? 'extension'
+          : typeof handshakeTask?.taskId === 'string' && !('content' in (received.result ?? {}))
+            ? 'handshake'
+            : null;
+      if (entry.method === 'tools/call' && shape !== null && events.taskAnswer) {
+        const given = new AbortController();
+        heldCalls.set(localId, given);
+        entry.signal?.addEventListener('abort', () => given.abort(entry.signal?.reason), { once: true });
         return events.taskAnswer({
-          task: received.result,
-          signal: entry.signal,
+          task:
+            shape === 'extension'
+              ? (received.result as Record<string, unknown>)
+              : (handshakeTask as Record<string, unknown>),
+          shape,
+          signal: given.signal,
           context: entry.context,
-          finish: (outcome) => deliver({ jsonrpc: '2.0', id: localId, ...outcome } as JSONRPCMessage, extra),
+          finish: (outcome) => {
+            heldCalls.delete(localId);
+            deliver({ jsonrpc: '2.0', id: localId, ...outcome } as JSONRPCMessage, extra);
+          },
         });
       }
       deliver({ ...message, id: localId } as JSONRPCMessage, extra);

@@ -7,6 +7,8 @@ export interface TaskState {
   readonly statusMessage?: string;
   readonly lastUpdatedAt?: string;
   readonly pollIntervalMs?: number;
+  /** 2025-11-25's name for it. */
+  readonly pollInterval?: number;
   readonly result?: Record<string, unknown>;
   readonly error?: { readonly code: number; readonly message: string; readonly data?: unknown };
   readonly [field: string]: unknown;
@@ -43,10 +45,8 @@ export async function watchTask(
     const task = await getTask(request, taskId);
     options.onUpdate?.(task);
     if (TERMINAL_STATUSES.includes(task.status)) return task;
-    const wait = Math.max(
-      POLL_FLOOR_MS,
-      Number.isFinite(task.pollIntervalMs) ? (task.pollIntervalMs as number) : DEFAULT_POLL_MS,
-    );
+    const named = task.pollIntervalMs ?? task.pollInterval;
+    const wait = Math.max(POLL_FLOOR_MS, Number.isFinite(named) ? (named as number) : DEFAULT_POLL_MS);
     await sleep(options.timers, wait, options.signal);
   }
 }

@@ -76,6 +76,12 @@ export interface CallToolOptions extends CallOptions {
   readonly idempotencyKey?: string;
   /** Overrides what the server lists for the tool. */
   readonly policy?: CallPolicy;
+  /**
+   * On a 2025-11-25 connection, send the call as a task (it outlives the connection; its result is
+   * fetched with tasks/result). A tool whose taskSupport is `required` always is. On a per-request
+   * revision the server decides.
+   */
+  readonly asTask?: boolean;
   readonly retry?: RetryOptions;
 }
 
@@ -97,6 +103,7 @@ export class TaskgateClient {
   readonly #random: (attempt: number) => number;
   readonly #onRetry: ClientOptions['onRetry'];
   #policies: Map<string, CallPolicy> | null = null;
+  #taskSupport: Map<string, string | undefined> | null = null;
   #raw: CorrelatedTransport | null = null;
   /** The client's own subscriptions, by the wire id their notifications name. */
   readonly #subscriptions = new Map<unknown, (message: Record<string, unknown>) => void>();
@@ -149,6 +156,11 @@ export class TaskgateClient {
         late: (method) => options.onLateResponse?.(method),
         unknown: (message) => options.onUnknownResponse?.(message),
         contextOf: () => callContext.getStore(),
+        augment: (message, context) => {
+          const sent = message as { method?: string; params?: Record<string, unknown> };
+          if (sent.method !== 'tools/call' || (context as CallContext).asTask !== true) return message;
+          return { ...message, params: { ...sent.params, task: {} } } as typeof message;
+        },
         notification: (message) => {
           const id = (message.params as { _meta?: Record<string, unknown> } | undefined)?._meta?.[SUBSCRIPTION_ID];
           const handler = self === null ? undefined : self.#subscriptions.get(id);
@@ -216,10 +228,11 @@ export class TaskgateClient {
         ? { ...args, idempotencyKey: options.idempotencyKey ?? randomUUID() }
         : args;
     const key = typeof callArgs.idempotencyKey === 'string' ? callArgs.idempotencyKey : null;
+    const asTask = await this.#callsAsTask(name, options);
     for (let attempt = 0; ; attempt += 1) {
       try {
         return await this.#withClocks('tools/call', options, (sdkOptions, progress) =>
-          callContext.run({ ...(options.onTask ? { onTask: options.onTask } : {}), progress }, () =>
+          callContext.run({ ...(options.onTask ? { onTask: options.onTask } : {}), progress, asTask }, () =>
             this.#sdk.callTool(name, callArgs, sdkOptions),
           ),
         );
@@ -257,8 +270,27 @@ export class TaskgateClient {
     if (this.#policies === null) {
       const tools = await this.listTools(options);
       this.#policies = new Map(tools.map((tool) => [tool.name, callPolicyOf(tool)]));
+      this.#taskSupport = new Map(
+        tools.map((tool) => [tool.name, (tool as { execution?: { taskSupport?: string } }).execution?.taskSupport]),
+      );
     }
     return this.#policies.get(name) ?? { retry: 'unsafe', idempotencyKey: 'none', source: 'annotations' };
+  }
+
+  /**
+   * Whether a call goes out task-augmented: only on a handshake-era connection whose server
+   * declares tasks for tools/call (2025-11-25), when the tool requires it or the caller asks. On a
+   * per-request revision the server decides (the Tasks extension), so nothing is added.
+   */
+  async #callsAsTask(name: string, options: CallToolOptions): Promise<boolean> {
+    const version = this.#sdk.protocolVersion;
+    if (version === undefined || revisionInfo(version)?.era === 'modern') return false;
+    const declared = (this.#sdk.capabilities as { tasks?: { requests?: { tools?: { call?: unknown } } } } | undefined)
+      ?.tasks?.requests?.tools?.call;
+    if (declared === undefined) return false;
+    if (options.asTask === true) return true;
+    await this.policyOf(name, options);
+    return this.#taskSupport?.get(name) === 'required';
   }
 
   #sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
@@ -358,6 +390,9 @@ export class TaskgateClient {
     const raw = this.#raw;
     if (raw === null) return Promise.reject(new Error('not connected'));
     try {
+      const version = this.#sdk.protocolVersion;
+      // A 2025-11-25 session's tasks/* need no per-request fields: the session carries them.
+      if (version !== undefined && revisionInfo(version)?.era === 'legacy') return raw.request(method, params);
       return raw.request(method, { ...params, _meta: this.#envelope(method) });
     } catch (error) {
       return Promise.reject(error);
@@ -402,9 +437,21 @@ export class TaskgateClient {
         }
         context?.onTask?.(task);
       },
-    }).then(
-      (task) => held.finish(outcomeOf(task)),
-      (error: unknown) => {
+    })
+      .then(async (task) => {
+        if (held.shape === 'handshake' && (task.status === 'completed' || task.status === 'failed')) {
+          // 2025-11-25 keeps the result apart: tasks/result answers it (a tool error is `failed` there).
+          const response = await this.#rawRequest('tasks/result', { taskId: first.taskId });
+          held.finish(
+            response.error !== undefined
+              ? { error: response.error as Record<string, unknown> }
+              : { result: response.result as Record<string, unknown> },
+          );
+          return;
+        }
+        held.finish(outcomeOf(task));
+      })
+      .catch((error: unknown) => {
         if (stop.signal.aborted) {
           void this.#rawRequest('tasks/cancel', { taskId: first.taskId }).catch(() => {});
           return;
@@ -412,8 +459,7 @@ export class TaskgateClient {
         held.finish({
           error: { code: -32603, message: `watching task ${first.taskId} failed: ${(error as Error).message}` },
         });
-      },
-    );
+      });
   }
 
   /**
@@ -468,6 +514,8 @@ export class TaskgateClient {
 interface CallContext {
   readonly onTask?: (task: TaskState) => void;
   readonly progress: () => void;
+  /** 2025-11-25: send the call task-augmented (`task: {}`); the server then answers `{task}`. */
+  readonly asTask?: boolean;
 }
 
 const callContext = new AsyncLocalStorage<CallContext>();

@@ -1,0 +1,86 @@
+import { TaskgateClient, type TaskState } from '@taskgate/client';
+import { isTaskgateError } from '@taskgate/errors';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/databases.ts';
+import { startRecorder } from '../support/http-recorder.ts';
+import { endedTaskWith, type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
+
+// 2025-11-25's tasks through the client, on a session: a call goes out task-augmented when the tool
+// requires it or the caller asks (`asTask`), the `{task}` answer is taken on the wire, tasks/get is
+// polled at the task's pollInterval and the result fetched with tasks/result. Giving up on the call
+// cancels the task with tasks/cancel, never a notification.
+const database = useTestDatabase();
+let platform: Platform;
+let api: Awaited<ReturnType<typeof serveApi>>;
+beforeAll(async () => {
+  platform = await startPlatform(database.url);
+  await platform.startWorker();
+  api = await serveApi(platform, database.url);
+});
+afterAll(async () => {
+  await api.close();
+  await platform.stop();
+});
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function session() {
+  const recorder = await startRecorder(api.mcpUrl.href);
+  cleanups.push(() => recorder.close());
+  const client = await TaskgateClient.connectHttp({ url: recorder.url, revision: 'session' });
+  cleanups.push(() => client.close());
+  const sent = (method: string) =>
+    recorder.requests.flatMap((request) => request.messages).filter((message) => message.method === method);
+  return { client, sent };
+}
+
+describe('2025-11-25 tasks through the client', () => {
+  it('a required-task tool is called as a task, and its result comes from tasks/result', async () => {
+    const { client, sent } = await session();
+    expect(client.server.protocolVersion).toBe('2025-11-25');
+    const seen: TaskState[] = [];
+    const result = await client.callTool('failing_job', {}, { onTask: (task) => seen.push(task) });
+    expect(result.isError).toBe(true);
+    expect(seen[0]?.taskId).toEqual(expect.any(String));
+    expect((sent('tools/call')[0]?.params as { task?: unknown }).task).toEqual({});
+    expect(sent('tasks/result')).toHaveLength(1);
+  });
+
+  it('asTask sends an optional-task tool as one; a plain call stays a plain call', async () => {
+    const { client, sent } = await session();
+    const plain = await client.callTool('slow_compute', { seconds: 0, label: 'session-plain' });
+    expect(plain.isError).not.toBe(true);
+    const tasked = await client.callTool('slow_compute', { seconds: 0.5, label: 'session-task' }, { asTask: true });
+    expect(tasked.structuredContent).toMatchObject({ seconds: 0.5 });
+    const calls = sent('tools/call').map((message) => (message.params as { task?: unknown }).task);
+    expect(calls).toEqual([undefined, {}]);
+  });
+
+  it('giving up on a task-backed call sends tasks/cancel, and the task ends cancelled', async () => {
+    const { client, sent } = await session();
+    const controller = new AbortController();
+    let handedOver!: () => void;
+    const isTask = new Promise<void>((resolve) => {
+      handedOver = resolve;
+    });
+    const call = client.callTool(
+      'slow_compute',
+      { seconds: 30, label: 'session-give-up' },
+      { asTask: true, signal: controller.signal, onTask: () => handedOver() },
+    );
+    call.catch(() => {});
+    await isTask;
+    controller.abort(new Error('stop'));
+    const error = await call.then(
+      () => null,
+      (reason: unknown) => reason,
+    );
+    expect(isTaskgateError(error) && error.code).toBe('TG_CALL_CANCELLED');
+    const task = await endedTaskWith(platform, 'slow_compute', 'label', 'session-give-up');
+    expect(task.status).toBe('cancelled');
+    expect(sent('tasks/cancel')).toHaveLength(1);
+    expect(sent('notifications/cancelled')).toEqual([]);
+  });
+});
