@@ -44,7 +44,7 @@ describe('2025-11-25 tasks through the client', () => {
     const result = await client.callTool('failing_job', {}, { onTask: (task) => seen.push(task) });
     expect(result.isError).toBe(true);
     expect(seen[0]?.taskId).toEqual(expect.any(String));
-    expect((sent('tools/call')[0]?.params as { task?: unknown }).task).toEqual({});
+    expect((sent('tools/call')[0]?.params as { task?: unknown } | undefined)?.task).toEqual({});
     expect(sent('tasks/result')).toHaveLength(1);
   });
 
