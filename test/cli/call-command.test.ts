@@ -112,6 +112,20 @@ describe('taskgate call and tasks without a terminal', () => {
     expect(page.tasks.length).toBeLessThanOrEqual(5);
     const table = await runCli(['tasks', 'list', '--status', 'cancelled'], env);
     expect(table.stdout.split('\n')[0]).toMatch(/^ID +TOOL +STATUS +CREATED +MESSAGE$/);
+    // Page by page: a page of one names the next page's cursor, which lists the next task.
+    const first = await runCli(['tasks', 'list', '--limit', '1'], env);
+    const cursor = /^more: taskgate tasks list --cursor (\S+)$/m.exec(first.stdout)?.[1];
+    expect(cursor, first.stdout).toBeDefined();
+    const second = JSON.parse(
+      (await runCli(['tasks', 'list', '--limit', '1', '--cursor', cursor as string, '--json'], env)).stdout,
+    ) as {
+      tasks: { id: string }[];
+    };
+    expect(second.tasks).toHaveLength(1);
+    const firstId = /^(\S+) /m.exec(first.stdout.split('\n')[1] ?? '')?.[1];
+    expect(firstId).toBeDefined();
+    expect(second.tasks[0]?.id).not.toBe(firstId);
+    expect((await runCli(['keys', 'get', 'k', '--cursor', 'x'], env)).code).toBe(64);
     expect((await runCli(['tasks', 'list', '--limit', '0'], env)).code).toBe(64);
   });
 

@@ -45,8 +45,9 @@ const COMMAND_USAGE = {
   tasks: `  tasks get|cancel|watch TASK_ID [--json] [--url URL] [--token TOKEN]
                               a task's state; cancel it (the acknowledgement, then the status it
                               ends in); or follow it until it ends
-  tasks list [--status S] [--limit N] [--json]
-                              the newest tasks, as a table (GET /v1/tasks)`,
+  tasks list [--status S] [--limit N] [--cursor C] [--json]
+                              the newest tasks, as a table (GET /v1/tasks); the last line
+                              names the --cursor of the next page`,
   keys: `  keys get KEY [--json] [--url URL] [--token TOKEN]
                               the ledger's record of an idempotency key: did the call commit, and
                               with what result (GET /v1/idempotency-keys/KEY)`,
@@ -235,11 +236,13 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
           token: { type: 'string' },
           status: { type: 'string' },
           limit: { type: 'string' },
+          cursor: { type: 'string' },
         },
         true,
       );
-      if (command !== 'tasks' && (values.status !== undefined || values.limit !== undefined)) {
-        throw new TaskgateError('TG_USAGE', '--status and --limit only apply to taskgate tasks list');
+      const listOnly = values.status !== undefined || values.limit !== undefined || values.cursor !== undefined;
+      if (command !== 'tasks' && listOnly) {
+        throw new TaskgateError('TG_USAGE', '--status, --limit and --cursor only apply to taskgate tasks list');
       }
       const url = values.url ?? io.env.TASKGATE_URL ?? 'http://127.0.0.1:8080/mcp';
       const token = values.token ?? io.env.TASKGATE_TOKEN;
@@ -310,6 +313,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
             ...(token ? { token } : {}),
             ...(values.status ? { status: values.status } : {}),
             ...(limit ? { limit } : {}),
+            ...(values.cursor ? { cursor: values.cursor } : {}),
             json,
           },
           io.stdout,
@@ -317,8 +321,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
           throw asCliError(error);
         });
       }
-      if (values.status !== undefined || values.limit !== undefined) {
-        throw new TaskgateError('TG_USAGE', '--status and --limit only apply to taskgate tasks list');
+      if (listOnly) {
+        throw new TaskgateError('TG_USAGE', '--status, --limit and --cursor only apply to taskgate tasks list');
       }
       if (action !== 'get' && action !== 'cancel' && action !== 'watch') {
         throw new TaskgateError('TG_USAGE', 'tasks takes one of get, cancel, watch, list; run taskgate tasks --help');

@@ -67,13 +67,14 @@ export function asCliError(error: unknown): unknown {
   return new TaskgateError(typeof code === 'string' && isErrorCode(code) ? code : 'TG_REQUEST_INVALID', message);
 }
 
-/** `taskgate tasks list [--status S] [--limit N] [--json]`: /v1/tasks, newest first, a page. */
+/** `taskgate tasks list [--status S] [--limit N] [--cursor C] [--json]`: /v1/tasks, newest first, a page. */
 export async function runTasksList(
   args: {
     readonly url: string;
     readonly token?: string;
     readonly status?: string;
     readonly limit?: number;
+    readonly cursor?: string;
     readonly json: boolean;
   },
   out: (line: string) => void,
@@ -83,6 +84,7 @@ export async function runTasksList(
   const page = await rest.listTasks({
     ...(args.status ? { status: args.status as never } : {}),
     ...(args.limit !== undefined ? { limit: args.limit } : {}),
+    ...(args.cursor !== undefined ? { cursor: args.cursor } : {}),
   });
   if (args.json) {
     out(JSON.stringify(page));
@@ -100,7 +102,7 @@ export async function runTasksList(
     rows.map((row) => row.map(printable)),
   ))
     out(line);
-  if (page.nextCursor) out(`more: --cursor is not offered yet; narrow with --status (next cursor ${page.nextCursor})`);
+  if (page.nextCursor) out(`more: taskgate tasks list --cursor ${page.nextCursor}`);
   return 0;
 }
 
