@@ -1,9 +1,9 @@
 import { defineTool } from '@taskgate/sdk';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { reviewTool } from '../../apps/cli/src/commands/review.ts';
 import { cleanEnv, runCli } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
-import { type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
+import { useServedPlatform } from '../support/task-platform.ts';
 
 // `taskgate review` against a live API (keepalives every 200 ms here, so the stream check is quick).
 // A mutation with neither a key nor a max clock: what the review is for.
@@ -18,20 +18,18 @@ const sendLetter = defineTool({
 });
 
 const database = useTestDatabase();
-let platform: Platform;
-let api: Awaited<ReturnType<typeof serveApi>>;
-beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [sendLetter] });
-  api = await serveApi(platform, database.url, { events: { keepaliveMs: 200 } });
-});
-afterAll(async () => {
-  await api.close();
-  await platform.stop();
+const served = useServedPlatform(database, {
+  tools: [sendLetter],
+  worker: false,
+  api: { events: { keepaliveMs: 200 } },
 });
 
 describe('taskgate review', () => {
   it("reviews every tool's retry class, key and clocks, checks a stream, and exits 1 on findings", async () => {
-    const review = await runCli(['review', '--url', api.mcpUrl.href, '--json', '--keepalive-wait', '5000'], cleanEnv());
+    const review = await runCli(
+      ['review', '--url', served.api.mcpUrl.href, '--json', '--keepalive-wait', '5000'],
+      cleanEnv(),
+    );
     expect(review.code, review.stderr).toBe(1);
     const report = JSON.parse(review.stdout) as {
       tools: { tool: string; retry: string; idempotencyKey: string; maxMs: number | null; findings: string[] }[];
@@ -57,7 +55,7 @@ describe('taskgate review', () => {
       "the request's own SSE stream closed; nothing is POSTed",
     );
 
-    const readable = await runCli(['review', '--url', api.mcpUrl.href, '--keepalive-wait', '5000'], cleanEnv());
+    const readable = await runCli(['review', '--url', served.api.mcpUrl.href, '--keepalive-wait', '5000'], cleanEnv());
     expect(readable.stdout).toMatch(/^Reliability review of http:\/\/127\.0\.0\.1:\d+\/mcp \(taskgate /);
     expect(readable.stdout).toContain('2 finding(s):');
   });

@@ -2,10 +2,10 @@ import { TaskgateClient } from '@taskgate/client';
 import { isTaskgateError } from '@taskgate/errors';
 import { defineTool } from '@taskgate/sdk';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { type RecordedRequest, startRecorder } from '../support/http-recorder.ts';
-import { type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
+import { useServedPlatform } from '../support/task-platform.ts';
 
 // The retry matrix over a real socket to Taskgate's /mcp (2026-07-28), with the first answer of
 // each call lost by a proxy after the server finished it — the classic: the work is done, the
@@ -29,17 +29,7 @@ const sendLetter = defineTool({
 });
 
 const database = useTestDatabase();
-let platform: Platform;
-let api: Awaited<ReturnType<typeof serveApi>>;
-beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [sendLetter] });
-  await platform.startWorker();
-  api = await serveApi(platform, database.url);
-});
-afterAll(async () => {
-  await api.close();
-  await platform.stop();
-});
+const served = useServedPlatform(database, { tools: [sendLetter] });
 
 const isCallOf = (tool: string) => (request: RecordedRequest) =>
   request.messages.some(
@@ -49,7 +39,7 @@ const isCallOf = (tool: string) => (request: RecordedRequest) =>
 /** A client behind a proxy that loses the answer to the first call of `tool`. */
 async function losingFirstAnswerOf(tool: string) {
   let lost = false;
-  const recorder = await startRecorder(api.mcpUrl.href, {
+  const recorder = await startRecorder(served.api.mcpUrl.href, {
     lose: (request) => {
       if (lost || !isCallOf(tool)(request)) return false;
       lost = true;
@@ -106,7 +96,7 @@ describe('the retry matrix, with the first answer lost', () => {
       expect(typeof key).toBe('string');
       expect(calls[1]?.params.arguments).toEqual(calls[0]?.params.arguments);
       const charges = await sql<{ n: number }>`
-        SELECT count(*)::int AS n FROM account_charges WHERE account = 'acct-retry'`.execute(platform.db);
+        SELECT count(*)::int AS n FROM account_charges WHERE account = 'acct-retry'`.execute(served.platform.db);
       expect(charges.rows[0]?.n).toBe(1);
     } finally {
       await run.close();
@@ -143,7 +133,7 @@ describe('the retry matrix, with the first answer lost', () => {
 
 describe('what Taskgate publishes for each tool', () => {
   it('the retry class, the idempotency key and the clocks, in the tool list’s _meta', async () => {
-    const client = await TaskgateClient.connectHttp({ url: api.mcpUrl.href });
+    const client = await TaskgateClient.connectHttp({ url: served.api.mcpUrl.href });
     try {
       expect(await client.policyOf('charge_account')).toEqual({
         retry: 'conditional',

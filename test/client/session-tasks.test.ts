@@ -1,33 +1,23 @@
 import { TaskgateClient, type TaskState } from '@taskgate/client';
 import { isTaskgateError } from '@taskgate/errors';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { startRecorder } from '../support/http-recorder.ts';
-import { endedTaskWith, type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
+import { endedTaskWith, useServedPlatform } from '../support/task-platform.ts';
 
 // 2025-11-25's tasks through the client, on a session: a call goes out task-augmented when the tool
 // requires it or the caller asks (`asTask`), the `{task}` answer is taken on the wire, tasks/get is
 // polled at the task's pollInterval and the result fetched with tasks/result. Giving up on the call
 // cancels the task with tasks/cancel, never a notification.
 const database = useTestDatabase();
-let platform: Platform;
-let api: Awaited<ReturnType<typeof serveApi>>;
-beforeAll(async () => {
-  platform = await startPlatform(database.url);
-  await platform.startWorker();
-  api = await serveApi(platform, database.url);
-});
-afterAll(async () => {
-  await api.close();
-  await platform.stop();
-});
+const served = useServedPlatform(database);
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
 async function session() {
-  const recorder = await startRecorder(api.mcpUrl.href);
+  const recorder = await startRecorder(served.api.mcpUrl.href);
   cleanups.push(() => recorder.close());
   const client = await TaskgateClient.connectHttp({ url: recorder.url, revision: 'session' });
   cleanups.push(() => client.close());
@@ -78,7 +68,7 @@ describe('2025-11-25 tasks through the client', () => {
       (reason: unknown) => reason,
     );
     expect(isTaskgateError(error) && error.code).toBe('TG_CALL_CANCELLED');
-    const task = await endedTaskWith(platform, 'slow_compute', 'label', 'session-give-up');
+    const task = await endedTaskWith(served.platform, 'slow_compute', 'label', 'session-give-up');
     expect(task.status).toBe('cancelled');
     expect(sent('tasks/cancel')).toHaveLength(1);
     expect(sent('notifications/cancelled')).toEqual([]);

@@ -1,27 +1,17 @@
 import { TaskgateClient } from '@taskgate/client';
 import { isTaskgateError } from '@taskgate/errors';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { startRecorder } from '../support/http-recorder.ts';
-import { endedTaskWith, type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
+import { endedTaskWith, useServedPlatform } from '../support/task-platform.ts';
 
 // The client against Taskgate's own /mcp, both HTTP revisions, through a recording proxy: the
 // cancel reaches the worker (the task ends `cancelled`) in the way the revision defines.
 const database = useTestDatabase();
-let platform: Platform;
-let api: Awaited<ReturnType<typeof serveApi>>;
-beforeAll(async () => {
-  platform = await startPlatform(database.url);
-  await platform.startWorker();
-  api = await serveApi(platform, database.url);
-});
-afterAll(async () => {
-  await api.close();
-  await platform.stop();
-});
+const served = useServedPlatform(database);
 
 async function cancelRunningCall(revision: 'auto' | 'session', label: string) {
-  const recorder = await startRecorder(api.mcpUrl.href);
+  const recorder = await startRecorder(served.api.mcpUrl.href);
   const client = await TaskgateClient.connectHttp({ url: recorder.url, revision });
   try {
     const controller = new AbortController();
@@ -42,7 +32,7 @@ async function cancelRunningCall(revision: 'auto' | 'session', label: string) {
       (reason: unknown) => reason,
     );
     expect(isTaskgateError(error) && error.code).toBe('TG_CALL_CANCELLED');
-    const task = await endedTaskWith(platform, 'slow_compute', 'label', label);
+    const task = await endedTaskWith(served.platform, 'slow_compute', 'label', label);
     expect(task.status).toBe('cancelled');
     return { recorder, protocolVersion: client.server.protocolVersion };
   } finally {

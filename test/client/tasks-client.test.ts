@@ -1,25 +1,15 @@
 import { TaskgateClient, type TaskState } from '@taskgate/client';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { startRecorder } from '../support/http-recorder.ts';
-import { type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
+import { useServedPlatform } from '../support/task-platform.ts';
 
 // Calls that become tasks (the Tasks extension, 2026-07-28): the SDK v2 client refuses a
 // `resultType: "task"` answer, so @taskgate/client takes it on the wire, polls tasks/get at the
 // server's pollIntervalMs and finishes the call with the task's outcome. tasks/cancel is
 // acknowledged first; the terminal status comes after, and only it says the work stopped.
 const database = useTestDatabase();
-let platform: Platform;
-let api: Awaited<ReturnType<typeof serveApi>>;
-beforeAll(async () => {
-  platform = await startPlatform(database.url);
-  await platform.startWorker();
-  api = await serveApi(platform, database.url);
-});
-afterAll(async () => {
-  await api.close();
-  await platform.stop();
-});
+const served = useServedPlatform(database);
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -27,7 +17,7 @@ afterEach(async () => {
 });
 
 async function connected() {
-  const recorder = await startRecorder(api.mcpUrl.href);
+  const recorder = await startRecorder(served.api.mcpUrl.href);
   cleanups.push(() => recorder.close());
   const client = await TaskgateClient.connectHttp({ url: recorder.url });
   cleanups.push(() => client.close());

@@ -28,6 +28,7 @@ import type { FastifyInstance } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import { PgBoss } from 'pg-boss';
 import pino from 'pino';
+import { afterAll, beforeAll } from 'vitest';
 import { builtinTools } from './example-tools.ts';
 
 const LEDGER_MODULE = fileURLToPath(new URL('../../examples/ledger/index.ts', import.meta.url));
@@ -260,4 +261,40 @@ export async function endedTaskWith(
     () => platform.service.get(tenant, id as string),
     (task: TaskRecord) => task.status !== 'working',
   );
+}
+
+export type ServedApi = Awaited<ReturnType<typeof serveApi>>;
+
+/**
+ * A test file's platform (with a worker unless `worker: false`) and its API on a free loopback
+ * port, made before the file's tests and stopped after them — the setup most tests of /mcp
+ * share. Read `platform` and `api` inside tests and hooks.
+ */
+export function useServedPlatform(
+  database: { readonly url: string },
+  options: { tools?: readonly AnyTool[]; worker?: boolean; api?: Parameters<typeof startApi>[2] } = {},
+): { readonly platform: Platform; readonly api: ServedApi } {
+  let platform: Platform | undefined;
+  let api: ServedApi | undefined;
+  beforeAll(async () => {
+    platform = await startPlatform(database.url, options.tools ? { tools: options.tools } : {});
+    if (options.worker !== false) await platform.startWorker();
+    api = await serveApi(platform, database.url, options.api);
+  });
+  afterAll(async () => {
+    await api?.close();
+    await platform?.stop();
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the served platform exists only inside tests and hooks');
+    return value;
+  };
+  return {
+    get platform() {
+      return started(platform);
+    },
+    get api() {
+      return started(api);
+    },
+  };
 }

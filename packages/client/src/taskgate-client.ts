@@ -27,7 +27,7 @@ import {
   v1Session,
 } from './sdk-session.ts';
 import { SUBSCRIPTION_ID, subscribeTasks, type TaskSubscription } from './task-subscription.ts';
-import { getTask, ServerError, type TaskState, watchTask } from './task-watch.ts';
+import { getTask, ServerError, sleep, type TaskState, watchTask } from './task-watch.ts';
 
 export type { HttpTarget, StdioTarget };
 
@@ -293,18 +293,10 @@ export class TaskgateClient {
     return this.#taskSupport?.get(name) === 'required';
   }
 
+  /** The retry's wait; the caller's cancel during it ends the call as a cancel. */
   #sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(callCancelled('tools/call', signal.reason));
-      const onAbort = () => {
-        this.#timers.clearTimeout(handle);
-        reject(callCancelled('tools/call', signal?.reason));
-      };
-      const handle = this.#timers.setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      signal?.addEventListener('abort', onAbort, { once: true });
+    return sleep(this.#timers, ms, signal).catch((reason: unknown) => {
+      throw callCancelled('tools/call', reason);
     });
   }
 
