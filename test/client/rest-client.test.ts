@@ -1,4 +1,5 @@
 import { REST_ROUTES, RestClient } from '@taskgate/client';
+import { openReconciliationItem } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -82,5 +83,25 @@ describe('RestClient against /openapi.json', () => {
       (error: unknown) => error,
     );
     expect(isTaskgateError(missing) && missing.code).toBe('TG_IDEMPOTENCY_KEY_NOT_FOUND');
+  });
+
+  it('lists, reads and resolves reconciliation items, and says who resolved one first', async () => {
+    const rest = new RestClient({ baseUrl: base });
+    const task = await platform.service.create('default', { tool: 'slow_compute', arguments: { seconds: 1 } });
+    await openReconciliationItem(platform.db, task.id, 'attempt 1 was lost');
+    const page = await rest.listReconciliationItems({ state: 'open', limit: 5 });
+    expectValid('listReconciliationItems', page);
+    const item = page.items.find((candidate) => candidate.taskId === task.id);
+    expect(item).toMatchObject({ kind: 'unknown_outcome', reason: 'attempt 1 was lost' });
+    const shown = await rest.getReconciliationItem(item?.id ?? '');
+    expectValid('getReconciliationItem', shown);
+    const resolved = await rest.resolveReconciliationItem(shown.id, { resolution: 'checked', resolvedBy: 'ana' });
+    expectValid('resolveReconciliationItem', resolved);
+    expect(resolved).toMatchObject({ resolution: 'checked', resolvedBy: 'ana' });
+    const twice = await rest.resolveReconciliationItem(shown.id, { resolution: 'again', resolvedBy: 'bo' }).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(isTaskgateError(twice) && twice.code).toBe('TG_RECONCILIATION_ITEM_RESOLVED');
   });
 });

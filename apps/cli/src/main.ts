@@ -57,10 +57,14 @@ const COMMAND_USAGE = {
                               stream's SSE headers and keepalive, the buffer policy and the
                               reconnect plan; exits 1 on a finding (a mutation without a key, a
                               tool without a max clock, a stream header missing)`,
-  reconcile: `  reconcile list [--state open|resolved|all] [--tenant ID] [--limit N] [--json]
-                              the calls that left something to decide (every tenant's unless
-                              --tenant): unknown outcomes and work abandoned after an
-                              irreversible step; newest first, open ones by default
+  reconcile: `  reconcile list [--state open|resolved|all] [--tenant ID] [--limit N] [--before ID] [--json]
+                              the calls that left something to decide: unknown outcomes and
+                              work abandoned after an irreversible step; newest first, open
+                              ones by default; the last line names the --before of the next page
+  reconcile … --url URL [--token TOKEN]
+                              through a server's /v1/reconciliation-items (TASKGATE_URL,
+                              TASKGATE_TOKEN; the token's tenant, scope taskgate:admin); without
+                              a URL, every tenant's (or --tenant's) from DATABASE_URL
   reconcile show ID [--json]  one item, with what was known when it opened (ending, last
                               progress, steps and the irreversible steps' results)
   reconcile resolve ID --note TEXT [--by NAME]
@@ -185,18 +189,40 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
           state: { type: 'string' },
           tenant: { type: 'string' },
           limit: { type: 'string' },
+          before: { type: 'string' },
           json: { type: 'boolean' },
           note: { type: 'string' },
           by: { type: 'string' },
+          url: { type: 'string' },
+          token: { type: 'string' },
         },
         true,
       );
       const { parseReconcileArgs, runReconcile } = await import('./commands/reconcile.ts');
       const args = parseReconcileArgs(values, positionals);
+      const url = values.url ?? io.env.TASKGATE_URL;
+      const token = values.token ?? io.env.TASKGATE_TOKEN;
+      if (url !== undefined && !/^https?:\/\//.test(url))
+        throw new TaskgateError('TG_USAGE', `--url takes an http(s) URL of the server (got ${JSON.stringify(url)})`);
+      if (url !== undefined && values.tenant !== undefined) {
+        throw new TaskgateError(
+          'TG_USAGE',
+          "--tenant reads the database; through --url the token's tenant is the one shown (unset TASKGATE_URL to read the database)",
+        );
+      }
+      if (url === undefined && values.token !== undefined) {
+        throw new TaskgateError('TG_USAGE', '--token goes with --url: without one, reconcile reads the database');
+      }
       const { config, warnings } = loadConfig(io.env, io.cwd);
       logLevel = config.logLevel;
       const logger = await commandLogger(config, warnings);
-      return await runReconcile(args, config, logger, { write: io.stdout, note: io.stderr });
+      const { asCliError } = await import('./commands/tasks.ts');
+      return await runReconcile(args, url === undefined ? null : { url, ...(token ? { token } : {}) }, config, logger, {
+        write: io.stdout,
+        note: io.stderr,
+      }).catch((error: unknown) => {
+        throw asCliError(error);
+      });
     }
     if (command === 'review') {
       const { values } = parseCommandArgs(

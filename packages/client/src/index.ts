@@ -11,7 +11,14 @@ export {
 export { type CorrelationStats, CorrelationTable, type Settlement } from './correlation-table.ts';
 export { failureKind } from './failure-kind.ts';
 export { type ReconnectOptions, ReconnectSchedule } from './reconnect-schedule.ts';
-export { type KeyRecord, REST_ROUTES, RestClient, type RestClientOptions, type RestTask } from './rest-client.ts';
+export {
+  type KeyRecord,
+  REST_ROUTES,
+  RestClient,
+  type RestClientOptions,
+  type RestReconciliationItem,
+  type RestTask,
+} from './rest-client.ts';
 export {
   type CallPolicy,
   callPolicyOf,

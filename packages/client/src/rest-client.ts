@@ -24,6 +24,24 @@ export interface KeyRecord {
 }
 
 /**
+ * A call that left something for a person to decide (components.schemas of
+ * GET /v1/reconciliation-items/{id}); the tenant is the token's, so it is not repeated.
+ */
+export interface RestReconciliationItem {
+  readonly id: string;
+  readonly taskId: string;
+  readonly tool: string;
+  readonly idempotencyKey: string | null;
+  readonly kind: 'unknown_outcome' | 'abandoned_with_effects';
+  readonly reason: string;
+  readonly details: Record<string, unknown>;
+  readonly createdAt: string;
+  readonly resolvedAt: string | null;
+  readonly resolution: string | null;
+  readonly resolvedBy: string | null;
+}
+
+/**
  * The routes this client calls, as /openapi.json names them (method, OpenAPI path, the success
  * status): test/client/rest-client.test.ts checks each against the document the API serves,
  * and each answer against the schema the document gives it.
@@ -33,6 +51,9 @@ export const REST_ROUTES = {
   getTask: { method: 'get', path: '/v1/tasks/{id}', status: 200 },
   cancelTask: { method: 'post', path: '/v1/tasks/{id}/cancel', status: 202 },
   getIdempotencyKey: { method: 'get', path: '/v1/idempotency-keys/{key}', status: 200 },
+  listReconciliationItems: { method: 'get', path: '/v1/reconciliation-items', status: 200 },
+  getReconciliationItem: { method: 'get', path: '/v1/reconciliation-items/{id}', status: 200 },
+  resolveReconciliationItem: { method: 'post', path: '/v1/reconciliation-items/{id}/resolve', status: 200 },
 } as const;
 
 export interface RestClientOptions {
@@ -82,6 +103,25 @@ export class RestClient {
     return this.#call<KeyRecord>('getIdempotencyKey', { key });
   }
 
+  /** Newest first; `next` is the `before` of the following page (null on the last). */
+  listReconciliationItems(query: { state?: 'open' | 'resolved' | 'all'; limit?: number; before?: string } = {}) {
+    const search = new URLSearchParams();
+    if (query.state) search.set('state', query.state);
+    if (query.limit !== undefined) search.set('limit', String(query.limit));
+    if (query.before) search.set('before', query.before);
+    const suffix = search.size > 0 ? `?${search}` : '';
+    return this.#call<{ items: RestReconciliationItem[]; next: string | null }>('listReconciliationItems', {}, suffix);
+  }
+
+  getReconciliationItem(id: string) {
+    return this.#call<RestReconciliationItem>('getReconciliationItem', { id });
+  }
+
+  /** TG_RECONCILIATION_ITEM_RESOLVED (409) when somebody resolved it first. */
+  resolveReconciliationItem(id: string, resolution: { resolution: string; resolvedBy: string }) {
+    return this.#call<RestReconciliationItem>('resolveReconciliationItem', { id }, '', resolution);
+  }
+
   async #call<T>(
     route: keyof typeof REST_ROUTES,
     params: Record<string, string>,
@@ -107,7 +147,17 @@ export class RestClient {
       );
     }
     const text = await response.text();
-    const parsed = text === '' ? null : (JSON.parse(text) as Record<string, unknown>);
+    let parsed: Record<string, unknown> | null;
+    try {
+      parsed = text === '' ? null : (JSON.parse(text) as Record<string, unknown>);
+    } catch {
+      // Something other than Taskgate answered: a proxy's HTML page, a different service on the port.
+      throw new TaskgateError(
+        'TG_SERVER_UNREACHABLE',
+        `${this.#base} answered ${method.toUpperCase()} ${path} with HTTP ${response.status} and a body that is not JSON (${printableStart(text)}); is --url a Taskgate server?`,
+        { details: { status: response.status } },
+      );
+    }
     if (response.status === status) return parsed as T;
     const code = parsed?.code;
     const detail = typeof parsed?.detail === 'string' ? parsed.detail : `HTTP ${response.status}`;
@@ -115,4 +165,9 @@ export class RestClient {
       details: { status: response.status },
     });
   }
+}
+
+/** The first characters of a body, quoted with its control characters escaped, for an error message. */
+function printableStart(text: string): string {
+  return JSON.stringify(text.slice(0, 60));
 }
