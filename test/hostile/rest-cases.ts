@@ -248,6 +248,7 @@ const restCases: RestCase[] = [
     ['a raw control character in a string', '{"tool":"gr\u0001eet"}'],
     ['a raw NUL byte in a string', '{"tool":"gr\u0000eet"}'],
     ['a __proto__ key', '{"tool":"greet","__proto__":{"admin":true}}'],
+    ['a __proto__ key spelled with escapes', '{"tool":"greet","\\u005f_proto\\u005F_":{"admin":true}}'],
     ['a constructor.prototype key', '{"tool":"greet","constructor":{"prototype":{"admin":true}}}'],
     ['an unquoted key', '{tool:"greet"}'],
     ['a bad escape', '{"tool":"\\x41"}'],

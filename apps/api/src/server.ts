@@ -7,6 +7,7 @@ import type { Kysely } from 'kysely';
 import { type ReadinessProbe, registerHealthRoutes } from './health-routes.ts';
 import { type Authenticator, authenticateScope } from './http/auth.ts';
 import { checkDecodedInput } from './http/decoded-input.ts';
+import { installJsonBodyParser } from './http/json-body.ts';
 import { registerProtectedResourceRoutes } from './http/oauth/protected-resource.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { clientErrorHandler, frameworkErrors, installProblemHandlers } from './http/problem.ts';
@@ -101,6 +102,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
   });
   // JSON only: anything else is 415, rather than a string body failing schema validation.
   app.removeContentTypeParser('text/plain');
+  installJsonBodyParser(app);
   app.addSchema(TaskSchema);
   app.addSchema(ProblemSchema);
   await registerOpenApi(app, options.version ?? '0.1.0');
