@@ -140,6 +140,30 @@ describe('taskgate call and tasks without a terminal', () => {
     const badJson = await runCli(['call', 'greet', '--json', '{name:'], env);
     expect(badJson.code).toBe(64);
     expect(badJson.stderr).toMatch(/^taskgate: --json is not JSON/);
+    // An array, a string, null: each named, and before any server is dialled (this URL has none).
+    for (const [json, got] of [
+      ['[1]', 'an array'],
+      ['"x"', 'a string'],
+      ['null', 'null'],
+    ] as const) {
+      const refused = await runCli(['call', 'greet', '--json', json, '--url', 'http://127.0.0.1:1/mcp'], env);
+      expect({ json, code: refused.code }).toEqual({ json, code: 64 });
+      expect(refused.stderr).toContain(
+        `--json takes a JSON object of the arguments, like '{"seconds": 2}' (got ${got})`,
+      );
+    }
+    // A NUL inside a value (a JSON escape: argv itself cannot carry one) is the server's 4xx-class
+    // refusal, named, never an internal error.
+    const nul = await runCli(['call', 'greet', '--json', '{"name": "a\\u0000b"}'], env);
+    expect(nul.code).toBe(65);
+    expect(nul.stderr).toMatch(/NUL/);
+    expect(nul.stderr).not.toContain('TG_INTERNAL');
+    // `__proto__` is an argument like any other: greet takes no such property and says so,
+    // where an assignment would have dropped it and greeted.
+    const proto = await runCli(['call', 'greet', '--arg', 'name=Ann', '--arg', '__proto__=1'], env);
+    expect(proto.code).toBe(65);
+    expect(proto.stdout).toBe('');
+    expect(proto.stderr).toContain('__proto__');
     // A port nothing listens on (taken, then let go).
     const closed = net.createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));

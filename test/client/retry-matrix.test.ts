@@ -37,7 +37,7 @@ const isCallOf = (tool: string) => (request: RecordedRequest) =>
   );
 
 /** A client behind a proxy that loses the answer to the first call of `tool`. */
-async function losingFirstAnswerOf(tool: string) {
+async function losingFirstAnswerOf(tool: string, options: { goAwayOnRetry?: boolean } = {}) {
   let lost = false;
   const recorder = await startRecorder(served.api.mcpUrl.href, {
     lose: (request) => {
@@ -49,7 +49,15 @@ async function losingFirstAnswerOf(tool: string) {
   const retries: unknown[] = [];
   const client = await TaskgateClient.connectHttp(
     { url: recorder.url },
-    { clientId: 'retry-test', onRetry: (retry) => retries.push(retry) },
+    {
+      clientId: 'retry-test',
+      onRetry: (retry) => {
+        retries.push(retry);
+        // Its listener and connections are gone before the retry's wait begins (close() does
+        // both at once): every later attempt is refused.
+        if (options.goAwayOnRetry) void recorder.close();
+      },
+    },
   );
   const calls = () =>
     recorder.requests
@@ -100,6 +108,32 @@ describe('the retry matrix, with the first answer lost', () => {
       expect(charges.rows[0]?.n).toBe(1);
     } finally {
       await run.close();
+    }
+  });
+
+  it('conditional, and the server unreachable for every retry: the handle, not the refusal', async () => {
+    const run = await losingFirstAnswerOf('charge_account', { goAwayOnRetry: true });
+    try {
+      const error = await run.client
+        .callTool('charge_account', { account: 'acct-gone', cents: 80 }, { retry: { attempts: 3, baseMs: 1 } })
+        .then(
+          () => null,
+          (reason: unknown) => reason,
+        );
+      // The first attempt committed: ECONNREFUSED on the next two says nothing about it.
+      expect(isTaskgateError(error) && error.code).toBe('TG_CALL_OUTCOME_UNKNOWN');
+      const handle = (error as { details: { handle: { idempotencyKey: string } } }).details.handle;
+      expect(handle).toMatchObject({ tool: 'charge_account', attempts: 3, retryClass: 'conditional' });
+      expect(handle.idempotencyKey).toBe(run.calls()[0]?.params.arguments.idempotencyKey);
+      expect(run.retries).toEqual([
+        expect.objectContaining({ attempt: 1, failure: 'outcome-unknown' }),
+        expect.objectContaining({ attempt: 2, failure: 'unavailable' }),
+      ]);
+      const charges = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM account_charges WHERE account = 'acct-gone'`.execute(served.platform.db);
+      expect(charges.rows[0]?.n).toBe(1);
+    } finally {
+      await run.client.close();
     }
   });
 

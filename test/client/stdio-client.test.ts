@@ -153,4 +153,22 @@ describe('TaskgateClient over stdio', () => {
     await client.callTool('echo', { after: true });
     expect((await wire()).filter((line) => line.method === 'tools/call')).toHaveLength(1);
   });
+
+  it('a server SIGKILLed with the call sent: the outcome is unknown, not retried; later calls fail at once', async () => {
+    const client = await connect();
+    const error = await rejection(client.callTool('crash', { order: 7 }));
+    // The fixture's tools carry no retry policy, so they are unsafe: one attempt, then a handle.
+    expect(isTaskgateError(error) && error.code).toBe('TG_CALL_OUTCOME_UNKNOWN');
+    expect((error as { details?: { handle?: unknown } }).details?.handle).toMatchObject({
+      tool: 'crash',
+      attempts: 1,
+      retryClass: 'unsafe',
+    });
+    expect((await wire()).filter((line) => line.method === 'tools/call')).toHaveLength(1);
+    const started = performance.now();
+    const after = await rejection(client.callTool('echo', {}));
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(isTaskgateError(after) && after.code).toBe('TG_SERVER_UNREACHABLE');
+    expect((after as Error).message).toMatch(/stdio server .* exited|has ended/);
+  });
 });

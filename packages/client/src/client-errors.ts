@@ -1,4 +1,4 @@
-import { TaskgateError } from '@taskgate/errors';
+import { isErrorCode, TaskgateError } from '@taskgate/errors';
 import type { DeadlineClock } from '@taskgate/reliability';
 
 /** A clock of the call ran out; the transport's cancel has been sent. */
@@ -68,4 +68,30 @@ export function serverUnreachable(url: string, error: unknown): TaskgateError {
       cause: error,
     },
   );
+}
+
+/**
+ * A request the server refused before reading it as a request — a 4xx whose body is a JSON-RPC
+ * error with no id (it could not tell which request it was: a body it could not parse), which
+ * the SDK can only raise as "Error POSTing to endpoint" — as the coded error the server named.
+ * A 401 (sign-in), 404 (a session gone), 429 and 5xx keep their own handling.
+ */
+export function serverRefusal(error: unknown): TaskgateError | null {
+  const data = (error as { data?: { status?: unknown; text?: unknown } } | undefined)?.data;
+  const status = data?.status;
+  if (typeof status !== 'number' || status < 400 || status > 499 || [401, 404, 429].includes(status)) return null;
+  if (typeof data?.text !== 'string') return null;
+  let body: { error?: { message?: unknown; data?: { code?: unknown } } };
+  try {
+    body = JSON.parse(data.text) as typeof body;
+  } catch {
+    return null;
+  }
+  const code = body?.error?.data?.code;
+  const message = body?.error?.message;
+  if (typeof code !== 'string' || !isErrorCode(code) || typeof message !== 'string') return null;
+  return new TaskgateError(code, message.replace(/^Parse error: /, ''), {
+    cause: error,
+    details: { status },
+  });
 }

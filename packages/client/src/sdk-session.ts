@@ -71,6 +71,11 @@ export interface SdkSession {
     options: SdkRequestOptions,
   ): Promise<Record<string, unknown>>;
   onError(handler: (error: Error) => void): void;
+  /**
+   * Why the connection is gone, once it is (a stdio server that exited, a closed client), so a
+   * request after that fails at once saying so; null while it is up.
+   */
+  readonly ended: string | null;
   close(): Promise<void>;
 }
 
@@ -82,15 +87,42 @@ export function stdioSession(target: StdioTarget, clientInfo: Implementation): S
     ...(target.cwd ? { cwd: target.cwd } : {}),
     stderr: target.stderr ?? 'inherit',
   });
-  return v1Session(transport, clientInfo);
+  return v1Session(transport, clientInfo, () => {
+    const pid = transport.pid;
+    return `the stdio server ${JSON.stringify(target.command)}${pid === null ? '' : ` (pid ${pid})`} has ended`;
+  });
 }
 
 /** Over a transport made elsewhere (an in-memory pair, a socket), with the v1 client. */
-export function v1Session(transport: Transport, clientInfo: Implementation): SdkSession {
+export function v1Session(
+  transport: Transport,
+  clientInfo: Implementation,
+  describeEnd: () => string = () => 'the connection to the server has ended',
+): SdkSession {
   const client = new StdioClient(clientInfo, { capabilities: {} });
+  // The v1 client keeps the negotiated revision nowhere but in the transport's
+  // setProtocolVersion, which only its HTTP transport has: a stdio connection's would be lost,
+  // and with it everything that depends on the revision (2025-11-25's task-augmented calls).
+  let negotiated: string | undefined;
+  const carrier = transport as Transport & { setProtocolVersion?: (version: string) => void };
+  if (carrier.setProtocolVersion === undefined) {
+    carrier.setProtocolVersion = (version) => {
+      negotiated = version;
+    };
+  }
+  let ended: string | null = null;
+  // Read before the transport forgets its child (pid is null once it has exited).
+  let endLine = describeEnd();
+  client.onclose = () => {
+    ended = endLine;
+  };
   return {
     async connect(wrap, timeoutMs) {
       await client.connect(wrap(transport), { timeout: timeoutMs });
+      endLine = describeEnd();
+    },
+    get ended() {
+      return ended;
     },
     get serverInfo() {
       return client.getServerVersion();
@@ -99,7 +131,7 @@ export function v1Session(transport: Transport, clientInfo: Implementation): Sdk
       return client.getServerCapabilities();
     },
     get protocolVersion() {
-      return (transport as { protocolVersion?: string }).protocolVersion;
+      return negotiated ?? (transport as { protocolVersion?: string }).protocolVersion;
     },
     listTools: (cursor, options) => client.listTools(cursor === undefined ? undefined : { cursor }, options),
     callTool: async (name, args, options) =>
@@ -136,9 +168,16 @@ export function httpSession(target: HttpTarget, clientInfo: Implementation): Sdk
     capabilities: { extensions: { [TASKS_EXTENSION]: {} } } as never,
     versionNegotiation: { mode: target.revision === 'session' ? 'legacy' : 'auto' },
   });
+  let ended: string | null = null;
+  client.onclose = () => {
+    ended = `the connection to ${target.url} was closed`;
+  };
   return {
     async connect(wrap, timeoutMs) {
       await client.connect(wrap(transport as unknown as Transport) as never, { timeout: timeoutMs } as never);
+    },
+    get ended() {
+      return ended;
     },
     get serverInfo() {
       return client.getServerVersion() as Implementation | undefined;

@@ -2,11 +2,11 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
-import { isTaskgateError } from '@taskgate/errors';
+import { isTaskgateError, TaskgateError } from '@taskgate/errors';
 import { META, revisionInfo, TASKS_EXTENSION } from '@taskgate/protocol';
 import { deterministicJitter, fingerprintInput, sha256Hex } from '@taskgate/reliability';
 import { CallClocks, systemTimers, type Timers } from './call-clocks.ts';
-import { callCancelled, callOutcomeUnknown, callTimedOut, serverUnreachable } from './client-errors.ts';
+import { callCancelled, callOutcomeUnknown, callTimedOut, serverRefusal, serverUnreachable } from './client-errors.ts';
 import {
   type CorrelatedTransport,
   correlatedTransport,
@@ -229,6 +229,20 @@ export class TaskgateClient {
         : args;
     const key = typeof callArgs.idempotencyKey === 'string' ? callArgs.idempotencyKey : null;
     const asTask = await this.#callsAsTask(name, options);
+    // Once one attempt's answer was lost, the call may have taken effect whatever later attempts
+    // say: if none of them answers, the caller still gets the handle to look it up.
+    let lost = false;
+    const unknown = (attempts: number, why: string) =>
+      callOutcomeUnknown(
+        {
+          tool: name,
+          idempotencyKey: key,
+          argumentsFingerprint: sha256Hex(fingerprintInput(name, callArgs)),
+          attempts,
+          retryClass: policy.retry,
+        },
+        why,
+      );
     for (let attempt = 0; ; attempt += 1) {
       try {
         return await this.#withClocks('tools/call', options, (sdkOptions, progress) =>
@@ -238,28 +252,33 @@ export class TaskgateClient {
         );
       } catch (error) {
         const failure = failureKind(error);
+        if (failure === 'outcome-unknown') lost = true;
         const decision = decideRetry(policy, failure, attempt, key !== null, options.retry ?? {}, () =>
           this.#random(attempt),
         );
         if (decision.retry) {
           this.#onRetry?.({ tool: name, attempt: attempt + 1, delayMs: decision.delayMs, failure });
-          await this.#sleep(decision.delayMs, options.signal);
+          try {
+            await this.#sleep(decision.delayMs, options.signal);
+          } catch (cancelled) {
+            if (!lost) throw cancelled;
+            throw unknown(attempt + 1, 'cancelled while waiting to retry');
+          }
           continue;
         }
-        if (failure !== 'outcome-unknown') throw error;
-        throw callOutcomeUnknown(
-          {
-            tool: name,
-            idempotencyKey: key,
-            argumentsFingerprint: sha256Hex(fingerprintInput(name, callArgs)),
-            attempts: attempt + 1,
-            retryClass: policy.retry,
-          },
+        // After a lost attempt only an answer is final (the server's error for a later attempt
+        // says what became of the call); an attempt that never reached it, or a cancel, says nothing.
+        const answered = failure === 'final' && !isTaskgateError(error);
+        if (!lost || answered) throw error;
+        throw unknown(
+          attempt + 1,
           decision.why === 'unsafe'
             ? 'the tool is unsafe'
             : decision.why === 'no-key'
               ? 'a conditional tool called without an idempotency key'
-              : 'no attempts left',
+              : decision.why === 'attempts'
+                ? 'no attempts left'
+                : `then ${error instanceof Error ? error.message : String(error)}`,
         );
       }
     }
@@ -465,6 +484,8 @@ export class TaskgateClient {
     run: (sdkOptions: SdkRequestOptions, progress: () => void) => Promise<T>,
   ): Promise<T> {
     options.signal?.throwIfAborted();
+    const ended = this.#sdk.ended;
+    if (ended !== null) throw new TaskgateError('TG_SERVER_UNREACHABLE', `${method} was not sent: ${ended}`);
     const controller = new AbortController();
     let ending: Error | null = null;
     const end = (error: Error) => {
@@ -494,7 +515,7 @@ export class TaskgateClient {
     } catch (error) {
       // The SDK wraps an abort reason in its own error; ours says what happened.
       if (ending !== null) throw ending;
-      throw error;
+      throw serverRefusal(error) ?? error;
     } finally {
       clocks.stop();
       options.signal?.removeEventListener('abort', onAbort);

@@ -37,13 +37,15 @@ const INTERRUPTED = 130;
  * text on a terminal, the whole result as JSON otherwise. A tool error (isError) exits 1.
  */
 export async function runCall(args: CallArgs, io: CallIo): Promise<number> {
+  // A mistyped --json is named before anything is dialled, server or not.
+  const whole = jsonArguments(args.json);
   const { TaskgateClient } = await import('@taskgate/client');
   const client = await TaskgateClient.connectHttp({ url: args.url, ...(args.token ? { token: args.token } : {}) });
   const progress = new ProgressLine(io.terminal ? io.draw : (text) => io.stderr(text.trimEnd()), {
     lines: !io.terminal,
   });
   try {
-    const argumentsObject = await callArguments(client, args);
+    const argumentsObject = await callArguments(client, args, whole);
     const controller = new AbortController();
     let task: TaskState | null = null;
     let interrupts = 0;
@@ -136,20 +138,11 @@ export async function runCall(args: CallArgs, io: CallIo): Promise<number> {
  * (`--arg seconds=30` is the number 30, `--arg dry=true` the boolean); what does not read is an
  * error naming the property, never a guess. The server checks the result against the schema.
  */
-async function callArguments(client: TaskgateClient, args: CallArgs): Promise<Record<string, unknown>> {
-  let base: Record<string, unknown> = {};
-  if (args.json !== undefined) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(args.json);
-    } catch (error) {
-      throw new TaskgateError('TG_USAGE', `--json is not JSON: ${(error as Error).message}`);
-    }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-      throw new TaskgateError('TG_USAGE', '--json takes a JSON object of the arguments, like \'{"seconds": 2}\'');
-    }
-    base = parsed as Record<string, unknown>;
-  }
+async function callArguments(
+  client: TaskgateClient,
+  args: CallArgs,
+  base: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
   if (args.pairs.length === 0) return base;
   const tools = await client.listTools();
   const tool = tools.find((candidate) => candidate.name === args.tool);
@@ -161,11 +154,11 @@ async function callArguments(client: TaskgateClient, args: CallArgs): Promise<Re
     const key = pair.slice(0, equals);
     const text = pair.slice(equals + 1);
     if (properties[key]?.type === 'string') {
-      base[key] = text;
+      setOwn(base, key, text);
       continue;
     }
     try {
-      base[key] = JSON.parse(text);
+      setOwn(base, key, JSON.parse(text));
     } catch {
       const type = typeof properties[key]?.type === 'string' ? ` (its schema says ${properties[key]?.type})` : '';
       throw new TaskgateError(
@@ -175,4 +168,31 @@ async function callArguments(client: TaskgateClient, args: CallArgs): Promise<Re
     }
   }
   return base;
+}
+
+/** `--json '{…}'`: an object, or a usage error saying what it takes. */
+function jsonArguments(json: string | undefined): Record<string, unknown> {
+  if (json === undefined) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch (error) {
+    throw new TaskgateError('TG_USAGE', `--json is not JSON: ${(error as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    const got = parsed === null ? 'null' : Array.isArray(parsed) ? 'an array' : `a ${typeof parsed}`;
+    throw new TaskgateError(
+      'TG_USAGE',
+      `--json takes a JSON object of the arguments, like '{"seconds": 2}' (got ${got})`,
+    );
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/**
+ * An own property even for `__proto__`: plain assignment would set the object's prototype
+ * instead, and the argument would vanish from the call without a word.
+ */
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
