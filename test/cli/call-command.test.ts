@@ -57,6 +57,41 @@ describe('taskgate call in a terminal', () => {
     expect(JSON.parse(get.stdout)).toMatchObject({ taskId, status: 'cancelled' });
   });
 
+  it('Ctrl-C with a stdio server it started: "cancel requested", then the call ends cancelled', async () => {
+    const pty = new PtyProcess(
+      process.execPath,
+      [
+        CLI,
+        'call',
+        'slow_compute',
+        '--arg',
+        'seconds=30',
+        '--arg',
+        'label=pty-stdio',
+        '--',
+        process.execPath,
+        CLI,
+        'mcp-stdio',
+      ],
+      cleanEnv({ DATABASE_URL: database.url }),
+    );
+    ptys.push(pty);
+    await pty.waitForLine(/^\[#*-*\] \d+% /);
+    pty.type('\u0003');
+    await pty.waitForLine(/^cancel requested/);
+    await pty.waitForLine(/^cancelled: the server was told to stop$/);
+    expect(await pty.closed).toBe(130);
+    // The work ended cancelled. The terminal's SIGINT reaches the server too (it is in the CLI's
+    // process group: the SDK's stdio transport cannot start it detached), and taskgate
+    // mcp-stdio's graceful stop ends the call the same way.
+    const statuses = async () => {
+      const listed = await runCli(['tasks', 'list', '--json'], cleanEnv({ TASKGATE_URL: mcpUrl }));
+      const { tasks } = JSON.parse(listed.stdout) as { tasks: { status: string; arguments: { label?: string } }[] };
+      return tasks.filter((task) => task.arguments.label === 'pty-stdio').map((task) => task.status);
+    };
+    await expect.poll(statuses, { timeout: 10_000 }).toEqual(['cancelled']);
+  });
+
   it('a second Ctrl-C leaves at once and says the task goes on', async () => {
     const pty = inTerminal('call', 'slow_compute', '--arg', 'seconds=30', '--arg', 'label=pty-leave');
     const handedOver = await pty.waitForLine(/^task \S+ working/);
@@ -176,5 +211,57 @@ describe('taskgate call and tasks without a terminal', () => {
         `^taskgate: could not connect to http://127.0.0.1:${port}/mcp: .*ECONNREFUSED.*\\[TG_SERVER_UNREACHABLE\\]\n$`,
       ),
     );
+  });
+});
+
+describe('taskgate call and tasks on a stdio server (-- COMMAND)', () => {
+  const stdioServer = ['--', process.execPath, CLI, 'mcp-stdio'];
+  const env = () => cleanEnv({ DATABASE_URL: database.url, LOG_LEVEL: 'warn' });
+
+  it('starts the server, calls the tool on its stdin and stdout, and stops it', async () => {
+    const greet = await runCli(['call', 'greet', '--arg', 'name=Ann', ...stdioServer], env());
+    expect(greet.stderr).toBe('');
+    expect(greet.code).toBe(0);
+    expect(JSON.parse(greet.stdout)).toMatchObject({ structuredContent: { greeting: 'Hello, Ann!' } });
+  });
+
+  it("reads a task the HTTP server created: the server's database is the same", async () => {
+    const created = await fetch(`${mcpUrl.replace(/\/mcp$/, '')}/v1/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ tool: 'slow_compute', arguments: { seconds: 0, label: 'stdio-get' } }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    const got = await runCli(['tasks', 'get', id, '--json', ...stdioServer], env());
+    expect(got.code).toBe(0);
+    expect(JSON.parse(got.stdout)).toMatchObject({ taskId: id, status: expect.any(String) });
+  });
+
+  it("names a command that does not start, with the server's last words on stderr", async () => {
+    const missing = await runCli(['call', 'greet', '--', '/nonexistent/mcp-server'], env());
+    expect(missing.code).toBe(69);
+    expect(missing.stderr).toContain('/nonexistent/mcp-server');
+    expect(missing.stderr).toContain('[TG_SERVER_UNREACHABLE]');
+    const dying = await runCli(
+      ['call', 'greet', '--', process.execPath, '-e', "console.error('boom: \\u001b[31mno database'); process.exit(3)"],
+      env(),
+    );
+    expect(dying.code).toBe(69);
+    expect(dying.stderr).toContain("the stdio server's last words on stderr:\n  boom: \\u001b[31mno database");
+    expect(dying.stderr).toContain('[TG_SERVER_UNREACHABLE]');
+  });
+
+  it('refuses a stdio command where it cannot apply, and -- with nothing after it', async () => {
+    const cases: [string[], string][] = [
+      [['call', 'greet', '--url', mcpUrl, '--', 'x'], '--url and --token reach a server over HTTP'],
+      [['call', 'greet', '--'], '-- takes the command of an MCP server'],
+      [['tasks', 'list', '--', 'x'], 'tasks list reads the REST API'],
+      [['keys', 'get', 'k', '--', 'x'], 'keys get reads the REST API'],
+    ];
+    for (const [args, message] of cases) {
+      const result = await runCli(args, env());
+      expect({ args, code: result.code }).toEqual({ args, code: 64 });
+      expect(result.stderr).toContain(message);
+    }
   });
 });

@@ -2,6 +2,7 @@ import { isTaskgateError, TaskgateError } from '@taskgate/errors';
 import { nearest, parseCommandArgs } from './arguments.ts';
 import { type Config, type LogLevel, loadConfig, NO_TOOLS, splitList } from './config.ts';
 import { ROLES, type Role } from './roles.ts';
+import type { ServerTarget } from './server-target.ts';
 import { DUPLICATE_SIGNAL_WINDOW_MS } from './stop-signals.ts';
 
 /** How long mcp-stdio waits for a client's first message before loading the server. */
@@ -36,13 +37,14 @@ const COMMAND_USAGE = {
                               serve MCP on stdin/stdout (logs on stderr), running the tool
                               handlers of the given modules (default as for start) in-process
                               unless --no-worker`,
-  call: `  call TOOL [--arg KEY=VALUE]... [--json '{...}'] [--url URL] [--token TOKEN]
+  call: `  call TOOL [--arg KEY=VALUE]... [--json '{...}'] [--url URL] [--token TOKEN] [-- COMMAND...]
                               call a tool over MCP (TASKGATE_URL, default
-                              http://127.0.0.1:8080/mcp; TASKGATE_TOKEN): progress on one line;
+                              http://127.0.0.1:8080/mcp; TASKGATE_TOKEN), or on the stdio of the
+                              server COMMAND starts (-- npx taskgate mcp-stdio): progress on one line;
                               Ctrl-C cancels and waits for the task to end, Ctrl-C again leaves
                               it running. A value is JSON unless the tool's schema says string;
                               the result's text on a terminal, its JSON otherwise`,
-  tasks: `  tasks get|cancel|watch TASK_ID [--json] [--url URL] [--token TOKEN]
+  tasks: `  tasks get|cancel|watch TASK_ID [--json] [--url URL] [--token TOKEN] [-- COMMAND...]
                               a task's state; cancel it (the acknowledgement, then the status it
                               ends in); or follow it until it ends
   tasks list [--status S] [--limit N] [--cursor C] [--json]
@@ -252,9 +254,11 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       });
     }
     if (command === 'call' || command === 'tasks' || command === 'keys') {
+      const { splitServerCommand } = await import('./server-target.ts');
+      const { own, server: serverCommand } = splitServerCommand(rest);
       const { values, positionals } = parseCommandArgs(
         command,
-        rest,
+        own,
         {
           arg: { type: 'string', multiple: true },
           json: { type: command === 'call' ? 'string' : 'boolean' },
@@ -274,6 +278,24 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       const token = values.token ?? io.env.TASKGATE_TOKEN;
       if (!/^https?:\/\//.test(url))
         throw new TaskgateError('TG_USAGE', `--url takes an http(s) URL of /mcp (got ${JSON.stringify(url)})`);
+      if (serverCommand !== null && (values.url !== undefined || values.token !== undefined)) {
+        throw new TaskgateError(
+          'TG_USAGE',
+          '--url and --token reach a server over HTTP; -- COMMAND starts one on stdio: one or the other',
+        );
+      }
+      const [command0, ...commandArgs] = serverCommand ?? [];
+      const target: ServerTarget =
+        command0 === undefined
+          ? { kind: 'http', url, ...(token ? { token } : {}) }
+          : { kind: 'stdio', command: command0, args: commandArgs, env: stringsOf(io.env) };
+      const restOnly = command === 'keys' || positionals[0] === 'list';
+      if (serverCommand !== null && restOnly) {
+        throw new TaskgateError(
+          'TG_USAGE',
+          `-- COMMAND applies to call and tasks get|cancel|watch: ${command === 'keys' ? 'keys get' : 'tasks list'} reads the REST API (--url)`,
+        );
+      }
       if (command === 'call') {
         const [tool, ...extra] = positionals;
         if (tool === undefined)
@@ -286,8 +308,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
             tool,
             pairs: values.arg ?? [],
             ...(typeof values.json === 'string' ? { json: values.json } : {}),
-            url,
-            ...(token ? { token } : {}),
+            target,
           },
           {
             stdout: io.stdout,
@@ -355,7 +376,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       }
       if (taskId === undefined) throw new TaskgateError('TG_USAGE', `tasks ${action} needs a task id`);
       if (extra.length > 0) throw new TaskgateError('TG_USAGE', `unexpected argument ${JSON.stringify(extra[0])}`);
-      return await runTasks({ action, taskId, url, ...(token ? { token } : {}), json }, io.stdout);
+      return await runTasks({ action, taskId, target, json }, io.stdout);
     }
     if (command === 'mcp-stdio') {
       const { values } = parseCommandArgs(
@@ -457,6 +478,11 @@ function report(error: unknown, logLevel: LogLevel, io: Io): number {
   );
   if (verbose && error instanceof Error && error.stack) io.stderr(error.stack);
   return internal.definition.exitCode;
+}
+
+/** The environment a started stdio server inherits: this process's, its unset names left out. */
+function stringsOf(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
 }
 
 function oneLine(text: string): string {

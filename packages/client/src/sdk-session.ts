@@ -24,8 +24,11 @@ export interface StdioTarget {
   /** The child's whole environment (default: the SDK's minimal one, PATH and HOME, no secrets). */
   readonly env?: Readonly<Record<string, string>>;
   readonly cwd?: string;
-  /** Where the child's stderr goes (default: this process's stderr). */
-  readonly stderr?: 'inherit' | 'ignore' | 'pipe';
+  /**
+   * Where the child's stderr goes: this process's (the default), nowhere, or to a function as it
+   * arrives. Never a pipe nobody reads: a child that fills one (64 KiB of logs) blocks.
+   */
+  readonly stderr?: 'inherit' | 'ignore' | ((text: string) => void);
 }
 
 /** A Streamable HTTP endpoint (Taskgate's is `<base>/mcp`). */
@@ -85,8 +88,13 @@ export function stdioSession(target: StdioTarget, clientInfo: Implementation): S
     args: [...(target.args ?? [])],
     ...(target.env ? { env: { ...target.env } } : {}),
     ...(target.cwd ? { cwd: target.cwd } : {}),
-    stderr: target.stderr ?? 'inherit',
+    stderr: typeof target.stderr === 'function' ? 'pipe' : (target.stderr ?? 'inherit'),
   });
+  const onStderr = target.stderr;
+  if (typeof onStderr === 'function') {
+    // The transport's own PassThrough, there from construction: read from the first byte.
+    transport.stderr?.on('data', (chunk: Buffer) => onStderr(chunk.toString('utf8')));
+  }
   return v1Session(transport, clientInfo, () => {
     const pid = transport.pid;
     return `the stdio server ${JSON.stringify(target.command)}${pid === null ? '' : ` (pid ${pid})`} has ended`;

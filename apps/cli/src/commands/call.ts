@@ -1,6 +1,7 @@
 import type { TaskgateClient, TaskState } from '@taskgate/client';
 import { isTaskgateError, TaskgateError } from '@taskgate/errors';
 import { ProgressLine } from '../progress-line.ts';
+import { connectTarget, type ServerTarget } from '../server-target.ts';
 
 export interface CallArgs {
   readonly tool: string;
@@ -8,8 +9,7 @@ export interface CallArgs {
   readonly pairs: readonly string[];
   /** `--json '{…}'`: the whole arguments object. */
   readonly json?: string;
-  readonly url: string;
-  readonly token?: string;
+  readonly target: ServerTarget;
 }
 
 export interface CallIo {
@@ -39,8 +39,7 @@ const INTERRUPTED = 130;
 export async function runCall(args: CallArgs, io: CallIo): Promise<number> {
   // A mistyped --json is named before anything is dialled, server or not.
   const whole = jsonArguments(args.json);
-  const { TaskgateClient } = await import('@taskgate/client');
-  const client = await TaskgateClient.connectHttp({ url: args.url, ...(args.token ? { token: args.token } : {}) });
+  const { client, explain } = await connectTarget(args.target);
   const progress = new ProgressLine(io.terminal ? io.draw : (text) => io.stderr(text.trimEnd()), {
     lines: !io.terminal,
   });
@@ -127,6 +126,8 @@ export async function runCall(args: CallArgs, io: CallIo): Promise<number> {
     } finally {
       stopListening();
     }
+  } catch (error) {
+    throw explain(error);
   } finally {
     await client.close().catch(() => {});
   }

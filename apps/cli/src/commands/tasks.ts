@@ -1,12 +1,12 @@
 import type { TaskState } from '@taskgate/client';
 import { isErrorCode, TaskgateError } from '@taskgate/errors';
+import { connectTarget, type ServerTarget } from '../server-target.ts';
 import { formatTable, printable } from '../terminal-text.ts';
 
 export interface TasksArgs {
   readonly action: 'get' | 'cancel' | 'watch';
   readonly taskId: string;
-  readonly url: string;
-  readonly token?: string;
+  readonly target: ServerTarget;
   readonly json: boolean;
 }
 
@@ -16,8 +16,7 @@ export interface TasksArgs {
  * prints each change until the task ends. With --json, one JSON object per line.
  */
 export async function runTasks(args: TasksArgs, out: (line: string) => void): Promise<number> {
-  const { TaskgateClient } = await import('@taskgate/client');
-  const client = await TaskgateClient.connectHttp({ url: args.url, ...(args.token ? { token: args.token } : {}) });
+  const { client, explain } = await connectTarget(args.target);
   const show = (task: TaskState) =>
     out(
       args.json
@@ -48,7 +47,7 @@ export async function runTasks(args: TasksArgs, out: (line: string) => void): Pr
     });
     return ended.status === 'completed' ? 0 : 1;
   } catch (error) {
-    throw asCliError(error);
+    throw asCliError(explain(error));
   } finally {
     await client.close().catch(() => {});
   }
