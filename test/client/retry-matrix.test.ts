@@ -37,11 +37,11 @@ const isCallOf = (tool: string) => (request: RecordedRequest) =>
   );
 
 /** A client behind a proxy that loses the answer to the first call of `tool`. */
-async function losingFirstAnswerOf(tool: string, options: { goAwayOnRetry?: boolean } = {}) {
+async function losingFirstAnswerOf(tool: string, options: { goAwayOnRetry?: boolean; loseAll?: boolean } = {}) {
   let lost = false;
   const recorder = await startRecorder(served.api.mcpUrl.href, {
     lose: (request) => {
-      if (lost || !isCallOf(tool)(request)) return false;
+      if ((lost && !options.loseAll) || !isCallOf(tool)(request)) return false;
       lost = true;
       return true;
     },
@@ -134,6 +134,35 @@ describe('the retry matrix, with the first answer lost', () => {
       expect(charges.rows[0]?.n).toBe(1);
     } finally {
       await run.client.close();
+    }
+  });
+
+  it('safe, every answer lost: the retries share the one max clock, never reset by an attempt', async () => {
+    const run = await losingFirstAnswerOf('slow_compute', { loseAll: true });
+    try {
+      const started = performance.now();
+      const error = await run.client
+        .callTool(
+          'slow_compute',
+          { seconds: 0.3, label: 'retry-max-clock' },
+          { maxMs: 1_000, retry: { attempts: 20, baseMs: 1 } },
+        )
+        .then(
+          () => null,
+          (reason: unknown) => reason,
+        );
+      const elapsed = performance.now() - started;
+      // Each attempt takes the tool's 300 ms: twenty of them would take six seconds.
+      expect(isTaskgateError(error) && error.code).toBe('TG_CALL_OUTCOME_UNKNOWN');
+      expect(elapsed).toBeLessThan(2_000);
+      const { attempts } = (error as { details: { handle: { attempts: number } } }).details.handle;
+      expect(attempts).toBeGreaterThanOrEqual(2);
+      expect(attempts).toBeLessThanOrEqual(5);
+      // The last attempt may be cut by the max clock before the proxy has its body.
+      expect(run.calls().length).toBeGreaterThanOrEqual(attempts - 1);
+      expect(run.calls().length).toBeLessThanOrEqual(attempts);
+    } finally {
+      await run.close();
     }
   });
 

@@ -44,6 +44,27 @@ describe('CallClocks', () => {
     expect(expired).toEqual([['idle', 100]]);
   });
 
+  it("a retry's clocks: the max clock runs from the call's start, the idle clock from the attempt's", () => {
+    const { timers, advance } = manualTimers();
+    advance(700);
+    const expired: unknown[] = [];
+    // The call began at 0 with max 1,000 ms; this attempt begins at 700 with idle 500 ms.
+    new CallClocks({ idleMs: 500, maxMs: 1_000 }, timers, (...args) => expired.push(args), 0);
+    advance(299);
+    expect(expired).toEqual([]);
+    advance(1);
+    expect(expired).toEqual([['max', 1_000]]);
+  });
+
+  it('a retry that begins past the max clock ends at once on it', () => {
+    const { timers, advance } = manualTimers();
+    advance(1_200);
+    const expired: unknown[] = [];
+    new CallClocks({ idleMs: 100, maxMs: 1_000 }, timers, (...args) => expired.push(args), 0);
+    advance(0);
+    expect(expired).toEqual([['max', 1_000]]);
+  });
+
   it('lets progress push the idle clock on, but never the max clock', () => {
     const { timers, advance } = manualTimers();
     const expired: unknown[] = [];

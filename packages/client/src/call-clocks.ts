@@ -27,8 +27,18 @@ export class CallClocks {
   #timer: unknown = null;
   #done = false;
 
-  constructor(limits: DeadlineLimits, timers: Timers, onExpired: (clock: DeadlineClock, limitMs: number) => void) {
-    this.#deadline = new TwoClockDeadline(limits, timers.now());
+  /**
+   * `startedAt` is when the call began, for a retry's attempt: the max clock runs from there (it
+   * is never reset, not even by a new attempt), the idle clock from now.
+   */
+  constructor(
+    limits: DeadlineLimits,
+    timers: Timers,
+    onExpired: (clock: DeadlineClock, limitMs: number) => void,
+    startedAt?: number,
+  ) {
+    const now = timers.now();
+    this.#deadline = new TwoClockDeadline(limits, Math.min(startedAt ?? now, now), now);
     this.#timers = timers;
     this.#onExpired = onExpired;
     this.#arm();

@@ -219,7 +219,8 @@ export class TaskgateClient {
    * (`isError`), not a throw. A call whose answer was lost is repeated only as its tool allows
    * (retry-plan.ts): a safe tool with a new id; a conditional one with the same idempotency key
    * and arguments — the client makes the key when the caller gave none; an unsafe one never, the
-   * caller gets TG_CALL_OUTCOME_UNKNOWN with a handle to look it up. Each attempt has its own clocks.
+   * caller gets TG_CALL_OUTCOME_UNKNOWN with a handle to look it up. The max clock is the call's,
+   * shared by every attempt (a retry never resets it); the idle clock restarts with each.
    */
   async callTool(name: string, args: Record<string, unknown>, options: CallToolOptions = {}): Promise<CallToolResult> {
     const policy = options.policy ?? (await this.policyOf(name, options));
@@ -232,6 +233,9 @@ export class TaskgateClient {
     // Once one attempt's answer was lost, the call may have taken effect whatever later attempts
     // say: if none of them answers, the caller still gets the handle to look it up.
     let lost = false;
+    // The max clock is the call's, not an attempt's: retries share it.
+    const startedAt = this.#timers.now();
+    const maxMs = options.maxMs ?? DEFAULT_MAX_MS;
     const unknown = (attempts: number, why: string) =>
       callOutcomeUnknown(
         {
@@ -245,10 +249,14 @@ export class TaskgateClient {
       );
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return await this.#withClocks('tools/call', options, (sdkOptions, progress) =>
-          callContext.run({ ...(options.onTask ? { onTask: options.onTask } : {}), progress, asTask }, () =>
-            this.#sdk.callTool(name, callArgs, sdkOptions),
-          ),
+        return await this.#withClocks(
+          'tools/call',
+          options,
+          (sdkOptions, progress) =>
+            callContext.run({ ...(options.onTask ? { onTask: options.onTask } : {}), progress, asTask }, () =>
+              this.#sdk.callTool(name, callArgs, sdkOptions),
+            ),
+          startedAt,
         );
       } catch (error) {
         const failure = failureKind(error);
@@ -256,6 +264,11 @@ export class TaskgateClient {
         const decision = decideRetry(policy, failure, attempt, key !== null, options.retry ?? {}, () =>
           this.#random(attempt),
         );
+        if (decision.retry && startedAt + maxMs - this.#timers.now() <= decision.delayMs) {
+          // The wait alone would outlast the max clock: no attempt is left to make.
+          if (!lost) throw error;
+          throw unknown(attempt + 1, `the max clock (${maxMs} ms) runs out before another attempt`);
+        }
         if (decision.retry) {
           this.#onRetry?.({ tool: name, attempt: attempt + 1, delayMs: decision.delayMs, failure });
           try {
@@ -482,6 +495,7 @@ export class TaskgateClient {
     method: string,
     options: CallOptions,
     run: (sdkOptions: SdkRequestOptions, progress: () => void) => Promise<T>,
+    startedAt?: number,
   ): Promise<T> {
     options.signal?.throwIfAborted();
     const ended = this.#sdk.ended;
@@ -497,6 +511,7 @@ export class TaskgateClient {
       { idleMs: options.idleMs ?? DEFAULT_IDLE_MS, maxMs: options.maxMs ?? DEFAULT_MAX_MS },
       this.#timers,
       (clock, limitMs) => end(callTimedOut(method, clock, limitMs)),
+      startedAt,
     );
     const onAbort = () => end(callCancelled(method, options.signal?.reason));
     options.signal?.addEventListener('abort', onAbort, { once: true });

@@ -20,6 +20,14 @@ describe('two-clock deadline', () => {
     expect(deadline.expired(2000)).toEqual({ clock: 'max', deadlineAt: 2000, limitMs: 2000 });
   });
 
+  it('starts the idle clock at idleFrom and keeps the max clock at startedAt (a retry)', () => {
+    const deadline = new TwoClockDeadline(LESSON, 0, 1_800);
+    // Idle alone would have expired at 500; from 1,800 it runs to 2,300, after max.
+    expect(deadline.expired(1_999)).toBeNull();
+    expect(deadline.expired(2_000)).toEqual({ clock: 'max', deadlineAt: 2000, limitMs: 2000 });
+    expect(() => new TwoClockDeadline(LESSON, 100, 99)).toThrow(RangeError);
+  });
+
   it('expires by idle 500 ms after the last progress when progress stops', () => {
     const deadline = new TwoClockDeadline(LESSON, 0);
     for (const at of [400, 800, 1200]) deadline.recordProgress(at);

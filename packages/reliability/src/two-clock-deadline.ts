@@ -46,14 +46,21 @@ export class TwoClockDeadline {
   // progress report must not turn an expired call back into a live one.
   #expiry: DeadlineExpiry | null = null;
 
-  constructor(limits: DeadlineLimits, startedAt: number) {
+  /**
+   * `idleFrom` (default `startedAt`) is where the idle clock starts: a retried call's new attempt
+   * starts it afresh while the max clock keeps the call's first start.
+   */
+  constructor(limits: DeadlineLimits, startedAt: number, idleFrom: number = startedAt) {
     checkLimit('idleMs', limits.idleMs);
     checkLimit('maxMs', limits.maxMs);
     checkInstant('startedAt', startedAt);
+    checkInstant('idleFrom', idleFrom);
+    if (idleFrom < startedAt)
+      throw new RangeError(`idleFrom (${idleFrom}) must not be before startedAt (${startedAt})`);
     this.#idleMs = limits.idleMs;
     this.#maxMs = limits.maxMs;
     this.#startedAt = startedAt;
-    this.#lastProgressAt = startedAt;
+    this.#lastProgressAt = idleFrom;
   }
 
   get startedAt(): number {
