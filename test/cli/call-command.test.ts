@@ -249,6 +249,13 @@ describe('taskgate call and tasks on a stdio server (-- COMMAND)', () => {
     expect(dying.code).toBe(69);
     expect(dying.stderr).toContain("the stdio server's last words on stderr:\n  boom: \\u001b[31mno database");
     expect(dying.stderr).toContain('[TG_SERVER_UNREACHABLE]');
+    // A server that answers and then fails to start says why, with its code: exit 69, not 65.
+    const noDatabase = await runCli(
+      ['call', 'greet', ...stdioServer],
+      cleanEnv({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', LOG_LEVEL: 'warn' }),
+    );
+    expect(noDatabase.code).toBe(69);
+    expect(noDatabase.stderr).toMatch(/the server failed to start: .*\[TG_DB_UNREACHABLE\]/);
   });
 
   it('refuses a stdio command where it cannot apply, and -- with nothing after it', async () => {

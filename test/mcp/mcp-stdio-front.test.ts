@@ -119,7 +119,12 @@ describe('taskgate mcp-stdio before it is ready', () => {
     expect(pipe.answers(2)).toEqual([
       {
         out: expect.objectContaining({
-          error: expect.objectContaining({ code: -32603, message: expect.stringContaining('failed to start') }),
+          error: expect.objectContaining({
+            code: -32603,
+            message: expect.stringContaining('failed to start'),
+            // The failure's code, so a client can say the database is unreachable, not "internal error".
+            data: { code: 'TG_DB_UNREACHABLE' },
+          }),
         }),
       },
     ]);

@@ -86,8 +86,12 @@ export class StdioFront {
     };
   }
 
-  /** Start-up failed: every request held and not answered gets an error; nothing more is read. */
-  fail(message: string): void {
+  /**
+   * Start-up failed: every request held and not answered gets an error, with the failure's code
+   * when it has one (a client then says what went wrong, not just "internal error"); nothing more
+   * is read.
+   */
+  fail(message: string, code?: string): void {
     if (this.#forward || this.#failed) return;
     this.#failed = true;
     for (const line of this.#held) {
@@ -97,6 +101,7 @@ export class StdioFront {
         errorResponse(request.id, {
           code: ErrorCode.InternalError,
           message: `Internal error: the server failed to start: ${message}`,
+          ...(code === undefined ? {} : { data: { code } }),
         }),
       );
     }

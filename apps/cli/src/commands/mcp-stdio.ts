@@ -1,6 +1,6 @@
 import { McpCore, openTaskServices, type StdioFront, StdioServer } from '@taskgate/api';
-import { loadMigrations, MigrationRunner } from '@taskgate/db';
-import { TaskgateError } from '@taskgate/errors';
+import { isDatabaseUnavailable, loadMigrations, MigrationRunner } from '@taskgate/db';
+import { isTaskgateError, TaskgateError } from '@taskgate/errors';
 import { registryOf } from '@taskgate/tools';
 import { startWorkerRole } from '@taskgate/worker';
 import { type Config, clockCaps, DEFAULT_TENANT } from '../config.ts';
@@ -114,11 +114,17 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
     stdio.shutdown();
   } catch (error) {
     // Requests the front held are answered, not left waiting for a server that will not come.
-    args.front?.fail(error instanceof Error ? error.message : String(error));
+    args.front?.fail(error instanceof Error ? error.message : String(error), startFailureCode(error));
     await lifecycle.stopAll();
     throw error;
   }
   const problems = await lifecycle.stopAll();
   logger.info({ problems }, 'mcp-stdio stopped');
   return problems.length === 0 ? 0 : 70;
+}
+
+/** The code a start-up failure is answered with: its own, or an outage's; none for a bug. */
+function startFailureCode(error: unknown): string | undefined {
+  if (isTaskgateError(error)) return error.code;
+  return isDatabaseUnavailable(error) ? 'TG_SERVICE_UNAVAILABLE' : undefined;
 }
