@@ -83,12 +83,7 @@ export class RestClient {
   }
 
   listTasks(query: { status?: RestTask['status']; limit?: number; cursor?: string } = {}) {
-    const search = new URLSearchParams();
-    if (query.status) search.set('status', query.status);
-    if (query.limit !== undefined) search.set('limit', String(query.limit));
-    if (query.cursor) search.set('cursor', query.cursor);
-    const suffix = search.size > 0 ? `?${search}` : '';
-    return this.#call<{ tasks: RestTask[]; nextCursor: string | null }>('listTasks', {}, suffix);
+    return this.#call<{ tasks: RestTask[]; nextCursor: string | null }>('listTasks', {}, querySuffix(query));
   }
 
   getTask(id: string) {
@@ -105,12 +100,11 @@ export class RestClient {
 
   /** Newest first; `next` is the `before` of the following page (null on the last). */
   listReconciliationItems(query: { state?: 'open' | 'resolved' | 'all'; limit?: number; before?: string } = {}) {
-    const search = new URLSearchParams();
-    if (query.state) search.set('state', query.state);
-    if (query.limit !== undefined) search.set('limit', String(query.limit));
-    if (query.before) search.set('before', query.before);
-    const suffix = search.size > 0 ? `?${search}` : '';
-    return this.#call<{ items: RestReconciliationItem[]; next: string | null }>('listReconciliationItems', {}, suffix);
+    return this.#call<{ items: RestReconciliationItem[]; next: string | null }>(
+      'listReconciliationItems',
+      {},
+      querySuffix(query),
+    );
   }
 
   getReconciliationItem(id: string) {
@@ -165,6 +159,15 @@ export class RestClient {
       details: { status: response.status },
     });
   }
+}
+
+/** `?name=value&…` of the parameters given (none empty), or nothing. */
+function querySuffix(query: Readonly<Record<string, string | number | undefined>>): string {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined && value !== '') search.set(name, String(value));
+  }
+  return search.size > 0 ? `?${search}` : '';
 }
 
 /** The first characters of a body, quoted with its control characters escaped, for an error message. */

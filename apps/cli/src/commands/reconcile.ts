@@ -34,21 +34,8 @@ export type ReconcileArgs =
 /** Where the items are read: a server's /v1 (its token's tenant) or the database (every tenant). */
 export type ReconcileTarget = { readonly url: string; readonly token?: string } | null;
 
-/** An item as printed: the database's row or the REST answer (which has no tenant: it is the token's). */
-interface ShownItem {
-  readonly id: string;
-  readonly tenantId: string | null;
-  readonly taskId: string;
-  readonly tool: string;
-  readonly idempotencyKey: string | null;
-  readonly kind: string;
-  readonly reason: string;
-  readonly details: Record<string, unknown>;
-  readonly createdAt: string;
-  readonly resolvedAt: string | null;
-  readonly resolution: string | null;
-  readonly resolvedBy: string | null;
-}
+/** An item as printed: the REST answer's fields, and the tenant where the database says it. */
+type ShownItem = RestReconciliationItem & { readonly tenantId: string | null };
 
 /** The three operations, on whichever side holds the items. */
 interface ItemSource {
