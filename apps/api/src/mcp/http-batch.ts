@@ -15,7 +15,7 @@ import { batchRefusal } from './batch-answer.ts';
 import { type RequestEnd, runRequest } from './dispatch/request-runner.ts';
 import { type LegacySessions, sessionOf, sessionRequestContext } from './legacy-sessions.ts';
 import { type McpCore, type ServerStopping, stoppedCallError } from './mcp-core.ts';
-import { legacyResult, resultJson } from './mcp-methods.ts';
+import { resultJson } from './mcp-methods.ts';
 import { honourPostedCancel, honourPostedResponse, type PostedFrom } from './posted-messages.ts';
 import type { RpcFailure } from './rpc-failures.ts';
 import { hasMetaVersion } from './stdio-front.ts';
@@ -183,9 +183,7 @@ export async function handleBatch(
     if (end.kind !== 'answer') return;
     const { outcome } = end;
     responses.push(
-      outcome.kind === 'result'
-        ? resultJson(id, legacyResult(outcome.result))
-        : JSON.stringify(errorResponse(id, outcome.error)),
+      outcome.kind === 'result' ? resultJson(id, outcome.result) : JSON.stringify(errorResponse(id, outcome.error)),
     );
   }
 

@@ -186,7 +186,7 @@ export class McpCore {
     if (handler) return handler(params, context);
     return {
       kind: 'error',
-      httpStatus: 404,
+      httpStatus: revision?.methodNotFoundStatus ?? 404,
       error: { code: ErrorCode.MethodNotFound, message: `Method not found: ${method}` },
     };
   }

@@ -35,7 +35,7 @@ import {
   sessionRequestContext,
 } from './legacy-sessions.ts';
 import { type McpCore, ServerStopping, stoppedCallError } from './mcp-core.ts';
-import { legacyResult, type MethodOutcome, resultJson, type ServerIdentity, sharedResponse } from './mcp-methods.ts';
+import { type MethodOutcome, resultJson, type ServerIdentity, sharedResponse } from './mcp-methods.ts';
 import { honourPostedCancel, honourPostedResponse } from './posted-messages.ts';
 import { ProgressStream } from './progress-stream.ts';
 import type { Initialized } from './revisions/handshake/initialize.ts';
@@ -394,7 +394,6 @@ async function handleLegacy(
       },
       options,
       scope,
-      legacyResult,
     );
   // Every other request runs through the request runner in the session's scope (or the tenant's,
   // without a session): its id begins in the scope's coordinator, so one still in flight is not
@@ -464,15 +463,13 @@ async function handleLegacy(
     reply.header('retry-after', '1');
   } else if (end.outcome.kind === 'error') {
     message = errorResponse(id, end.outcome.error);
-    // A failure's own status (503 in an outage) and headers; a method's error is on a 200 (a 4xx
-    // would tell a handshake client its session is gone).
-    if (end.headers) {
-      status = end.outcome.httpStatus;
-      reply.headers(end.headers);
-    }
+    // A failure's own status (503 in an outage) and headers; the revision's methods answer
+    // theirs on a 200.
+    status = end.outcome.httpStatus;
+    if (end.headers) reply.headers(end.headers);
   } else {
-    if (!open) return send(reply, id, { kind: 'result', result: legacyResult(end.outcome.result) });
-    message = resultResponse(id, legacyResult(end.outcome.result));
+    if (!open) return send(reply, id, end.outcome);
+    message = resultResponse(id, end.outcome.result);
   }
   if (open) return open.push({ kind: 'final', value: { data: message } });
   return reply.code(status).send(message);
@@ -595,7 +592,6 @@ async function callTool(
   },
   options: RouteOptions,
   scope?: CallScope,
-  shape: (result: Readonly<Record<string, unknown>>) => Readonly<Record<string, unknown>> = (result) => result,
 ) {
   // A 2025-11-25 request may be cancelled by a later POST: its scope's coordinator decides the race.
   // A 2026-07-28 POST is a scope of its own: only its closed response cancels it.
@@ -669,7 +665,6 @@ async function callTool(
       if (!reply.raw.headersSent) reply.raw.setHeader(name, value);
     }
   }
-  if (outcome.kind === 'result') outcome = { kind: 'result', result: shape(outcome.result) };
   if (progress) return (progress as ProgressStream).finish(id, outcome);
   const body = JSON.stringify(
     outcome.kind === 'result' ? resultResponse(id, outcome.result) : errorResponse(id, outcome.error),

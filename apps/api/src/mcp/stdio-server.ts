@@ -20,7 +20,7 @@ import { ClientRequests } from './dispatch/client-requests.ts';
 import { runRequest } from './dispatch/request-runner.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import { type ListKind, type McpCore, stoppedCallError } from './mcp-core.ts';
-import { legacyResult, type MethodOutcome, resultJson, type ServerIdentity } from './mcp-methods.ts';
+import { type MethodOutcome, resultJson, type ServerIdentity } from './mcp-methods.ts';
 import { initialize } from './revisions/handshake/initialize.ts';
 import { rpcFailure } from './rpc-failures.ts';
 import { hasMetaVersion } from './stdio-front.ts';
@@ -386,12 +386,7 @@ export class StdioServer {
         if (created && typeof (created as { taskId?: unknown }).taskId === 'string') {
           this.#watchLegacyTask((created as { taskId: string }).taskId);
         }
-        // Unknown methods are -32601 either way; only the result's shape differs by era.
-        this.#deliver(
-          id,
-          modern || outcome.kind !== 'result' ? outcome : { kind: 'result', result: legacyResult(outcome.result) },
-          begun.generation,
-        );
+        this.#deliver(id, outcome, begun.generation);
       })
       .finally(() => {
         // Only this request's own entries: after a cancel the client may have used its id again.

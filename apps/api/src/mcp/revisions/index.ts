@@ -25,7 +25,12 @@ export function servedRevisions(
   const revisions = new Map<string, Revision>([
     [
       LATEST_PROTOCOL_VERSION,
-      { version: LATEST_PROTOCOL_VERSION, era: 'modern', methods: perRequestMethods(runner, content) },
+      {
+        version: LATEST_PROTOCOL_VERSION,
+        era: 'modern',
+        methods: perRequestMethods(runner, content),
+        methodNotFoundStatus: 404,
+      },
     ],
   ]);
   for (const profile of [R2025_11_25, R2025_06_18, R2025_03_26, R2024_11_05]) {
@@ -33,6 +38,7 @@ export function servedRevisions(
       version: profile.version,
       era: 'legacy',
       methods: handshakeMethods(runner, watcher, profile, content),
+      methodNotFoundStatus: 200,
       ...(profile.tasks ? { statusWatch: statusWatch(watcher, runner.options.pollMs) } : {}),
     });
   }

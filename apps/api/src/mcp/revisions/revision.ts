@@ -6,6 +6,8 @@ export interface Revision {
   readonly version: string;
   readonly era: ProtocolEra;
   readonly methods: MethodTable;
+  /** The HTTP status of -32601 for a method not in `methods` (a handshake revision: 200, as its other errors). */
+  readonly methodNotFoundStatus: number;
   /** Status notifications for the tasks a connection created, where the revision sends them. */
   readonly statusWatch?: (tenantId: string, send: (notification: Record<string, unknown>) => void) => StatusWatch;
 }

@@ -108,7 +108,7 @@ export function handshakeMethods(
     ...contentMethods(content, {
       notFoundCode: RESOURCE_NOT_FOUND,
       invalidStatus: 200,
-      result: (result) => profile.contentResult(legacyResult(result)),
+      result: profile.contentResult,
       subscribe: true,
     }),
   ]);
@@ -118,7 +118,24 @@ export function handshakeMethods(
       methods.set(method, (params, context) => tasks.request(method, params, context));
     }
   }
-  return methods;
+  return new Map([...methods].map(([method, handler]) => [method, inHandshakeShape(method, handler)]));
+}
+
+/**
+ * A method's answer as a handshake revision sends it, so no transport shapes one: a result
+ * without what 2026-07-28 added (resultType, cache hints), and an error on HTTP 200 — a 4xx would
+ * tell the client its session is gone. tools/call's refusals keep their own status (a missing
+ * client capability is -32021 on 400 in every revision). A failure the method throws (503 in an
+ * outage) is not an answer of the method's and keeps its status.
+ */
+function inHandshakeShape(method: string, handler: MethodHandler): MethodHandler {
+  const keepsStatus = method === 'tools/call';
+  return async (params, context) => {
+    const outcome = await handler(params, context);
+    if (outcome?.kind === 'result') return { kind: 'result', result: legacyResult(outcome.result) };
+    if (outcome?.kind === 'error' && !keepsStatus && outcome.httpStatus !== 200) return { ...outcome, httpStatus: 200 };
+    return outcome;
+  };
 }
 
 /**
