@@ -123,6 +123,11 @@ export interface RequestContext {
   readonly open?: (opened: Initialized) => Promise<void> | void;
   /** Sees each status change of the task a 2025-11-25 tasks/result waits for, as its notification. */
   readonly onTaskStatus?: (notification: Record<string, unknown>) => void;
+  /**
+   * A task the request created at the client's asking (2025-11-25's `task` param), for a
+   * connection that follows the status of the tasks it created on a stream of its own.
+   */
+  readonly onTaskCreated?: (taskId: string) => void;
 }
 
 /**

@@ -2,30 +2,24 @@ import type { Readable, Writable } from 'node:stream';
 import {
   type Capabilities,
   checkJsonValue,
-  checkMetaFields,
   classifyMessage,
   ErrorCode,
   errorResponse,
   invalidJsonValueError,
   type JsonRpcId,
-  LATEST_PROTOCOL_VERSION,
-  LEGACY_PROTOCOL_VERSIONS,
   type LogLevel,
   parseCancelledParams,
-  requestEra,
 } from '@taskgate/protocol';
 import { type CancelSignal, RequestCoordinator, requestIdKey, StopSignalError } from '@taskgate/reliability';
-import { BatchAnswer, batchRefusal } from './batch-answer.ts';
+import { BatchAnswer } from './batch-answer.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
-import { runRequest } from './dispatch/request-runner.ts';
+import { type Connection, type ListenStream, McpDispatcher, type RequestStream } from './dispatch/dispatcher.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
-import { type ListKind, type McpCore, stoppedCallError } from './mcp-core.ts';
-import { type MethodOutcome, resultJson, type ServerIdentity } from './mcp-methods.ts';
-import { initialize } from './revisions/handshake/initialize.ts';
+import type { ListKind, McpCore } from './mcp-core.ts';
+import { resultJson, type ServerIdentity } from './mcp-methods.ts';
 import { rpcFailure } from './rpc-failures.ts';
-import { hasMetaVersion } from './stdio-front.ts';
 import { oversizedLineResponse, readStdioLines, STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
-import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
+import type { ListenSink, TaskSubscription } from './task-subscriptions.ts';
 
 export { STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
 
@@ -74,18 +68,18 @@ export class StdioServer {
   /** The abort of each request (and listen) in flight, which a cancel or the end of stdin reaches. */
   readonly #controllers = new Map<string, AbortController>();
   /** What each request in flight settles with: the end of stdin waits for them all. */
-  readonly #inFlight = new Map<string, Promise<void>>();
+  readonly #inFlight = new Set<Promise<void>>();
   readonly #closed: Promise<void>;
   #resolveClosed!: () => void;
   #ended = false;
   readonly #listens = new Map<TaskSubscription, () => void>();
   /** 2025-11-25 tasks this pipe created, watched for their status notifications; null until the first. */
   #statusWatch: { add(taskId: string): void; stop(): void } | null = null;
-  #legacy = false;
-  /** The revision negotiated by initialize (the pipe's, until a request carries its own in _meta). */
-  #revision = LEGACY_PROTOCOL_VERSIONS[0] as string;
-  /** What a 2025-11-25 client declared at initialize (that era declares once per connection). */
-  #legacyCapabilities: Capabilities | undefined;
+  /**
+   * What initialize settled: the revision the pipe speaks (until a request carries its own in
+   * _meta) and what the client declared. null before initialize.
+   */
+  #handshake: { readonly revision: string; readonly clientCapabilities: Capabilities | undefined } | null = null;
   /** The pipe's resources/subscribe set (handshake revisions), made on first use. */
   #resources: ResourceSubscriptions | null = null;
   /** Requests this server sent the client on this pipe, awaiting the client's responses. */
@@ -99,14 +93,13 @@ export class StdioServer {
   readonly #listsChangedPending = new Set<ListKind>();
   /** resources/updated that found stdout full, latest per URI: written once it drains. */
   readonly #heldUpdates = new Map<string, unknown>();
-  /** This pipe's requests as the request runner sees them; a handshake revision's may ask the client. */
-  readonly #scope = { requests: this.#requests, controllers: this.#controllers };
-  readonly #askingScope = { ...this.#scope, clientRequests: this.#clientRequests };
-  /** The batch each request of a batch line answers in, by request id, until it settles. */
-  readonly #inBatch = new Map<string, BatchAnswer>();
+  /** This pipe's requests: a handshake revision's may ask the client. */
+  readonly #scope = { requests: this.#requests, controllers: this.#controllers, clientRequests: this.#clientRequests };
+  readonly #dispatcher: McpDispatcher;
 
   constructor(options: StdioServerOptions) {
     this.#options = options;
+    this.#dispatcher = new McpDispatcher(options.core, options.server);
     this.#closed = new Promise((resolve) => {
       this.#resolveClosed = resolve;
     });
@@ -127,7 +120,7 @@ export class StdioServer {
 
   /** Resolves once every request in flight now has settled (answered, cancelled or stopped). */
   settled(): Promise<void> {
-    return Promise.allSettled([...this.#inFlight.values()]).then(() => undefined);
+    return Promise.allSettled([...this.#inFlight]).then(() => undefined);
   }
 
   /**
@@ -188,9 +181,7 @@ export class StdioServer {
    * other revision (and before initialize, which must not be batched) the line is one -32600.
    */
   #onBatch(elements: unknown[]): void {
-    const refused = this.#legacy
-      ? batchRefusal(this.#revision, elements.length, 'line')
-      : 'a JSON-RPC batch cannot come before initialize, which must not be batched';
+    const refused = this.#dispatcher.batchRefusal(this.#connection(), elements.length, 'line');
     if (refused !== null) {
       this.#write(errorResponse(null, { code: ErrorCode.InvalidRequest, message: refused }));
       return;
@@ -257,111 +248,63 @@ export class StdioServer {
     params: Readonly<Record<string, unknown>> | undefined,
     batch: BatchAnswer | null = null,
   ): void {
-    const begun = this.#requests.begin(id, method);
-    if (!begun.ok) {
-      // A duplicate StdioFront answered already (a ping at start-up) was answered once: not again.
-      if (this.#options.answered?.(id)) return;
-      this.#send(
-        errorResponse(id, {
-          code: ErrorCode.InvalidRequest,
-          message: `request id ${JSON.stringify(id)} is already in use`,
-        }),
-        batch,
-      );
-      return;
-    }
-    if (batch) {
-      // From here every way out goes through #answer, which settles the request in its batch.
-      this.#inBatch.set(batchKey(id, begun.generation), batch);
-      batch.expect();
-      // The batch is this revision's; initialize must not be batched (basic/lifecycle), and a
-      // request versioned by its own _meta is of a revision without batches.
-      if (method === 'initialize' || hasMetaVersion(params)) {
-        this.#refuse(
-          id,
-          method === 'initialize'
-            ? 'initialize must not be part of a JSON-RPC batch'
-            : 'a request with a per-request protocol version cannot be part of a JSON-RPC batch',
-          begun.generation,
-        );
-        return;
-      }
-    }
-    // A 2025-11-25 client opens with initialize; from then on this pipe speaks that revision
-    // (one client per pipe), except for requests that carry 2026-07-28's per-request _meta.
-    const modern =
-      requestEra(method, params, {
-        handshake: this.#legacy || this.#options.handshakeOnly === true,
-        sticky: this.#options.handshakeOnly === true,
-      }) === 'modern';
-    if (method === 'initialize' && !modern) {
-      this.#legacy = true;
-      const opened = initialize(params, this.#options.server);
-      this.#revision = opened.revision;
-      this.#legacyCapabilities = opened.clientCapabilities;
-      // stdio is one stream both ways: a handshake revision's notifications/*/list_changed go on
-      // it whenever a list changes (the initialize result declares listChanged).
-      this.#unsubscribeTools ??= this.#options.core.onListChanged((kind) => this.#listChanged(kind));
-      this.#answer(id, { kind: 'result', result: opened.result }, begun.generation);
-      return;
-    }
-    if (!modern && !this.#legacy) {
-      this.#refuse(
-        id,
-        this.#options.handshakeOnly
-          ? 'this connection is not initialized: send initialize first (a stream opened again is a new connection)'
-          : `send initialize first, or ${LATEST_PROTOCOL_VERSION} per-request _meta`,
-        begun.generation,
-      );
-      return;
-    }
-    if (!modern && method === 'ping') {
-      this.#answer(id, { kind: 'result', result: {} }, begun.generation);
-      return;
-    }
-    let clientCapabilities = this.#legacyCapabilities;
-    let logLevel = modern ? null : this.#logLevel;
-    if (modern) {
-      const fields = checkMetaFields(params);
-      if (!fields.ok) {
-        this.#answer(id, { kind: 'error', httpStatus: 400, error: fields.error }, begun.generation);
-        return;
-      }
-      clientCapabilities = fields.metadata.clientCapabilities;
-      logLevel = fields.metadata.logLevel ?? null;
-    }
+    this.#dispatcher.request(id, method, params, this.#connection(), this.#stream(id, batch));
+  }
 
-    if (modern && method === 'subscriptions/listen') {
-      this.#listen(id, params, clientCapabilities);
-      return;
-    }
-
-    const done = runRequest(id, method, params, {
-      core: this.#options.core,
-      // The coordinator began the id above: initialize and ping are answered through it too.
-      begun: begun.generation,
-      // Only a handshake revision's request asks its client on the pipe (2026-07-28 asks in rounds).
-      scope: modern ? this.#scope : this.#askingScope,
-      context: {
-        tenantId: this.#options.tenantId,
-        ...(clientCapabilities ? { clientCapabilities } : {}),
-        era: modern ? 'modern' : 'legacy',
-        ...(modern ? {} : { revision: this.#revision }),
-        logLevel,
-        ...(modern
-          ? {}
+  /** The pipe as the dispatcher sees it, for one request: what its initialize settled so far. */
+  #connection(): Connection {
+    const handshakeOnly = this.#options.handshakeOnly === true;
+    const handshake = this.#handshake;
+    return {
+      tenantId: this.#options.tenantId,
+      scope: this.#scope,
+      // One client per pipe: once it initialized, the pipe speaks that revision, except for
+      // requests that carry 2026-07-28's per-request _meta (not on HTTP+SSE, handshake only).
+      era: { handshake: handshake !== null || handshakeOnly, sticky: handshakeOnly },
+      handshake:
+        handshake === null
+          ? null
           : {
+              ...handshake,
+              logLevel: this.#logLevel,
               setLogLevel: (level: LogLevel) => {
                 this.#logLevel = level;
               },
               resourceSubscriptions: this.#resourceSubscriptions(),
-            }),
-        log: (fields, message) => this.#options.logger.warn(fields, message),
+              onTaskCreated: (taskId: string) => this.#watchLegacyTask(taskId),
+            },
+      open: (opened) => {
+        this.#handshake = { revision: opened.revision, clientCapabilities: opened.clientCapabilities };
+        // stdio is one stream both ways: a handshake revision's notifications/*/list_changed go on
+        // it whenever a list changes (the initialize result declares listChanged).
+        this.#unsubscribeTools ??= this.#options.core.onListChanged((kind) => this.#listChanged(kind));
       },
+      log: (fields, message) => this.#options.logger.warn(fields, message),
+    };
+  }
+
+  /**
+   * A request's place on the pipe: its progress and log messages go out unless stdout is full,
+   * its requests to the client always, and its answer on a line of its own or in its batch's.
+   * The end of stdin waits until it has ended.
+   */
+  #stream(id: JsonRpcId, batch: BatchAnswer | null): RequestStream {
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => {
+      settle = resolve;
+    });
+    this.#inFlight.add(settled);
+    const done = () => {
+      this.#inFlight.delete(settled);
+      settle();
+    };
+    batch?.expect();
+    return {
       // Progress and log messages are best effort: dropped rather than queued behind a full
       // pipe. A request to the client is always written: the handler waits for its answer.
       send: (message, kind) => (kind === 'ask' ? this.#write(message) : this.#writeProgress(message)),
       ...(this.#options.stopping ? { stopping: this.#options.stopping } : {}),
+      batched: batch !== null,
       failure: (error) => {
         const failure = rpcFailure(error);
         this.#options.logger.warn(
@@ -370,36 +313,22 @@ export class StdioServer {
         );
         return failure;
       },
-    })
-      .then((end) => {
-        // Ended by the server stopping, its request-mode task cancelled: a definitive, retryable
-        // answer (the client would otherwise wait on it until its own timeout).
-        if (end.kind === 'stopped') {
-          this.#deliver(id, { kind: 'error', httpStatus: 503, error: stoppedCallError(method) }, begun.generation);
+      end: (answer) => {
+        done();
+        // Cancelled (no answer), or answered already by a StdioFront: nothing more is written.
+        if (answer.kind === 'cancelled' || this.#options.answered?.(id)) {
+          batch?.settle(null);
           return;
         }
-        if (end.kind !== 'answer') return;
-        const { outcome } = end;
-        // A 2025-11-25 task created here: its status changes follow as notifications/tasks/status.
-        const created =
-          !modern && method === 'tools/call' && outcome.kind === 'result' ? outcome.result.task : undefined;
-        if (created && typeof (created as { taskId?: unknown }).taskId === 'string') {
-          this.#watchLegacyTask((created as { taskId: string }).taskId);
-        }
-        this.#deliver(id, outcome, begun.generation);
-      })
-      .finally(() => {
-        // Only this request's own entries: after a cancel the client may have used its id again.
-        const key = requestIdKey(id);
-        if (this.#inFlight.get(key) === done) this.#inFlight.delete(key);
-        // Cancelled without an answer: its batch gets no response for it.
-        const inBatch = this.#inBatch.get(batchKey(id, begun.generation));
-        if (inBatch) {
-          this.#inBatch.delete(batchKey(id, begun.generation));
-          inBatch.settle(null);
-        }
-      });
-    this.#inFlight.set(requestIdKey(id), done);
+        const { outcome } = answer;
+        // A shared result (tools/list) goes out as its cached JSON.
+        const json =
+          outcome.kind === 'result' ? resultJson(id, outcome.result) : JSON.stringify(errorResponse(id, outcome.error));
+        if (batch) batch.settle(json);
+        else this.#options.output.write(`${json}\n`);
+      },
+      listen: () => this.#listen(id, done),
+    };
   }
 
   /**
@@ -408,11 +337,7 @@ export class StdioServer {
    * stdin, stops it without a reply; shutdown() ends it with its result and a
    * notifications/cancelled for the listen id.
    */
-  #listen(
-    id: JsonRpcId,
-    params: Readonly<Record<string, unknown>> | undefined,
-    clientCapabilities?: Capabilities,
-  ): void {
+  #listen(id: JsonRpcId, done: () => void): ListenStream {
     // While stdout is full, only the newest undelivered message per key is kept.
     const held = new Map<string, Record<string, unknown>>();
     const output = this.#options.output;
@@ -423,7 +348,6 @@ export class StdioServer {
         this.#write(message);
       }
     };
-    output.on('drain', flush);
     const sink: ListenSink = {
       push: (message, key) => {
         if (output.writableNeedDrain || held.size > 0) {
@@ -444,41 +368,25 @@ export class StdioServer {
         });
       },
     };
-    const opened = this.#options.core.listen(
-      params,
-      {
-        tenantId: this.#options.tenantId,
-        signal: new AbortController().signal,
-        ...(clientCapabilities ? { clientCapabilities } : {}),
-      },
-      id,
-      sink,
-    );
-    if (!(opened instanceof TaskSubscription)) {
-      this.#answer(id, opened as MethodOutcome);
-      return;
-    }
-    const controller = new AbortController();
-    let ended!: () => void;
-    const done = new Promise<void>((resolve) => {
-      ended = resolve;
-    });
-    const stop = () => {
-      opened.stop();
-      output.off('drain', flush);
-      this.#inFlight.delete(requestIdKey(id));
-      this.#controllers.delete(requestIdKey(id));
-      this.#listens.delete(opened);
-      ended();
+    const start = (opened: TaskSubscription) => {
+      output.on('drain', flush);
+      const controller = new AbortController();
+      const stop = () => {
+        opened.stop();
+        output.off('drain', flush);
+        this.#controllers.delete(requestIdKey(id));
+        this.#listens.delete(opened);
+        done();
+      };
+      controller.signal.addEventListener('abort', stop, { once: true });
+      this.#controllers.set(requestIdKey(id), controller);
+      this.#listens.set(opened, stop);
+      opened.start().catch((error: Error) => {
+        this.#options.logger.warn({ requestId: id, error: error.message }, 'subscriptions/listen failed to start');
+        stop();
+      });
     };
-    controller.signal.addEventListener('abort', stop, { once: true });
-    this.#inFlight.set(requestIdKey(id), done);
-    this.#controllers.set(requestIdKey(id), controller);
-    this.#listens.set(opened, stop);
-    opened.start().catch((error: Error) => {
-      this.#options.logger.warn({ requestId: id, error: error.message }, 'subscriptions/listen failed to start');
-      stop();
-    });
+    return { sink, start };
   }
 
   /** The pipe's resources/subscribe set; notifications/resources/updated go on the pipe. Stops with it. */
@@ -500,7 +408,9 @@ export class StdioServer {
    */
   #watchLegacyTask(taskId: string): void {
     if (!this.#statusWatch) {
-      const watch = this.#options.core.watchStatus(this.#options.tenantId, this.#revision, (notification) =>
+      const revision = this.#handshake?.revision;
+      if (revision === undefined) return;
+      const watch = this.#options.core.watchStatus(this.#options.tenantId, revision, (notification) =>
         this.#write(notification),
       );
       if (!watch) return;
@@ -563,45 +473,6 @@ export class StdioServer {
   }
 
   /**
-   * Writes the answer unless a cancel won the race (then the request gets nothing); a request of
-   * a batch settles in its batch's answer instead.
-   */
-  #answer(id: JsonRpcId, outcome: MethodOutcome, generation?: number): void {
-    if (this.#requests.complete(id, generation) === 'drop') {
-      const key = batchKey(id, generation);
-      this.#inBatch.get(key)?.settle(null);
-      this.#inBatch.delete(key);
-      return;
-    }
-    this.#deliver(id, outcome, generation);
-  }
-
-  /** A -32600 refusal of a request the transport answers itself, through #answer. */
-  #refuse(id: JsonRpcId, message: string, generation: number): void {
-    this.#answer(
-      id,
-      { kind: 'error', httpStatus: 400, error: { code: ErrorCode.InvalidRequest, message } },
-      generation,
-    );
-  }
-
-  /** Writes the answer of a request its coordinator has completed (or keeps it for its batch). */
-  #deliver(id: JsonRpcId, outcome: MethodOutcome, generation?: number): void {
-    const key = batchKey(id, generation);
-    const batch = this.#inBatch.get(key);
-    if (batch) this.#inBatch.delete(key);
-    if (this.#options.answered?.(id)) {
-      batch?.settle(null);
-      return;
-    }
-    // A shared result (tools/list) goes out as its cached JSON.
-    const json =
-      outcome.kind === 'result' ? resultJson(id, outcome.result) : JSON.stringify(errorResponse(id, outcome.error));
-    if (batch) batch.settle(json);
-    else this.#options.output.write(`${json}\n`);
-  }
-
-  /**
    * Progress is replaceable: while the client is not reading (stdout's buffer is full), updates
    * are dropped instead of queued, so a stalled reader costs no memory; the response is always written.
    */
@@ -613,9 +484,4 @@ export class StdioServer {
   #write(message: unknown): void {
     this.#options.output.write(`${JSON.stringify(message)}\n`);
   }
-}
-
-/** A request's entry in the batch it answers in: by id and generation (an id may be used again). */
-function batchKey(id: JsonRpcId, generation: number | undefined): string {
-  return `${requestIdKey(id)}/${generation ?? 0}`;
 }

@@ -18,8 +18,11 @@ export interface RequestScope {
   readonly clientRequests?: ClientRequests;
 }
 
-/** What a request sends before its answer, on its own stream or the pipe. */
-export type RequestMessageKind = 'progress' | 'log' | 'ask';
+/**
+ * What a request sends before its answer, on its own stream or the pipe: its progress, its log
+ * messages, its requests to the client, and the status of the task a handshake tasks/result waits on.
+ */
+export type RequestMessageKind = 'progress' | 'log' | 'ask' | 'status';
 
 export type RequestEnd =
   /** Its answer; a failure's headers (Retry-After on a 503) with it, for a transport that has headers. */

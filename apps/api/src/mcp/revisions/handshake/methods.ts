@@ -176,6 +176,9 @@ async function callTool(
     asked === null,
   );
   if ('kind' in task) return task;
-  if (asked) return { kind: 'result', result: { task: legacyTask(task) } };
+  if (asked) {
+    context.onTaskCreated?.(task.id);
+    return { kind: 'result', result: { task: legacyTask(task) } };
+  }
   return runner.await(task, context, null);
 }

@@ -1,0 +1,318 @@
+import {
+  type Capabilities,
+  type ConnectionEra,
+  checkMetaFields,
+  checkRequestMetadata,
+  ErrorCode,
+  type JsonRpcError,
+  type JsonRpcId,
+  LATEST_PROTOCOL_VERSION,
+  type LogLevel,
+  type RequestHeaders,
+  requestEra,
+} from '@taskgate/protocol';
+import { batchRefusal } from '../batch-answer.ts';
+import type { McpCore, RequestContext } from '../mcp-core.ts';
+import type { MethodOutcome, ServerIdentity } from '../mcp-methods.ts';
+import { type Initialized, initialize } from '../revisions/handshake/initialize.ts';
+import { hasMetaVersion } from '../stdio-front.ts';
+import { type ListenSink, TaskSubscription } from '../task-subscriptions.ts';
+import { stoppedCallError } from './call-runner.ts';
+import { type RequestMessageKind, type RequestScope, type RunRequest, runRequest } from './request-runner.ts';
+import type { ResourceSubscriptions } from './resource-subscriptions.ts';
+
+/** What a connection's initialize settled, which its later requests speak (handshake revisions). */
+export interface Handshake {
+  readonly revision: string;
+  /** What the client declared at initialize (that era declares once per connection). */
+  readonly clientCapabilities?: Capabilities | undefined;
+  /** logging/setLevel's level for the connection's requests; null: none set. */
+  readonly logLevel: LogLevel | null;
+  /** logging/setLevel: keeps the level for the connection's later requests. Absent: nowhere to keep it. */
+  readonly setLogLevel?: (level: LogLevel) => Promise<void> | void;
+  /** The connection's resources/subscribe set. Absent: no stream to notify on. */
+  readonly resourceSubscriptions?: ResourceSubscriptions;
+  /**
+   * A task the connection created (a tools/call with the revision's `task` param): the connection
+   * follows its status on a stream of its own (a pipe's stdout). Absent: a tasks/result that
+   * waits for the task carries its status changes on its own response instead.
+   */
+  readonly onTaskCreated?: (taskId: string) => void;
+}
+
+/** One connection as its transport holds it: a stdio pipe, an HTTP+SSE stream, a session's POSTs, one POST. */
+export interface Connection {
+  readonly tenantId: string;
+  /** Its requests in flight: one terminal state per id, the aborts a cancel reaches, its requests to the client. */
+  readonly scope: RequestScope;
+  /** What the connection says of its era: it initialized, or a session or a version header names one. */
+  readonly era: ConnectionEra;
+  /** The handshake it speaks; null before initialize (and for requests that carry their own revision). */
+  readonly handshake: Handshake | null;
+  /**
+   * Keeps what an initialize settled (a pipe its revision; HTTP stores a session and names it in
+   * a header) before the answer is sent; a pipe keeps it at once, so its next line speaks it.
+   * Absent: initialize cannot open a connection here.
+   */
+  readonly open?: (opened: Initialized) => Promise<void> | void;
+  /**
+   * The HTTP request's headers, for 2026-07-28's checks of a request against its headers (the
+   * mirrored Mcp-Method and Mcp-Name, a tool's Mcp-Param-*): as Node joins them, and each with
+   * its values apart. Absent (stdio): only the per-request `_meta` fields are checked.
+   */
+  readonly http?: { readonly headers: RequestHeaders; readonly distinct: () => RequestHeaders };
+  readonly log: (fields: Record<string, unknown>, message: string) => void;
+}
+
+/** How a request ended, as its transport writes it. */
+export type RequestAnswer =
+  /** Its answer; a failure's headers (Retry-After on a 503) with it, for a transport that has headers. */
+  | { readonly kind: 'answer'; readonly outcome: MethodOutcome; readonly headers?: Readonly<Record<string, string>> }
+  /** Cancelled by the client (notifications/cancelled, a closed stream or pipe): nothing is sent for it. */
+  | { readonly kind: 'cancelled' };
+
+/** subscriptions/listen on a request's stream: where its messages go, and its start once accepted. */
+export interface ListenStream {
+  readonly sink: ListenSink;
+  /** The subscription was accepted: its acknowledgement and notifications follow on the stream. */
+  start(subscription: TaskSubscription): void;
+}
+
+/**
+ * One request's stream, as its transport writes it: the HTTP response of its POST (JSON, or SSE
+ * once something goes before the answer), or the pipe, or its place in a batch's answer.
+ */
+export interface RequestStream {
+  /** Progress, log messages, status notifications and requests to the client, before the answer. */
+  send(message: Record<string, unknown>, kind: RequestMessageKind): void;
+  /** Progress as the task reports it, for a transport that builds the notification itself. */
+  readonly progress?: RunRequest['progress'];
+  /** The client is gone (its stream closed, stdin ended): the request is cancelled. */
+  readonly gone?: AbortSignal;
+  /** The server is stopping: the request is ended with a task to hand over or a retryable error. */
+  readonly stopping?: AbortSignal;
+  /** Part of a JSON-RPC batch, whose revision it speaks (initialize and per-request versions may not be in one). */
+  readonly batched?: boolean;
+  /** A failure the core threw, as the transport reports it (logged, with its HTTP status). */
+  failure(error: unknown): {
+    readonly status: number;
+    readonly error: JsonRpcError;
+    readonly headers?: Readonly<Record<string, string>>;
+  };
+  end(answer: RequestAnswer): void;
+  /** subscriptions/listen: the stream is the subscription's from now on (`watched`: task ids in its filter). */
+  listen(watched: number): ListenStream;
+}
+
+/**
+ * The one protocol path of a request, whichever transport it came on. The transport turns bytes
+ * into a message and its connection's closing into a cancel; the dispatcher decides the rest:
+ * which revision the request speaks (requestEra), the lifecycle of a handshake connection
+ * (initialize, ping, nothing before initialize), 2026-07-28's per-request checks, batches'
+ * limits, subscriptions/listen, and the context every other method runs with through the
+ * request runner (one terminal state per request: its answer or its cancel).
+ */
+export class McpDispatcher {
+  readonly #core: McpCore;
+  readonly #server: ServerIdentity;
+
+  constructor(core: McpCore, server: ServerIdentity) {
+    this.#core = core;
+    this.#server = server;
+  }
+
+  /**
+   * One request of `connection`. Answered synchronously where nothing need be awaited (a refusal,
+   * ping, a pipe's initialize), so a client that uses the id again at once finds it settled.
+   */
+  request(
+    id: JsonRpcId,
+    method: string,
+    params: Readonly<Record<string, unknown>> | undefined,
+    connection: Connection,
+    stream: RequestStream,
+  ): void {
+    const { requests } = connection.scope;
+    const begun = requests.begin(id, method);
+    if (!begun.ok) {
+      stream.end({ kind: 'answer', outcome: refused(`request id ${JSON.stringify(id)} is already in use`, 200) });
+      return;
+    }
+    const generation = begun.generation;
+    const answer = (outcome: MethodOutcome) => {
+      if (requests.complete(id, generation) === 'drop') stream.end({ kind: 'cancelled' });
+      else stream.end({ kind: 'answer', outcome });
+    };
+    if (stream.batched && (method === 'initialize' || hasMetaVersion(params))) {
+      // The batch is its revision's; initialize must not be batched (basic/lifecycle), and a
+      // request versioned by its own _meta is of a revision without batches.
+      answer(
+        refused(
+          method === 'initialize'
+            ? 'initialize must not be part of a JSON-RPC batch'
+            : 'a request with a per-request protocol version cannot be part of a JSON-RPC batch',
+        ),
+      );
+      return;
+    }
+    const era = requestEra(method, params, connection.era);
+    const handshake = era === 'legacy' ? connection.handshake : null;
+    if (era === 'legacy' && method === 'initialize') {
+      this.#initialize(params, connection, stream, answer);
+      return;
+    }
+    if (era === 'legacy' && !handshake) {
+      answer(
+        refused(
+          connection.era.sticky
+            ? 'this connection is not initialized: send initialize first (a stream opened again is a new connection)'
+            : `send initialize first, or ${LATEST_PROTOCOL_VERSION} per-request _meta`,
+        ),
+      );
+      return;
+    }
+    // A handshake connection's ping (basic/utilities/ping), answered at once; 2026-07-28 has none.
+    if (handshake && method === 'ping') {
+      answer({ kind: 'result', result: {} });
+      return;
+    }
+    let context: RunRequest['context'];
+    if (handshake) {
+      context = {
+        tenantId: connection.tenantId,
+        era,
+        revision: handshake.revision,
+        ...(handshake.clientCapabilities ? { clientCapabilities: handshake.clientCapabilities } : {}),
+        logLevel: handshake.logLevel,
+        ...(handshake.setLogLevel ? { setLogLevel: handshake.setLogLevel } : {}),
+        ...(handshake.resourceSubscriptions ? { resourceSubscriptions: handshake.resourceSubscriptions } : {}),
+        ...(handshake.onTaskCreated
+          ? { onTaskCreated: handshake.onTaskCreated }
+          : { onTaskStatus: (notification: Record<string, unknown>) => stream.send(notification, 'status') }),
+        log: connection.log,
+      };
+    } else {
+      const metadata = connection.http
+        ? checkRequestMetadata(connection.http.headers, method, params)
+        : checkMetaFields(params);
+      if (!metadata.ok) {
+        answer({ kind: 'error', httpStatus: metadata.httpStatus, error: metadata.error });
+        return;
+      }
+      const { clientCapabilities, logLevel } = metadata.metadata;
+      if (method === 'subscriptions/listen') {
+        this.#listen(id, params, { tenantId: connection.tenantId, clientCapabilities }, stream, answer);
+        return;
+      }
+      context = {
+        tenantId: connection.tenantId,
+        era,
+        clientCapabilities,
+        logLevel: logLevel ?? null,
+        ...(connection.http ? { headers: connection.http.distinct } : {}),
+        log: connection.log,
+      };
+    }
+    const { scope } = connection;
+    void runRequest(id, method, params, {
+      core: this.#core,
+      begun: generation,
+      // Only a handshake revision's request asks its client on its connection (2026-07-28 asks in rounds).
+      scope: handshake ? scope : { requests: scope.requests, controllers: scope.controllers },
+      context,
+      send: (message, kind) => stream.send(message, kind),
+      ...(stream.progress ? { progress: stream.progress } : {}),
+      ...(stream.gone ? { gone: stream.gone } : {}),
+      ...(stream.stopping ? { stopping: stream.stopping } : {}),
+      failure: (error) => stream.failure(error),
+    }).then((end) => {
+      if (end.kind === 'answer') stream.end(end);
+      else if (end.kind === 'stopped') {
+        // Ended by the server stopping, its request-mode task cancelled: a definitive, retryable
+        // answer (the client would otherwise wait on it until its own timeout).
+        stream.end({
+          kind: 'answer',
+          outcome: { kind: 'error', httpStatus: 503, error: stoppedCallError(method) },
+          headers: { 'retry-after': '1' },
+        });
+      } else stream.end({ kind: 'cancelled' });
+    });
+  }
+
+  /**
+   * Why a JSON-RPC batch of `count` messages is refused as a whole on `connection`, or null: before
+   * initialize (which must not be batched), or in a revision without batches. `unit` is what a
+   * client sends instead ("line", "POST").
+   */
+  batchRefusal(connection: Connection, count: number, unit: string): string | null {
+    if (!connection.handshake) return 'a JSON-RPC batch cannot come before initialize, which must not be batched';
+    return batchRefusal(connection.handshake.revision, count, unit);
+  }
+
+  /**
+   * initialize (basic/lifecycle "Initialization", "Version Negotiation"): the client's revision
+   * when it is served, else the latest handshake revision. The connection keeps what it settled
+   * before the answer goes: at once on a pipe, after the session is stored on HTTP.
+   */
+  #initialize(
+    params: Readonly<Record<string, unknown>> | undefined,
+    connection: Connection,
+    stream: RequestStream,
+    answer: (outcome: MethodOutcome) => void,
+  ): void {
+    if (!connection.open) {
+      answer(refused('initialize cannot open a connection here'));
+      return;
+    }
+    const opened = initialize(params, this.#server);
+    const result: MethodOutcome = { kind: 'result', result: opened.result };
+    let kept: Promise<void> | void;
+    try {
+      kept = connection.open(opened);
+    } catch (error) {
+      this.#fail(error, stream, answer);
+      return;
+    }
+    if (!(kept instanceof Promise)) {
+      answer(result);
+      return;
+    }
+    kept.then(
+      () => answer(result),
+      (error: unknown) => this.#fail(error, stream, answer),
+    );
+  }
+
+  #fail(error: unknown, stream: RequestStream, answer: (outcome: MethodOutcome) => void): void {
+    const failure = stream.failure(error);
+    answer({ kind: 'error', httpStatus: failure.status, error: failure.error });
+  }
+
+  /**
+   * subscriptions/listen (2026-07-28): the subscription runs on the request's stream until one
+   * side ends it; a filter it cannot serve is refused as any request is.
+   */
+  #listen(
+    id: JsonRpcId,
+    params: Readonly<Record<string, unknown>> | undefined,
+    context: { readonly tenantId: string; readonly clientCapabilities: Capabilities },
+    stream: RequestStream,
+    answer: (outcome: MethodOutcome) => void,
+  ): void {
+    const taskIds = (params?.notifications as { taskIds?: unknown } | undefined)?.taskIds;
+    const listening = stream.listen(Array.isArray(taskIds) ? taskIds.length : 0);
+    const opened = this.#core.listen(
+      params,
+      { ...context, signal: new AbortController().signal } satisfies RequestContext,
+      id,
+      listening.sink,
+    );
+    if (opened instanceof TaskSubscription) listening.start(opened);
+    else answer(opened);
+  }
+}
+
+/** A -32600 refusal (HTTP 400 unless told). */
+function refused(message: string, httpStatus = 400): MethodOutcome {
+  return { kind: 'error', httpStatus, error: { code: ErrorCode.InvalidRequest, message } };
+}
