@@ -1,27 +1,17 @@
 import type { SessionSignals } from '@taskgate/db';
-import {
-  checkJsonValue,
-  classifyMessage,
-  ErrorCode,
-  errorResponse,
-  invalidJsonValueError,
-  type JsonRpcId,
-  LATEST_PROTOCOL_VERSION,
-  LEGACY_PROTOCOL_VERSIONS,
-} from '@taskgate/protocol';
+import { checkJsonValue, classifyMessage, ErrorCode, errorResponse, invalidJsonValueError } from '@taskgate/protocol';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SseStream } from '../sse/sse-stream.ts';
-import { batchRefusal } from './batch-answer.ts';
-import { type RequestEnd, runRequest } from './dispatch/request-runner.ts';
-import { type LegacySessions, sessionOf, sessionRequestContext } from './legacy-sessions.ts';
-import { type McpCore, type ServerStopping, stoppedCallError } from './mcp-core.ts';
+import { type McpDispatcher, postedBatchRefusal, postedEra } from './dispatch/dispatcher.ts';
+import { type LegacySessions, sessionConnection, sessionOf } from './legacy-sessions.ts';
+import type { McpCore, ServerStopping } from './mcp-core.ts';
 import { resultJson } from './mcp-methods.ts';
 import { honourPostedCancel, honourPostedResponse, type PostedFrom } from './posted-messages.ts';
 import type { RpcFailure } from './rpc-failures.ts';
-import { hasMetaVersion } from './stdio-front.ts';
 
 export interface BatchRoute {
   readonly core: McpCore;
+  readonly dispatcher: McpDispatcher;
   /** The route's calls in flight, each with the function that ends it because the server is closing. */
   readonly calls: Set<(reason: ServerStopping) => void>;
   readonly keepaliveMs: number;
@@ -53,11 +43,8 @@ export async function handleBatch(
 ) {
   const refuse = (status: number, message: string) =>
     reply.code(status).send(errorResponse(null, { code: ErrorCode.InvalidRequest, message }));
-  // A POST with neither a session nor a handshake revision's header speaks the latest revision.
-  const version = context.versionHeader ?? (context.sessionId === undefined ? LATEST_PROTOCOL_VERSION : undefined);
-  if (version !== undefined && !LEGACY_PROTOCOL_VERSIONS.includes(version)) {
-    return refuse(400, `JSON-RPC batches are not part of MCP-Protocol-Version ${version}: send one message per POST`);
-  }
+  const unbatched = postedBatchRefusal(context.sessionId, context.versionHeader);
+  if (unbatched !== null) return refuse(400, unbatched);
   let resolved: Awaited<ReturnType<typeof sessionOf>>;
   try {
     resolved = await sessionOf(context, sessions);
@@ -77,7 +64,13 @@ export async function handleBatch(
   }
   if ('refused' in resolved) return reply.code(resolved.status).send(errorResponse(null, resolved.refused));
   const { scope, revision } = resolved;
-  const whole = batchRefusal(revision, elements.length, 'POST');
+  const connection = sessionConnection(
+    sessions,
+    route.core,
+    { ...context, era: postedEra(context.sessionId, context.versionHeader), scope, revision },
+    (fields, text) => request.log.warn(fields, text),
+  );
+  const whole = route.dispatcher.batchRefusal(connection, elements.length, 'POST');
   if (whole !== null) return refuse(400, whole);
 
   const from: PostedFrom = {
@@ -87,8 +80,6 @@ export async function handleBatch(
     debug: (fields, text) => request.log.debug(fields, text),
   };
   const responses: string[] = [];
-  const refused = (id: JsonRpcId | null, code: number, message: string) =>
-    responses.push(JSON.stringify(errorResponse(id, { code, message })));
   const messages = elements.map((element) => ({ element, message: classifyMessage(element) }));
   const hasRequest = messages.some(({ message }) => message.kind === 'request');
   // As for a single POST: only a session was ever asked anything, so only a session can answer.
@@ -134,19 +125,39 @@ export async function handleBatch(
       if (!unstorable && message.method === 'notifications/cancelled') honourPostedCancel(scope, message.params, from);
       continue;
     }
-    if (unstorable) responses.push(JSON.stringify(errorResponse(message.id, invalidJsonValueError(unstorable))));
-    else if (message.method === 'initialize') {
-      refused(message.id, ErrorCode.InvalidRequest, 'initialize must not be part of a JSON-RPC batch');
-    } else if (hasMetaVersion(message.params)) {
-      refused(
-        message.id,
-        ErrorCode.InvalidRequest,
-        'a request with a per-request protocol version cannot be part of a JSON-RPC batch',
-      );
-    } else if (message.method === 'ping') {
-      // The method table's ping, answered here as on a pipe: the batch may use its id again.
-      responses.push(JSON.stringify({ jsonrpc: '2.0', id: message.id, result: {} }));
-    } else running.push(call(message.id, message.method, message.params));
+    if (unstorable) {
+      responses.push(JSON.stringify(errorResponse(message.id, invalidJsonValueError(unstorable))));
+      continue;
+    }
+    const { id } = message;
+    running.push(
+      new Promise<void>((settled) => {
+        // The server closing ends the request with what the core answers then (not a cancel).
+        const stopping = new AbortController();
+        const endCall = (reason: ServerStopping) => stopping.abort(reason);
+        route.dispatcher.request(id, message.method, message.params, connection, {
+          send,
+          // The response closed before the answer: every request still running is cancelled.
+          gone: route.gone,
+          stopping: stopping.signal,
+          batched: true,
+          running: () => route.calls.add(endCall),
+          failure: route.failure,
+          end: (answer) => {
+            route.calls.delete(endCall);
+            if (answer.kind === 'answer') {
+              const { outcome } = answer;
+              responses.push(
+                outcome.kind === 'result'
+                  ? resultJson(id, outcome.result)
+                  : JSON.stringify(errorResponse(id, outcome.error)),
+              );
+            }
+            settled();
+          },
+        });
+      }),
+    );
   }
   if (!hasRequest) {
     if (responses.length === 0) return reply.code(202).send();
@@ -154,37 +165,6 @@ export async function handleBatch(
       .code(200)
       .type('application/json; charset=utf-8')
       .send(`[${responses.join(',')}]`);
-  }
-
-  async function call(id: JsonRpcId, method: string, params: Readonly<Record<string, unknown>> | undefined) {
-    // The server closing ends the call with what the core answers then (not a cancel).
-    const stopping = new AbortController();
-    const endCall = (reason: ServerStopping) => stopping.abort(reason);
-    route.calls.add(endCall);
-    let end: RequestEnd;
-    try {
-      end = await runRequest(id, method, params, {
-        core: route.core,
-        scope,
-        context: sessionRequestContext(sessions, route.core, { ...context, scope, revision }, (fields, text) =>
-          request.log.warn(fields, text),
-        ),
-        send,
-        // The response closed before the answer: every request still running is cancelled.
-        gone: route.gone,
-        stopping: stopping.signal,
-        failure: route.failure,
-      });
-    } finally {
-      route.calls.delete(endCall);
-    }
-    if (end.kind === 'duplicate') responses.push(JSON.stringify(errorResponse(id, end.error)));
-    if (end.kind === 'stopped') responses.push(JSON.stringify(errorResponse(id, stoppedCallError(method))));
-    if (end.kind !== 'answer') return;
-    const { outcome } = end;
-    responses.push(
-      outcome.kind === 'result' ? resultJson(id, outcome.result) : JSON.stringify(errorResponse(id, outcome.error)),
-    );
   }
 
   await Promise.all(running);

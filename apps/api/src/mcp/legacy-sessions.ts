@@ -11,6 +11,7 @@ import {
 } from '@taskgate/db';
 import {
   type Capabilities,
+  type ConnectionEra,
   ErrorCode,
   isLogLevel,
   type JsonRpcError,
@@ -24,7 +25,7 @@ import { RequestCoordinator, requestIdKey, StopSignalError } from '@taskgate/rel
 import type { Kysely } from 'kysely';
 import type { SseStream } from '../sse/sse-stream.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
-import type { RunRequest } from './dispatch/request-runner.ts';
+import type { Connection } from './dispatch/dispatcher.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import type { McpCore } from './mcp-core.ts';
 
@@ -382,22 +383,25 @@ function newScope(clientCapabilities?: Capabilities, revision?: string): CallSco
 }
 
 /**
- * The context a handshake request runs with, from whichever POST carried it (alone or in a
- * batch): the session's revision, declared capabilities and log level, and — with a session — its
- * logging/setLevel (kept in the store, for whichever instance serves its next request) and its
- * resources/subscribe set (in this process; updates go to its GET stream).
+ * A handshake request's connection, from whichever POST carried it (alone or in a batch): the
+ * session's revision, declared capabilities and log level, and — with a session — its
+ * logging/setLevel (kept in the store, for whichever instance serves its next request), its
+ * resources/subscribe set (in this process; updates go to its GET stream) and its requests to
+ * the client (answered by POSTs with the session's id). Without a session, the request's scope
+ * is its own and nothing can be asked of its client.
  */
-export function sessionRequestContext(
+export function sessionConnection(
   sessions: LegacySessions,
   core: McpCore,
   at: {
     readonly tenantId: string;
     readonly sessionId: string | undefined;
+    readonly era: ConnectionEra;
     readonly scope: CallScope;
     readonly revision: string;
   },
   log: (fields: Record<string, unknown>, message: string) => void,
-): RunRequest['context'] {
+): Connection {
   const { tenantId, sessionId, scope } = at;
   const resources =
     sessionId === undefined
@@ -405,18 +409,21 @@ export function sessionRequestContext(
       : sessions.resourcesOf(sessionId, (push) => core.resourceSubscriptions(tenantId, push));
   return {
     tenantId,
-    era: 'legacy',
-    revision: at.revision,
-    ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
-    logLevel: scope.logLevel,
-    ...(sessionId === undefined
-      ? {}
-      : {
-          setLogLevel: async (level: LogLevel) => {
-            await sessions.setLogLevel(sessionId, tenantId, level);
-          },
-        }),
-    ...(resources ? { resourceSubscriptions: resources } : {}),
+    scope: sessionId === undefined ? { requests: scope.requests, controllers: scope.controllers } : scope,
+    era: at.era,
+    handshake: {
+      revision: at.revision,
+      ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
+      logLevel: scope.logLevel,
+      ...(sessionId === undefined
+        ? {}
+        : {
+            setLogLevel: async (level: LogLevel) => {
+              await sessions.setLogLevel(sessionId, tenantId, level);
+            },
+          }),
+      ...(resources ? { resourceSubscriptions: resources } : {}),
+    },
     log,
   };
 }

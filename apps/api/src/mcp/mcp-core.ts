@@ -16,7 +16,6 @@ import { CallRunner } from './dispatch/call-runner.ts';
 import { type ResourceSubscriptions, resourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import type { MethodOutcome, ServerIdentity } from './mcp-methods.ts';
 import type { RemoteWatches } from './remote-watches.ts';
-import type { Initialized } from './revisions/handshake/initialize.ts';
 import { defaultVersion, servedRevisions } from './revisions/index.ts';
 import type { Revision } from './revisions/revision.ts';
 import { hasTaskResource, taskResources } from './task-resources.ts';
@@ -115,12 +114,6 @@ export interface RequestContext {
   readonly resourceSubscriptions?: ResourceSubscriptions;
   /** logging/setLevel: keeps the level for the connection's later requests (handshake revisions). */
   readonly setLogLevel?: (level: LogLevel) => Promise<void> | void;
-  /**
-   * initialize (handshake revisions on HTTP): the connection keeps what it settled — the
-   * revision, what the client declared — before the result is sent (the session is stored and
-   * named in a header). Absent: the request has no connection to open (refused).
-   */
-  readonly open?: (opened: Initialized) => Promise<void> | void;
   /** Sees each status change of the task a 2025-11-25 tasks/result waits for, as its notification. */
   readonly onTaskStatus?: (notification: Record<string, unknown>) => void;
   /**

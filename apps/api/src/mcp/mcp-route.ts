@@ -1,46 +1,31 @@
 import type { SessionSignals } from '@taskgate/db';
 import {
-  type Capabilities,
   checkJsonValue,
-  checkRequestMetadata,
   classifyMessage,
   ErrorCode,
   errorResponse,
   invalidJsonValueError,
   type JsonRpcId,
-  LEGACY_PROTOCOL_VERSIONS,
-  type LogLevel,
-  type ProtocolEra,
-  type RequestHeaders,
-  requestEra,
-  resultResponse,
 } from '@taskgate/protocol';
-import { RequestCoordinator, StopSignalError } from '@taskgate/reliability';
+import { StopSignalError } from '@taskgate/reliability';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticator, Caller } from '../http/auth.ts';
 import { isUnavailable } from '../http/failures.ts';
 import { mcpScopeOf, type ScopeGroup } from '../http/oauth/scopes.ts';
 import { logFailure } from '../http/problem.ts';
 import { SseStream } from '../sse/sse-stream.ts';
-import { progressTokenOf } from './dispatch/progress.ts';
-import { type RequestEnd, runRequest } from './dispatch/request-runner.ts';
+import { type Connection, McpDispatcher, postedEra, speaksHandshake } from './dispatch/dispatcher.ts';
+import { newRequestScope } from './dispatch/request-runner.ts';
 import { handleBatch } from './http-batch.ts';
 import { checkMcpAccept } from './http-guards.ts';
 import { registerHttpSse } from './http-sse.ts';
-import {
-  type CallScope,
-  LegacySessions,
-  type SessionStore,
-  sessionOf,
-  sessionRequestContext,
-} from './legacy-sessions.ts';
-import { type McpCore, ServerStopping, stoppedCallError } from './mcp-core.ts';
-import { type MethodOutcome, resultJson, type ServerIdentity, sharedResponse } from './mcp-methods.ts';
+import { LegacySessions, type SessionStore, sessionConnection, sessionOf } from './legacy-sessions.ts';
+import { type McpCore, ServerStopping } from './mcp-core.ts';
+import type { ServerIdentity } from './mcp-methods.ts';
+import { type CallsInFlight, PostAnswer } from './post-answer.ts';
 import { honourPostedCancel, honourPostedResponse } from './posted-messages.ts';
-import { ProgressStream } from './progress-stream.ts';
-import type { Initialized } from './revisions/handshake/initialize.ts';
 import { type RpcFailure, rpcFailure } from './rpc-failures.ts';
-import { type ListenSink, TaskSubscription } from './task-subscriptions.ts';
+import type { TaskSubscription } from './task-subscriptions.ts';
 
 export interface McpRouteOptions {
   readonly core: McpCore;
@@ -74,12 +59,10 @@ export interface McpRouteOptions {
 
 export const DEFAULT_SSE_AFTER_MS = 1_000;
 
-/** Calls in flight, each with the function that ends it because the server is closing. */
-type CallsInFlight = Set<(reason: ServerStopping) => void>;
-
-/** The options, and the route's own registry of the calls in flight. */
+/** The options, the route's own registry of the calls in flight, and the dispatcher. */
 interface RouteOptions extends McpRouteOptions {
   readonly calls: CallsInFlight;
+  readonly dispatcher: McpDispatcher;
 }
 
 const tenants = new WeakMap<FastifyRequest, string>();
@@ -119,6 +102,7 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
   // before the server closes, or close() would wait for them forever.
   const listens = new Set<TaskSubscription>();
   const calls: CallsInFlight = new Set();
+  const route: RouteOptions = { ...options, calls, dispatcher: new McpDispatcher(options.core, options.server) };
   // A handshake client hears of list changes on its session's GET stream, if it opened one.
   const unsubscribeTools = options.core.onListChanged((kind) =>
     sessions.notifyStreams({ jsonrpc: '2.0', method: `notifications/${kind}/list_changed` }, kind),
@@ -194,7 +178,7 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
       },
     });
     scope.post('/mcp', { schema: { hide: true } }, async (request, reply) =>
-      handle(request, reply, { ...options, calls }, sessions, listens),
+      handle(request, reply, route, sessions, listens),
     );
     sseConnections = registerHttpSse(scope, {
       core: options.core,
@@ -225,6 +209,7 @@ async function handle(
       },
       {
         core: options.core,
+        dispatcher: options.dispatcher,
         calls: options.calls,
         keepaliveMs: options.keepaliveMs ?? 15_000,
         sseAfterMs: options.sseAfterMs ?? DEFAULT_SSE_AFTER_MS,
@@ -274,8 +259,6 @@ async function handle(
   const tenantId = tenants.get(request) as string;
   const sessionId = single(request.headers['mcp-session-id']);
   const versionHeader = single(request.headers['mcp-protocol-version']);
-  const legacyHeaders =
-    sessionId !== undefined || (versionHeader !== undefined && LEGACY_PROTOCOL_VERSIONS.includes(versionHeader));
   if (message.kind === 'notification') {
     // 2026-07-28 defines no client notifications on HTTP (a closed stream is the cancel), but the
     // clients deployed today (2025-11-25) POST notifications/cancelled, and it is honoured in
@@ -300,233 +283,62 @@ async function handle(
   }
 
   const { id, method, params } = message;
-  if (requestEra(method, params, { handshake: legacyHeaders, sticky: true, versionHeader }) === 'legacy') {
-    return handleLegacy(
-      request,
-      reply,
-      { id, method, params },
-      { tenantId, sessionId, versionHeader },
-      options,
-      sessions,
-    );
-  }
-  const metadata = checkRequestMetadata(request.headers, method, params);
-  if (!metadata.ok) return reply.code(metadata.httpStatus).send(errorResponse(id, metadata.error));
-
-  if (method === 'subscriptions/listen') {
-    return listen(reply, id, params, tenantId, metadata.metadata.clientCapabilities, options, listens);
-  }
-  if (method !== 'tools/call') {
+  const era = postedEra(sessionId, versionHeader);
+  const log = (fields: Record<string, unknown>, text: string) => request.log.warn(fields, text);
+  let connection: Connection;
+  if (!speaksHandshake(method, params, era)) {
+    // 2026-07-28: the request is a connection of its own, checked against its headers.
+    connection = {
+      tenantId,
+      scope: newRequestScope(),
+      era,
+      handshake: null,
+      // Each header's values apart too: Node joins a repeated header with ", " in request.headers,
+      // and a repeated Mcp-Param-* must be refused, not read as one value.
+      http: { headers: request.headers, distinct: () => request.raw.headersDistinct },
+      log,
+    };
+  } else if (method === 'initialize') {
+    // initialize opens a session rather than speaking in one: the headers of an earlier session
+    // (a client connecting again) are not its own. The session is stored, and named in the
+    // response's header, before the answer goes.
+    connection = {
+      tenantId,
+      scope: newRequestScope(),
+      era,
+      handshake: null,
+      open: async (opened) => {
+        const session = await sessions.open(tenantId, opened.revision, opened.clientCapabilities);
+        reply.header('mcp-session-id', session);
+      },
+      log,
+    };
+  } else {
+    // A stored session is looked up in Postgres: a failure there (an outage: 503, retry) answers
+    // this request's id, as any later failure would, not the route's id-less error handler.
+    let resolved: Awaited<ReturnType<typeof sessionOf>>;
     try {
-      const outcome = await options.core.request(method, params, {
-        tenantId,
-        signal: new AbortController().signal,
-        clientCapabilities: metadata.metadata.clientCapabilities,
-      });
-      return send(reply, id, outcome as MethodOutcome);
+      resolved = await sessionOf({ tenantId, sessionId, versionHeader }, sessions);
     } catch (error) {
       return sendFailure(request, reply, id, error);
     }
+    if ('refused' in resolved) return reply.code(resolved.status).send(errorResponse(id, resolved.refused));
+    connection = sessionConnection(sessions, options.core, { tenantId, sessionId, era, ...resolved }, log);
   }
-  return callTool(
-    request,
-    reply,
+  options.dispatcher.request(
     id,
+    method,
     params,
-    {
-      tenantId,
-      clientCapabilities: metadata.metadata.clientCapabilities,
-      logLevel: metadata.metadata.logLevel ?? null,
-      // Each header's values apart: Node joins a repeated header with ", " in request.headers, and
-      // a repeated Mcp-Param-* must be refused, not read as one value.
-      headers: () => request.raw.headersDistinct,
-    },
-    options,
-  );
-}
-
-/**
- * The 2025-11-25 era (basic/lifecycle, basic/transports of that revision): the initialize
- * handshake opens a session; later requests carry MCP-Protocol-Version and, if given one,
- * Mcp-Session-Id (unknown → 404, so the client re-initializes). Results carry no resultType, and
- * an unknown method is a JSON-RPC error on a 200 (a 404 would tell the client its session is gone).
- */
-async function handleLegacy(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  call: { id: JsonRpcId; method: string; params: Readonly<Record<string, unknown>> | undefined },
-  headed: { tenantId: string; sessionId: string | undefined; versionHeader: string | undefined },
-  options: RouteOptions,
-  sessions: LegacySessions,
-) {
-  const { id, method, params } = call;
-  // initialize opens a session rather than speaking in one: the headers of an earlier session
-  // (a client connecting again) are not its own. The dispatcher negotiates and answers it; the
-  // session is stored, and named in the response's header, through `open`.
-  const opening = method === 'initialize';
-  const at = opening ? { ...headed, sessionId: undefined, versionHeader: undefined } : headed;
-  // A stored session is looked up in Postgres: a failure there (an outage: 503, retry) answers
-  // this request's id, as any later failure would, not the route's id-less error handler.
-  let resolved: Awaited<ReturnType<typeof sessionOf>>;
-  try {
-    resolved = await sessionOf(at, sessions);
-  } catch (error) {
-    return sendFailure(request, reply, id, error);
-  }
-  if ('refused' in resolved) return reply.code(resolved.status).send(errorResponse(id, resolved.refused));
-  const { scope, revision } = resolved;
-  const openSession = async (opened: Initialized) => {
-    const session = await sessions.open(at.tenantId, opened.revision, opened.clientCapabilities);
-    reply.header('mcp-session-id', session);
-  };
-  if (method === 'tools/call')
-    return callTool(
-      request,
-      reply,
-      id,
-      params,
-      {
-        tenantId: at.tenantId,
-        era: 'legacy',
-        revision,
-        logLevel: scope.logLevel,
-        ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),
-      },
-      options,
-      scope,
-    );
-  // Every other request runs through the request runner in the session's scope (or the tenant's,
-  // without a session): its id begins in the scope's coordinator, so one still in flight is not
-  // taken twice; a POSTed notifications/cancelled reaches it there; a closed response cancels it
-  // (tasks/result may wait for hours: the wait ends, never the task); and a server that stops
-  // ends it with a retryable answer after the grace period. While tasks/result waits, the task's
-  // status changes go out on the same response as SSE (notifications/tasks/status, that
-  // revision's only stream for them over HTTP), as do a prompt's or resource's requests to the
-  // client and its log messages; the answer ends the stream.
-  let stream: SseStream | null = null;
-  const toSse = () => {
-    if (!stream) {
-      reply.hijack();
-      stream = new SseStream(reply.raw, {
-        capacity: 4,
-        coalesce: 'by-key',
-        keepaliveMs: options.keepaliveMs ?? 15_000,
-      });
-      stream.open();
-    }
-    return stream;
-  };
-  const onTaskStatus = (notification: Record<string, unknown>) =>
-    toSse().push({ kind: 'replaceable', key: 'status', value: { data: notification } });
-  const stopping = new AbortController();
-  const endRequest = (reason: ServerStopping) => stopping.abort(reason);
-  options.calls.add(endRequest);
-  let sent = 0;
-  let end: RequestEnd;
-  try {
-    end = await runRequest(id, method, params, {
-      core: options.core,
-      // Only a session's client can be asked: its answer is POSTed with the session's id.
-      scope: at.sessionId === undefined ? { requests: scope.requests, controllers: scope.controllers } : scope,
-      context: {
-        ...sessionRequestContext(sessions, options.core, { ...at, scope, revision }, (fields, text) =>
-          request.log.warn(fields, text),
-        ),
-        ...(method === 'tasks/result' ? { onTaskStatus } : {}),
-        ...(opening ? { open: openSession } : {}),
-      },
-      send: (message, kind) => {
-        sent += 1;
-        toSse().push({ kind: 'replaceable', key: `${kind} ${sent}`, value: { data: message } });
-      },
+    connection,
+    new PostAnswer(reply, id, params, {
+      keepaliveMs: options.keepaliveMs ?? 15_000,
+      sseAfterMs: options.sseAfterMs ?? DEFAULT_SSE_AFTER_MS,
+      calls: options.calls,
+      listens,
       gone: goneOf(request),
-      stopping: stopping.signal,
       failure: (error) => logged(request, error),
-    });
-  } finally {
-    options.calls.delete(endRequest);
-  }
-  const open = stream as SseStream | null;
-  if (end.kind === 'cancelled') {
-    // Cancelled by a POSTed notification while the response is open, or by its close: it ends
-    // without a message (an SSE stream just ends, an unanswered POST gets an empty 204).
-    if (open) return open.close();
-    if (reply.raw.destroyed) return reply.hijack();
-    return reply.code(204).send();
-  }
-  let message: Record<string, unknown>;
-  let status = 200;
-  if (end.kind === 'duplicate') message = errorResponse(id, end.error);
-  else if (end.kind === 'stopped') {
-    message = errorResponse(id, stoppedCallError(method));
-    status = 503;
-    reply.header('retry-after', '1');
-  } else if (end.outcome.kind === 'error') {
-    message = errorResponse(id, end.outcome.error);
-    // A failure's own status (503 in an outage) and headers; the revision's methods answer
-    // theirs on a 200.
-    status = end.outcome.httpStatus;
-    if (end.headers) reply.headers(end.headers);
-  } else {
-    if (!open) return send(reply, id, end.outcome);
-    message = resultResponse(id, end.outcome.result);
-  }
-  if (open) return open.push({ kind: 'final', value: { data: message } });
-  return reply.code(status).send(message);
-}
-
-/**
- * subscriptions/listen on HTTP: an SSE stream carrying the acknowledgement, then the notifications
- * the filter asked for, with keepalives; per task only the latest undelivered status is kept. The
- * client ends it by closing the stream (which never changes a task); the server by its result.
- */
-async function listen(
-  reply: FastifyReply,
-  id: JsonRpcId,
-  params: Readonly<Record<string, unknown>> | undefined,
-  tenantId: string,
-  clientCapabilities: Capabilities,
-  options: McpRouteOptions,
-  listens: Set<TaskSubscription>,
-) {
-  let stream: SseStream | null = null;
-  const sink: ListenSink = {
-    push: (message, key) => stream?.push({ kind: 'replaceable', key, value: { data: message } }),
-    finish: (message) => stream?.push({ kind: 'final', value: { data: message } }),
-  };
-  const opened = options.core.listen(
-    params,
-    { tenantId, clientCapabilities, signal: new AbortController().signal },
-    id,
-    sink,
+    }),
   );
-  if (!(opened instanceof TaskSubscription)) {
-    const refused = opened as Extract<MethodOutcome, { kind: 'error' }>;
-    return reply.code(refused.httpStatus).send(errorResponse(id, refused.error));
-  }
-  reply.hijack();
-  // One slot per watched task (a task's statuses coalesce in it), one for the tool list's changes,
-  // plus the acknowledgement and the result: a stalled reader holds at most the latest status of
-  // each task and one list change, and nothing is dropped.
-  const taskIds = (params?.notifications as { taskIds?: unknown } | undefined)?.taskIds;
-  const watched = Array.isArray(taskIds) ? taskIds.length : 0;
-  stream = new SseStream(reply.raw, {
-    capacity: watched + 3,
-    coalesce: 'by-key',
-    keepaliveMs: options.keepaliveMs ?? 15_000,
-  });
-  stream.open();
-  listens.add(opened);
-  stream.onClose(() => {
-    opened.stop();
-    listens.delete(opened);
-  });
-  try {
-    await opened.start();
-  } catch (error) {
-    // The stream's 200 is out: a subscription that could not start ends with its error.
-    sink.finish(errorResponse(id, logged(reply.request, error).error));
-  }
 }
 
 /**
@@ -570,141 +382,6 @@ async function openSessionStream(
 
 function single(value: string | string[] | undefined): string | undefined {
   return typeof value === 'string' ? value : undefined;
-}
-
-/**
- * A tools/call, answered by hand on the raw response: as JSON, or as SSE once progress is to be
- * sent (the call carries a progress token) or once the call outlives sseAfterMs. A closed response before the answer is the cancel: the coordinator records it,
- * the core cancels the task, and nothing is written for the request afterwards.
- */
-async function callTool(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  id: JsonRpcId,
-  params: Readonly<Record<string, unknown>> | undefined,
-  caller: {
-    readonly tenantId: string;
-    readonly clientCapabilities?: Capabilities;
-    readonly era?: ProtocolEra;
-    readonly revision?: string;
-    readonly logLevel?: LogLevel | null;
-    readonly headers?: () => RequestHeaders;
-  },
-  options: RouteOptions,
-  scope?: CallScope,
-) {
-  // A 2025-11-25 request may be cancelled by a later POST: its scope's coordinator decides the race.
-  // A 2026-07-28 POST is a scope of its own: only its closed response cancels it.
-  const callScope = scope ?? { requests: new RequestCoordinator(), controllers: new Map<string, AbortController>() };
-  const begun = callScope.requests.begin(id, 'tools/call');
-  if (!begun.ok) {
-    return reply.send(
-      errorResponse(id, {
-        code: ErrorCode.InvalidRequest,
-        message: `request id ${JSON.stringify(id)} is already in use`,
-      }),
-    );
-  }
-  reply.hijack();
-  const stopping = new AbortController();
-  const endCall = (reason: ServerStopping) => stopping.abort(reason);
-  options.calls.add(endCall);
-  // A progress token asks for progress: the answer becomes an SSE stream of notifications/progress
-  // followed by the response (basic/patterns/progress). A call that outlives sseAfterMs becomes an
-  // SSE stream too, with keepalives and, if there is no token, no progress.
-  const progressToken = progressTokenOf(params);
-  const keepaliveMs = options.keepaliveMs ?? 15_000;
-  let progress: ProgressStream | null = null;
-  const toSse = () => {
-    if (!reply.raw.writableEnded && !reply.raw.destroyed)
-      progress ??= new ProgressStream(reply.raw, progressToken, keepaliveMs);
-    return progress;
-  };
-  const sseTimer = setTimeout(toSse, options.sseAfterMs ?? DEFAULT_SSE_AFTER_MS);
-  let end: RequestEnd;
-  try {
-    end = await runRequest(id, 'tools/call', params, {
-      core: options.core,
-      begun: begun.generation,
-      // A handshake session's inline tool asks its client on this call's stream (requests of the
-      // server's own, answered by POSTed responses matched in the session's scope).
-      scope: callScope,
-      context: { ...caller, log: (fields, message) => request.log.warn(fields, message) },
-      // Only a call that asked for progress watches it: the others read their task once, at the end.
-      progress: (update) => toSse()?.offer(update),
-      // A log message (or a request to the client) turns the answer into SSE, as progress does:
-      // it must go before the response.
-      send: (message) => toSse()?.message(message),
-      gone: goneOf(request),
-      stopping: stopping.signal,
-      failure: (error) => logged(request, error),
-    });
-  } finally {
-    clearTimeout(sseTimer);
-    options.calls.delete(endCall);
-  }
-  if (end.kind === 'cancelled' || end.kind === 'duplicate') {
-    // Cancelled by a POSTed notification (2025-11-25) while the response is still open: end it
-    // without a message — an SSE stream just ends, an unanswered POST gets an empty 204. (One
-    // terminal state: a result that lost the race to the cancel was dropped by the runner.)
-    if (!reply.raw.writableEnded && !reply.raw.destroyed) {
-      if (!reply.raw.headersSent) reply.raw.writeHead(204);
-      reply.raw.end();
-    }
-    return;
-  }
-  let outcome: MethodOutcome;
-  if (end.kind === 'stopped') {
-    // Ended by the server's shutdown, its request-mode task cancelled: a definitive, retryable
-    // answer rather than a cut connection (a client would wait on that until its own timeout).
-    if (!reply.raw.headersSent) reply.raw.setHeader('retry-after', '1');
-    outcome = { kind: 'error', httpStatus: 503, error: stoppedCallError() };
-  } else {
-    outcome = end.outcome;
-    for (const [name, value] of Object.entries(end.headers ?? {})) {
-      if (!reply.raw.headersSent) reply.raw.setHeader(name, value);
-    }
-  }
-  if (progress) return (progress as ProgressStream).finish(id, outcome);
-  const body = JSON.stringify(
-    outcome.kind === 'result' ? resultResponse(id, outcome.result) : errorResponse(id, outcome.error),
-  );
-  reply.raw.writeHead(outcome.kind === 'result' ? 200 : outcome.httpStatus, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(body),
-  });
-  reply.raw.end(body);
-}
-
-function send(reply: FastifyReply, id: JsonRpcId, outcome: MethodOutcome) {
-  if (outcome.kind === 'result') {
-    const shared = sharedResponse(id, outcome.result);
-    if (shared) return sendShared(reply, shared);
-    return reply.type('application/json; charset=utf-8').send(resultJson(id, outcome.result));
-  }
-  return reply.code(outcome.httpStatus).send(errorResponse(id, outcome.error));
-}
-
-/**
- * A shared result (tools/list), serialised once per version, written as its byte pieces in one
- * writev. As one string, the answer would be concatenated and encoded to UTF-8 again for every
- * request (for 200 tools' 104 KB, 0.1-0.2 ms of the server's time each; see shareResult).
- */
-function sendShared(reply: FastifyReply, pieces: readonly Buffer[]) {
-  reply.hijack();
-  const res = reply.raw;
-  // Headers set on the reply so far would otherwise be lost with Fastify's send.
-  for (const [name, value] of Object.entries(reply.getHeaders())) {
-    if (value !== undefined) res.setHeader(name, value);
-  }
-  res.writeHead(200, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': pieces.reduce((length, piece) => length + piece.length, 0),
-  });
-  res.cork();
-  for (const piece of pieces) res.write(piece);
-  res.end();
-  res.uncork();
 }
 
 /** A failure as its JSON-RPC error on this response, with its status and headers (Retry-After on a 503). */

@@ -9,9 +9,9 @@ import type { MethodOutcome } from './mcp-methods.ts';
 export const PROGRESS_DROPPED_META = 'dev.taskgate/progressDropped';
 
 /**
- * The SSE answer of a tools/call that carried a progress token, or that outlived the route's
- * threshold: notifications/progress while the task runs (with a token), keepalive comments, then
- * the response, which ends the stream. Progress arrives strictly increasing (the
+ * The SSE answer of a request that carried a progress token, sent a message before its answer,
+ * or outlived the route's threshold: notifications/progress while the task runs (with a token),
+ * the request's own messages, keepalive comments, then the response, which ends the stream. Progress arrives strictly increasing (the
  * core filters it) and goes through the bounded buffer: a reader that
  * stalls keeps only the latest progress, never blocks the final response, and is told in the
  * response's _meta that it missed some.
@@ -67,12 +67,13 @@ export class ProgressStream {
   }
 
   /**
-   * A notification of the request's own (notifications/message): in order with progress, and
-   * dropped, never the response, for a reader that stalls.
+   * A notification of the request's own (notifications/message, a request to the client): in
+   * order with progress, and dropped, never the response, for a reader that stalls. With a
+   * `key`, it replaces an undelivered one of the same key right before it (a task's status).
    */
-  message(notification: Record<string, unknown>): void {
+  message(notification: Record<string, unknown>, key?: string): void {
     this.#messages += 1;
-    this.#stream.push({ kind: 'replaceable', key: `message-${this.#messages}`, value: { data: notification } });
+    this.#stream.push({ kind: 'replaceable', key: key ?? `message-${this.#messages}`, value: { data: notification } });
   }
 
   #messages = 0;

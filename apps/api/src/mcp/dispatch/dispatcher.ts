@@ -7,6 +7,7 @@ import {
   type JsonRpcError,
   type JsonRpcId,
   LATEST_PROTOCOL_VERSION,
+  LEGACY_PROTOCOL_VERSIONS,
   type LogLevel,
   type RequestHeaders,
   requestEra,
@@ -93,6 +94,11 @@ export interface RequestStream {
   readonly stopping?: AbortSignal;
   /** Part of a JSON-RPC batch, whose revision it speaks (initialize and per-request versions may not be in one). */
   readonly batched?: boolean;
+  /**
+   * The request runs (a method of its revision's, not the connection's lifecycle): a transport
+   * may start what only a running request needs (HTTP's switch to SSE after a while).
+   */
+  running?(): void;
   /** A failure the core threw, as the transport reports it (logged, with its HTTP status). */
   failure(error: unknown): {
     readonly status: number;
@@ -100,8 +106,11 @@ export interface RequestStream {
     readonly headers?: Readonly<Record<string, string>>;
   };
   end(answer: RequestAnswer): void;
-  /** subscriptions/listen: the stream is the subscription's from now on (`watched`: task ids in its filter). */
-  listen(watched: number): ListenStream;
+  /**
+   * subscriptions/listen: the stream is the subscription's from now on (`watched`: task ids in
+   * its filter). Absent: the request has no stream of its own to give it (an element of a batch).
+   */
+  listen?(watched: number): ListenStream;
 }
 
 /**
@@ -139,9 +148,9 @@ export class McpDispatcher {
       return;
     }
     const generation = begun.generation;
-    const answer = (outcome: MethodOutcome) => {
+    const answer: Answer = (outcome, headers) => {
       if (requests.complete(id, generation) === 'drop') stream.end({ kind: 'cancelled' });
-      else stream.end({ kind: 'answer', outcome });
+      else stream.end(headers ? { kind: 'answer', outcome, headers } : { kind: 'answer', outcome });
     };
     if (stream.batched && (method === 'initialize' || hasMetaVersion(params))) {
       // The batch is its revision's; initialize must not be batched (basic/lifecycle), and a
@@ -214,6 +223,7 @@ export class McpDispatcher {
       };
     }
     const { scope } = connection;
+    stream.running?.();
     void runRequest(id, method, params, {
       core: this.#core,
       begun: generation,
@@ -258,7 +268,7 @@ export class McpDispatcher {
     params: Readonly<Record<string, unknown>> | undefined,
     connection: Connection,
     stream: RequestStream,
-    answer: (outcome: MethodOutcome) => void,
+    answer: Answer,
   ): void {
     if (!connection.open) {
       answer(refused('initialize cannot open a connection here'));
@@ -283,9 +293,9 @@ export class McpDispatcher {
     );
   }
 
-  #fail(error: unknown, stream: RequestStream, answer: (outcome: MethodOutcome) => void): void {
+  #fail(error: unknown, stream: RequestStream, answer: Answer): void {
     const failure = stream.failure(error);
-    answer({ kind: 'error', httpStatus: failure.status, error: failure.error });
+    answer({ kind: 'error', httpStatus: failure.status, error: failure.error }, failure.headers);
   }
 
   /**
@@ -297,8 +307,12 @@ export class McpDispatcher {
     params: Readonly<Record<string, unknown>> | undefined,
     context: { readonly tenantId: string; readonly clientCapabilities: Capabilities },
     stream: RequestStream,
-    answer: (outcome: MethodOutcome) => void,
+    answer: Answer,
   ): void {
+    if (!stream.listen) {
+      answer(refused('subscriptions/listen needs a request of its own: its stream is the subscription'));
+      return;
+    }
     const taskIds = (params?.notifications as { taskIds?: unknown } | undefined)?.taskIds;
     const listening = stream.listen(Array.isArray(taskIds) ? taskIds.length : 0);
     const opened = this.#core.listen(
@@ -311,6 +325,37 @@ export class McpDispatcher {
     else answer(opened);
   }
 }
+
+/**
+ * What a POST says of its era: a session id, or the MCP-Protocol-Version header of a handshake
+ * revision. On HTTP either is the request's own word, even over a per-request version in _meta.
+ */
+export function postedEra(sessionId: string | undefined, versionHeader: string | undefined): ConnectionEra {
+  const named = versionHeader !== undefined && LEGACY_PROTOCOL_VERSIONS.includes(versionHeader);
+  return { handshake: sessionId !== undefined || named, sticky: true, versionHeader };
+}
+
+/** Whether a request on a connection of `era` speaks a handshake revision (on HTTP: a session's). */
+export function speaksHandshake(
+  method: string,
+  params: Readonly<Record<string, unknown>> | undefined,
+  era: ConnectionEra,
+): boolean {
+  return requestEra(method, params, era) === 'legacy';
+}
+
+/**
+ * Why a batch POST is refused before its session is looked up, or null: the revision its
+ * MCP-Protocol-Version names — the latest, with neither a header nor a session — has no batches.
+ */
+export function postedBatchRefusal(sessionId: string | undefined, versionHeader: string | undefined): string | null {
+  const version = versionHeader ?? (sessionId === undefined ? LATEST_PROTOCOL_VERSION : undefined);
+  if (version === undefined || LEGACY_PROTOCOL_VERSIONS.includes(version)) return null;
+  return `JSON-RPC batches are not part of MCP-Protocol-Version ${version}: send one message per POST`;
+}
+
+/** Answers a request the dispatcher settles itself, unless a cancel won the race. */
+type Answer = (outcome: MethodOutcome, headers?: Readonly<Record<string, string>>) => void;
 
 /** A -32600 refusal (HTTP 400 unless told). */
 function refused(message: string, httpStatus = 400): MethodOutcome {

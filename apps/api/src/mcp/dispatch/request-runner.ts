@@ -1,6 +1,6 @@
 import type { TaskProgress } from '@taskgate/db';
 import { ErrorCode, type JsonRpcError, type JsonRpcId } from '@taskgate/protocol';
-import { type RequestCoordinator, requestIdKey } from '@taskgate/reliability';
+import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import type { McpCore, RequestContext } from '../mcp-core.ts';
 import type { MethodOutcome } from '../mcp-methods.ts';
 import type { ClientRequests } from './client-requests.ts';
@@ -16,6 +16,11 @@ export interface RequestScope {
   readonly controllers: Map<string, AbortController>;
   /** Requests of the server's to the client (handshake revisions); absent: the handler cannot ask. */
   readonly clientRequests?: ClientRequests;
+}
+
+/** A scope of its own for a request that is a connection of its own (a 2026-07-28 POST). */
+export function newRequestScope(): RequestScope {
+  return { requests: new RequestCoordinator(), controllers: new Map() };
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { TaskProgress } from '@taskgate/db';
-import { ErrorCode, isLogLevel, LOG_LEVELS, missingCapabilities } from '@taskgate/protocol';
+import { isLogLevel, LOG_LEVELS, missingCapabilities } from '@taskgate/protocol';
 import { type ToolSpec, taskSupportOf } from '@taskgate/tools';
 import type { TaskWatcher } from '../../../tasks/task-watch.ts';
 import type { CallRunner } from '../../dispatch/call-runner.ts';
@@ -18,14 +18,13 @@ import {
 } from '../../mcp-methods.ts';
 import { LegacyTaskMethods, legacyTask, legacyTaskRefusal, requestedTask } from '../2025-11-25/tasks.ts';
 import type { HandshakeProfile } from '../revision.ts';
-import { initialize } from './initialize.ts';
 
 /** server/resources of 2024-11-05 … 2025-11-25: a URI that names no resource. */
 export const RESOURCE_NOT_FOUND = -32002;
 
 /**
- * The methods every revision opened by initialize shares, as `profile` has them: initialize and
- * ping (basic/lifecycle, basic/utilities/ping; a stdio pipe answers both itself, at once), tools,
+ * The methods every revision opened by initialize shares, as `profile` has them (initialize and
+ * ping are the connection's own, answered by the dispatcher at once): tools,
  * and where the revision has its own tasks, tools/call's `task` param and
  * tasks/get|result|list|cancel. tasks/update is the 2026-07-28 extension's and is not here (-32601).
  * A tool that only runs as a task is not offered where there are no tasks.
@@ -39,24 +38,6 @@ export function handshakeMethods(
   const { server, service, pollMs } = runner.options;
   const include = profile.tasks ? undefined : (tool: ToolSpec) => taskSupportOf(tool) !== 'required';
   const methods = new Map<string, MethodHandler>([
-    [
-      'initialize',
-      async (params, context) => {
-        // The client's revision when it is served, else the latest handshake revision (lifecycle
-        // "Version Negotiation"); a client that cannot speak the answer disconnects.
-        const opened = initialize(params, server);
-        if (!context.open) {
-          return {
-            kind: 'error',
-            httpStatus: 400,
-            error: { code: ErrorCode.InvalidRequest, message: 'initialize cannot open a connection here' },
-          };
-        }
-        await context.open(opened);
-        return { kind: 'result', result: opened.result };
-      },
-    ],
-    ['ping', () => ({ kind: 'result', result: {} })],
     ['server/discover', () => ({ kind: 'result', result: discoverResult(server) })],
     [
       'tools/list',
