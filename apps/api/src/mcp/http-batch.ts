@@ -1,8 +1,9 @@
 import type { SessionSignals } from '@taskgate/db';
-import { checkJsonValue, classifyMessage, ErrorCode, errorResponse, invalidJsonValueError } from '@taskgate/protocol';
+import { classifyMessage, ErrorCode, errorResponse } from '@taskgate/protocol';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SseStream } from '../sse/sse-stream.ts';
 import { type McpDispatcher, postedBatchRefusal, postedEra } from './dispatch/dispatcher.ts';
+import { readMessage } from './dispatch/incoming.ts';
 import { type LegacySessions, sessionConnection, sessionOf } from './legacy-sessions.ts';
 import type { McpCore, ServerStopping } from './mcp-core.ts';
 import { resultJson } from './mcp-methods.ts';
@@ -80,7 +81,7 @@ export async function handleBatch(
     debug: (fields, text) => request.log.debug(fields, text),
   };
   const responses: string[] = [];
-  const messages = elements.map((element) => ({ element, message: classifyMessage(element) }));
+  const messages = elements.map((element) => ({ element, message: readMessage(element) }));
   const hasRequest = messages.some(({ message }) => message.kind === 'request');
   // As for a single POST: only a session was ever asked anything, so only a session can answer.
   if (context.sessionId === undefined && messages.some(({ message }) => message.kind === 'response')) {
@@ -112,21 +113,19 @@ export async function handleBatch(
   }
   const running: Promise<void>[] = [];
   for (const { element, message } of messages) {
-    if (message.kind === 'invalid') {
-      responses.push(JSON.stringify(errorResponse(message.id, message.error)));
+    if (message.kind === 'invalid' || message.kind === 'unstorable') {
+      // A notification with a value that cannot be taken in is ignored (no id to answer).
+      if (message.kind === 'invalid' || !message.notification) {
+        responses.push(JSON.stringify(errorResponse(message.id, message.error)));
+      }
       continue;
     }
     if (message.kind === 'response') {
       honourPostedResponse(scope, element as Record<string, unknown>, from);
       continue;
     }
-    const unstorable = checkJsonValue(element);
     if (message.kind === 'notification') {
-      if (!unstorable && message.method === 'notifications/cancelled') honourPostedCancel(scope, message.params, from);
-      continue;
-    }
-    if (unstorable) {
-      responses.push(JSON.stringify(errorResponse(message.id, invalidJsonValueError(unstorable))));
+      if (message.method === 'notifications/cancelled') honourPostedCancel(scope, message.params, from);
       continue;
     }
     const { id } = message;

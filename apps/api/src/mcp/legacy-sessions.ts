@@ -21,11 +21,12 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
   WITHOUT_VERSION_HEADER,
 } from '@taskgate/protocol';
-import { RequestCoordinator, requestIdKey, StopSignalError } from '@taskgate/reliability';
+import { RequestCoordinator } from '@taskgate/reliability';
 import type { Kysely } from 'kysely';
 import type { SseStream } from '../sse/sse-stream.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
 import type { Connection } from './dispatch/dispatcher.ts';
+import { cancelRequest } from './dispatch/incoming.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import type { McpCore } from './mcp-core.ts';
 
@@ -238,12 +239,7 @@ export class LegacySessions {
     const local = this.#local.get(signal.sessionId);
     if (!local || local.tenantId !== signal.tenantId) return false;
     if (signal.kind === 'response') return local.scope.clientRequests.answer(signal.message as Record<string, unknown>);
-    const decision = local.scope.requests.cancel(signal.requestId, signal.reason ?? undefined);
-    if (!decision.cancelled) return false;
-    local.scope.controllers
-      .get(requestIdKey(signal.requestId))
-      ?.abort(new StopSignalError('notification', signal.reason ?? 'cancelled by the client'));
-    return true;
+    return cancelRequest(local.scope, signal.requestId, signal.reason ?? null).cancelled;
   }
 
   /**

@@ -1,12 +1,5 @@
 import type { SessionSignals } from '@taskgate/db';
-import {
-  checkJsonValue,
-  classifyMessage,
-  ErrorCode,
-  errorResponse,
-  invalidJsonValueError,
-  type JsonRpcId,
-} from '@taskgate/protocol';
+import { ErrorCode, errorResponse, type JsonRpcId } from '@taskgate/protocol';
 import { StopSignalError } from '@taskgate/reliability';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticator, Caller } from '../http/auth.ts';
@@ -15,6 +8,7 @@ import { mcpScopeOf, type ScopeGroup } from '../http/oauth/scopes.ts';
 import { logFailure } from '../http/problem.ts';
 import { SseStream } from '../sse/sse-stream.ts';
 import { type Connection, McpDispatcher, postedEra, speaksHandshake } from './dispatch/dispatcher.ts';
+import { readMessage } from './dispatch/incoming.ts';
 import { newRequestScope } from './dispatch/request-runner.ts';
 import { handleBatch } from './http-batch.ts';
 import { checkMcpAccept } from './http-guards.ts';
@@ -220,8 +214,11 @@ async function handle(
       sessions,
     );
   }
-  const message = classifyMessage(request.body);
-  if (message.kind === 'invalid') return reply.code(400).send(errorResponse(message.id, message.error));
+  const message = readMessage(request.body);
+  // Not JSON-RPC, or a value that cannot be taken in (a notification's error has no id to answer).
+  if (message.kind === 'invalid' || message.kind === 'unstorable') {
+    return reply.code(400).send(errorResponse(message.id, message.error));
+  }
   if (message.kind === 'response') {
     // A handshake client's answer to a request this server sent it (elicitation/create, ...): 202,
     // matched in its session's scope. Only the instance holding the call has the request.
@@ -246,15 +243,6 @@ async function handle(
       debug: (fields, text) => request.log.debug(fields, text),
     });
     return reply.code(202).send();
-  }
-  // The one decoded-input check REST and stdio run too: a value Postgres cannot store (NUL, an
-  // unpaired surrogate), a non-finite number or nesting past MAX_JSON_DEPTH is -32602 before any
-  // method sees it. A notification has no id to answer, so it gets the error without one.
-  const unstorable = checkJsonValue(request.body);
-  if (unstorable) {
-    return reply
-      .code(400)
-      .send(errorResponse(message.kind === 'request' ? message.id : null, invalidJsonValueError(unstorable)));
   }
   const tenantId = tenants.get(request) as string;
   const sessionId = single(request.headers['mcp-session-id']);

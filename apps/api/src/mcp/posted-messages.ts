@@ -1,6 +1,5 @@
 import type { SessionSignals } from '@taskgate/db';
-import { parseCancelledParams } from '@taskgate/protocol';
-import { requestIdKey, StopSignalError } from '@taskgate/reliability';
+import { honourCancel } from './dispatch/incoming.ts';
 import type { CallScope } from './legacy-sessions.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
@@ -20,14 +19,10 @@ export interface PostedFrom {
  * instance that does (a session's only: ids are unique per client).
  */
 export function honourPostedCancel(scope: CallScope, params: unknown, from: PostedFrom): void {
-  const cancel = parseCancelledParams(params);
-  if (!cancel) return;
-  const decision = scope.requests.cancel(cancel.requestId, cancel.reason ?? undefined);
-  if (decision.cancelled) {
-    scope.controllers
-      .get(requestIdKey(cancel.requestId))
-      ?.abort(new StopSignalError('notification', cancel.reason ?? 'cancelled by the client'));
-  } else if (decision.why === 'unknown' && from.sessionId !== undefined && from.signals) {
+  const honoured = honourCancel(scope, params);
+  if (!honoured || honoured.decision.cancelled) return;
+  const { cancel, decision } = honoured;
+  if (decision.why === 'unknown' && from.sessionId !== undefined && from.signals) {
     from.signals.send({
       kind: 'cancel',
       tenantId: from.tenantId,

@@ -1,19 +1,10 @@
 import type { Readable, Writable } from 'node:stream';
-import {
-  type Capabilities,
-  checkJsonValue,
-  classifyMessage,
-  ErrorCode,
-  errorResponse,
-  invalidJsonValueError,
-  type JsonRpcId,
-  type LogLevel,
-  parseCancelledParams,
-} from '@taskgate/protocol';
+import { type Capabilities, ErrorCode, errorResponse, type JsonRpcId, type LogLevel } from '@taskgate/protocol';
 import { type CancelSignal, RequestCoordinator, requestIdKey, StopSignalError } from '@taskgate/reliability';
 import { BatchAnswer } from './batch-answer.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
 import { type Connection, type ListenStream, McpDispatcher, type RequestStream } from './dispatch/dispatcher.ts';
+import { honourCancel, readMessage } from './dispatch/incoming.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
 import type { ListKind, McpCore } from './mcp-core.ts';
 import { resultJson, type ServerIdentity } from './mcp-methods.ts';
@@ -193,19 +184,15 @@ export class StdioServer {
 
   /** One message, on a line of its own or in a batch (whose answer collects its response). */
   #onMessage(value: unknown, batch: BatchAnswer | null): void {
-    const message = classifyMessage(value);
-    // The decoded-input check REST and HTTP run too; a notification has no one to answer.
-    const unstorable = message.kind === 'request' || message.kind === 'notification' ? checkJsonValue(value) : null;
-    if (unstorable && message.kind === 'notification') {
-      this.#options.logger.debug({ code: unstorable.code }, 'ignored a notification with unstorable content');
-      return;
-    }
-    if (unstorable && message.kind === 'request') {
-      this.#send(errorResponse(message.id, invalidJsonValueError(unstorable)), batch);
-      return;
-    }
+    const message = readMessage(value);
     switch (message.kind) {
       case 'invalid':
+      case 'unstorable':
+        // A notification has no one to answer.
+        if (message.kind === 'unstorable' && message.notification) {
+          this.#options.logger.debug({ code: message.error.code }, 'ignored a notification with unstorable content');
+          return;
+        }
         this.#send(errorResponse(message.id, message.error), batch);
         return;
       case 'response':
@@ -227,19 +214,14 @@ export class StdioServer {
   }
 
   #onCancelled(params: unknown): void {
-    const cancel = parseCancelledParams(params);
-    if (!cancel) {
-      this.#options.logger.debug({}, 'ignored a malformed notifications/cancelled');
-      return;
+    const honoured = honourCancel(this.#scope, params);
+    if (!honoured) this.#options.logger.debug({}, 'ignored a malformed notifications/cancelled');
+    else if (!honoured.decision.cancelled) {
+      this.#options.logger.debug(
+        { requestId: honoured.cancel.requestId, why: honoured.decision.why },
+        'ignored a cancellation',
+      );
     }
-    const decision = this.#requests.cancel(cancel.requestId, cancel.reason ?? undefined);
-    if (!decision.cancelled) {
-      this.#options.logger.debug({ requestId: cancel.requestId, why: decision.why }, 'ignored a cancellation');
-      return;
-    }
-    this.#controllers
-      .get(requestIdKey(cancel.requestId))
-      ?.abort(new StopSignalError('notification', cancel.reason ?? 'cancelled by the client'));
   }
 
   #onRequest(

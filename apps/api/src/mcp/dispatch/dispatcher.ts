@@ -235,18 +235,29 @@ export class McpDispatcher {
       ...(stream.gone ? { gone: stream.gone } : {}),
       ...(stream.stopping ? { stopping: stream.stopping } : {}),
       failure: (error) => stream.failure(error),
-    }).then((end) => {
-      if (end.kind === 'answer') stream.end(end);
-      else if (end.kind === 'stopped') {
-        // Ended by the server stopping, its request-mode task cancelled: a definitive, retryable
-        // answer (the client would otherwise wait on it until its own timeout).
-        stream.end({
-          kind: 'answer',
-          outcome: { kind: 'error', httpStatus: 503, error: stoppedCallError(method) },
-          headers: { 'retry-after': '1' },
-        });
-      } else stream.end({ kind: 'cancelled' });
-    });
+    })
+      .then((end) => {
+        if (end.kind === 'answer') stream.end(end);
+        else if (end.kind === 'stopped') {
+          // Ended by the server stopping, its request-mode task cancelled: a definitive, retryable
+          // answer (the client would otherwise wait on it until its own timeout).
+          stream.end({
+            kind: 'answer',
+            outcome: { kind: 'error', httpStatus: 503, error: stoppedCallError(method) },
+            headers: { 'retry-after': '1' },
+          });
+        } else stream.end({ kind: 'cancelled' });
+      })
+      .catch(this.#unwritten(connection));
+  }
+
+  /** An answer that could not be written (a transport's bug): logged, never an unhandled rejection. */
+  #unwritten(connection: Connection): (error: unknown) => void {
+    return (error) =>
+      connection.log(
+        { error: error instanceof Error ? error.message : String(error) },
+        'an MCP answer could not be written',
+      );
   }
 
   /**
@@ -287,10 +298,12 @@ export class McpDispatcher {
       answer(result);
       return;
     }
-    kept.then(
-      () => answer(result),
-      (error: unknown) => this.#fail(error, stream, answer),
-    );
+    kept
+      .then(
+        () => answer(result),
+        (error: unknown) => this.#fail(error, stream, answer),
+      )
+      .catch(this.#unwritten(connection));
   }
 
   #fail(error: unknown, stream: RequestStream, answer: Answer): void {
