@@ -297,7 +297,8 @@ async function handle(
       handshake: null,
       open: async (opened) => {
         const session = await sessions.open(tenantId, opened.revision, opened.clientCapabilities);
-        reply.header('mcp-session-id', session);
+        // On the raw response: the reply is hijacked, and its answer is written there.
+        reply.raw.setHeader('mcp-session-id', session);
       },
       log,
     };

@@ -102,7 +102,6 @@ export class PostAnswer implements RequestStream {
       this.#sse.finish(this.#id, outcome);
       return;
     }
-    this.#takeReplyHeaders();
     if (outcome.kind === 'result') {
       const pieces = sharedResponse(this.#id, outcome.result);
       if (pieces) {
@@ -153,7 +152,6 @@ export class PostAnswer implements RequestStream {
         keepaliveMs: this.#options.keepaliveMs,
       });
       stream = opened;
-      this.#takeReplyHeaders();
       opened.open();
       const { listens } = this.#options;
       listens.add(subscription);
@@ -171,18 +169,8 @@ export class PostAnswer implements RequestStream {
   #toSse(): ProgressStream | null {
     const raw = this.#reply.raw;
     if (!this.#sse && !raw.writableEnded && !raw.destroyed) {
-      this.#takeReplyHeaders();
       this.#sse = new ProgressStream(raw, this.#token, this.#options.keepaliveMs);
     }
     return this.#sse;
-  }
-
-  /** Headers set on the reply before it was hijacked (Mcp-Session-Id) go out with the raw response. */
-  #takeReplyHeaders(): void {
-    const raw = this.#reply.raw;
-    if (raw.headersSent) return;
-    for (const [name, value] of Object.entries(this.#reply.getHeaders())) {
-      if (value !== undefined) raw.setHeader(name, value);
-    }
   }
 }

@@ -19,7 +19,7 @@ import { type Initialized, initialize } from '../revisions/handshake/initialize.
 import { hasMetaVersion } from '../stdio-front.ts';
 import { type ListenSink, TaskSubscription } from '../task-subscriptions.ts';
 import { stoppedCallError } from './call-runner.ts';
-import { type RequestMessageKind, type RequestScope, type RunRequest, runRequest } from './request-runner.ts';
+import { type RequestScope, type RunRequest, type RunStream, runRequest } from './request-runner.ts';
 import type { ResourceSubscriptions } from './resource-subscriptions.ts';
 
 /** What a connection's initialize settled, which its later requests speak (handshake revisions). */
@@ -81,17 +81,10 @@ export interface ListenStream {
 
 /**
  * One request's stream, as its transport writes it: the HTTP response of its POST (JSON, or SSE
- * once something goes before the answer), or the pipe, or its place in a batch's answer.
+ * once something goes before the answer), or the pipe, or its place in a batch's answer. What it
+ * sends before its answer, and its `gone` and `stopping` signals, are the request runner's.
  */
-export interface RequestStream {
-  /** Progress, log messages, status notifications and requests to the client, before the answer. */
-  send(message: Record<string, unknown>, kind: RequestMessageKind): void;
-  /** Progress as the task reports it, for a transport that builds the notification itself. */
-  readonly progress?: RunRequest['progress'];
-  /** The client is gone (its stream closed, stdin ended): the request is cancelled. */
-  readonly gone?: AbortSignal;
-  /** The server is stopping: the request is ended with a task to hand over or a retryable error. */
-  readonly stopping?: AbortSignal;
+export interface RequestStream extends RunStream {
   /** Part of a JSON-RPC batch, whose revision it speaks (initialize and per-request versions may not be in one). */
   readonly batched?: boolean;
   /**
@@ -99,12 +92,6 @@ export interface RequestStream {
    * may start what only a running request needs (HTTP's switch to SSE after a while).
    */
   running?(): void;
-  /** A failure the core threw, as the transport reports it (logged, with its HTTP status). */
-  failure(error: unknown): {
-    readonly status: number;
-    readonly error: JsonRpcError;
-    readonly headers?: Readonly<Record<string, string>>;
-  };
   end(answer: RequestAnswer): void;
   /**
    * subscriptions/listen: the stream is the subscription's from now on (`watched`: task ids in
@@ -228,13 +215,9 @@ export class McpDispatcher {
       core: this.#core,
       begun: generation,
       // Only a handshake revision's request asks its client on its connection (2026-07-28 asks in rounds).
-      scope: handshake ? scope : { requests: scope.requests, controllers: scope.controllers },
+      scope: handshake || !scope.clientRequests ? scope : { requests: scope.requests, controllers: scope.controllers },
       context,
-      send: (message, kind) => stream.send(message, kind),
-      ...(stream.progress ? { progress: stream.progress } : {}),
-      ...(stream.gone ? { gone: stream.gone } : {}),
-      ...(stream.stopping ? { stopping: stream.stopping } : {}),
-      failure: (error) => stream.failure(error),
+      stream,
     })
       .then((end) => {
         if (end.kind === 'answer') stream.end(end);

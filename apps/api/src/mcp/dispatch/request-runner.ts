@@ -35,50 +35,50 @@ export type RequestEnd =
   /** Cancelled by the client (notifications/cancelled, a closed stream or pipe): nothing is sent for it. */
   | { readonly kind: 'cancelled' }
   /** Ended by the server stopping with nothing to hand over (its request-mode task cancelled). */
-  | { readonly kind: 'stopped' }
-  /** Its id is in use by a request still in flight in the scope: the error to answer it with. */
-  | { readonly kind: 'duplicate'; readonly error: JsonRpcError };
+  | { readonly kind: 'stopped' };
 
-export interface RunRequest {
-  readonly core: McpCore;
-  readonly scope: RequestScope;
-  /**
-   * The transport began the id in the scope's coordinator already (it answers some methods
-   * itself): begin's generation, so only this request's answer completes it.
-   */
-  readonly begun?: number;
-  /** The request's context but for what the runner gives it (its signal, progress, logs, asks). */
-  readonly context: Omit<RequestContext, 'signal' | 'onProgress' | 'onLog' | 'askClient'>;
-  /** Where its progress, log messages and requests to the client go. */
-  readonly send: (message: Record<string, unknown>, kind: RequestMessageKind) => void;
+/** Where a running request's messages go, and what ends it besides a cancel: its stream, as its transport writes it. */
+export interface RunStream {
+  /** Its progress, log messages and requests to the client. */
+  send(message: Record<string, unknown>, kind: RequestMessageKind): void;
   /**
    * Progress as the task reports it, for a transport that builds the notification itself (HTTP's
    * ProgressStream keeps a stalled reader's latest update in place, allocating nothing per
    * update); absent, each update goes to `send` as its notifications/progress. Only a request
    * with a progress token has progress either way.
    */
-  readonly progress?: (progress: TaskProgress) => void;
+  readonly progress?: ((progress: TaskProgress) => void) | undefined;
   /** The client is gone (its stream closed, stdin ended): the request is cancelled, as by notifications/cancelled. */
-  readonly gone?: AbortSignal;
+  readonly gone?: AbortSignal | undefined;
   /**
    * The server is stopping: the request's signal aborts with this signal's reason, without a
    * cancel, so whatever the core answers (a task to hand over, a retryable error) is sent.
    */
-  readonly stopping?: AbortSignal;
+  readonly stopping?: AbortSignal | undefined;
   /** A failure the core threw, as the transport reports it (logged, with its HTTP status). */
-  readonly failure: (error: unknown) => {
+  failure(error: unknown): {
     readonly status: number;
     readonly error: JsonRpcError;
     readonly headers?: Readonly<Record<string, string>>;
   };
 }
 
+export interface RunRequest {
+  readonly core: McpCore;
+  readonly scope: RequestScope;
+  /** begin's generation of the request's id in the scope's coordinator: only this request's answer completes it. */
+  readonly begun: number;
+  /** The request's context but for what the runner gives it (its signal, progress, logs, asks). */
+  readonly context: Omit<RequestContext, 'signal' | 'onProgress' | 'onLog' | 'askClient'>;
+  readonly stream: RunStream;
+}
+
 /**
- * One request of a connection, whichever transport it came on: its id begins in the scope's
- * coordinator (a duplicate is refused), a cancel reaches it through the scope's controllers, the
- * core runs it with the request's progress (when it carries a token), log messages and — where
- * the scope can — requests to the client going to `send`, and the coordinator decides the race
- * between its answer and a cancel: one terminal state.
+ * One request of a connection, whichever transport it came on, its id begun in the scope's
+ * coordinator: a cancel reaches it through the scope's controllers, the core runs it with the
+ * request's progress (when it carries a token), log messages and — where the scope can —
+ * requests to the client going to its stream, and the coordinator decides the race between its
+ * answer and a cancel: one terminal state.
  */
 export async function runRequest(
   id: JsonRpcId,
@@ -86,31 +86,22 @@ export async function runRequest(
   params: Readonly<Record<string, unknown>> | undefined,
   run: RunRequest,
 ): Promise<RequestEnd> {
-  const { scope } = run;
-  let generation = run.begun;
-  if (generation === undefined) {
-    const begun = scope.requests.begin(id, method);
-    if (!begun.ok) {
-      return {
-        kind: 'duplicate',
-        error: { code: ErrorCode.InvalidRequest, message: `request id ${JSON.stringify(id)} is already in use` },
-      };
-    }
-    generation = begun.generation;
-  }
+  const { scope, stream } = run;
+  const generation = run.begun;
   const key = requestIdKey(id);
   const controller = new AbortController();
   scope.controllers.set(key, controller);
+  const { gone, stopping } = stream;
   const onGone = () => {
-    const reason = run.gone?.reason;
+    const reason = gone?.reason;
     const text = reason instanceof Error ? reason.message : 'the client went away';
     if (scope.requests.cancel(id, text).cancelled) controller.abort(reason);
   };
-  const onStopping = () => controller.abort(run.stopping?.reason);
-  if (run.gone?.aborted) onGone();
-  else run.gone?.addEventListener('abort', onGone, { once: true });
-  if (run.stopping?.aborted) onStopping();
-  else run.stopping?.addEventListener('abort', onStopping, { once: true });
+  const onStopping = () => controller.abort(stopping?.reason);
+  if (gone?.aborted) onGone();
+  else gone?.addEventListener('abort', onGone, { once: true });
+  if (stopping?.aborted) onStopping();
+  else stopping?.addEventListener('abort', onStopping, { once: true });
   const token = progressTokenOf(params);
   const clientRequests = scope.clientRequests;
   let outcome: MethodOutcome | null;
@@ -123,28 +114,29 @@ export async function runRequest(
         ? {}
         : {
             onProgress:
-              run.progress ?? ((progress: TaskProgress) => run.send(progressNotification(token, progress), 'progress')),
+              stream.progress ??
+              ((progress: TaskProgress) => stream.send(progressNotification(token, progress), 'progress')),
           }),
-      onLog: (message) => run.send(message, 'log'),
+      onLog: (message) => stream.send(message, 'log'),
       ...(clientRequests
         ? {
             askClient: (askMethod: string, askParams: Readonly<Record<string, unknown>>, signal: AbortSignal) =>
-              clientRequests.ask(askMethod, askParams, (message) => run.send(message, 'ask'), signal),
+              clientRequests.ask(askMethod, askParams, (message) => stream.send(message, 'ask'), signal),
           }
         : {}),
     });
   } catch (error) {
-    const failure = run.failure(error);
+    const failure = stream.failure(error);
     outcome = { kind: 'error', httpStatus: failure.status, error: failure.error };
     headers = failure.headers;
   } finally {
-    run.gone?.removeEventListener('abort', onGone);
-    run.stopping?.removeEventListener('abort', onStopping);
+    gone?.removeEventListener('abort', onGone);
+    stopping?.removeEventListener('abort', onStopping);
     if (scope.controllers.get(key) === controller) scope.controllers.delete(key);
   }
   // One terminal state: a cancel that won drops whatever came back (and a request whose id was
   // taken again after its cancel completes nothing of the newer one's).
   if (scope.requests.complete(id, generation) === 'drop') return { kind: 'cancelled' };
-  if (outcome === null) return run.stopping?.aborted ? { kind: 'stopped' } : { kind: 'cancelled' };
+  if (outcome === null) return stopping?.aborted ? { kind: 'stopped' } : { kind: 'cancelled' };
   return headers === undefined ? { kind: 'answer', outcome } : { kind: 'answer', outcome, headers };
 }
