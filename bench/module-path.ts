@@ -3,16 +3,14 @@
 // back on the same machine: each side is an API process and a worker process of the real CLI, on a
 // database of its own, driven by the same load generator, in alternating rounds.
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- module-path
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { checkoutBase, REPO } from './support/base-checkout.ts';
 import { type BenchDatabase, benchDatabase } from './support/bench-database.ts';
 import { greetCall, type LoadResult, loadFromChild } from './support/http-load.ts';
 import { atLeastShareOfAnchor, median, printTable, reportGoals } from './support/report.ts';
 
-const REPO = path.resolve(import.meta.dirname, '..');
 const BASE_REF = process.env.BENCH_BASE_REF ?? '5b563df';
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
 const SECONDS = Number(process.env.SECONDS ?? 10);
@@ -27,13 +25,12 @@ interface Side {
   readonly worker: string[];
 }
 
-const scratch = mkdtempSync(path.join(tmpdir(), 'tg-bench-base-'));
-const baseRoot = path.join(scratch, 'checkout');
+const base = checkoutBase(BASE_REF);
+const baseRoot = base.root;
 const processes: ChildProcess[] = [];
 const databases: BenchDatabase[] = [];
 const rows: Record<string, string | number>[] = [];
 try {
-  checkoutBase(baseRoot);
   const demo = path.join(REPO, 'examples/demo/index.ts');
   const sides: Side[] = [
     {
@@ -99,30 +96,9 @@ try {
     ),
   );
   for (const database of databases) await database.drop();
-  execFileSync('git', ['worktree', 'remove', '--force', baseRoot], { cwd: REPO, stdio: 'ignore' });
-  rmSync(scratch, { recursive: true, force: true });
+  base.remove();
 }
 process.exit(0);
-
-/**
- * The base commit in a worktree of its own, with this checkout's installed dependencies (the
- * same versions: the lockfile's external packages did not change) and its own workspace packages.
- */
-function checkoutBase(root: string): void {
-  execFileSync('git', ['worktree', 'add', '--detach', root, BASE_REF], { cwd: REPO, stdio: 'ignore' });
-  const modules = path.join(root, 'node_modules');
-  mkdirSync(path.join(modules, '@taskgate'), { recursive: true });
-  for (const entry of readdirSync(path.join(REPO, 'node_modules'))) {
-    if (entry === '@taskgate') continue;
-    symlinkSync(path.join(REPO, 'node_modules', entry), path.join(modules, entry));
-  }
-  for (const top of ['packages', 'apps']) {
-    for (const name of readdirSync(path.join(root, top))) {
-      const manifest = JSON.parse(readFileSync(path.join(root, top, name, 'package.json'), 'utf8')) as { name: string };
-      symlinkSync(path.join(root, top, name), path.join(modules, manifest.name));
-    }
-  }
-}
 
 /** Starts a side's worker (which migrates its database) and then its API; resolves with the API's origin. */
 async function startSide(side: Side, databaseUrl: string): Promise<string> {
