@@ -79,7 +79,6 @@ export class StdioServer {
   #logLevel: LogLevel | null = null;
   /** A 2025-11-25 client hears of tool list changes from initialize on; null until then. */
   #unsubscribeTools: (() => void) | null = null;
-  /** A list change that found stdout full: written once it drains (one says it all). */
   /** List-changed notifications held for the pipe to drain: one per list, however many changes. */
   readonly #listsChangedPending = new Set<ListKind>();
   /** resources/updated that found stdout full, latest per URI: written once it drains. */

@@ -4,7 +4,6 @@ import {
   checkMetaFields,
   checkRequestMetadata,
   ErrorCode,
-  type JsonRpcError,
   type JsonRpcId,
   LATEST_PROTOCOL_VERSION,
   LEGACY_PROTOCOL_VERSIONS,

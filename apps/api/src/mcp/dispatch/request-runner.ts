@@ -1,5 +1,5 @@
 import type { TaskProgress } from '@taskgate/db';
-import { ErrorCode, type JsonRpcError, type JsonRpcId } from '@taskgate/protocol';
+import type { JsonRpcError, JsonRpcId } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import type { McpCore, RequestContext } from '../mcp-core.ts';
 import type { MethodOutcome } from '../mcp-methods.ts';
