@@ -118,6 +118,24 @@ describe('MCP over HTTP', () => {
     });
   });
 
+  it('answers a mirrored name that is an object with a toString key with 400 and -32020, not a 500 or silence', async () => {
+    // String() of such an object throws; the mirror check named the body's value with it.
+    for (const [method, params] of [
+      ['tools/call', `{"name":{"toString":1},"arguments":{}}`],
+      ['resources/read', `{"uri":{"toString":null,"valueOf":null}}`],
+    ] as const) {
+      const response = await api.app.inject({
+        method: 'POST',
+        url: '/mcp',
+        headers: { ...HEADERS, 'mcp-method': method, 'mcp-name': 'take_anything' },
+        payload: `{"jsonrpc":"2.0","id":9,"method":"${method}","params":{${params.slice(1, -1)},"_meta":${META}}}`,
+      });
+      expect(response.statusCode, method).toBe(400);
+      expect(response.json()).toMatchObject({ id: 9, error: { code: -32020 } });
+      expect(response.json().error.message).toContain('does not match body value');
+    }
+  });
+
   it('answers a body over 1 MiB with 413 and a JSON-RPC error carrying TG_BODY_TOO_LARGE', async () => {
     const response = await api.app.inject({
       method: 'POST',

@@ -63,6 +63,25 @@ describe('checkRequestMetadata (2026-07-28)', () => {
     expect(versions).toMatchObject({ ok: false, error: { code: ErrorCode.HeaderMismatch } });
   });
 
+  it('names a body value that is not a string by its JSON, whatever keys it has', () => {
+    for (const [name, shown] of [
+      [{ toString: 1 }, '{"toString":1}'],
+      [{ valueOf: null, toString: null }, '{"valueOf":null,"toString":null}'],
+      [7, '7'],
+      [undefined, 'nothing'],
+    ] as const) {
+      const check = checkRequestMetadata(headers(), 'tools/call', { ...call(), name });
+      expect(check).toMatchObject({
+        ok: false,
+        httpStatus: 400,
+        error: {
+          code: ErrorCode.HeaderMismatch,
+          message: `Header mismatch: Mcp-Name header value 'greet' does not match body value '${shown}'`,
+        },
+      });
+    }
+  });
+
   it('compares Mcp-Name after Base64 decoding', () => {
     const name = 'wetter-für-köln';
     expect(checkRequestMetadata(headers({ 'mcp-name': encodeHeaderValue(name) }), 'tools/call', call(name)).ok).toBe(

@@ -143,6 +143,12 @@ export class PostAnswer implements RequestStream {
       finish: (message: Record<string, unknown>) => stream?.push({ kind: 'final', value: { data: message } }),
     };
     const start = (subscription: TaskSubscription) => {
+      // The client left before its subscription started (during auth or the body's read): there
+      // is no stream to run it on, and a closed one would never say it closed.
+      if (this.#reply.raw.destroyed) {
+        subscription.stop();
+        return;
+      }
       // One slot per watched task (a task's statuses coalesce in it), one for the tool list's
       // changes, plus the acknowledgement and the result: a stalled reader holds at most the
       // latest status of each task and one list change, and nothing is dropped.

@@ -289,7 +289,7 @@ export class StdioServer {
       failure: (error) => {
         const failure = rpcFailure(error);
         this.#options.logger.warn(
-          { requestId: id, error: (error as Error).message, code: failure.taskgateCode },
+          { requestId: id, error: error instanceof Error ? error.message : String(error), code: failure.taskgateCode },
           'an MCP request failed',
         );
         return failure;
@@ -362,9 +362,15 @@ export class StdioServer {
       controller.signal.addEventListener('abort', stop, { once: true });
       this.#controllers.set(requestIdKey(id), controller);
       this.#listens.set(opened, stop);
-      opened.start().catch((error: Error) => {
-        this.#options.logger.warn({ requestId: id, error: error.message }, 'subscriptions/listen failed to start');
+      opened.start().catch((error: unknown) => {
+        const failure = rpcFailure(error);
+        this.#options.logger.warn(
+          { requestId: id, error: error instanceof Error ? error.message : String(error), code: failure.taskgateCode },
+          'subscriptions/listen failed to start',
+        );
         stop();
+        // Its answer is the failure (503 in an outage), and its id is free again.
+        if (this.#requests.complete(id) !== 'drop') this.#write(errorResponse(id, failure.error));
       });
     };
     return { sink, start };

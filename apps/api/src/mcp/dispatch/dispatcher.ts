@@ -134,10 +134,48 @@ export class McpDispatcher {
       return;
     }
     const generation = begun.generation;
-    const answer: Answer = (outcome, headers) => {
-      if (requests.complete(id, generation) === 'drop') stream.end({ kind: 'cancelled' });
-      else stream.end(headers ? { kind: 'answer', outcome, headers } : { kind: 'answer', outcome });
+    // The stream ends once, whatever else goes wrong.
+    let ended = false;
+    const end = (outcome: RequestAnswer) => {
+      if (ended) return;
+      ended = true;
+      stream.end(outcome);
     };
+    const answer: Answer = (outcome, headers) => {
+      if (requests.complete(id, generation) === 'drop') end({ kind: 'cancelled' });
+      else end(headers ? { kind: 'answer', outcome, headers } : { kind: 'answer', outcome });
+    };
+    // A bug of ours, not the client's (a check that threw, a stream that could not write): logged,
+    // and the request still ends with an error — unanswered, it would hold its id and its stream
+    // (an HTTP response hijacked already, a pipe whose end waits for it) for good.
+    const failed = (error: unknown) => {
+      connection.log(
+        { requestId: id, method, error: error instanceof Error ? error.message : String(error) },
+        'an MCP request failed outside its method',
+      );
+      answer(INTERNAL_ERROR);
+    };
+    try {
+      this.#dispatch(id, method, params, connection, stream, { generation, answer, end, failed });
+    } catch (error) {
+      failed(error);
+    }
+  }
+
+  #dispatch(
+    id: JsonRpcId,
+    method: string,
+    params: Readonly<Record<string, unknown>> | undefined,
+    connection: Connection,
+    stream: RequestStream,
+    settle: {
+      readonly generation: number;
+      readonly answer: Answer;
+      readonly end: (answer: RequestAnswer) => void;
+      readonly failed: (error: unknown) => void;
+    },
+  ): void {
+    const { answer, end, failed } = settle;
     if (stream.batched && (method === 'initialize' || hasMetaVersion(params))) {
       // The batch is its revision's; initialize must not be batched (basic/lifecycle), and a
       // request versioned by its own _meta is of a revision without batches.
@@ -153,7 +191,7 @@ export class McpDispatcher {
     const era = requestEra(method, params, connection.era);
     const handshake = era === 'legacy' ? connection.handshake : null;
     if (era === 'legacy' && method === 'initialize') {
-      this.#initialize(params, connection, stream, answer);
+      this.#initialize(params, connection, stream, answer, failed);
       return;
     }
     if (era === 'legacy' && !handshake) {
@@ -172,6 +210,7 @@ export class McpDispatcher {
       return;
     }
     let context: RunRequest['context'];
+    let created: string | null = null;
     if (handshake) {
       context = {
         tenantId: connection.tenantId,
@@ -182,7 +221,13 @@ export class McpDispatcher {
         ...(handshake.setLogLevel ? { setLogLevel: handshake.setLogLevel } : {}),
         ...(handshake.resourceSubscriptions ? { resourceSubscriptions: handshake.resourceSubscriptions } : {}),
         ...(handshake.onTaskCreated
-          ? { onTaskCreated: handshake.onTaskCreated }
+          ? {
+              // Followed once the answer that names it goes out, not for a request cancelled
+              // meanwhile: its client never heard of the task.
+              onTaskCreated: (taskId: string) => {
+                created = taskId;
+              },
+            }
           : { onTaskStatus: (notification: Record<string, unknown>) => stream.send(notification, 'status') }),
         log: connection.log,
       };
@@ -212,34 +257,27 @@ export class McpDispatcher {
     stream.running?.();
     void runRequest(id, method, params, {
       core: this.#core,
-      begun: generation,
+      begun: settle.generation,
       // Only a handshake revision's request asks its client on its connection (2026-07-28 asks in rounds).
       scope: handshake || !scope.clientRequests ? scope : { requests: scope.requests, controllers: scope.controllers },
       context,
       stream,
     })
-      .then((end) => {
-        if (end.kind === 'answer') stream.end(end);
-        else if (end.kind === 'stopped') {
+      .then((ran) => {
+        if (ran.kind === 'answer') {
+          if (created !== null) handshake?.onTaskCreated?.(created);
+          end(ran);
+        } else if (ran.kind === 'stopped') {
           // Ended by the server stopping, its request-mode task cancelled: a definitive, retryable
           // answer (the client would otherwise wait on it until its own timeout).
-          stream.end({
+          end({
             kind: 'answer',
             outcome: { kind: 'error', httpStatus: 503, error: stoppedCallError(method) },
             headers: { 'retry-after': '1' },
           });
-        } else stream.end({ kind: 'cancelled' });
+        } else end({ kind: 'cancelled' });
       })
-      .catch(this.#unwritten(connection));
-  }
-
-  /** An answer that could not be written (a transport's bug): logged, never an unhandled rejection. */
-  #unwritten(connection: Connection): (error: unknown) => void {
-    return (error) =>
-      connection.log(
-        { error: error instanceof Error ? error.message : String(error) },
-        'an MCP answer could not be written',
-      );
+      .catch(failed);
   }
 
   /**
@@ -262,6 +300,7 @@ export class McpDispatcher {
     connection: Connection,
     stream: RequestStream,
     answer: Answer,
+    failed: (error: unknown) => void,
   ): void {
     if (!connection.open) {
       answer(refused('initialize cannot open a connection here'));
@@ -285,9 +324,10 @@ export class McpDispatcher {
         () => answer(result),
         (error: unknown) => this.#fail(error, stream, answer),
       )
-      .catch(this.#unwritten(connection));
+      .catch(failed);
   }
 
+  /** The connection could not keep what initialize settled (its session store is down): the failure, as any request's. */
   #fail(error: unknown, stream: RequestStream, answer: Answer): void {
     const failure = stream.failure(error);
     answer({ kind: 'error', httpStatus: failure.status, error: failure.error }, failure.headers);
@@ -348,6 +388,13 @@ export function postedBatchRefusal(sessionId: string | undefined, versionHeader:
   if (version === undefined || LEGACY_PROTOCOL_VERSIONS.includes(version)) return null;
   return `JSON-RPC batches are not part of MCP-Protocol-Version ${version}: send one message per POST`;
 }
+
+/** What a request gets when the dispatcher itself failed on it (a bug): never left unanswered. */
+const INTERNAL_ERROR: MethodOutcome = {
+  kind: 'error',
+  httpStatus: 500,
+  error: { code: ErrorCode.InternalError, message: 'internal error' },
+};
 
 /** Answers a request the dispatcher settles itself, unless a cancel won the race. */
 type Answer = (outcome: MethodOutcome, headers?: Readonly<Record<string, string>>) => void;

@@ -59,7 +59,10 @@ export function checkRequestMetadata(
     if (name === null) return mismatch('the Mcp-Name header holds characters a header may not carry');
     const bodyName = params?.[nameField];
     if (name !== bodyName) {
-      return mismatch(`Mcp-Name header value '${name}' does not match body value '${String(bodyName)}'`);
+      // The body's value as the client sent it: a string as is, anything else as its JSON (a body
+      // value of any type is named without running code of its own, such as a toString key).
+      const sent = typeof bodyName === 'string' ? bodyName : (JSON.stringify(bodyName) ?? 'nothing');
+      return mismatch(`Mcp-Name header value '${name}' does not match body value '${sent}'`);
     }
   }
   return fields;
