@@ -12,7 +12,8 @@ import path from 'node:path';
 import { checkoutBase, REPO } from './support/base-checkout.ts';
 import { atLeastShareOfAnchor, median, printTable, reportGoals } from './support/report.ts';
 
-const BASE_REF = process.env.BENCH_BASE_REF ?? 'c70a941';
+const DEFAULT_BASE = 'c70a941';
+const BASE_REF = process.env.BENCH_BASE_REF ?? DEFAULT_BASE;
 const SECONDS = Number(process.env.SECONDS ?? 5);
 // Three rounds a side: one side's rounds differ by up to 10% on this 2-core machine.
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
@@ -25,7 +26,7 @@ const base = checkoutBase(BASE_REF);
 const scratch = mkdtempSync(path.join(tmpdir(), 'tg-bench-throughput-'));
 try {
   const sides = [
-    { label: `before the restructure (${BASE_REF})`, root: base.root },
+    { label: `at ${BASE_REF}${BASE_REF === DEFAULT_BASE ? ' (before the restructure)' : ''}`, root: base.root },
     { label: 'this checkout', root: REPO },
   ];
   const rates: Rates[][] = sides.map(() => []);
