@@ -153,7 +153,11 @@ export class McpDispatcher {
         { requestId: id, method, error: error instanceof Error ? error.message : String(error) },
         'an MCP request failed outside its method',
       );
-      answer(INTERNAL_ERROR);
+      try {
+        answer(INTERNAL_ERROR);
+      } catch {
+        // The stream cannot write even that: it is ended (and logged) as far as it can be.
+      }
     };
     try {
       this.#dispatch(id, method, params, connection, stream, { generation, answer, end, failed });
