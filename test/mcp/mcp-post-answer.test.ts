@@ -4,7 +4,7 @@ import { defineResourceTemplate } from '@taskgate/sdk';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { modernRequest, readSse } from '../support/mcp-http.ts';
 import { type Barrier, barrier, type Platform, startApi, startPlatform } from '../support/task-platform.ts';
 
 // Every request on a POST runs through the dispatcher and is answered by one writer
@@ -103,16 +103,10 @@ describe.each(Object.entries(ERAS))('a resources/read on a POST (%s)', (_era, me
     const answer = await response;
     expect(answer.statusCode).toBe(200);
     expect(answer.headers['content-type']).toBe('text/event-stream');
-    let text = '';
-    const ended = new Promise<void>((resolve) => answer.on('end', resolve));
-    await new Promise<void>((resolve) => {
-      answer.on('data', (chunk: Buffer) => {
-        text += chunk.toString();
-        if (text.startsWith(':')) resolve();
-      });
-    });
+    const sse = readSse(answer);
+    await sse.quiet;
     gate.resolve();
-    await ended;
+    const text = await sse.text;
     const events = text
       .split('\n')
       .filter((line) => line.startsWith('data: '))

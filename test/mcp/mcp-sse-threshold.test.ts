@@ -4,7 +4,7 @@ import { defineTool, ToolProtocolError } from '@taskgate/sdk';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { modernRequest, readSse } from '../support/mcp-http.ts';
 import { type Barrier, barrier, type Platform, startApi, startPlatform } from '../support/task-platform.ts';
 
 // A tools/call that outlives the SSE threshold is answered as an SSE stream: the status and headers
@@ -72,17 +72,11 @@ describe('the SSE threshold of tools/call', () => {
     expect(response.headers['content-type']).toBe('text/event-stream');
     expect(response.headers['cache-control']).toBe('no-cache');
     expect(response.headers['x-accel-buffering']).toBe('no');
-    let text = '';
-    const ended = new Promise<void>((resolve) => response.on('end', resolve));
-    await new Promise<void>((resolve) => {
-      response.on('data', (chunk: Buffer) => {
-        text += chunk.toString();
-        if (text.startsWith(':')) resolve();
-      });
-    });
+    const sse = readSse(response);
+    await sse.quiet;
     // A keepalive came while the call was quiet; only now may the handler return.
     release.resolve();
-    await ended;
+    const text = await sse.text;
     const frames = text.split('\n\n').filter((frame) => frame.length > 0);
     const data = frames.filter((frame) => frame.startsWith('data: '));
     expect(frames.filter((frame) => frame.startsWith(':')).length).toBeGreaterThan(0);

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 
 let nextId = 1;
@@ -63,4 +64,21 @@ export function injectMcp(
 ): Promise<LightMyRequestResponse> {
   const { headers, body } = modernRequest(method, params, options);
   return app.inject({ method: 'POST', url: '/mcp', headers, payload: body });
+}
+
+/**
+ * An SSE response read as it comes: `quiet` resolves once the stream opened with a keepalive
+ * comment (it switched to SSE while nothing was ready to send), `text` with everything once it ends.
+ */
+export function readSse(response: IncomingMessage): { quiet: Promise<void>; text: Promise<string> } {
+  let text = '';
+  let sawComment!: () => void;
+  const quiet = new Promise<void>((resolve) => {
+    sawComment = resolve;
+  });
+  response.on('data', (chunk: Buffer) => {
+    text += chunk.toString();
+    if (text.startsWith(':')) sawComment();
+  });
+  return { quiet, text: new Promise<string>((resolve) => response.on('end', () => resolve(text))) };
 }
