@@ -11,8 +11,8 @@ export interface ScopeSettings {
   /** The call's idempotency key, for ctx.fetch()'s `idempotencyKey`. */
   readonly idempotencyKey: string | null;
   readonly log: LogFn;
-  /** The run's subprocess trees while they live (SubprocessScope.registry). */
-  readonly subprocesses?: Set<number>;
+  /** The run's subprocess trees while they live (SubprocessScope.registry), made when first asked for. */
+  readonly subprocesses?: () => Set<number>;
   /** SubprocessScope.onOrphan. */
   readonly onOrphan?: (delta: 1 | -1) => void;
 }
@@ -51,7 +51,7 @@ export function taskScope(signal: AbortSignal, settings: ScopeSettings): TaskSco
           signal,
           graceMs: settings.spawnGraceMs,
           log: settings.log,
-          ...(settings.subprocesses ? { registry: settings.subprocesses } : {}),
+          ...(settings.subprocesses ? { registry: settings.subprocesses() } : {}),
           ...(settings.onOrphan ? { onOrphan: settings.onOrphan } : {}),
         }),
       ),
