@@ -47,6 +47,8 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   const byDigest = new Map([...options.tokens].map(([token, tenant]) => [digest(token), tenant]));
   const metricsDigest = options.metricsToken ? Buffer.from(digest(options.metricsToken), 'hex') : null;
   const open = byDigest.size === 0 && oauth === null;
+  /** Every caller of an open server: one object, not one per request. */
+  const openCaller: Caller = Object.freeze({ tenant: options.unauthenticatedTenant, scopes: null });
 
   const refuse = (
     request: FastifyRequest,
@@ -86,7 +88,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
   const authenticate = async (request: FastifyRequest): Promise<Caller> => {
     if (open) {
       tokenOf(request);
-      return { tenant: options.unauthenticatedTenant, scopes: null };
+      return openCaller;
     }
     const token = tokenOf(request);
     if (token === null) {

@@ -31,11 +31,11 @@ const LOOPBACK_HOST = /^(localhost|127(\.\d{1,3}){3}|\[::1\])(:\d+)?$/i;
 export function checkRequestOrigin(
   request: FastifyRequest,
   options: RequestGuardOptions,
-  alwaysCheckOrigin: boolean,
+  alwaysCheckOrigin: () => boolean,
 ): GuardRefusal | null {
   const exposed = options.loopbackOnly || options.acceptsUnauthenticated;
   const origin = request.headers.origin;
-  if ((exposed || alwaysCheckOrigin) && origin !== undefined && !originAllowed(origin, options.allowedOrigins)) {
+  if (origin !== undefined && (exposed || alwaysCheckOrigin()) && !originAllowed(origin, options.allowedOrigins)) {
     return { code: 'TG_ORIGIN_NOT_ALLOWED', message: `origin ${origin} is not allowed` };
   }
   if (exposed && !LOOPBACK_HOST.test(request.headers.host ?? '')) {
@@ -64,12 +64,20 @@ function originAllowed(origin: string, allowed: readonly string[]): boolean {
  * problem+json, or on /mcp the JSON-RPC error body that endpoint answers with.
  */
 export function installRequestGuard(app: FastifyInstance, options: RequestGuardOptions): void {
-  app.addHook('onRequest', async (request, reply) => {
-    const mcp = request.routeOptions.url === '/mcp';
-    const refused = checkRequestOrigin(request, options, mcp);
-    if (!refused) return;
-    if (!mcp) return sendProblem(reply, problem(refused.code, refused.message, request.url));
-    return reply
+  // A callback hook, and the route asked for only when it matters (an Origin to check, a
+  // refusal to shape): every request of every route passes here.
+  app.addHook('onRequest', (request, reply, done) => {
+    const isMcp = () => request.routeOptions.url === '/mcp';
+    const refused = checkRequestOrigin(request, options, isMcp);
+    if (!refused) {
+      done();
+      return;
+    }
+    if (!isMcp()) {
+      sendProblem(reply, problem(refused.code, refused.message, request.url));
+      return;
+    }
+    reply
       .code(403)
       .type('application/json')
       .send(

@@ -107,24 +107,33 @@ export async function runRequest(
   let outcome: MethodOutcome | null;
   let headers: Readonly<Record<string, string>> | undefined;
   try {
+    // Every field named, in one order: a spread of the context costs a copy per request, and
+    // contexts of one shape keep the core's property reads monomorphic.
+    const given = run.context;
     outcome = await run.core.request(method, params, {
-      ...run.context,
+      tenantId: given.tenantId,
       signal: controller.signal,
-      ...(token === null
-        ? {}
-        : {
-            onProgress:
-              stream.progress ??
-              ((progress: TaskProgress) => stream.send(progressNotification(token, progress), 'progress')),
-          }),
+      era: given.era,
+      revision: given.revision,
+      clientCapabilities: given.clientCapabilities,
+      logLevel: given.logLevel,
+      log: given.log,
+      headers: given.headers,
+      resourceSubscriptions: given.resourceSubscriptions,
+      setLogLevel: given.setLogLevel,
+      onTaskStatus: given.onTaskStatus,
+      onTaskCreated: given.onTaskCreated,
+      onProgress:
+        token === null
+          ? undefined
+          : (stream.progress ??
+            ((progress: TaskProgress) => stream.send(progressNotification(token, progress), 'progress'))),
       onLog: (message) => stream.send(message, 'log'),
-      ...(clientRequests
-        ? {
-            askClient: (askMethod: string, askParams: Readonly<Record<string, unknown>>, signal: AbortSignal) =>
-              clientRequests.ask(askMethod, askParams, (message) => stream.send(message, 'ask'), signal),
-          }
-        : {}),
-    });
+      askClient: clientRequests
+        ? (askMethod: string, askParams: Readonly<Record<string, unknown>>, signal: AbortSignal) =>
+            clientRequests.ask(askMethod, askParams, (message) => stream.send(message, 'ask'), signal)
+        : undefined,
+    } satisfies EveryField<RequestContext>);
   } catch (error) {
     const failure = stream.failure(error);
     outcome = { kind: 'error', httpStatus: failure.status, error: failure.error };
@@ -140,3 +149,6 @@ export async function runRequest(
   if (outcome === null) return stopping?.aborted ? { kind: 'stopped' } : { kind: 'cancelled' };
   return headers === undefined ? { kind: 'answer', outcome } : { kind: 'answer', outcome, headers };
 }
+
+/** `T` with every field present, undefined where it has no value: an object of one shape. */
+type EveryField<T> = { readonly [Field in keyof Required<T>]: T[Field] | undefined };
