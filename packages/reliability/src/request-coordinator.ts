@@ -50,6 +50,8 @@ interface Entry {
   cancelReason: string | null;
 }
 
+const INITIALIZE_ONLY: ReadonlySet<string> = new Set(['initialize']);
+
 export class RequestCoordinator {
   readonly #entries = new Map<string, Entry>();
   /** Settled ids, oldest first (a Set keeps insertion order, and finds an id without a scan). */
@@ -59,7 +61,8 @@ export class RequestCoordinator {
   #generations = 0;
 
   constructor(options: RequestCoordinatorOptions = {}) {
-    this.#uncancellable = new Set(options.uncancellable ?? ['initialize']);
+    // The default set is shared: a 2026-07-28 POST is a connection, and a coordinator, of its own.
+    this.#uncancellable = options.uncancellable ? new Set(options.uncancellable) : INITIALIZE_ONLY;
     this.#memory = options.memory ?? 1024;
   }
 

@@ -104,7 +104,9 @@ export class ToolRun {
   readonly #tool: AnyTool;
   readonly #settings: RunSettings;
   readonly #store: RunStore;
-  readonly #controller = new AbortController();
+  /** Why the run was stopped (a cancel, a clock, a release), once it was; #abort sets both. */
+  #isStopped = false;
+  #stopReason: unknown;
   readonly #deadline: TwoClockDeadline;
   readonly #progressGate: ProgressGate;
   #highestProgress = Number.NEGATIVE_INFINITY;
@@ -132,11 +134,12 @@ export class ToolRun {
   #stepsRunning: Map<string, Promise<unknown>> | null = null;
   #parked = false;
   /**
-   * ctx.signal, the root scope's: aborted with the run's stop (#abort aborts both), and when
-   * run() is over, whatever ended it: what the handler started and left running (a spawn it did
-   * not await, a request of a branch that outlived it) is stopped with the run, and nothing new
-   * starts bound to a run that is over. Not AbortSignal.any (its weak references cost an inline
-   * call about 4% of its CPU time), nor a listener on #controller (another 0.1 µs a run).
+   * ctx.signal, the root scope's: aborted with the run's stop (#abort), and when run() is over,
+   * whatever ended it: what the handler started and left running (a spawn it did not await, a
+   * request of a branch that outlived it) is stopped with the run, and nothing new starts bound
+   * to a run that is over. The run's one AbortController: its own checks read #isStopped (a run
+   * that ended was not stopped). Every inline call makes a run: AbortSignal.any (its weak
+   * references) cost one about 4% of its CPU time, a second controller followed by a listener more.
    */
   readonly #scope = new AbortController();
   /** The run's subprocess trees while they live: its worker SIGKILLs them if it stops waiting. */
@@ -168,8 +171,9 @@ export class ToolRun {
     return this.#settings.retryable;
   }
 
+  /** Aborted when the run is stopped, and once it is over. */
   get signal(): AbortSignal {
-    return this.#controller.signal;
+    return this.#scope.signal;
   }
 
   /** Runs the handler to its end and settles the task. Throws TaskReleasedError to hand the job back. */
@@ -237,9 +241,10 @@ export class ToolRun {
     this.#stopWatch.stopped(signal, watch);
   }
 
-  /** Stops the handler and whatever ctx started: the run's signal and its root scope's, with one reason. */
+  /** Stops the handler and whatever ctx started (the run's signal), with one reason. */
   #abort(reason: unknown): void {
-    this.#controller.abort(reason);
+    this.#isStopped = true;
+    this.#stopReason = reason;
     this.#scope.abort(reason);
   }
 
@@ -265,7 +270,7 @@ export class ToolRun {
 
   /** A cancel request reached this worker (notification or poll). */
   cancel(how: string, reason: string | null = this.task.cancelReason, signal: CancelSignal | null = null): void {
-    if (this.#controller.signal.aborted) return;
+    if (this.#isStopped) return;
     this.#cancelSeenHow = how;
     this.#stopped(signal);
     this.#abort(new TaskCancelledError(reason));
@@ -290,12 +295,26 @@ export class ToolRun {
 
   /** Stops the handler now and hands the task to another worker (the grace period is over). */
   release(why: string): void {
-    if (this.#controller.signal.aborted) return;
+    if (this.#isStopped) return;
     this.#stopped('shutdown');
     this.#abort(new TaskReleasedError(why));
   }
 
   #context(): ToolContext {
+    // signal, sleep, spawn, fetch, all and race: the run's root scope (task-scope.ts).
+    const scope = taskScope(this.#scope.signal, {
+      spawnGraceMs: this.#tool.subprocessGraceMs ?? DEFAULT_SUBPROCESS_GRACE_MS,
+      idempotencyKey: this.task.idempotencyKey,
+      // Made by the first ctx.spawn(): most runs spawn nothing.
+      subprocesses: () => {
+        this.#subprocesses ??= new Set();
+        return this.#subprocesses;
+      },
+      onOrphan: (delta) => this.#settings.observer?.orphan?.({ kind: 'subprocess', tool: this.task.tool, delta }),
+      log: (fields, message) =>
+        this.#settings.logger.info({ taskId: this.task.id, tool: this.task.tool, ...fields }, message),
+    });
+    // Every field named, none spread: a spread copies property by property on every call.
     return {
       tenant: this.task.tenantId,
       taskId: this.task.id,
@@ -307,20 +326,13 @@ export class ToolRun {
       commit: (effects) => this.#commit(effects, 'handler committed'),
       step: (name, fn, options) => this.#step(name, fn, options),
       input: (requests) => this.#input(requests),
-      ...(this.task.clientCapabilities ? { clientCapabilities: this.task.clientCapabilities } : {}),
-      // signal, sleep, spawn, fetch, all and race: the run's root scope (task-scope.ts).
-      ...taskScope(this.#scope.signal, {
-        spawnGraceMs: this.#tool.subprocessGraceMs ?? DEFAULT_SUBPROCESS_GRACE_MS,
-        idempotencyKey: this.task.idempotencyKey,
-        // Made by the first ctx.spawn(): most runs spawn nothing.
-        subprocesses: () => {
-          this.#subprocesses ??= new Set();
-          return this.#subprocesses;
-        },
-        onOrphan: (delta) => this.#settings.observer?.orphan?.({ kind: 'subprocess', tool: this.task.tool, delta }),
-        log: (fields, message) =>
-          this.#settings.logger.info({ taskId: this.task.id, tool: this.task.tool, ...fields }, message),
-      }),
+      clientCapabilities: this.task.clientCapabilities,
+      signal: scope.signal,
+      sleep: scope.sleep,
+      spawn: scope.spawn,
+      fetch: scope.fetch,
+      all: scope.all,
+      race: scope.race,
     };
   }
 
@@ -370,11 +382,10 @@ export class ToolRun {
         { code: 'TG_STEP_OUTCOME_UNKNOWN', step: name },
       );
     }
-    const signal = this.#controller.signal;
-    if (signal.aborted) throw signal.reason;
+    if (this.#isStopped) throw this.#stopReason;
     if (irreversible) {
       if (!(await this.#store.startIrreversibleStep(name))) {
-        throw signal.aborted ? signal.reason : new Error(`step ${name}: this attempt no longer holds the task`);
+        throw this.#isStopped ? this.#stopReason : new Error(`step ${name}: this attempt no longer holds the task`);
       }
       // From here until its result is recorded, a second call of this step is an unknown outcome.
       steps.set(name, { state: 'started', irreversible: true, attempt: this.task.attempt });
@@ -403,7 +414,7 @@ export class ToolRun {
     if (irreversible) steps.set(name, { state: 'done', result: stored, irreversible: true });
     if (!recorded) {
       // The task moved on (another attempt holds it, or it ended): this attempt must stop here.
-      throw signal.aborted ? signal.reason : new Error(`step ${name}: this attempt no longer holds the task`);
+      throw this.#isStopped ? this.#stopReason : new Error(`step ${name}: this attempt no longer holds the task`);
     }
     steps.set(name, { state: 'done', result: stored, irreversible });
     return stored;
@@ -426,9 +437,9 @@ export class ToolRun {
       // Asked and answered within the call: nothing parks, the handler goes on with the answers.
       let got: Readonly<Record<string, unknown>>;
       try {
-        got = await this.#store.ask(outstanding, this.#controller.signal);
+        got = await this.#store.ask(outstanding, this.#scope.signal);
       } catch (error) {
-        throw this.#controller.signal.aborted ? this.#controller.signal.reason : error;
+        throw this.#isStopped ? this.#stopReason : error;
       }
       return checkedAnswers(
         requests,
@@ -447,14 +458,13 @@ export class ToolRun {
     // Not parked: a cancel was requested first (or the attempt was superseded).
     const state = await this.#store.readCancelState();
     if (state?.cancelRequested) this.cancel('input found the flag');
-    throw this.#controller.signal.aborted ? this.#controller.signal.reason : new Error('the task moved on');
+    throw this.#isStopped ? this.#stopReason : new Error('the task moved on');
   }
 
   async #checkpoint(): Promise<void> {
-    const signal = this.#controller.signal;
-    if (signal.aborted) throw signal.reason;
+    if (this.#isStopped) throw this.#stopReason;
     if (this.#releaseRequested !== null) this.release(this.#releaseRequested);
-    if (signal.aborted) throw signal.reason;
+    if (this.#isStopped) throw this.#stopReason;
     const now = this.#settings.now();
     if (this.#flagRead === null && now - this.#lastFlagReadAt >= this.#settings.checkpointReadIntervalMs) {
       this.#lastFlagReadAt = now;
@@ -484,11 +494,11 @@ export class ToolRun {
       ]);
       clearTimeout(timer);
     }
-    if (signal.aborted) throw signal.reason;
+    if (this.#isStopped) throw this.#stopReason;
   }
 
   #progress(value: number, total?: number, message?: string): void {
-    if (this.#controller.signal.aborted) return;
+    if (this.#isStopped) return;
     if (
       !Number.isFinite(value) ||
       (total !== undefined && !Number.isFinite(total)) ||
@@ -558,7 +568,7 @@ export class ToolRun {
     // attempts); the limit that ran out is the task's own.
     const limitMs = expiry.clock === 'max' ? (this.task.maxTimeoutMs ?? expiry.limitMs) : expiry.limitMs;
     const timeout = new TaskTimeoutError(expiry.clock, limitMs);
-    if (this.#controller.signal.aborted) return;
+    if (this.#isStopped) return;
     this.#stopped(expiry.clock === 'idle' ? 'idle_clock' : 'max_clock');
     this.#abort(timeout);
     // The task fails at the deadline, not when the handler gets round to noticing.
@@ -597,13 +607,11 @@ export class ToolRun {
     const state = await this.#store.readCancelState();
     if (state && state.attempt === this.task.attempt && !isTerminalStatus(state.status) && state.cancelRequested) {
       this.#cancelled(state.cancelReason, 'final commit found the flag');
-      throw this.#controller.signal.reason;
+      throw this.#stopReason;
     }
     // Superseded: a clock or a newer attempt ended this one first; nothing more to write.
     this.#committed = true;
-    throw this.#controller.signal.aborted
-      ? this.#controller.signal.reason
-      : new Error(`task is already ${state?.status}`);
+    throw this.#isStopped ? this.#stopReason : new Error(`task is already ${state?.status}`);
   }
 
   /**
@@ -613,8 +621,8 @@ export class ToolRun {
   async #commit(effects: (tx: CommitContext<unknown>) => Promise<ToolResult>, reason: string): Promise<ToolResult> {
     if (this.#committed) throw new Error('the task was already committed; commit runs once');
     await this.#flushProgress();
-    if (this.#controller.signal.aborted && !(this.#controller.signal.reason instanceof TaskCancelledError)) {
-      throw this.#controller.signal.reason;
+    if (this.#isStopped && !(this.#stopReason instanceof TaskCancelledError)) {
+      throw this.#stopReason;
     }
     // Checked inside the transaction: an invalid result rolls the effects back with it.
     const outcome = await this.#store.commit(async (tx) => this.#checked(await effects(tx)), reason);
@@ -627,13 +635,11 @@ export class ToolRun {
     }
     if (outcome.kind === 'cancel-requested') {
       this.#cancelled(outcome.reason, 'final commit found the flag');
-      throw this.#controller.signal.reason;
+      throw this.#stopReason;
     }
     // Superseded: a clock or a newer attempt ended this one first.
     this.#committed = true;
-    throw this.#controller.signal.aborted
-      ? this.#controller.signal.reason
-      : new Error(`task is already ${outcome.status}`);
+    throw this.#isStopped ? this.#stopReason : new Error(`task is already ${outcome.status}`);
   }
 
   /** The result, if it is one a client can take; else the task fails, naming what is wrong. */
@@ -647,8 +653,8 @@ export class ToolRun {
     if (this.#committed) throw new Error('the task was already committed; commit runs once');
     // A clock or a release ends the attempt; only a cancel still goes to the final commit, which
     // then finds the flag and ends the task cancelled.
-    if (this.#controller.signal.aborted && !(this.#controller.signal.reason instanceof TaskCancelledError)) {
-      throw this.#controller.signal.reason;
+    if (this.#isStopped && !(this.#stopReason instanceof TaskCancelledError)) {
+      throw this.#stopReason;
     }
   }
 
@@ -668,7 +674,7 @@ export class ToolRun {
 
   #cancelled(reason: string | null, how: string): void {
     this.#cancelSeenHow ??= how;
-    if (this.#controller.signal.aborted) return;
+    if (this.#isStopped) return;
     this.#stopped(null);
     this.#abort(new TaskCancelledError(reason));
   }
@@ -676,7 +682,7 @@ export class ToolRun {
   async #settleFailure(thrown: unknown): Promise<void> {
     // A handler that stops because of the signal often throws an AbortError of its own; the
     // signal's reason says why.
-    const error = this.#controller.signal.aborted ? this.#controller.signal.reason : thrown;
+    const error = this.#isStopped ? this.#stopReason : thrown;
     if (error instanceof TaskTimeoutError) return; // failed at the deadline already
     if (this.#committed) {
       // Superseded at the final commit (nothing to say), or the handler threw after its own commit

@@ -50,10 +50,7 @@ export async function runInline(
     tool.name,
     (progress) =>
       context.onProgress?.({ value: progress.value, total: progress.total ?? null, message: progress.message ?? null }),
-    {
-      canAsk: context.rounds !== undefined,
-      ...(context.askClient ? { ask: askEach(context.askClient) } : {}),
-    },
+    { canAsk: context.rounds !== undefined, ask: context.askClient ? askEach(context.askClient) : undefined },
   );
   const run = new ToolRun(
     {
@@ -64,7 +61,7 @@ export async function runInline(
       attempt: 1,
       idempotencyKey: null,
       inputResponses: context.rounds?.answers ?? {},
-      ...(context.clientCapabilities ? { clientCapabilities: context.clientCapabilities } : {}),
+      clientCapabilities: context.clientCapabilities,
       cancelReason: null,
       idleTimeoutMs: context.limits.idleMs,
       maxTimeoutMs: context.limits.maxMs,

@@ -65,11 +65,12 @@ interface RouteOptions extends McpRouteOptions {
  */
 interface RequestState {
   /**
-   * Aborts once the client closes the response before it ended. Watched from the request's
+   * Aborted once the client closes the response before it ended. Watched from the request's
    * arrival, before any await (the body, the session's lookup in Postgres): a close during them
-   * is a cancel too, or its request would run on with its id held.
+   * is a cancel too, or its request would run on with its id held. PostAnswer aborts it with a
+   * ServerStopping when the server closes with the request running (the request's one signal).
    */
-  readonly gone: AbortSignal;
+  readonly gone: AbortController;
   /** Set once authenticated (the hook's refusals end the request before anything reads them). */
   caller: Caller | null;
 }
@@ -90,7 +91,7 @@ function watchClose(request: FastifyRequest, reply: FastifyReply): RequestState 
   };
   if (reply.raw.destroyed) onClose();
   else reply.raw.once('close', onClose);
-  const state: RequestState = { gone: gone.signal, caller: null };
+  const state: RequestState = { gone, caller: null };
   (request as unknown as Record<symbol, RequestState>)[REQUEST_STATE] = state;
   return state;
 }
@@ -102,8 +103,8 @@ function tenantOf(request: FastifyRequest): string {
   return caller.tenant;
 }
 
-/** The request's closed-before-answer signal (its onRequest hook set it). */
-function goneOf(request: FastifyRequest): AbortSignal {
+/** The request's closed-before-answer abort (its onRequest hook made it). */
+function goneOf(request: FastifyRequest): AbortController {
   return stateOf(request).gone;
 }
 
@@ -243,7 +244,7 @@ async function handle(
         keepaliveMs: options.keepaliveMs ?? 15_000,
         sseAfterMs: options.sseAfterMs ?? DEFAULT_SSE_AFTER_MS,
         signals: options.signals,
-        gone: goneOf(request),
+        gone: goneOf(request).signal,
         failure: (error) => logged(request, error),
       },
       sessions,

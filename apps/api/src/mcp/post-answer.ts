@@ -22,8 +22,12 @@ export interface PostAnswerOptions {
   readonly calls: CallsInFlight;
   /** Open subscriptions/listen streams, ended gracefully when the server closes. */
   readonly listens: Set<TaskSubscription>;
-  /** Aborts when the client closes the response before its answer (watched from its arrival). */
-  readonly gone: AbortSignal;
+  /**
+   * Aborted when the client closes the response before its answer (watched from its arrival);
+   * aborted here with a ServerStopping when the server closes with the request running. One
+   * controller for both: a POST's request makes no other, and RunStream says how they differ.
+   */
+  readonly gone: AbortController;
   /** A failure as its JSON-RPC error, logged. */
   readonly failure: (error: unknown) => RpcFailure;
 }
@@ -43,13 +47,11 @@ export class PostAnswer implements RequestStream {
   readonly #id: JsonRpcId;
   readonly #token: string | number | null;
   readonly #options: PostAnswerOptions;
-  readonly #stopping = new AbortController();
-  readonly #endCall = (reason: ServerStopping) => this.#stopping.abort(reason);
+  readonly #endCall: (reason: ServerStopping) => void;
   #sse: ProgressStream | null = null;
   #timer: NodeJS.Timeout | undefined;
 
   readonly gone: AbortSignal;
-  readonly stopping: AbortSignal;
   /** Only a request that asked for progress watches it: the others read their task once, at the end. */
   readonly progress = (update: TaskProgress) => this.#toSse()?.offer(update);
 
@@ -64,8 +66,9 @@ export class PostAnswer implements RequestStream {
     this.#id = id;
     this.#token = progressTokenOf(params);
     this.#options = options;
-    this.gone = options.gone;
-    this.stopping = this.#stopping.signal;
+    const gone = options.gone;
+    this.gone = gone.signal;
+    this.#endCall = (reason) => gone.abort(reason);
   }
 
   send(message: Record<string, unknown>, kind: RequestMessageKind): void {

@@ -126,20 +126,21 @@ export class CallRunner {
       );
     }
     const clocks = cappedClocks(tool, this.options.clockCaps);
+    // Every field named, none spread (a spread copies property by property on every call).
     const outcome = await runInline(tool, args, {
       tenantId: context.tenantId,
       signal: context.signal,
       limits: { idleMs: clocks.idleTimeoutMs, maxMs: clocks.maxTimeoutMs },
       resultProblem: (result) => this.options.tools.resultProblem(tool.name, result),
       logger: this.options.logger ?? SILENT,
-      ...(context.onProgress ? { onProgress: context.onProgress } : {}),
-      ...(round ? { rounds: { answers: round.answers } } : {}),
-      ...(round || !context.askClient ? {} : { askClient: clientAsker(context, `tool ${tool.name}`) }),
+      onProgress: context.onProgress,
+      rounds: round ? { answers: round.answers } : undefined,
+      askClient: round || !context.askClient ? undefined : clientAsker(context, `tool ${tool.name}`),
       onLog: (entry) => {
         if (!logLevelPasses(entry.level, context.logLevel)) return;
         context.onLog?.({ jsonrpc: '2.0', method: 'notifications/message', params: { ...entry } });
       },
-      ...(context.clientCapabilities ? { clientCapabilities: context.clientCapabilities } : {}),
+      clientCapabilities: context.clientCapabilities,
     });
     if (outcome === null || 'kind' in outcome) return outcome;
     if ('asked' in outcome) return this.rounds.ask(round as Round, outcome.asked, context, `tool ${tool.name}`);

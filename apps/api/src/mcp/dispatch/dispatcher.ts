@@ -253,7 +253,7 @@ export class McpDispatcher {
         era,
         clientCapabilities,
         logLevel: logLevel ?? null,
-        ...(connection.http ? { headers: connection.http.distinct } : {}),
+        headers: connection.http?.distinct,
         log: connection.log,
       };
     }

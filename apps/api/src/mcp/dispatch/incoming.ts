@@ -48,7 +48,7 @@ export function cancelRequest(scope: RequestScope, requestId: JsonRpcId, reason:
   const decision = scope.requests.cancel(requestId, reason ?? undefined);
   if (decision.cancelled) {
     scope.controllers
-      .get(requestIdKey(requestId))
+      ?.get(requestIdKey(requestId))
       ?.abort(new StopSignalError('notification', reason ?? 'cancelled by the client'));
   }
   return decision;

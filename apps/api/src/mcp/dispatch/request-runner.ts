@@ -3,6 +3,7 @@ import type { JsonRpcError, JsonRpcId } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
 import type { McpCore, RequestContext } from '../mcp-core.ts';
 import type { MethodOutcome } from '../mcp-methods.ts';
+import { ServerStopping } from './call-runner.ts';
 import type { ClientRequests } from './client-requests.ts';
 import { progressNotification, progressTokenOf } from './progress.ts';
 
@@ -13,14 +14,18 @@ import { progressNotification, progressTokenOf } from './progress.ts';
  */
 export interface RequestScope {
   readonly requests: RequestCoordinator;
-  readonly controllers: Map<string, AbortController>;
+  /**
+   * The aborts of its requests in flight, by requestIdKey, that a cancel naming an id reaches.
+   * Absent: nothing can name its requests (a 2026-07-28 POST, cancelled by its stream's close).
+   */
+  readonly controllers?: Map<string, AbortController>;
   /** Requests of the server's to the client (handshake revisions); absent: the handler cannot ask. */
   readonly clientRequests?: ClientRequests;
 }
 
 /** A scope of its own for a request that is a connection of its own (a 2026-07-28 POST). */
 export function newRequestScope(): RequestScope {
-  return { requests: new RequestCoordinator(), controllers: new Map() };
+  return { requests: new RequestCoordinator() };
 }
 
 /**
@@ -48,7 +53,11 @@ export interface RunStream {
    * with a progress token has progress either way.
    */
   readonly progress?: ((progress: TaskProgress) => void) | undefined;
-  /** The client is gone (its stream closed, stdin ended): the request is cancelled, as by notifications/cancelled. */
+  /**
+   * The client is gone (its stream closed, stdin ended): the request is cancelled, as by
+   * notifications/cancelled. Aborted with a ServerStopping instead, it says what `stopping` says
+   * (HTTP's response has one signal for both, and the first to happen is the one that counts).
+   */
   readonly gone?: AbortSignal | undefined;
   /**
    * The server is stopping: the request's signal aborts with this signal's reason, without a
@@ -88,12 +97,17 @@ export async function runRequest(
 ): Promise<RequestEnd> {
   const { scope, stream } = run;
   const generation = run.begun;
-  const key = requestIdKey(id);
+  const { controllers } = scope;
+  const key = controllers ? requestIdKey(id) : '';
   const controller = new AbortController();
-  scope.controllers.set(key, controller);
+  controllers?.set(key, controller);
   const { gone, stopping } = stream;
   const onGone = () => {
     const reason = gone?.reason;
+    if (reason instanceof ServerStopping) {
+      controller.abort(reason);
+      return;
+    }
     const text = reason instanceof Error ? reason.message : 'the client went away';
     if (scope.requests.cancel(id, text).cancelled) controller.abort(reason);
   };
@@ -141,12 +155,15 @@ export async function runRequest(
   } finally {
     gone?.removeEventListener('abort', onGone);
     stopping?.removeEventListener('abort', onStopping);
-    if (scope.controllers.get(key) === controller) scope.controllers.delete(key);
+    if (controllers?.get(key) === controller) controllers.delete(key);
   }
   // One terminal state: a cancel that won drops whatever came back (and a request whose id was
   // taken again after its cancel completes nothing of the newer one's).
   if (scope.requests.complete(id, generation) === 'drop') return { kind: 'cancelled' };
-  if (outcome === null) return stopping?.aborted ? { kind: 'stopped' } : { kind: 'cancelled' };
+  if (outcome === null) {
+    const stopped = stopping?.aborted || gone?.reason instanceof ServerStopping;
+    return stopped ? { kind: 'stopped' } : { kind: 'cancelled' };
+  }
   return headers === undefined ? { kind: 'answer', outcome } : { kind: 'answer', outcome, headers };
 }
 

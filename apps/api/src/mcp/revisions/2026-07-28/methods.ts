@@ -62,6 +62,8 @@ export function perRequestMethods(runner: CallRunner, content: ContentMethodsOpt
 
 type Params = Readonly<Record<string, unknown>> | undefined;
 
+const NOTHING_REQUIRED: Readonly<Record<string, unknown>> = Object.freeze({});
+
 /** A tool's header parameters, found once per definition (the catalog hands out the same object). */
 const headerParametersByTool = new WeakMap<object, readonly HeaderParameter[]>();
 function headerParameters(tool: {
@@ -99,7 +101,11 @@ async function callTool(
   }
   const support = tool ? taskSupportOf(tool) : 'forbidden';
   const asTask = support !== 'forbidden' && declaresTasks(context.clientCapabilities);
-  const required = { ...tool?.requiredClientCapabilities, ...(support === 'required' ? TASKS_REQUIRED : {}) };
+  // Merged only for a tool that needs the Tasks extension: most calls need nothing.
+  const required =
+    support === 'required'
+      ? { ...tool?.requiredClientCapabilities, ...TASKS_REQUIRED }
+      : (tool?.requiredClientCapabilities ?? NOTHING_REQUIRED);
   const missing = missingCapabilities(required, context.clientCapabilities);
   if (missing)
     return missingCapability(missing, `tool ${call.name} needs client capabilities this request did not declare`);
