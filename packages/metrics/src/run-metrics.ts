@@ -17,7 +17,7 @@ export function runMetrics(metrics: TaskgateMetrics, cancelFromRow: () => void =
     },
     abandoned: (event: { readonly tool: string; readonly outcome: string }) =>
       metrics.abandonedWithEffects.inc({ tool: event.tool, outcome: event.outcome }),
-    // The event is the labels (exactly tool and status): no second object for every run.
-    finished: (event: { readonly tool: string; readonly status: string }) => metrics.finished.inc(event),
+    finished: (event: { readonly tool: string; readonly status: string }) =>
+      metrics.finished.inc({ tool: event.tool, status: event.status }),
   };
 }
