@@ -91,6 +91,12 @@ export class PostgresCluster {
     await asPostgres('pg_ctl', ['-D', this.dataDir, '-m', 'fast', '-w', '-t', '60', 'stop']);
   }
 
+  /** `pg_ctl stop -m immediate`: the server quits without a clean shutdown, as on a crash. */
+  async immediateStop(): Promise<void> {
+    this.#running = false;
+    await asPostgres('pg_ctl', ['-D', this.dataDir, '-m', 'immediate', '-w', '-t', '60', 'stop']);
+  }
+
   /** Resolves once a new connection gets an answer; returns when that was. */
   async waitAccepting(timeoutMs = 60_000): Promise<number> {
     const deadline = Date.now() + timeoutMs;

@@ -36,6 +36,7 @@ export interface Completion {
   readonly attempt: number;
   readonly result: unknown;
   readonly reason: string;
+  readonly progress?: RunProgress | undefined;
 }
 
 /** Test seams that hold a step so a race can be forced by order, not by timing. */
@@ -156,17 +157,21 @@ export class TaskRowStore implements RunStore {
     );
   }
 
-  async park(requests: Readonly<Record<string, InputRequest>>, message: string): Promise<boolean> {
+  async park(
+    requests: Readonly<Record<string, InputRequest>>,
+    message: string,
+    progress?: RunProgress,
+  ): Promise<boolean> {
     await this.#logsWritten();
     const parked = await this.#persist(() =>
-      parkForInput(this.#writer, this.#task.id, this.#task.attempt, requests, message),
+      parkForInput(this.#writer, this.#task.id, this.#task.attempt, requests, message, progress),
     );
     return parked !== null;
   }
 
-  async complete(result: ToolResult, reason: string): Promise<boolean> {
+  async complete(result: ToolResult, reason: string, progress?: RunProgress): Promise<boolean> {
     await this.#logsWritten();
-    const completion = { id: this.#task.id, attempt: this.#task.attempt, result, reason };
+    const completion = { id: this.#task.id, attempt: this.#task.attempt, result, reason, progress };
     return (await this.#persist(() => this.#options.completions.submit(completion))) !== null;
   }
 
@@ -174,7 +179,11 @@ export class TaskRowStore implements RunStore {
    * Retried whole while the database is unreachable: a transaction that failed committed nothing,
    * and one whose COMMIT answer was lost is found ended by the next try's lock.
    */
-  async commit(effects: (tx: CommitContext<unknown>) => Promise<ToolResult>, reason: string): Promise<CommitOutcome> {
+  async commit(
+    effects: (tx: CommitContext<unknown>) => Promise<ToolResult>,
+    reason: string,
+    progress?: RunProgress,
+  ): Promise<CommitOutcome> {
     await this.#logsWritten();
     const task = this.#task;
     return this.#persist(() =>
@@ -211,7 +220,7 @@ export class TaskRowStore implements RunStore {
           // Only a task that already ended can lose its key, and then the lock above said so.
           if (!stored) throw new Error(`idempotency key ${key} is no longer held by task ${task.id}`);
         }
-        await finishAttempt(writer, task.id, task.attempt, { status: 'completed', result, reason });
+        await finishAttempt(writer, task.id, task.attempt, { status: 'completed', result, reason, progress });
         return { kind: 'completed', result };
       }),
     );

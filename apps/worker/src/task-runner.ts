@@ -32,7 +32,7 @@ export interface TaskRunnerOptions {
   readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogFn };
   readonly checkpointReadIntervalMs: number;
   readonly progressWriteIntervalMs: number;
-  /** How long a decided write is retried through a database outage (default 5 min). */
+  /** How long a decided write is retried through a database outage (default: until it lands or the worker stops). */
   readonly outageRetryMs?: number;
   readonly now?: () => number;
   readonly hooks?: AttemptHooks;
@@ -43,8 +43,12 @@ export interface TaskRunnerOptions {
 /** JSON-RPC Invalid params: what a call whose arguments the tool's schema rejects gets. */
 const INVALID_PARAMS = -32602;
 
-/** A Postgres restart takes seconds; a failover a minute or two. Past this, the attempt is given up. */
-const DEFAULT_OUTAGE_RETRY_MS = 5 * 60_000;
+/**
+ * A decided write (a terminal status, a step's result, a hand-back) is retried for as long as the
+ * database is unreachable: a handler's outcome is kept however long an outage lasts. What ends the
+ * retries is the worker stopping (releaseAll); its tasks are then redelivered, as after a crash.
+ */
+const DEFAULT_OUTAGE_RETRY_MS = Number.POSITIVE_INFINITY;
 
 /**
  * Runs the tasks pg-boss hands to this worker, one TaskAttempt each, and drains them on shutdown:

@@ -72,7 +72,7 @@ export interface WorkerRoleOptions {
   readonly sweeper?: SweeperSettings;
   /** How often this worker's instance row is heartbeated (default 2 s). */
   readonly heartbeatIntervalMs?: number;
-  /** How long a decided task write is retried through a database outage (default 5 min). */
+  /** How long a decided task write is retried through a database outage (default: until it lands or the worker stops). */
   readonly outageRetryMs?: number;
 }
 

@@ -38,6 +38,8 @@ export interface RunOutcome {
   readonly statusMessage?: string;
   /** Why, for the history: "handler returned", "timeout:max", "cancel observed: ..." */
   readonly reason: string;
+  /** The handler's last progress, when no progress write stored it: written with the outcome. */
+  readonly progress?: RunProgress | undefined;
 }
 
 export interface RunProgress {
@@ -65,7 +67,7 @@ export interface RunStore {
   readCancelState(): Promise<RunCancelState | null>;
   /**
    * Replaceable: a lost progress write is superseded by the next one. False when it was not stored
-   * (the write failed): the run writes its last value once more before the terminal state.
+   * (the write failed): the run's next decided write (park, complete, commit, finish) carries it.
    */
   recordProgress(progress: RunProgress): Promise<boolean>;
   readSteps(): Promise<Map<string, StepRecord>>;
@@ -77,7 +79,7 @@ export interface RunStore {
    */
   recordStep(name: string, result: unknown, irreversible: boolean): Promise<boolean>;
   /** Moves the task to input_required with these outstanding requests. */
-  park(requests: Readonly<Record<string, InputRequest>>, message: string): Promise<boolean>;
+  park(requests: Readonly<Record<string, InputRequest>>, message: string, progress?: RunProgress): Promise<boolean>;
   /**
    * Where the client can be asked in the call itself (an inline call of a handshake revision: the
    * requests go to the client on the call's stream): the answers by key, instead of parking.
@@ -87,9 +89,13 @@ export interface RunStore {
     signal: AbortSignal,
   ) => Promise<Readonly<Record<string, unknown>>>;
   /** Completes without local effects (and without an idempotency key). */
-  complete(result: ToolResult, reason: string): Promise<boolean>;
+  complete(result: ToolResult, reason: string, progress?: RunProgress): Promise<boolean>;
   /** The final commit: lock, cancel check, effects, stored result and completion in one transaction. */
-  commit(effects: (tx: CommitContext<unknown>) => Promise<ToolResult>, reason: string): Promise<CommitOutcome>;
+  commit(
+    effects: (tx: CommitContext<unknown>) => Promise<ToolResult>,
+    reason: string,
+    progress?: RunProgress,
+  ): Promise<CommitOutcome>;
   finish(outcome: RunOutcome): Promise<boolean>;
   /** Hands the task back to the queue for another attempt. */
   release(why: string): Promise<boolean>;

@@ -21,7 +21,7 @@ import {
 import type { AnyTool } from './any-tool.ts';
 import { inputAnswerProblem } from './input-answers.ts';
 import type { RunObserver } from './run-observer.ts';
-import type { RunOutcome, RunStore, RunTask, StepRecord } from './run-store.ts';
+import type { RunOutcome, RunProgress, RunStore, RunTask, StepRecord } from './run-store.ts';
 import { StopWatch } from './stop-watch.ts';
 import { killSubprocessTrees } from './subprocess.ts';
 import { taskScope } from './task-scope.ts';
@@ -213,7 +213,11 @@ export class ToolRun {
     try {
       return await this.#tool.handler(this.task.arguments as never, this.#context());
     } finally {
+      // The handler's outcome is decided: from here no clock may change it. A completion write
+      // held up by an outage or a lock lands when it can (the store retries it), not when a clock
+      // would have said the handler took too long.
       this.#handlerExited = true;
+      clearTimeout(this.#deadlineTimer);
       this.#stopWatch?.exited();
     }
   }
@@ -449,7 +453,11 @@ export class ToolRun {
       );
     }
     await this.#flushProgress();
-    const parked = await this.#store.park(outstanding, `waiting for input: ${missing.join(', ')}`);
+    const parked = await this.#store.park(
+      outstanding,
+      `waiting for input: ${missing.join(', ')}`,
+      this.#unstoredProgress(),
+    );
 
     if (parked) {
       this.#parked = true;
@@ -554,14 +562,17 @@ export class ToolRun {
 
   #armDeadline(): void {
     clearTimeout(this.#deadlineTimer);
+    // Progress from what the handler left running does not restart a clock it has outrun.
+    if (this.#handlerExited) return;
     const next = this.#deadline.next();
     if (!next) return;
     this.#deadlineTimer = setTimeout(() => void this.#onDeadline(), Math.max(0, next.at - this.#settings.now()));
   }
 
   async #onDeadline(): Promise<void> {
-    // A parked task waits for its client, not for this attempt's clocks.
-    if (this.#parked) return;
+    // A parked task waits for its client, not for this attempt's clocks; a handler that returned
+    // or threw has decided the outcome (#runHandler clears the timer; this holds if it did not).
+    if (this.#parked || this.#handlerExited) return;
     const expiry = this.#deadline.expired(this.#settings.now());
     if (!expiry) return this.#armDeadline();
     // This attempt's max clock is what was left of the task's (it runs from the first start, across
@@ -596,7 +607,7 @@ export class ToolRun {
     }
     this.#guardCommit();
     await this.#flushProgress();
-    const completed = await this.#store.complete(result, 'handler returned');
+    const completed = await this.#store.complete(result, 'handler returned', this.#unstoredProgress());
     if (completed) {
       this.#committed = true;
       this.#endStatus = 'completed';
@@ -625,7 +636,11 @@ export class ToolRun {
       throw this.#stopReason;
     }
     // Checked inside the transaction: an invalid result rolls the effects back with it.
-    const outcome = await this.#store.commit(async (tx) => this.#checked(await effects(tx)), reason);
+    const outcome = await this.#store.commit(
+      async (tx) => this.#checked(await effects(tx)),
+      reason,
+      this.#unstoredProgress(),
+    );
 
     if (outcome.kind === 'completed') {
       this.#committed = true;
@@ -658,18 +673,23 @@ export class ToolRun {
     }
   }
 
-  /**
-   * The last progress a rate limit held back is stored before the terminal state, never after;
-   * and the last one whose write failed is written once more (no later value would replace it).
-   */
+  /** The last progress a rate limit held back is written before the terminal state, never after. */
   async #flushProgress(): Promise<void> {
     const latest = this.#latestProgress;
     if (!latest) return;
     if (latest.progress !== this.#queuedProgress?.progress) this.#writeProgress(latest);
     await this.#progressWrites;
-    if (latest.progress === this.#writtenProgress?.progress) return;
-    this.#writeProgress(latest);
-    await this.#progressWrites;
+  }
+
+  /**
+   * The last progress when no write stored it (its write failed: an outage drops progress writes).
+   * The decided write that follows carries it, and is retried with it until it lands, so a task
+   * never ends showing an older value than its handler reported.
+   */
+  #unstoredProgress(): RunProgress | undefined {
+    const latest = this.#latestProgress;
+    if (!latest || latest.progress === this.#writtenProgress?.progress) return undefined;
+    return { value: latest.progress, total: latest.total, message: latest.message };
   }
 
   #cancelled(reason: string | null, how: string): void {
@@ -742,7 +762,8 @@ export class ToolRun {
   }
 
   async #finish(outcome: RunOutcome): Promise<boolean> {
-    const finished = await this.#store.finish(outcome);
+    const progress = this.#unstoredProgress();
+    const finished = await this.#store.finish(progress === undefined ? outcome : { ...outcome, progress });
     if (finished) this.#endStatus = outcome.status;
     return finished;
   }

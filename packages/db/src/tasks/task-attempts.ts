@@ -84,6 +84,19 @@ export interface Outcome {
   readonly statusMessage?: string;
   /** Why, for the history: "handler returned", "timeout:max", "cancel observed at checkpoint"... */
   readonly reason: string;
+  /** The handler's last progress when no progress write stored it: it lands with the status. */
+  readonly progress?: ProgressUpdate | undefined;
+}
+
+/**
+ * SET clauses that store `progress` with a decided write, or keep the row's: the last progress a
+ * handler reported must not be lost because its own write failed (an outage drops progress
+ * writes; the terminal write is retried until it lands).
+ */
+function progressSet(progress: ProgressUpdate | undefined) {
+  if (progress === undefined) return sql``;
+  return sql`, progress_value = ${progress.value}, progress_total = ${progress.total ?? null},
+        progress_message = ${progress.message ?? null}`;
 }
 
 /**
@@ -113,6 +126,7 @@ export async function finishAttempt(
         expires_at = now() + t.ttl_ms * interval '1 millisecond',
         worker_id = NULL,
         input_requests = NULL
+        ${progressSet(outcome.progress)}
       FROM current WHERE t.id = current.id
       RETURNING t.*, current.from_status
     ), event AS (
@@ -136,6 +150,7 @@ export async function parkForInput(
   attempt: number,
   requests: Readonly<Record<string, unknown>>,
   message: string,
+  progress?: ProgressUpdate,
 ): Promise<TaskRecord | null> {
   const { rows } = await sql<TaskRow>`
     WITH current AS (
@@ -148,6 +163,7 @@ export async function parkForInput(
         status_message = ${message},
         input_requests = ${JSON.stringify(requests)}::jsonb,
         worker_id = NULL
+        ${progressSet(progress)}
       FROM current WHERE t.id = current.id
       RETURNING t.*, current.from_status
     ), event AS (
@@ -165,6 +181,8 @@ export interface CompletionInput {
   readonly attempt: number;
   readonly result: unknown;
   readonly reason: string;
+  /** The last progress, when no progress write stored it (see Outcome.progress). */
+  readonly progress?: ProgressUpdate | undefined;
 }
 
 /**
@@ -184,11 +202,20 @@ export async function completeAttempts(
       attempt: completion.attempt,
       result: completion.result ?? null,
       reason: completion.reason,
+      ...(completion.progress === undefined
+        ? {}
+        : {
+            progress: true,
+            value: completion.progress.value,
+            total: completion.progress.total ?? null,
+            message: completion.progress.message ?? null,
+          }),
     })),
   );
   const { rows } = await sql<TaskRow>`
     WITH input AS (
-      SELECT * FROM jsonb_to_recordset(${input}::jsonb) AS x(id uuid, attempt int, result jsonb, reason text)
+      SELECT * FROM jsonb_to_recordset(${input}::jsonb)
+        AS x(id uuid, attempt int, result jsonb, reason text, progress boolean, value float8, total float8, message text)
     ), current AS (
       SELECT t.id, t.status AS from_status FROM tasks t JOIN input ON input.id = t.id
       WHERE t.attempt = input.attempt AND t.status IN ('working', 'input_required') AND t.cancel_requested_at IS NULL
@@ -199,7 +226,10 @@ export async function completeAttempts(
         result = input.result,
         finished_at = now(),
         expires_at = now() + t.ttl_ms * interval '1 millisecond',
-        worker_id = NULL
+        worker_id = NULL,
+        progress_value = CASE WHEN input.progress THEN input.value ELSE t.progress_value END,
+        progress_total = CASE WHEN input.progress THEN input.total ELSE t.progress_total END,
+        progress_message = CASE WHEN input.progress THEN input.message ELSE t.progress_message END
       FROM current JOIN input ON input.id = current.id
       WHERE t.id = current.id
       RETURNING t.*, current.from_status, input.reason
