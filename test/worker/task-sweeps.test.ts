@@ -183,6 +183,29 @@ describe('the task sweeper', () => {
     expect((await findTask(platform.db, TENANT, task.id))?.workerId).toBeNull();
   });
 
+  it('leaves a task past its max clock to the live worker holding it (its handler may have returned), and fails it once that worker is lost', async () => {
+    // The holder's completion may be waiting out an outage or a lock: its handler returned before
+    // the deadline, and a sweep that failed the task would fail work that succeeded.
+    await registerInstance(platform.db, { id: 'worker-writing', kind: 'worker', host: 'test', pid: 6 });
+    const task = await create();
+    await fetchJob(task.id);
+    await claimAttempt(platform.writer, task.id, 'worker-writing');
+    await backdate(task.id, 60_000);
+    expect((await sweeper().sweep()).pastMaxDeadline).toBe(0);
+    // Back from a Postgres restart: every heartbeat is old, and none of it proves a loss.
+    await sql`UPDATE instances SET heartbeat_at = now() - interval '1 minute' WHERE id = 'worker-writing'`.execute(
+      platform.db,
+    );
+    expect((await sweeper({ reachableForMs: () => 3_000 }).sweep()).pastMaxDeadline).toBe(0);
+    expect((await findTask(platform.db, TENANT, task.id))?.status).toBe('working');
+    // Silent for a minute while this sweeper watched the database answer: lost.
+    expect((await sweeper().sweep()).pastMaxDeadline).toBe(1);
+    expect(await findTask(platform.db, TENANT, task.id)).toMatchObject({
+      status: 'failed',
+      error: { code: -32001, data: { clock: 'max' } },
+    });
+  });
+
   it('fails a task no worker started within the queue bound, naming the tool', async () => {
     const task = await create();
     // Younger than the bound: left alone. A bound of 0 has passed for every task already created.

@@ -134,7 +134,8 @@ export class TaskSweeper {
       : [];
     const abandonedInput = await drain((limit) => cancelAbandonedInput(writer, limit), batch);
     const pastMaxDeadline = await drain(
-      (limit) => failPastMaxDeadline(writer, this.#options.deadlineGraceMs ?? 2_000, limit),
+      (limit) =>
+        failPastMaxDeadline(writer, this.#options.deadlineGraceMs ?? 2_000, mayJudgeLoss ? lostAfterMs : null, limit),
       batch,
     );
     const queuedTooLong = await drain((limit) => failQueuedTooLong(writer, this.#options.maxQueueMs, limit), batch);

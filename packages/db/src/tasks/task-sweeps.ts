@@ -36,16 +36,25 @@ const taskQueues = sql`ARRAY(SELECT q.name FROM ${pgboss}.queue q
   WHERE q.name = ${LEGACY_TASK_QUEUE} OR starts_with(q.name, ${TOOL_QUEUE_PREFIX}))`;
 
 /**
- * Tasks whose max clock ran out more than `graceMs` ago and that are still open: a worker that
- * holds one ends it at its deadline itself, so these are the ones whose worker is gone (dead,
- * partitioned) or that wait in the queue or for input past it. Failed, naming the clock.
+ * Tasks whose max clock ran out more than `graceMs` ago, still open, that no live worker holds:
+ * they wait in the queue or for input past it, or their worker is gone (dead, partitioned: silent
+ * for `lostAfterMs`; null when the caller may not judge loss yet, and then only unheld tasks).
+ * Failed, naming the clock. A live worker's task is its own: it ends it at its deadline itself,
+ * unless the handler returned first, and then its completion stands, however long the write took
+ * (an outage, a lock): a sweep must not fail work that succeeded.
  */
-export async function failPastMaxDeadline(writer: TaskWriter, graceMs: number, limit: number): Promise<TaskRecord[]> {
+export async function failPastMaxDeadline(
+  writer: TaskWriter,
+  graceMs: number,
+  lostAfterMs: number | null,
+  limit: number,
+): Promise<TaskRecord[]> {
   const { rows } = await sql<TaskRow>`
     WITH due AS (
       SELECT id, status AS from_status FROM tasks
       WHERE status IN ('working', 'input_required') AND max_deadline_at IS NOT NULL
         AND max_deadline_at <= now() - ${graceMs} * interval '1 millisecond'
+        AND (worker_id IS NULL OR ${lostHolder(lostAfterMs)})
       ORDER BY max_deadline_at LIMIT ${limit}
       FOR NO KEY UPDATE SKIP LOCKED
     ), ended AS (
@@ -120,12 +129,7 @@ export async function cancelUnheld(
   lostAfterMs: number | null,
   limit: number,
 ): Promise<TaskRecord[]> {
-  const lostWorker =
-    lostAfterMs === null
-      ? sql`false`
-      : sql`NOT EXISTS (
-          SELECT 1 FROM instances i WHERE i.id = tasks.worker_id AND i.stopped_at IS NULL
-            AND i.heartbeat_at > now() - ${lostAfterMs} * interval '1 millisecond')`;
+  const lostWorker = lostHolder(lostAfterMs);
   const { rows } = await sql<TaskRow & { held_by: string | null }>`
     WITH due AS (
       SELECT id, worker_id AS held_by FROM tasks
@@ -333,6 +337,17 @@ function sweptCancelEvents(rows: string, reason: string) {
         SELECT id, 2, tenant_id, id, 'status_changed', from_status, status, attempt, ${`${reason} (swept)`}
         FROM ${from} WHERE status = 'cancelled'
       ) ordered ORDER BY task, ord`;
+}
+
+/**
+ * Whether the worker holding `tasks` is lost: no live instance row of it has heartbeated within
+ * `lostAfterMs`. With null (a sweeper that has not watched the database long enough to judge), never.
+ */
+function lostHolder(lostAfterMs: number | null) {
+  if (lostAfterMs === null) return sql`false`;
+  return sql`NOT EXISTS (
+          SELECT 1 FROM instances i WHERE i.id = tasks.worker_id AND i.stopped_at IS NULL
+            AND i.heartbeat_at > now() - ${lostAfterMs} * interval '1 millisecond')`;
 }
 
 function reported(writer: TaskWriter, change: 'status' | 'cancel', rows: readonly TaskRow[]): TaskRecord[] {
