@@ -45,6 +45,7 @@ describe(`the short chaos run (seed ${seed})`, () => {
     expect(result.kills.SIGKILL, output).toBeGreaterThan(0);
     expect(result.kills.SIGTERM, output).toBeGreaterThan(0);
     expect(result.postgresRestarts, output).toBeGreaterThan(0);
+    expect(result.postgresOutages, output).toBeGreaterThan(0);
     expect(result.backendStorms, output).toBeGreaterThan(0);
     expect(result.poolExhaustions + result.rowLocks, output).toBeGreaterThan(0);
     expect(result.rollingRestarts, output).toBeGreaterThan(0);

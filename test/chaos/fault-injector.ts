@@ -10,6 +10,10 @@ export interface FaultStats {
   faultsRun: number;
   faultsNotReached: number;
   postgresRestarts: number;
+  /** Immediate stops for longer than slow_compute's idle clock (counted in postgresRestarts too). */
+  postgresOutages: number;
+  /** When each of those was down, on the wall clock (the database's `now()` is compared with it). */
+  readonly outageWindows: { readonly from: Date; readonly to: Date }[];
   backendStorms: number;
   backendsTerminated: number;
   poolExhaustions: number;
@@ -34,6 +38,8 @@ export class FaultInjector {
     faultsRun: 0,
     faultsNotReached: 0,
     postgresRestarts: 0,
+    postgresOutages: 0,
+    outageWindows: [],
     backendStorms: 0,
     backendsTerminated: 0,
     poolExhaustions: 0,
@@ -96,7 +102,9 @@ export class FaultInjector {
         }
         return;
       case 'postgres-restart':
-        return this.#restartPostgres(fault.downMs);
+        return this.#restartPostgres(fault.downMs, 'fast');
+      case 'postgres-outage':
+        return this.#restartPostgres(fault.downMs, 'immediate');
       case 'backend-storm':
         return this.#storm(fault.rounds, fault.gapMs);
       case 'pool-exhaustion':
@@ -106,14 +114,18 @@ export class FaultInjector {
     }
   }
 
-  async #restartPostgres(downMs: number): Promise<void> {
+  async #restartPostgres(downMs: number, mode: 'fast' | 'immediate'): Promise<void> {
     // A process still coming back from a kill would count in the recovery time: let it come up first.
     await this.#fleet.waitAllRunning(30_000);
-    await this.#cluster.fastStop();
+    const from = new Date();
+    if (mode === 'fast') await this.#cluster.fastStop();
+    else await this.#cluster.immediateStop();
     this.stats.postgresRestarts += 1;
-    this.#timeline.record(`Postgres stopped (fast); down for ${downMs} ms`);
+    if (mode === 'immediate') this.stats.postgresOutages += 1;
+    this.#timeline.record(`Postgres stopped (${mode}); down for ${downMs} ms`);
     await sleep(downMs);
     await this.#cluster.start();
+    if (mode === 'immediate') this.stats.outageWindows.push({ from, to: new Date() });
     const acceptingAt = await this.#cluster.waitAccepting();
     this.#timeline.record('Postgres accepting connections again');
     const recovered = await this.#canary.recoveryFrom(acceptingAt, 60_000);

@@ -119,7 +119,7 @@ export async function runChaos(options: ChaosOptions, cleanup: Cleanup): Promise
 
   const admin = cluster.client();
   await admin.connect();
-  const checks = await databaseInvariants(admin, record, TENANTS, receiver);
+  const checks = await databaseInvariants(admin, record, TENANTS, receiver, injector.stats.outageWindows);
   const { rows: statuses } = await admin.query<{ status: string; count: string }>(
     'SELECT status, count(*) FROM tasks GROUP BY status ORDER BY status',
   );
@@ -158,6 +158,7 @@ export async function runChaos(options: ChaosOptions, cleanup: Cleanup): Promise
     kills: { ...fleet.kills },
     rollingRestarts: fleet.rollingRestarts,
     postgresRestarts: injector.stats.postgresRestarts,
+    postgresOutages: injector.stats.postgresOutages,
     backendStorms: injector.stats.backendStorms,
     backendsTerminated: injector.stats.backendsTerminated,
     poolExhaustions: injector.stats.poolExhaustions,

@@ -16,6 +16,7 @@ export const INVARIANTS = {
   noTaskLost: 'no accepted task lost',
   clientsAgree: 'clients were told what the database says',
   noOutageFailures: 'no task failed because the database was unavailable',
+  returnedNotTimedOut: 'no task whose handler returned was failed by a clock',
   keyedAnswered: 'every keyed call got a definitive answer',
   keyedSuccessOnce: 'every keyed success exists exactly once',
   keyEffectOnce: "each idempotency key's effect at most once, and with its key",

@@ -75,8 +75,8 @@ async function announce(eventType: string, payload: object, delivered: boolean) 
   if (delivered) receiver.apply(String(rows[0]?.id));
 }
 
-async function failing(): Promise<string[]> {
-  const { results } = await databaseInvariants(db, record, TENANTS, receiver);
+async function failing(outages: { from: Date; to: Date }[] = []): Promise<string[]> {
+  const { results } = await databaseInvariants(db, record, TENANTS, receiver, outages);
   return results.filter((result) => !result.pass).map((result) => result.name);
 }
 
@@ -106,6 +106,29 @@ describe('the chaos invariants', () => {
        VALUES ('alpha', 'slow_compute', 'failed', now(), '{"code": -32603, "message": "sorry, too many clients already"}')`,
     );
     expect(await failing()).toEqual([INVARIANTS.noOutageFailures]);
+  });
+
+  it('catch a slow_compute task failed by its idle clock, and count those whose handler returned in an outage', async () => {
+    // Started 10 s before an outage of 8 s, for 12 s of work: its handler returned while Postgres was down.
+    const outage = { from: new Date(Date.now() - 9_000), to: new Date(Date.now() - 1_000) };
+    await db.query(
+      `INSERT INTO tasks (tenant_id, tool, arguments, status, attempt, started_at, finished_at, result)
+       VALUES ('alpha', 'slow_compute', '{"seconds": 12}', 'completed', 1, now() - interval '19 s', now(), '{}')`,
+    );
+    const passing = (await databaseInvariants(db, record, TENANTS, receiver, [outage])).results.find(
+      (result) => result.name === INVARIANTS.returnedNotTimedOut,
+    );
+    expect(passing).toMatchObject({ pass: true });
+    expect(passing?.summary).toMatch(
+      /0 slow_compute task\(s\) failed by the idle clock; over 1 outage\(s\).*: 1 completed/,
+    );
+
+    await db.query(
+      `INSERT INTO tasks (tenant_id, tool, arguments, status, attempt, started_at, finished_at, error)
+       VALUES ('alpha', 'slow_compute', '{"seconds": 12}', 'failed', 1, now() - interval '19 s', now(),
+               '{"code": -32001, "message": "idle timeout: no progress for 5000 ms", "data": {"clock": "idle", "limitMs": 5000}}')`,
+    );
+    expect(await failing([outage])).toEqual([INVARIANTS.returnedNotTimedOut]);
   });
 
   it('catch a keyed call left without an answer', async () => {

@@ -4,7 +4,7 @@ import type { ClientRecord } from './client-record.ts';
 import type { Unexpected5xx } from './http-client.ts';
 import { INVARIANTS, type InvariantResult, verdict } from './invariant.ts';
 import { type LedgerCounts, ledgerInvariants } from './ledger-invariants.ts';
-import { type TaskCounts, taskInvariants } from './task-invariants.ts';
+import { type OutageWindow, type TaskCounts, taskInvariants } from './task-invariants.ts';
 import type { ExitRecord } from './taskgate-process.ts';
 import type { Tenant } from './workload-context.ts';
 
@@ -19,8 +19,9 @@ export async function databaseInvariants(
   record: ClientRecord,
   tenants: readonly Tenant[],
   receiver: WebhookReceiver,
+  outages: readonly OutageWindow[],
 ): Promise<DatabaseChecks> {
-  const tasks = await taskInvariants(db, record);
+  const tasks = await taskInvariants(db, record, outages);
   const ledger = await ledgerInvariants(db, record, tenants);
 
   const { rows: pending } = await db.query<{

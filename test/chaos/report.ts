@@ -17,6 +17,8 @@ export interface ChaosResult {
   readonly kills: Readonly<Record<string, number>>;
   readonly rollingRestarts: number;
   readonly postgresRestarts: number;
+  /** Of those, immediate stops for longer than slow_compute's idle clock. */
+  readonly postgresOutages: number;
   readonly backendStorms: number;
   readonly backendsTerminated: number;
   readonly poolExhaustions: number;
@@ -65,7 +67,10 @@ export function renderTables(result: ChaosResult): string {
       'process kills',
       `${(result.kills.SIGKILL ?? 0) + (result.kills.SIGTERM ?? 0)} (SIGKILL ${result.kills.SIGKILL ?? 0}, SIGTERM ${result.kills.SIGTERM ?? 0}, incl. ${result.rollingRestarts} rolling restart(s) of 3 workers)`,
     ],
-    ['Postgres restarts (fast stop)', String(result.postgresRestarts)],
+    [
+      'Postgres restarts',
+      `${result.postgresRestarts} (${result.postgresOutages} immediate stops past slow_compute's 5 s idle clock, the rest fast stops)`,
+    ],
     [
       'backend-kill storms',
       `${result.backendStorms} (${result.backendsTerminated} backends terminated, storms and full-server phases)`,

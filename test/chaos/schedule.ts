@@ -12,6 +12,12 @@ export type Fault =
       readonly restartAfterMs: number;
     }
   | { readonly kind: 'postgres-restart'; readonly downMs: number }
+  /**
+   * Postgres stopped at once (-m immediate, as on a crash) for longer than slow_compute's idle
+   * clock (5 s): the handlers that return meanwhile have their completions wait out the outage,
+   * and their clocks run out before the writes can land.
+   */
+  | { readonly kind: 'postgres-outage'; readonly downMs: number }
   | { readonly kind: 'backend-storm'; readonly rounds: number; readonly gapMs: number }
   | { readonly kind: 'pool-exhaustion'; readonly mode: 'connections' | 'row-lock'; readonly holdMs: number }
   | { readonly kind: 'rolling-restart' };
@@ -27,6 +33,7 @@ export interface ScheduledFault {
 export const RATES_PER_MINUTE: Readonly<Record<FaultKind, number>> = {
   kill: 6,
   'postgres-restart': 1.8,
+  'postgres-outage': 0.4,
   'backend-storm': 1,
   'pool-exhaustion': 0.5,
   'rolling-restart': 0.25,
@@ -68,6 +75,8 @@ function faultOf(kind: FaultKind, rng: Rng): Fault {
       };
     case 'postgres-restart':
       return { kind, downMs: rng.int(300, 4_000) };
+    case 'postgres-outage':
+      return { kind, downMs: rng.int(6_000, 9_000) };
     case 'backend-storm':
       return { kind, rounds: rng.int(1, 4), gapMs: rng.int(100, 1_500) };
     case 'pool-exhaustion':
@@ -84,6 +93,8 @@ export function describeFault(fault: Fault): string {
       return `${fault.signal} ${fault.target} (restart after ${fault.restartAfterMs} ms)`;
     case 'postgres-restart':
       return `Postgres fast stop, down ${fault.downMs} ms, restart`;
+    case 'postgres-outage':
+      return `Postgres immediate stop, down ${fault.downMs} ms (past slow_compute's idle clock), restart`;
     case 'backend-storm':
       return `pg_terminate_backend storm, ${fault.rounds} round(s) ${fault.gapMs} ms apart`;
     case 'pool-exhaustion':

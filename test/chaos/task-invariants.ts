@@ -54,9 +54,59 @@ export interface TaskCounts {
   lostTasks: number;
 }
 
+/** When Postgres was down past slow_compute's idle clock (FaultStats.outageWindows). */
+export interface OutageWindow {
+  readonly from: Date;
+  readonly to: Date;
+}
+
+/**
+ * slow_compute reports progress every 50 ms while its handler runs, and progress resets the idle
+ * clock whether or not its write lands: the idle clock can fail it only once the handler has
+ * returned (the defect this checks) or when its worker's event loop stalls for 5 s. Its counts: the
+ * slow_compute tasks whose handler returned while Postgres was down, so that their completion
+ * waited out the outage while their clocks ran out, and how those ended.
+ */
+async function returnedDuringOutages(db: pg.Client, outages: readonly OutageWindow[]): Promise<InvariantResult> {
+  const { rows: timedOut } = await db.query<{
+    id: string;
+    label: string | null;
+    attempt: number;
+    message: string;
+    progress: string | null;
+    finished_at: Date;
+  }>(
+    `SELECT id, arguments->>'label' AS label, attempt, error->>'message' AS message,
+            progress_value || '/' || progress_total AS progress, finished_at
+     FROM tasks WHERE tool = 'slow_compute' AND status = 'failed' AND error->'data'->>'clock' = 'idle'
+     ORDER BY finished_at`,
+  );
+  const { rows: waited } = await db.query<{ status: string; count: string }>(
+    `SELECT t.status, count(*) FROM tasks t
+     JOIN jsonb_to_recordset($1::jsonb) AS o(from_at timestamptz, to_at timestamptz)
+       ON t.attempt = 1 AND t.started_at < o.from_at
+      AND t.started_at + (t.arguments->>'seconds')::float8 * interval '1 second' BETWEEN o.from_at AND o.to_at
+     WHERE t.tool = 'slow_compute'
+     GROUP BY t.status ORDER BY t.status`,
+    [JSON.stringify(outages.map((outage) => ({ from_at: outage.from, to_at: outage.to })))],
+  );
+  const outcomes = waited.map((row) => `${row.count} ${row.status}`).join(', ') || 'none';
+  return verdict(
+    INVARIANTS.returnedNotTimedOut,
+    timedOut.map(
+      (task) =>
+        `${task.id} slow_compute${task.label ? ` [${task.label}]` : ''} attempt ${task.attempt} failed at ` +
+        `${task.finished_at.toISOString()} showing ${task.progress ?? 'no progress'}: ${task.message}`,
+    ),
+    `${timedOut.length} slow_compute task(s) failed by the idle clock; over ${outages.length} outage(s) past ` +
+      `that clock, the tasks whose handler returned while Postgres was down ended: ${outcomes}`,
+  );
+}
+
 export async function taskInvariants(
   db: pg.Client,
   record: ClientRecord,
+  outages: readonly OutageWindow[],
 ): Promise<{ results: InvariantResult[]; counts: TaskCounts }> {
   const open = await openTasks(db);
   const requests = open.filter((task) => task.mode === 'request');
@@ -127,6 +177,7 @@ export async function taskInvariants(
       ),
       `${outageFailures.length} task(s) failed with a connection error`,
     ),
+    await returnedDuringOutages(db, outages),
     verdict(
       INVARIANTS.clientsAgree,
       disagreements,
