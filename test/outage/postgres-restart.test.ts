@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningProcess } from '../support/cli.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { answerOf, modernRequest } from '../support/mcp-http.ts';
 import { type CliOnOwnPostgres, startCliOnOwnPostgres, stopCliOnOwnPostgres } from '../support/own-postgres-cli.ts';
 import type { PostgresCluster } from '../support/postgres-cluster.ts';
 import { waitForTask } from '../support/task-platform.ts';
@@ -62,15 +62,8 @@ describe('a Postgres restart under a running task', () => {
     expect(call.status).toBe(200);
     // JSON, or SSE when the call outlasts TASKGATE_MCP_SSE_AFTER_MS (1 s: the first call after a
     // restart can, on a loaded machine): the response is the stream's last message either way.
-    const text = await call.text();
-    const answer = call.headers.get('content-type')?.startsWith('text/event-stream')
-      ? (text
-          .split('\n')
-          .filter((line) => line.startsWith('data:'))
-          .at(-1)
-          ?.slice('data:'.length) ?? '')
-      : text;
-    expect(JSON.parse(answer)).toMatchObject({ result: { content: [{ text: 'Hello, again!' }] } });
+    const answer = answerOf(call.headers.get('content-type') ?? undefined, await call.text());
+    expect(answer).toMatchObject({ result: { content: [{ text: 'Hello, again!' }] } });
 
     expect(taskgate.child.exitCode).toBeNull();
     const { code } = await taskgate.stop('SIGTERM');

@@ -67,6 +67,21 @@ export function injectMcp(
 }
 
 /**
+ * The JSON-RPC answer of a POST to /mcp, whether it came as JSON or as SSE: a request that
+ * outlasts TASKGATE_MCP_SSE_AFTER_MS (a loaded machine, the first call after a restart) is answered
+ * on a stream, whose last message is the answer.
+ */
+export function answerOf(contentType: string | undefined, text: string): unknown {
+  if (!contentType?.startsWith('text/event-stream')) return JSON.parse(text);
+  const data = text
+    .split('\n')
+    .filter((line) => line.startsWith('data:'))
+    .at(-1);
+  if (data === undefined) throw new Error(`an SSE answer with no message: ${JSON.stringify(text)}`);
+  return JSON.parse(data.slice('data:'.length));
+}
+
+/**
  * An SSE response read as it comes: `quiet` resolves once the stream opened with a keepalive
  * comment (it switched to SSE while nothing was ready to send), `text` with everything once it ends.
  */
