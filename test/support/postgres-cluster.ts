@@ -75,9 +75,11 @@ export class PostgresCluster {
       `-k ${this.dataDir}`,
       '-c listen_addresses=127.0.0.1',
       `-c max_connections=${this.maxConnections}`,
-      // The machine is shared and small; a clean fast stop needs no fsync to be safe.
+      // The machine is shared and small; a stop (fast or immediate) kills processes, not the
+      // kernel, so what was written needs no fsync to survive it. A commit must still write its
+      // WAL before it answers: an immediate stop (a crash) loses WAL still in shared memory.
       '-c fsync=off',
-      '-c synchronous_commit=off',
+      '-c synchronous_commit=on',
       '-c full_page_writes=off',
       '-c shared_buffers=64MB',
     ].join(' ');
