@@ -120,7 +120,7 @@ describe('the chaos invariants', () => {
     );
     expect(passing).toMatchObject({ pass: true });
     expect(passing?.summary).toMatch(
-      /0 slow_compute task\(s\) failed by the idle clock; over 1 outage\(s\).*: 1 completed/,
+      /0 slow_compute task\(s\) failed by the idle clock; over 1 outage\(s\).*: 1 completed \(of 1 running at the stop\)/,
     );
 
     await db.query(

@@ -81,16 +81,22 @@ async function returnedDuringOutages(db: pg.Client, outages: readonly OutageWind
      FROM tasks WHERE tool = 'slow_compute' AND status = 'failed' AND error->'data'->>'clock' = 'idle'
      ORDER BY finished_at`,
   );
-  const { rows: waited } = await db.query<{ status: string; count: string }>(
-    `SELECT t.status, count(*) FROM tasks t
+  // Running when Postgres stopped (started before, ended after it was back), and of those the
+  // ones whose handler was due to return before it was back (a first attempt's start + seconds).
+  const { rows: waited } = await db.query<{ status: string; running: string; returned: string }>(
+    `SELECT t.status, count(*) AS running,
+            count(*) FILTER (WHERE t.attempt = 1
+              AND t.started_at + (t.arguments->>'seconds')::float8 * interval '1 second' < o.to_at) AS returned
+     FROM tasks t
      JOIN jsonb_to_recordset($1::jsonb) AS o(from_at timestamptz, to_at timestamptz)
-       ON t.attempt = 1 AND t.started_at < o.from_at
-      AND t.started_at + (t.arguments->>'seconds')::float8 * interval '1 second' BETWEEN o.from_at AND o.to_at
+       ON t.started_at < o.from_at AND t.finished_at > o.to_at
      WHERE t.tool = 'slow_compute'
      GROUP BY t.status ORDER BY t.status`,
     [JSON.stringify(outages.map((outage) => ({ from_at: outage.from, to_at: outage.to })))],
   );
-  const outcomes = waited.map((row) => `${row.count} ${row.status}`).join(', ') || 'none';
+  const outcomes =
+    waited.map((row) => `${row.returned} ${row.status} (of ${row.running} running at the stop)`).join(', ') ||
+    'none was running';
   return verdict(
     INVARIANTS.returnedNotTimedOut,
     timedOut.map(
