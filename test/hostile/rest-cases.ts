@@ -16,6 +16,8 @@ export interface SocketCase {
   readonly bytes: string;
   readonly status: number;
   readonly code: string;
+  /** The client keeps its side open after the bytes (an unfinished body), rather than ending it. */
+  readonly open?: boolean;
 }
 
 export const TOKEN = 'hostile-corpus-token-0123456789';
@@ -495,4 +497,27 @@ const socketCases: SocketCase[] = [
   code: code as string,
 }));
 
-export const REST_CASES: readonly (RestCase | SocketCase)[] = [...restCases, ...socketCases];
+// Bodies that never finish, on a socket the client keeps open: the server under test bounds a
+// request's arrival (TASKGATE_REQUEST_TIMEOUT_MS) to a short time, so each is answered 408.
+const WIRE_HEAD = `Host: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n`;
+const unfinishedCases: SocketCase[] = [
+  ['a body of 10 of its 100 bytes', `POST /v1/tasks HTTP/1.1\r\n${WIRE_HEAD}Content-Length: 100\r\n\r\n{"tool":"g`],
+  [
+    'a chunked body never ended',
+    `POST /v1/tasks HTTP/1.1\r\n${WIRE_HEAD}Transfer-Encoding: chunked\r\n\r\n5\r\n{"too\r\n`,
+  ],
+  ['headers never ended', `POST /v1/tasks HTTP/1.1\r\n${WIRE_HEAD}Content-Length: 2\r\n`],
+  [
+    'an MCP body of 10 of its 100 bytes',
+    `POST /mcp HTTP/1.1\r\n${WIRE_HEAD}Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{"jsonrpc"`,
+  ],
+].map(([name, bytes]) => ({
+  transport: 'socket' as const,
+  name: `unfinished: ${name}`,
+  bytes: bytes as string,
+  status: 408,
+  code: 'TG_REQUEST_TIMEOUT',
+  open: true,
+}));
+
+export const REST_CASES: readonly (RestCase | SocketCase)[] = [...restCases, ...socketCases, ...unfinishedCases];
