@@ -37,6 +37,7 @@ const HEADERS = {
   'mcp-protocol-version': '2026-07-28',
   authorization: `Bearer ${TOKEN}`,
 };
+const { authorization: _token, ...UNAUTHENTICATED } = HEADERS;
 const UUID = '00000000-0000-4000-8000-000000000000';
 const deepArrays = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
 
@@ -475,6 +476,29 @@ const mcpCases: McpCase[] = [
     400,
     -32600,
     { id: 107 },
+  ),
+  // Two credentials are ambiguous (Node would keep the first and drop the second). IncomingHttpHeaders
+  // types `authorization` as one string, hence the capital.
+  ...(
+    [
+      ['two Authorization headers, the first valid', [`Bearer ${TOKEN}`, 'Bearer other-token-0000000000000']],
+      ['two Authorization headers, the second valid', ['Basic eDp5', `Bearer ${TOKEN}`]],
+    ] as const
+  ).map(
+    ([name, values]): McpCase => ({
+      transport: 'mcp',
+      name,
+      request: {
+        method: 'POST',
+        url: '/mcp',
+        // light-my-request sends each element of an array as a header line of its own.
+        headers: { ...UNAUTHENTICATED, Authorization: [...values] },
+        payload: '{"jsonrpc":"2.0","id":108,"method":"tools/list"}',
+      },
+      status: 400,
+      rpc: -32600,
+      code: 'TG_HEADER_REPEATED',
+    }),
   ),
 ];
 

@@ -489,6 +489,28 @@ const socketCases: SocketCase[] = [
     'TG_HOST_NOT_ALLOWED',
   ],
   ['an unknown HTTP version', 'GET /v1/tasks HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n', 400, 'TG_HTTP_MALFORMED'],
+  // RFC 9112 section 3.2: 400 for HTTP/1.1 without Host, or with two Host lines.
+  ['no Host (HTTP/1.1)', 'GET /v1/tasks HTTP/1.1\r\n\r\n', 400, 'TG_HTTP_MALFORMED'],
+  ['no Host on an unknown path', 'GET /nothing HTTP/1.1\r\nAccept: */*\r\n\r\n', 400, 'TG_HTTP_MALFORMED'],
+  [
+    'two Host headers, the first loopback',
+    'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n',
+    400,
+    'TG_HTTP_MALFORMED',
+  ],
+  // Node keeps the first Authorization line and drops the rest: two credentials are ambiguous.
+  [
+    'two Authorization headers, the first valid',
+    `POST /v1/accounts/acct/charges HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nAuthorization: Bearer other-token-0000000000000\r\nIdempotency-Key: wire-2\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"cents":1}`,
+    400,
+    'TG_HEADER_REPEATED',
+  ],
+  [
+    'two Authorization headers, both valid',
+    `POST /v1/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nauthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n{"tool":"greet"}`,
+    400,
+    'TG_HEADER_REPEATED',
+  ],
 ].map(([name, bytes, status, code]) => ({
   transport: 'socket' as const,
   name: name as string,

@@ -91,6 +91,8 @@ export function requestTimeoutOptions(requestTimeoutMs: number) {
   return {
     requestTimeout: requestTimeoutMs,
     http: {
+      // request-guards.ts answers a missing Host itself, as problem+json (Node's is a bare 400).
+      requireHostHeader: false,
       requestTimeout: requestTimeoutMs,
       headersTimeout: Math.min(60_000, requestTimeoutMs),
       connectionsCheckingInterval,

@@ -51,6 +51,7 @@ export const errorRegistry = {
   TG_URI_TOO_LONG: { title: 'Path parameter too long', httpStatus: 414, exitCode: 65 },
   TG_HEADERS_TOO_LARGE: { title: 'Request headers too large', httpStatus: 431, exitCode: 65 },
   TG_HTTP_MALFORMED: { title: 'Malformed HTTP request', httpStatus: 400, exitCode: 65 },
+  TG_HEADER_REPEATED: { title: 'A header that may appear once was sent more than once', httpStatus: 400, exitCode: 65 },
   TG_REQUEST_TIMEOUT: { title: 'Request not received in time', httpStatus: 408, exitCode: 75 },
   TG_HOST_NOT_ALLOWED: { title: 'Host header not allowed', httpStatus: 403, exitCode: 77 },
   TG_ORIGIN_NOT_ALLOWED: { title: 'Origin not allowed', httpStatus: 403, exitCode: 77 },
