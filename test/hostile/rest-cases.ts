@@ -69,12 +69,108 @@ const NOT_AN_INTEGER: readonly [string, string][] = [
   ['-1e400', NUMBER],
   ['"1e2"', BAD],
   ['"0x10"', BAD],
+  // A double reads each of these as a whole number the literal is not (or as 0).
+  ['0.9999999999999999999', NUMBER],
+  ['1.0000000000000001', NUMBER],
+  ['4.99999999999999999999e0', NUMBER],
+  ['9007199254740993', NUMBER],
+  ['-9007199254740993', NUMBER],
+  ['123456789012345678901234567890', NUMBER],
+  ['1e-400', NUMBER],
+  ['-1e-400', NUMBER],
+  // Fractions that stay fractions are the schema's to refuse, as 1.5 is.
+  ['0.1', BAD],
+  ['1.5e0', BAD],
+  ['0.99999999999999', BAD],
 ];
+
+const NOT_UTF8 = 'TG_ENCODING_INVALID';
+const DUPLICATE = 'TG_JSON_DUPLICATE_KEY';
+/** A task body with these bytes in the middle of a string value. */
+const withBytes = (bytes: number[]) =>
+  Buffer.concat([Buffer.from('{"tool":"greet","arguments":{"name":"a'), Buffer.from(bytes), Buffer.from('"}}')]);
 
 const restCases: RestCase[] = [
   // Integer fields: no coercion of booleans, strings or null, and ranges are the schema's.
   ...NOT_AN_INTEGER.map(([value, code]) => rest(`charge cents ${value}`, charge(`{"cents":${value}}`), 400, code)),
   rest('charge cents past its maximum', charge('{"cents":100000001}'), 400, BAD),
+  rest(
+    'task seconds 1e-400 in arguments',
+    post('/v1/tasks', '{"tool":"greet","arguments":{"seconds":1e-400}}'),
+    400,
+    NUMBER,
+  ),
+  rest(
+    'task ttlMs 1000.0000000000000001',
+    post('/v1/tasks', '{"tool":"greet","ttlMs":1000.0000000000000001}'),
+    400,
+    NUMBER,
+  ),
+
+  // Keys written twice (JSON.parse keeps the last; I-JSON refuses them), at any depth.
+  rest('charge cents twice, the first a boolean', charge('{"cents":true,"cents":5}'), 400, DUPLICATE),
+  rest('charge cents twice, the same value', charge('{"cents":5,"cents":5}'), 400, DUPLICATE),
+  rest('charge cents twice, once escaped', charge('{"cents":"x","\\u0063ents":5}'), 400, DUPLICATE),
+  rest('restock available twice', put('/v1/inventory/sku-h', '{"available":1, "available" :2}'), 400, DUPLICATE),
+  rest('task tool twice', post('/v1/tasks', '{"tool":"launch_rockets","tool":"greet"}'), 400, DUPLICATE),
+  rest('task argument twice', post('/v1/tasks', '{"tool":"greet","arguments":{"name":5,"name":"x"}}'), 400, DUPLICATE),
+  rest(
+    'a key twice deep in arguments',
+    post('/v1/tasks', '{"tool":"greet","arguments":{"name":"x","a":[1,{"b":[{"c":1,"d":{},"c":2}]}]}}'),
+    400,
+    DUPLICATE,
+  ),
+
+  // Bytes that are not UTF-8, refused rather than stored as U+FFFD; charsets and codings.
+  ...(
+    [
+      ['FF FE', [0xff, 0xfe]],
+      ['a lone continuation byte', [0x80]],
+      ['overlong NUL (C0 80)', [0xc0, 0x80]],
+      ['overlong slash (E0 80 AF)', [0xe0, 0x80, 0xaf]],
+      ['a CESU-8 surrogate pair', [0xed, 0xa0, 0xbd, 0xed, 0xb8, 0x80]],
+      ['a truncated three-byte sequence', [0xe2, 0x82]],
+      ['a truncated four-byte sequence', [0xf0, 0x9f, 0x98]],
+      ['past U+10FFFF (F4 90 80 80)', [0xf4, 0x90, 0x80, 0x80]],
+      ['Latin-1 e-acute', [0xe9]],
+    ] as const
+  ).map(([name, bytes]) =>
+    rest(`body not UTF-8: ${name}`, { ...post('/v1/tasks', ''), payload: withBytes([...bytes]) }, 400, NOT_UTF8),
+  ),
+  rest(
+    'a UTF-16 body',
+    { ...post('/v1/tasks', ''), payload: Buffer.from('{"tool":"greet"}', 'utf16le') },
+    400,
+    MALFORMED,
+  ),
+  ...['iso-8859-1', 'utf-16', '"UTF-16LE"', 'us-ascii', 'utf8, utf-8'].map((charset) =>
+    rest(
+      `charset ${charset}`,
+      post('/v1/tasks', '{"tool":"greet"}', { 'content-type': `application/json; charset=${charset}` }),
+      415,
+      'TG_UNSUPPORTED_MEDIA_TYPE',
+    ),
+  ),
+  rest(
+    'two charsets that disagree',
+    post('/v1/tasks', '{"tool":"greet"}', { 'content-type': 'application/json; charset=utf-8; charset=latin1' }),
+    415,
+    'TG_UNSUPPORTED_MEDIA_TYPE',
+  ),
+  ...['gzip', 'deflate', 'br', 'zstd', 'gzip, identity', 'x-unknown'].map((coding) =>
+    rest(
+      `Content-Encoding ${coding} on a plain body`,
+      post('/v1/tasks', '{"tool":"greet"}', { 'content-encoding': coding }),
+      415,
+      'TG_CONTENT_ENCODING_UNSUPPORTED',
+    ),
+  ),
+  rest(
+    'Content-Encoding gzip on a charge',
+    post('/v1/accounts/acct/charges', '{"cents":1}', { 'idempotency-key': 'coded', 'content-encoding': 'gzip' }),
+    415,
+    'TG_CONTENT_ENCODING_UNSUPPORTED',
+  ),
   rest('charge with an extra field', charge('{"cents":1,"currency":"EUR"}'), 400, BAD),
   rest('charge with no cents', charge('{}'), 400, BAD),
   rest('charge body an array', charge('[{"cents":1}]'), 400, BAD),
