@@ -28,7 +28,12 @@ let baseline: RowCounts;
 
 beforeAll(async () => {
   platform = await startPlatform(database.url);
-  api = await startApi(platform, database.url, { tokens: new Map([[TOKEN, 'acme']]), mcp: { loopbackOnly: true } });
+  api = await startApi(platform, database.url, {
+    tokens: new Map([[TOKEN, 'acme']]),
+    mcp: { loopbackOnly: true },
+    // Short, so the unfinished bodies are answered quickly; every other socket case arrives whole.
+    requestTimeoutMs: 300,
+  });
   port = Number(new URL(await api.app.listen({ host: '127.0.0.1', port: 0 })).port);
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
   await hub.start();
@@ -98,7 +103,8 @@ async function runSocket(entry: SocketCase) {
     });
     socket.on('error', reject);
     socket.on('close', () => resolve(received));
-    socket.end(Buffer.from(entry.bytes, 'latin1'));
+    if (entry.open) socket.write(Buffer.from(entry.bytes, 'latin1'));
+    else socket.end(Buffer.from(entry.bytes, 'latin1'));
   });
   const [head = '', body = ''] = raw.split('\r\n\r\n');
   const headers = Object.fromEntries(

@@ -37,6 +37,7 @@ const HEADERS = {
   'mcp-protocol-version': '2026-07-28',
   authorization: `Bearer ${TOKEN}`,
 };
+const { authorization: _token, ...UNAUTHENTICATED } = HEADERS;
 const UUID = '00000000-0000-4000-8000-000000000000';
 const deepArrays = (levels: number) => `${'['.repeat(levels)}${']'.repeat(levels)}`;
 
@@ -169,12 +170,43 @@ const notJsonRpc: [string, string, string | number | null][] = [
   ['params a string', '{"jsonrpc":"2.0","id":28,"method":"tools/list","params":"x"}', 28],
   ['params null', '{"jsonrpc":"2.0","id":29,"method":"tools/list","params":null}', 29],
   ['a fractional id', '{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', null],
-  ['an id past 2^53', '{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/list"}', null],
   ['a null id', '{"jsonrpc":"2.0","id":null,"method":"tools/list"}', null],
   ['an object id', '{"jsonrpc":"2.0","id":{},"method":"tools/list"}', null],
   ['a boolean id', '{"jsonrpc":"2.0","id":true,"method":"tools/list"}', null],
   ['both a method and a result', '{"jsonrpc":"2.0","id":30,"method":"tools/list","result":{}}', 30],
 ];
+
+/** Messages JSON.parse reads as another: a key twice (-32700), a number rounded (-32602); id null, as not read. */
+const misread = (id: number): [string, string, number, string][] => {
+  const meta = JSON.stringify(META);
+  const call = (args: string) =>
+    `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"greet","arguments":${args},"_meta":${meta}}}`;
+  return [
+    ['an argument twice', call('{"name":5,"name":"x"}'), -32700, 'TG_JSON_DUPLICATE_KEY'],
+    ['an argument twice, once escaped', call('{"name":"x","\\u006eame":"y"}'), -32700, 'TG_JSON_DUPLICATE_KEY'],
+    [
+      'the method twice',
+      `{"jsonrpc":"2.0","id":${id},"method":"tools/list","method":"ping","params":{"_meta":${meta}}}`,
+      -32700,
+      'TG_JSON_DUPLICATE_KEY',
+    ],
+    [
+      'a key twice in _meta',
+      call('{"name":"x"}').replace('"_meta":{', '"_meta":{"a":1,"a":2,'),
+      -32700,
+      'TG_JSON_DUPLICATE_KEY',
+    ],
+    ['a fraction rounded to 1', call('{"name":"x","n":0.9999999999999999999}'), -32602, 'TG_JSON_NUMBER_INVALID'],
+    ['1.0000000000000001', call('{"name":"x","n":1.0000000000000001}'), -32602, 'TG_JSON_NUMBER_INVALID'],
+    ['1e-400', call('{"name":"x","seconds":1e-400}'), -32602, 'TG_JSON_NUMBER_INVALID'],
+    [
+      'an id past 2^53',
+      `{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/list","params":{"_meta":${meta}}}`,
+      -32602,
+      'TG_JSON_NUMBER_INVALID',
+    ],
+  ];
+};
 
 /** Text that is not JSON (-32700). */
 const notJson: [string, string][] = [
@@ -196,6 +228,48 @@ const mcpCases: McpCase[] = [
     mcp(`not JSON: ${name}`, { body }, 400, -32700, { code: 'TG_MALFORMED_JSON', id: null }),
   ),
   mcp('an empty body', { body: '' }, 400, -32700, { code: 'TG_MALFORMED_JSON', id: null }),
+  ...misread(109).map(([name, body, rpc, code]) => mcp(`misread: ${name}`, { body }, 400, rpc, { code, id: null })),
+  ...(
+    [
+      ['FF FE', [0xff, 0xfe]],
+      ['overlong C0 80', [0xc0, 0x80]],
+      ['a CESU-8 surrogate', [0xed, 0xa0, 0x80]],
+      ['a truncated sequence', [0xe2, 0x82]],
+    ] as const
+  ).map(
+    ([name, bytes]): McpCase => ({
+      ...mcp(`not UTF-8: ${name}`, { body: '' }, 400, -32700, { code: 'TG_ENCODING_INVALID', id: null }),
+      request: {
+        method: 'POST',
+        url: '/mcp',
+        headers: { ...HEADERS, 'mcp-method': 'tools/call', 'mcp-name': 'greet' },
+        payload: Buffer.concat([
+          Buffer.from(`{"jsonrpc":"2.0","id":110,"method":"tools/call","params":{"name":"greet","arguments":{"name":"`),
+          Buffer.from(bytes),
+          Buffer.from(`"},"_meta":${JSON.stringify(META)}}}`),
+        ]),
+      },
+    }),
+  ),
+  ...['iso-8859-1', 'utf-16'].map((charset) =>
+    mcp(
+      `charset ${charset}`,
+      {
+        headers: { ...HEADERS, 'content-type': `application/json; charset=${charset}` },
+        body: '{"jsonrpc":"2.0","id":111,"method":"ping"}',
+      },
+      415,
+      -32600,
+      { code: 'TG_UNSUPPORTED_MEDIA_TYPE' },
+    ),
+  ),
+  mcp(
+    'Content-Encoding gzip on a plain body',
+    { headers: { ...HEADERS, 'content-encoding': 'gzip' }, body: '{"jsonrpc":"2.0","id":112,"method":"ping"}' },
+    415,
+    -32600,
+    { code: 'TG_CONTENT_ENCODING_UNSUPPORTED' },
+  ),
   mcp('a __proto__ key', { body: '{"jsonrpc":"2.0","id":1,"method":"tools/list","__proto__":{"x":1}}' }, 400, -32700, {
     code: 'TG_MALFORMED_JSON',
   }),
@@ -476,6 +550,29 @@ const mcpCases: McpCase[] = [
     -32600,
     { id: 107 },
   ),
+  // Two credentials are ambiguous (Node would keep the first and drop the second). IncomingHttpHeaders
+  // types `authorization` as one string, hence the capital.
+  ...(
+    [
+      ['two Authorization headers, the first valid', [`Bearer ${TOKEN}`, 'Bearer other-token-0000000000000']],
+      ['two Authorization headers, the second valid', ['Basic eDp5', `Bearer ${TOKEN}`]],
+    ] as const
+  ).map(
+    ([name, values]): McpCase => ({
+      transport: 'mcp',
+      name,
+      request: {
+        method: 'POST',
+        url: '/mcp',
+        // light-my-request sends each element of an array as a header line of its own.
+        headers: { ...UNAUTHENTICATED, Authorization: [...values] },
+        payload: '{"jsonrpc":"2.0","id":108,"method":"tools/list"}',
+      },
+      status: 400,
+      rpc: -32600,
+      code: 'TG_HEADER_REPEATED',
+    }),
+  ),
 ];
 
 const stdioCases: StdioCase[] = [
@@ -514,7 +611,50 @@ const stdioCases: StdioCase[] = [
     transport: 'stdio',
     name: 'bytes that are not UTF-8',
     line: Buffer.from([0xff, 0xc3, 0x28, 0x7b, 0x7d]),
-    answer: { id: null, rpc: -32700 },
+    answer: { id: null, rpc: -32700, code: 'TG_ENCODING_INVALID' },
+  },
+  // Bytes that are not UTF-8 inside a string of a message that is otherwise served.
+  ...(
+    [
+      ['FF FE', [0xff, 0xfe]],
+      ['overlong C0 80', [0xc0, 0x80]],
+      ['a CESU-8 surrogate pair', [0xed, 0xa0, 0xbd, 0xed, 0xb8, 0x80]],
+      ['a truncated sequence', [0xe2, 0x82]],
+    ] as const
+  ).map(
+    ([name, bytes], index): StdioCase => ({
+      transport: 'stdio',
+      name: `not UTF-8 in an argument: ${name}`,
+      line: Buffer.concat([
+        Buffer.from(
+          `{"jsonrpc":"2.0","id":${1200 + index},"method":"tools/call","params":{"name":"greet","arguments":{"name":"`,
+        ),
+        Buffer.from(bytes),
+        Buffer.from(`"},"_meta":${JSON.stringify(META)}}}`),
+      ]),
+      answer: { id: null, rpc: -32700, code: 'TG_ENCODING_INVALID' },
+    }),
+  ),
+  ...misread(1210).map(
+    ([name, line, rpc, code]): StdioCase => ({
+      transport: 'stdio',
+      name: `misread: ${name}`,
+      line,
+      answer: { id: null, rpc, code },
+    }),
+  ),
+  {
+    transport: 'stdio',
+    // REST and /mcp refuse it: one check for the three.
+    name: 'a __proto__ key in params',
+    line: `{"jsonrpc":"2.0","id":1220,"method":"tools/list","params":{"__proto__":{"x":1},"_meta":${JSON.stringify(META)}}}`,
+    answer: { id: null, rpc: -32700, code: 'TG_MALFORMED_JSON' },
+  },
+  {
+    transport: 'stdio',
+    name: 'a constructor.prototype key in arguments',
+    line: `{"jsonrpc":"2.0","id":1221,"method":"tools/call","params":{"name":"greet","arguments":{"name":"x","constructor":{"prototype":{}}},"_meta":${JSON.stringify(META)}}}`,
+    answer: { id: null, rpc: -32700, code: 'TG_MALFORMED_JSON' },
   },
   {
     transport: 'stdio',

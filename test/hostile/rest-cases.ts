@@ -16,6 +16,8 @@ export interface SocketCase {
   readonly bytes: string;
   readonly status: number;
   readonly code: string;
+  /** The client keeps its side open after the bytes (an unfinished body), rather than ending it. */
+  readonly open?: boolean;
 }
 
 export const TOKEN = 'hostile-corpus-token-0123456789';
@@ -67,12 +69,108 @@ const NOT_AN_INTEGER: readonly [string, string][] = [
   ['-1e400', NUMBER],
   ['"1e2"', BAD],
   ['"0x10"', BAD],
+  // A double reads each of these as a whole number the literal is not (or as 0).
+  ['0.9999999999999999999', NUMBER],
+  ['1.0000000000000001', NUMBER],
+  ['4.99999999999999999999e0', NUMBER],
+  ['9007199254740993', NUMBER],
+  ['-9007199254740993', NUMBER],
+  ['123456789012345678901234567890', NUMBER],
+  ['1e-400', NUMBER],
+  ['-1e-400', NUMBER],
+  // Fractions that stay fractions are the schema's to refuse, as 1.5 is.
+  ['0.1', BAD],
+  ['1.5e0', BAD],
+  ['0.99999999999999', BAD],
 ];
+
+const NOT_UTF8 = 'TG_ENCODING_INVALID';
+const DUPLICATE = 'TG_JSON_DUPLICATE_KEY';
+/** A task body with these bytes in the middle of a string value. */
+const withBytes = (bytes: number[]) =>
+  Buffer.concat([Buffer.from('{"tool":"greet","arguments":{"name":"a'), Buffer.from(bytes), Buffer.from('"}}')]);
 
 const restCases: RestCase[] = [
   // Integer fields: no coercion of booleans, strings or null, and ranges are the schema's.
   ...NOT_AN_INTEGER.map(([value, code]) => rest(`charge cents ${value}`, charge(`{"cents":${value}}`), 400, code)),
   rest('charge cents past its maximum', charge('{"cents":100000001}'), 400, BAD),
+  rest(
+    'task seconds 1e-400 in arguments',
+    post('/v1/tasks', '{"tool":"greet","arguments":{"seconds":1e-400}}'),
+    400,
+    NUMBER,
+  ),
+  rest(
+    'task ttlMs 1000.0000000000000001',
+    post('/v1/tasks', '{"tool":"greet","ttlMs":1000.0000000000000001}'),
+    400,
+    NUMBER,
+  ),
+
+  // Keys written twice (JSON.parse keeps the last; I-JSON refuses them), at any depth.
+  rest('charge cents twice, the first a boolean', charge('{"cents":true,"cents":5}'), 400, DUPLICATE),
+  rest('charge cents twice, the same value', charge('{"cents":5,"cents":5}'), 400, DUPLICATE),
+  rest('charge cents twice, once escaped', charge('{"cents":"x","\\u0063ents":5}'), 400, DUPLICATE),
+  rest('restock available twice', put('/v1/inventory/sku-h', '{"available":1, "available" :2}'), 400, DUPLICATE),
+  rest('task tool twice', post('/v1/tasks', '{"tool":"launch_rockets","tool":"greet"}'), 400, DUPLICATE),
+  rest('task argument twice', post('/v1/tasks', '{"tool":"greet","arguments":{"name":5,"name":"x"}}'), 400, DUPLICATE),
+  rest(
+    'a key twice deep in arguments',
+    post('/v1/tasks', '{"tool":"greet","arguments":{"name":"x","a":[1,{"b":[{"c":1,"d":{},"c":2}]}]}}'),
+    400,
+    DUPLICATE,
+  ),
+
+  // Bytes that are not UTF-8, refused rather than stored as U+FFFD; charsets and codings.
+  ...(
+    [
+      ['FF FE', [0xff, 0xfe]],
+      ['a lone continuation byte', [0x80]],
+      ['overlong NUL (C0 80)', [0xc0, 0x80]],
+      ['overlong slash (E0 80 AF)', [0xe0, 0x80, 0xaf]],
+      ['a CESU-8 surrogate pair', [0xed, 0xa0, 0xbd, 0xed, 0xb8, 0x80]],
+      ['a truncated three-byte sequence', [0xe2, 0x82]],
+      ['a truncated four-byte sequence', [0xf0, 0x9f, 0x98]],
+      ['past U+10FFFF (F4 90 80 80)', [0xf4, 0x90, 0x80, 0x80]],
+      ['Latin-1 e-acute', [0xe9]],
+    ] as const
+  ).map(([name, bytes]) =>
+    rest(`body not UTF-8: ${name}`, { ...post('/v1/tasks', ''), payload: withBytes([...bytes]) }, 400, NOT_UTF8),
+  ),
+  rest(
+    'a UTF-16 body',
+    { ...post('/v1/tasks', ''), payload: Buffer.from('{"tool":"greet"}', 'utf16le') },
+    400,
+    MALFORMED,
+  ),
+  ...['iso-8859-1', 'utf-16', '"UTF-16LE"', 'us-ascii', 'utf8, utf-8'].map((charset) =>
+    rest(
+      `charset ${charset}`,
+      post('/v1/tasks', '{"tool":"greet"}', { 'content-type': `application/json; charset=${charset}` }),
+      415,
+      'TG_UNSUPPORTED_MEDIA_TYPE',
+    ),
+  ),
+  rest(
+    'two charsets that disagree',
+    post('/v1/tasks', '{"tool":"greet"}', { 'content-type': 'application/json; charset=utf-8; charset=latin1' }),
+    415,
+    'TG_UNSUPPORTED_MEDIA_TYPE',
+  ),
+  ...['gzip', 'deflate', 'br', 'zstd', 'gzip, identity', 'x-unknown'].map((coding) =>
+    rest(
+      `Content-Encoding ${coding} on a plain body`,
+      post('/v1/tasks', '{"tool":"greet"}', { 'content-encoding': coding }),
+      415,
+      'TG_CONTENT_ENCODING_UNSUPPORTED',
+    ),
+  ),
+  rest(
+    'Content-Encoding gzip on a charge',
+    post('/v1/accounts/acct/charges', '{"cents":1}', { 'idempotency-key': 'coded', 'content-encoding': 'gzip' }),
+    415,
+    'TG_CONTENT_ENCODING_UNSUPPORTED',
+  ),
   rest('charge with an extra field', charge('{"cents":1,"currency":"EUR"}'), 400, BAD),
   rest('charge with no cents', charge('{}'), 400, BAD),
   rest('charge body an array', charge('[{"cents":1}]'), 400, BAD),
@@ -487,6 +585,28 @@ const socketCases: SocketCase[] = [
     'TG_HOST_NOT_ALLOWED',
   ],
   ['an unknown HTTP version', 'GET /v1/tasks HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n', 400, 'TG_HTTP_MALFORMED'],
+  // RFC 9112 section 3.2: 400 for HTTP/1.1 without Host, or with two Host lines.
+  ['no Host (HTTP/1.1)', 'GET /v1/tasks HTTP/1.1\r\n\r\n', 400, 'TG_HTTP_MALFORMED'],
+  ['no Host on an unknown path', 'GET /nothing HTTP/1.1\r\nAccept: */*\r\n\r\n', 400, 'TG_HTTP_MALFORMED'],
+  [
+    'two Host headers, the first loopback',
+    'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n\r\n',
+    400,
+    'TG_HTTP_MALFORMED',
+  ],
+  // Node keeps the first Authorization line and drops the rest: two credentials are ambiguous.
+  [
+    'two Authorization headers, the first valid',
+    `POST /v1/accounts/acct/charges HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nAuthorization: Bearer other-token-0000000000000\r\nIdempotency-Key: wire-2\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"cents":1}`,
+    400,
+    'TG_HEADER_REPEATED',
+  ],
+  [
+    'two Authorization headers, both valid',
+    `POST /v1/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nauthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 16\r\n\r\n{"tool":"greet"}`,
+    400,
+    'TG_HEADER_REPEATED',
+  ],
 ].map(([name, bytes, status, code]) => ({
   transport: 'socket' as const,
   name: name as string,
@@ -495,4 +615,27 @@ const socketCases: SocketCase[] = [
   code: code as string,
 }));
 
-export const REST_CASES: readonly (RestCase | SocketCase)[] = [...restCases, ...socketCases];
+// Bodies that never finish, on a socket the client keeps open: the server under test bounds a
+// request's arrival (TASKGATE_REQUEST_TIMEOUT_MS) to a short time, so each is answered 408.
+const WIRE_HEAD = `Host: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n`;
+const unfinishedCases: SocketCase[] = [
+  ['a body of 10 of its 100 bytes', `POST /v1/tasks HTTP/1.1\r\n${WIRE_HEAD}Content-Length: 100\r\n\r\n{"tool":"g`],
+  [
+    'a chunked body never ended',
+    `POST /v1/tasks HTTP/1.1\r\n${WIRE_HEAD}Transfer-Encoding: chunked\r\n\r\n5\r\n{"too\r\n`,
+  ],
+  ['headers never ended', `POST /v1/tasks HTTP/1.1\r\n${WIRE_HEAD}Content-Length: 2\r\n`],
+  [
+    'an MCP body of 10 of its 100 bytes',
+    `POST /mcp HTTP/1.1\r\n${WIRE_HEAD}Accept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{"jsonrpc"`,
+  ],
+].map(([name, bytes]) => ({
+  transport: 'socket' as const,
+  name: `unfinished: ${name}`,
+  bytes: bytes as string,
+  status: 408,
+  code: 'TG_REQUEST_TIMEOUT',
+  open: true,
+}));
+
+export const REST_CASES: readonly (RestCase | SocketCase)[] = [...restCases, ...socketCases, ...unfinishedCases];

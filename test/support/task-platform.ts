@@ -179,6 +179,8 @@ export async function startApi(
     tools?: ToolCatalog;
     /** Resources and prompts /mcp offers besides the tasks' (default: none). */
     content?: readonly ContentSet[];
+    /** How long a request may take to arrive (default: the server's). */
+    requestTimeoutMs?: number;
   } = {},
 ): Promise<{ app: FastifyInstance; hub: TaskEventsHub; close(): Promise<void> }> {
   const hub = new TaskEventsHub({ connectionString: url, listen: true, logger: silentLogger });
@@ -194,6 +196,7 @@ export async function startApi(
   const app = await createApiServer({
     logger: silentLogger,
     readiness: async () => ({ ready: true, checks: {} }),
+    ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
     tasks: {
       service: platform.service,
       ledger: new LedgerService(platform.db),

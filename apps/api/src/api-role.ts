@@ -44,6 +44,8 @@ export interface ApiRoleOptions {
   readonly mcpSseAfterMs?: number;
   /** For a client with the Tasks extension, a call still running after this long becomes a task. */
   readonly mcpTaskAfterMs?: number;
+  /** TASKGATE_REQUEST_TIMEOUT_MS. */
+  readonly requestTimeoutMs?: number;
   /** Other roles' states and the process's shutdown flag, for /readyz. */
   readonly checks: () => Record<string, CheckState>;
   readonly stopping: () => boolean;
@@ -112,6 +114,7 @@ export async function prepareApiRole(options: ApiRoleOptions): Promise<PreparedA
     app = await createApiServer({
       logger: options.logger,
       readiness: () => readiness(services, options),
+      ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
       tasks: {
         service: services.service,
         ledger: services.ledger,

@@ -30,6 +30,8 @@ export interface ApiServerOptions {
   readonly logger: FastifyBaseLogger;
   readonly readiness: ReadinessProbe;
   readonly version?: string;
+  /** How long a request's headers and body may take to arrive (TASKGATE_REQUEST_TIMEOUT_MS). */
+  readonly requestTimeoutMs?: number;
   /** What GET /metrics serves (default: the process's metrics). */
   readonly metrics?: TaskgateMetrics;
   readonly tasks?: {
@@ -74,6 +76,30 @@ export interface ApiServerOptions {
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
+/** TASKGATE_REQUEST_TIMEOUT_MS's default: a 1 MiB body at 35 KB/s still arrives in time. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+/**
+ * Node's bound on receiving a request (headers and body), which Fastify sets to 0 — none — by
+ * default: a client that sends `Content-Length: 100` and 10 bytes held its socket and request for
+ * ever. Node checks the bound every `connectionsCheckingInterval` (30 s by default, so a request
+ * could wait twice its bound), hence a tenth of the bound, between 10 ms and 1 s. A request past
+ * it is the clientError ERR_HTTP_REQUEST_TIMEOUT, answered 408 TG_REQUEST_TIMEOUT (problem.ts).
+ */
+export function requestTimeoutOptions(requestTimeoutMs: number) {
+  const connectionsCheckingInterval = Math.max(10, Math.min(1_000, Math.floor(requestTimeoutMs / 10)));
+  return {
+    requestTimeout: requestTimeoutMs,
+    http: {
+      // request-guards.ts answers a missing Host itself, as problem+json (Node's is a bare 400).
+      requireHostHeader: false,
+      requestTimeout: requestTimeoutMs,
+      headersTimeout: Math.min(60_000, requestTimeoutMs),
+      connectionsCheckingInterval,
+    },
+  };
+}
+
 /**
  * Fastify's ajv, strict: no coercion (Fastify's default `coerceTypes: 'array'` made `true` a 1,
  * `"100"` a 100 and `null` a 0), no defaults filled in, nothing removed. A value is the type its
@@ -90,6 +116,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
     // Keep-alive connections that are idle are closed on shutdown; busy ones finish first.
     forceCloseConnections: 'idle',
     bodyLimit: BODY_LIMIT_BYTES,
+    ...requestTimeoutOptions(options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
     ajv: { customOptions: AJV_OPTIONS },
     frameworkErrors,
     clientErrorHandler,

@@ -34,6 +34,7 @@ describe('loadConfig', () => {
       maxIdleMs: null,
       mcpSseAfterMs: 1_000,
       mcpTaskAfterMs: 500,
+      requestTimeoutMs: 30_000,
     });
     expect(config.tokens.size).toBe(0);
     expect(warnings).toEqual([]);
@@ -55,6 +56,7 @@ describe('loadConfig', () => {
         TASKGATE_MAX_IDLE_MS: '30000',
         TASKGATE_MCP_SSE_AFTER_MS: '250',
         TASKGATE_MCP_TASK_AFTER_MS: '2000',
+        TASKGATE_REQUEST_TIMEOUT_MS: '5000',
         LOG_LEVEL: 'DEBUG',
       },
       '/srv',
@@ -73,6 +75,7 @@ describe('loadConfig', () => {
     expect([config.maxCallMs, config.maxIdleMs]).toEqual([600_000, 30_000]);
     expect(config.mcpSseAfterMs).toBe(250);
     expect(config.mcpTaskAfterMs).toBe(2000);
+    expect(config.requestTimeoutMs).toBe(5000);
     expect(config.logLevel).toBe('debug');
   });
 
@@ -154,6 +157,14 @@ describe('loadConfig', () => {
     for (const retention of ['59999', 'a day']) {
       expect(problems({ TASKGATE_IDEMPOTENCY_RETENTION_MS: retention }).map((p) => p.field)).toEqual([
         'TASKGATE_IDEMPOTENCY_RETENTION_MS',
+      ]);
+    }
+  });
+
+  it('names TASKGATE_REQUEST_TIMEOUT_MS when it is 0 (no bound), under 100 ms or not a number', () => {
+    for (const timeout of ['0', '99', '3600001', '30s', '1e4']) {
+      expect(problems({ TASKGATE_REQUEST_TIMEOUT_MS: timeout })).toEqual([
+        { field: 'TASKGATE_REQUEST_TIMEOUT_MS', message: `must be an integer from 100 to 3600000 (got "${timeout}")` },
       ]);
     }
   });

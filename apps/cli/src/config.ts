@@ -48,6 +48,8 @@ export interface Config {
   readonly maxIdleMs: number | null;
   /** An MCP tools/call still running after this long is answered as SSE. */
   readonly mcpSseAfterMs: number;
+  /** A request whose headers and body have not all arrived after this long is answered 408. */
+  readonly requestTimeoutMs: number;
   /** For a client with the Tasks extension, a call still running after this long becomes a task. */
   readonly mcpTaskAfterMs: number;
   /** A task no worker has started within this long of its creation fails (the queue bound). */
@@ -122,6 +124,8 @@ export const SETTINGS = {
     'a task no worker has started within this long of its creation fails, naming its tool (default 600000, 10 min)',
   TASKGATE_MCP_SSE_AFTER_MS:
     'an MCP tools/call still running after this long is answered as an SSE stream with keepalives (default 1000)',
+  TASKGATE_REQUEST_TIMEOUT_MS:
+    'a request whose headers and body have not all arrived after this long is answered 408 TG_REQUEST_TIMEOUT and its connection closed, from 100 to 3600000 (default 30000)',
   TASKGATE_TOOLS:
     'tool modules, comma-separated: paths relative to the working directory, or package names; start serves their tools and migrate applies their migrations; none loads no module (an API that offers the catalog only); --tools replaces it (default: unset, which in a checkout loads the demo modules under examples/; an installed CLI loads none)',
   TASKGATE_GATEWAYS:
@@ -255,6 +259,16 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
     problem,
   );
 
+  // Not 0 (Fastify's "no limit"): a body that never finishes would hold its socket for ever.
+  const requestTimeoutMs = parseInteger(
+    value('TASKGATE_REQUEST_TIMEOUT_MS'),
+    30_000,
+    100,
+    3_600_000,
+    'TASKGATE_REQUEST_TIMEOUT_MS',
+    problem,
+  );
+
   const mcpTaskAfterMs = parseInteger(
     value('TASKGATE_MCP_TASK_AFTER_MS'),
     500,
@@ -365,6 +379,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
       maxCallMs,
       maxIdleMs,
       mcpSseAfterMs,
+      requestTimeoutMs,
       mcpTaskAfterMs,
       maxQueueMs,
       conformanceTools,

@@ -11,6 +11,7 @@ export {
   type JsonRpcId,
   resultResponse,
 } from './json-rpc.ts';
+export { type JsonTextProblem, type JsonTextProblemCode, type JsonTextResult, parseJsonText } from './json-text.ts';
 export {
   checkJsonValue,
   invalidJsonValueError,

@@ -1,69 +1,83 @@
 import { TaskgateError } from '@taskgate/errors';
-import type { FastifyInstance } from 'fastify';
+import { parseJsonText } from '@taskgate/protocol';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 
 /**
- * The JSON body parser, in place of Fastify's: the same refusals (an empty body, text that is not
- * JSON, a `__proto__` key or a `constructor.prototype`, which secure-json-parse refuses there),
- * each saying which it is — Fastify's says "not valid JSON" for all of them, so a caller whose
- * arguments held a `__proto__` key was told its well-formed JSON was malformed.
+ * The JSON body parser, in place of Fastify's, for REST and /mcp alike. It reads the body as bytes
+ * and refuses, each with its own code, what Fastify's would have taken in or misnamed:
+ *
+ * - a content coding (`Content-Encoding: gzip`): Fastify ignores the header and serves the coded
+ *   bytes as they are. RFC 9110 section 8.4.1: 415, with Accept-Encoding saying what is (problem.ts);
+ * - a charset other than UTF-8, which Fastify decoded as UTF-8 anyway: 415 (RFC 8259 section 8.1,
+ *   JSON exchanged between systems MUST be UTF-8);
+ * - bytes that are not UTF-8 (`FF FE`, overlong `C0 80`, CESU-8 surrogates, a truncated sequence),
+ *   which Fastify's decoder turned into U+FFFD and stored: TG_ENCODING_INVALID;
+ * - then parseJsonText (packages/protocol, as stdio reads its lines): not JSON, a prototype key, a
+ *   key written twice, a number its double does not mean.
  */
 export function installJsonBodyParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     try {
-      done(null, parseJsonBody(body as string));
+      done(null, parseJsonBody(body as Buffer, request));
     } catch (error) {
       done(error as Error, undefined);
     }
   });
 }
 
-/** A body's value, or TG_MALFORMED_JSON naming what is wrong with it. */
-export function parseJsonBody(text: string): unknown {
-  if (text.length === 0) throw new TaskgateError('TG_MALFORMED_JSON', 'the request body is empty');
-  let value: unknown;
+// ignoreBOM keeps a byte-order mark in the text, where JSON.parse refuses it (RFC 8259 section 8.1:
+// a BOM MUST NOT be added), rather than dropping it without a word.
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** A body's value, or the TaskgateError naming what is wrong with it. */
+export function parseJsonBody(body: Buffer, request?: Pick<FastifyRequest, 'headers'>): unknown {
+  if (request) refuseCodingAndCharset(request.headers);
+  let text: string;
   try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new TaskgateError('TG_MALFORMED_JSON', `the request body is not valid JSON: ${(error as Error).message}`);
+    text = UTF8.decode(body);
+  } catch {
+    throw new TaskgateError('TG_ENCODING_INVALID', 'the request body is not valid UTF-8');
   }
-  // Only a text that spells the key (escapes included, as secure-json-parse matches them) is
-  // walked, and without recursion: a document 100,000 deep parses, and must not overflow here.
-  if (PROTO_KEY.test(text) || CONSTRUCTOR_KEY.test(text)) refusePrototypeKeys(value);
-  return value;
+  const parsed = parseJsonText(text);
+  if (parsed.ok) return parsed.value;
+  const { code, path, message } = parsed.problem;
+  throw new TaskgateError(code, `the request body ${message}`, {
+    ...(code === 'TG_MALFORMED_JSON' ? {} : { details: { errors: [{ location: 'body', path, message }] } }),
+  });
 }
 
-const PROTO_KEY =
-  /"(?:_|\\u005[Ff])(?:_|\\u005[Ff])(?:p|\\u0070)(?:r|\\u0072)(?:o|\\u006[Ff])(?:t|\\u0074)(?:o|\\u006[Ff])(?:_|\\u005[Ff])(?:_|\\u005[Ff])"\s*:/;
-const CONSTRUCTOR_KEY =
-  /"(?:c|\\u0063)(?:o|\\u006[Ff])(?:n|\\u006[Ee])(?:s|\\u0073)(?:t|\\u0074)(?:r|\\u0072)(?:u|\\u0075)(?:c|\\u0063)(?:t|\\u0074)(?:o|\\u006[Ff])(?:r|\\u0072)"\s*:/;
-
-function refusePrototypeKeys(root: unknown): void {
-  const pending: unknown[] = [root];
-  while (pending.length > 0) {
-    const node = pending.pop();
-    if (node === null || typeof node !== 'object') continue;
-    // A loop, not push(...): a 1 MiB body can hold an array of 500,000 items, past the
-    // arguments a call can take.
-    if (Array.isArray(node)) {
-      for (const item of node) pending.push(item);
-      continue;
-    }
-    if (Object.hasOwn(node, '__proto__')) {
-      throw new TaskgateError(
-        'TG_MALFORMED_JSON',
-        'the request body has a "__proto__" key, which is refused (it would rewrite an object\'s prototype)',
-      );
-    }
-    const made = (node as { constructor?: unknown }).constructor;
-    if (Object.hasOwn(node, 'constructor') && made !== null && typeof made === 'object') {
-      if (Object.hasOwn(made, 'prototype')) {
-        throw new TaskgateError(
-          'TG_MALFORMED_JSON',
-          'the request body has a "constructor" object with a "prototype" key, which is refused',
-        );
-      }
-    }
-    for (const key in node) pending.push((node as Record<string, unknown>)[key]);
+function refuseCodingAndCharset(headers: FastifyRequest['headers']): void {
+  const coding = headers['content-encoding'];
+  if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
+    throw new TaskgateError(
+      'TG_CONTENT_ENCODING_UNSUPPORTED',
+      `the request body's content coding ${JSON.stringify(coding.slice(0, 40))} is not supported; send it uncoded`,
+    );
   }
+  const charset = charsetOf(headers['content-type'] ?? '');
+  if (charset !== null && charset !== 'utf-8') {
+    throw new TaskgateError(
+      'TG_UNSUPPORTED_MEDIA_TYPE',
+      `the request body's charset ${JSON.stringify(charset.slice(0, 40))} is not supported; send UTF-8`,
+    );
+  }
+}
+
+/** The media type's charset parameter, lower-cased, or null; a second one must agree with the first. */
+function charsetOf(contentType: string): string | null {
+  if (!contentType.includes(';')) return null;
+  let found: string | null = null;
+  for (const parameter of contentType.split(';').slice(1)) {
+    const equals = parameter.indexOf('=');
+    if (equals === -1 || parameter.slice(0, equals).trim().toLowerCase() !== 'charset') continue;
+    const value = parameter
+      .slice(equals + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
+    if (found !== null && found !== value) return `${found}, ${value}`;
+    found = value;
+  }
+  return found;
 }

@@ -45,6 +45,8 @@ export function problemHeaders(code: string): Record<string, string> {
   if (code === 'TG_UNAUTHORIZED') return { 'www-authenticate': 'Bearer realm="taskgate"' };
   if (code === 'TG_SERVICE_UNAVAILABLE' || code === 'TG_ISSUER_UNAVAILABLE')
     return { 'retry-after': String(OUTAGE_RETRY_AFTER_SECONDS) };
+  // RFC 9110 section 12.5.3: a 415 for a content coding says which codings are accepted.
+  if (code === 'TG_CONTENT_ENCODING_UNSUPPORTED') return { 'accept-encoding': 'identity' };
   return {};
 }
 

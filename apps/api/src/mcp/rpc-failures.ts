@@ -12,6 +12,13 @@ export interface RpcFailure {
   readonly taskgateCode: TaskgateCode;
 }
 
+/** The body is not JSON text a message can be read from: not UTF-8, not JSON, or not I-JSON (a key twice). */
+const PARSE_ERRORS: ReadonlySet<TaskgateCode> = new Set([
+  'TG_MALFORMED_JSON',
+  'TG_ENCODING_INVALID',
+  'TG_JSON_DUPLICATE_KEY',
+]);
+
 const INVALID_PARAMS: ReadonlySet<TaskgateCode> = new Set([
   'TG_JSON_TOO_DEEP',
   'TG_JSON_STRING_INVALID',
@@ -46,7 +53,7 @@ export function rpcFailure(error: unknown): RpcFailure {
     });
     return { status, headers, error: toJsonRpcError(outage), taskgateCode: failure.code };
   }
-  if (failure.code === 'TG_MALFORMED_JSON') return rpc(ErrorCode.ParseError, `Parse error: ${failure.detail}`);
+  if (PARSE_ERRORS.has(failure.code)) return rpc(ErrorCode.ParseError, `Parse error: ${failure.detail}`);
   if (failure.code === 'TG_INTERNAL') return rpc(ErrorCode.InternalError, 'internal error');
   if (INVALID_PARAMS.has(failure.code)) return rpc(ErrorCode.InvalidParams, `Invalid params: ${failure.detail}`);
   return rpc(ErrorCode.InvalidRequest, failure.detail);

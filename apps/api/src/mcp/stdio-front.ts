@@ -8,11 +8,17 @@ import {
   errorResponse,
   type JsonRpcId,
   META,
+  parseJsonText,
   resultResponse,
 } from '@taskgate/protocol';
 import { initialize } from './revisions/handshake/initialize.ts';
 import { discoverResult, type ServerIdentity } from './server-info.ts';
-import { oversizedLineResponse, readStdioLines, STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
+import {
+  invalidUtf8LineResponse,
+  oversizedLineResponse,
+  readStdioLines,
+  STDIO_MAX_MESSAGE_BYTES,
+} from './stdio-lines.ts';
 
 /** What is held before the server is ready; past it stdin is paused, and the client waits. */
 const HELD_BYTES = 16 * 1024 * 1024;
@@ -52,6 +58,7 @@ export class StdioFront {
       onLine: (line) => this.#onLine(line),
       // Answered here, before and after the hand-over alike: the line itself was never kept.
       onOversized: () => this.#write(oversizedLineResponse()),
+      onInvalidUtf8: () => this.#write(invalidUtf8LineResponse()),
       onEnd: () => {
         this.#ended = true;
         this.#forward?.end();
@@ -187,12 +194,10 @@ function idKey(id: JsonRpcId): string {
 function requestOf(
   line: string,
 ): { id: JsonRpcId; method: string; params: Readonly<Record<string, unknown>> | undefined } | null {
-  let value: unknown;
-  try {
-    value = JSON.parse(line);
-  } catch {
-    return null;
-  }
+  // The StdioServer's reading: a line it refuses (a key twice, a __proto__ key) is not answered here.
+  const parsed = parseJsonText(line);
+  if (!parsed.ok) return null;
+  const value = parsed.value;
   const message = classifyMessage(value);
   // One the StdioServer will refuse for its content is not answered here either.
   return message.kind === 'request' && checkJsonValue(value) === null ? message : null;

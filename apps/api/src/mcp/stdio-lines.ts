@@ -1,8 +1,28 @@
 import type { Readable } from 'node:stream';
-import { ErrorCode, errorResponse } from '@taskgate/protocol';
+import { ErrorCode, errorResponse, type JsonRpcError, type JsonTextProblem } from '@taskgate/protocol';
 
 /** The longest message accepted on stdin: the same 1 MiB as a POST /mcp body. */
 export const STDIO_MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/** The one answer to a line that is not UTF-8 (no id: the line is not read), as a POST /mcp body gets. */
+export function invalidUtf8LineResponse() {
+  return errorResponse(null, {
+    code: ErrorCode.ParseError,
+    message: 'Parse error: the line is not valid UTF-8',
+    data: { code: 'TG_ENCODING_INVALID' },
+  });
+}
+
+/**
+ * The error for a line parseJsonText refused, as rpc-failures.ts shapes a POST /mcp body's: not
+ * JSON or a key twice is -32700, a number its double does not mean -32602.
+ */
+export function lineRefusal(problem: JsonTextProblem): JsonRpcError {
+  const data = { code: problem.code, ...(problem.path === '' ? {} : { path: problem.path }) };
+  return problem.code === 'TG_JSON_NUMBER_INVALID'
+    ? { code: ErrorCode.InvalidParams, message: `Invalid params: the line ${problem.message}`, data }
+    : { code: ErrorCode.ParseError, message: `Parse error: the line ${problem.message}`, data };
+}
 
 /** The one answer to a line past STDIO_MAX_MESSAGE_BYTES (it has no id: the line was never kept). */
 export function oversizedLineResponse() {
@@ -19,6 +39,8 @@ export interface StdioLinesOptions {
   readonly onLine: (line: string) => void;
   /** Called once per line that was too long (at the point it became too long). */
   readonly onOversized: () => void;
+  /** Called, in place of onLine, for a line that is not valid UTF-8. */
+  readonly onInvalidUtf8: () => void;
   /** Called once, when the input ends or closes. */
   readonly onEnd: () => void;
 }
@@ -27,16 +49,25 @@ export interface StdioLinesOptions {
  * Newline-delimited messages from stdin (basic/transports/stdio: messages are delimited by
  * newlines and contain none), with a bound readline lacks: a line past `maxLineBytes` — the same
  * 1 MiB a POST /mcp body may have — is discarded while it streams in, so a client that never sends
- * a newline costs no more memory than that. Bytes that are not UTF-8 decode to U+FFFD, as
- * readline's decoder would; a trailing CR is dropped (CRLF line ends).
+ * a newline costs no more memory than that. A line that is not UTF-8 (RFC 8259 section 8.1; an
+ * overlong form, an encoded surrogate, a truncated sequence) is refused as a whole, where
+ * readline's decoder would have put U+FFFD in place of its bytes and passed it on to be stored. A
+ * trailing CR is dropped (CRLF line ends).
  */
 export function readStdioLines(input: Readable, options: StdioLinesOptions): void {
-  const decoder = new TextDecoder('utf-8');
+  // ignoreBOM keeps a byte-order mark for JSON.parse to refuse, as a POST /mcp body's is.
+  const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
   let parts: Buffer[] = [];
   let size = 0;
   let skipping = false;
   const emit = (bytes: Buffer) => {
-    const line = decoder.decode(bytes);
+    let line: string;
+    try {
+      line = decoder.decode(bytes);
+    } catch {
+      options.onInvalidUtf8();
+      return;
+    }
     options.onLine(line.endsWith('\r') ? line.slice(0, -1) : line);
   };
   input.on('data', (chunk: Buffer | string) => {

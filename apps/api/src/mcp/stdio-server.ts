@@ -1,5 +1,12 @@
 import type { Readable, Writable } from 'node:stream';
-import { type Capabilities, ErrorCode, errorResponse, type JsonRpcId, type LogLevel } from '@taskgate/protocol';
+import {
+  type Capabilities,
+  ErrorCode,
+  errorResponse,
+  type JsonRpcId,
+  type LogLevel,
+  parseJsonText,
+} from '@taskgate/protocol';
 import { type CancelSignal, RequestCoordinator, requestIdKey, StopSignalError } from '@taskgate/reliability';
 import { BatchAnswer } from './batch-answer.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
@@ -9,7 +16,13 @@ import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts
 import type { ListKind, McpCore } from './mcp-core.ts';
 import { resultJson, type ServerIdentity } from './mcp-methods.ts';
 import { rpcFailure } from './rpc-failures.ts';
-import { oversizedLineResponse, readStdioLines, STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
+import {
+  invalidUtf8LineResponse,
+  lineRefusal,
+  oversizedLineResponse,
+  readStdioLines,
+  STDIO_MAX_MESSAGE_BYTES,
+} from './stdio-lines.ts';
 import type { ListenSink, TaskSubscription } from './task-subscriptions.ts';
 
 export { STDIO_MAX_MESSAGE_BYTES } from './stdio-lines.ts';
@@ -98,6 +111,7 @@ export class StdioServer {
         maxLineBytes: STDIO_MAX_MESSAGE_BYTES,
         onLine: (line) => this.#onLine(line),
         onOversized: () => this.#write(oversizedLineResponse()),
+        onInvalidUtf8: () => this.#write(invalidUtf8LineResponse()),
         onEnd: () => this.end('stdin closed', 'stream_close'),
       });
     }
@@ -152,15 +166,13 @@ export class StdioServer {
 
   #onDecodedLine(line: string): void {
     if (line.trim() === '' || this.#ended) return;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch (error) {
-      this.#write(
-        errorResponse(null, { code: ErrorCode.ParseError, message: `Parse error: ${(error as Error).message}` }),
-      );
+    // The reading a POST /mcp body gets (parseJsonText), refused as it is: no id, the line is not read.
+    const parsed = parseJsonText(line);
+    if (!parsed.ok) {
+      this.#write(errorResponse(null, lineRefusal(parsed.problem)));
       return;
     }
+    const value = parsed.value;
     if (Array.isArray(value)) this.#onBatch(value);
     else this.#onMessage(value, null);
   }

@@ -133,6 +133,7 @@ export async function bootTaskgate(
         allowedOrigins: config.allowedOrigins,
         clockCaps: clockCaps(config),
         mcpSseAfterMs: config.mcpSseAfterMs,
+        requestTimeoutMs: config.requestTimeoutMs,
         mcpTaskAfterMs: config.mcpTaskAfterMs,
         idempotencyRetentionMs: config.idempotencyRetentionMs,
         unauthenticatedTenant: DEFAULT_TENANT,

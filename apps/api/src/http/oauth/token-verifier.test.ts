@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { exportJWK, generateKeyPair, type JWK, SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { createTokenVerifier, IssuerUnavailable, type OAuthSettings, TokenRejected } from './token-verifier.ts';
@@ -64,6 +65,33 @@ function clock(start = Date.now()) {
 }
 
 describe('createTokenVerifier', () => {
+  it('gives up on an issuer that never answers within one timeout, not one per discovery URL', async () => {
+    // Accepts every connection and never writes a byte: each of the three metadata URLs hangs.
+    const sockets: net.Socket[] = [];
+    const silent = net.createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const issuer = `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}/realms/acme`;
+    const key = await newKey('k1');
+    const token = await new SignJWT({
+      iss: issuer,
+      aud: RESOURCE,
+      tenant: 'acme',
+      exp: Math.floor(Date.now() / 1000) + 60,
+    })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .sign(key.privateKey);
+    const verifier = createTokenVerifier({ ...SETTINGS, issuer }, { fetchTimeoutMs: 400 });
+    try {
+      const started = performance.now();
+      await expect(verifier.verify(token)).rejects.toThrow(IssuerUnavailable);
+      // Three timeouts would be 1,200 ms; one is 400, with room for a loaded machine.
+      expect(performance.now() - started).toBeLessThan(800);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
   it('finds the key set through RFC 8414 metadata with the path inserted, and reads the tenant and scopes', async () => {
     const issuer = await fakeIssuer();
     const verifier = createTokenVerifier(SETTINGS, { fetch: issuer.fetchFn });

@@ -163,13 +163,16 @@ async function discoverJwksUri(issuer: string, fetchFn: typeof fetch, timeoutMs:
     `${url.origin}/.well-known/openid-configuration${path}`,
     `${url.origin}${path}/.well-known/openid-configuration`,
   ];
+  // One deadline for all three: with a timeout each, an issuer that never answers held the first
+  // request (and every one arriving meanwhile) three times the documented bound.
+  const signal = AbortSignal.timeout(timeoutMs);
   let last: unknown = null;
   for (const candidate of candidates) {
     let response: Response;
     try {
       response = await fetchFn(candidate, {
         headers: { accept: 'application/json' },
-        signal: AbortSignal.timeout(timeoutMs),
+        signal,
         redirect: 'error',
       });
     } catch (error) {
