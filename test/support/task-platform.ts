@@ -22,9 +22,10 @@ import {
   type TaskRecord,
   type TaskWriter,
 } from '@taskgate/db';
+import type { TaskgateMetrics } from '@taskgate/metrics';
 import { type AnyTool, type ContentSet, loadToolModules, type ToolCatalog, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from '@taskgate/worker';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import { PgBoss } from 'pg-boss';
 import pino from 'pino';
@@ -179,6 +180,10 @@ export async function startApi(
     tools?: ToolCatalog;
     /** Resources and prompts /mcp offers besides the tasks' (default: none). */
     content?: readonly ContentSet[];
+    /** Where the server logs (default: nowhere). */
+    logger?: FastifyBaseLogger;
+    /** What the server counts into (default: the process's metrics). */
+    metrics?: TaskgateMetrics;
   } = {},
 ): Promise<{ app: FastifyInstance; hub: TaskEventsHub; close(): Promise<void> }> {
   const hub = new TaskEventsHub({ connectionString: url, listen: true, logger: silentLogger });
@@ -192,7 +197,8 @@ export async function startApi(
   });
   await signals.start();
   const app = await createApiServer({
-    logger: silentLogger,
+    logger: options.logger ?? silentLogger,
+    ...(options.metrics ? { metrics: options.metrics } : {}),
     readiness: async () => ({ ready: true, checks: {} }),
     tasks: {
       service: platform.service,

@@ -83,10 +83,11 @@ export const AJV_OPTIONS = { removeAdditional: false, coerceTypes: false, useDef
 
 /** The HTTP API: health, the /v1 REST API with its OpenAPI document, and (later) /mcp. */
 export async function createApiServer(options: ApiServerOptions): Promise<FastifyInstance> {
+  const metrics = options.metrics ?? processMetrics();
   const app = Fastify({
     loggerInstance: options.logger,
-    // One line per request, with its outcome (http/request-log.ts).
-    logController: new RequestLog(),
+    // One line per request, with its outcome (http/request-log.ts), counted as it is logged.
+    logController: new RequestLog({ durations: metrics.httpRequests }),
     // Keep-alive connections that are idle are closed on shutdown; busy ones finish first.
     forceCloseConnections: 'idle',
     bodyLimit: BODY_LIMIT_BYTES,
@@ -107,7 +108,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
   app.addSchema(ProblemSchema);
   await registerOpenApi(app, options.version ?? '0.1.0');
   registerHealthRoutes(app, options.readiness);
-  registerMetricsRoute(app, options.metrics ?? processMetrics(), options.tasks?.auth ?? null);
+  registerMetricsRoute(app, metrics, options.tasks?.auth ?? null);
   const tasks = options.tasks;
   if (!tasks) return app;
   if (tasks.auth.oauth) registerProtectedResourceRoutes(app, tasks.auth.oauth);

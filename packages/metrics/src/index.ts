@@ -1,3 +1,4 @@
+export { RequestDurations } from './request-durations.ts';
 export { runMetrics } from './run-metrics.ts';
 export {
   type AttemptSpan,

@@ -32,6 +32,7 @@ describe('TaskgateMetrics', () => {
       'taskgate_downstream_errors_total',
       'taskgate_downstream_requests_in_flight',
       'taskgate_downstream_up',
+      'taskgate_http_request_duration_seconds',
       'taskgate_metrics_database_up',
       'taskgate_orphaned_work',
       'taskgate_orphaned_work_total',

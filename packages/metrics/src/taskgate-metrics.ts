@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { RequestDurations } from './request-durations.ts';
 
 /**
  * Every metric a Taskgate process exports, defined once, in one registry per process (a process
@@ -41,6 +42,9 @@ export interface DownstreamSnapshot {
 
 export class TaskgateMetrics {
   readonly registry = new Registry();
+
+  /** Every HTTP request the API answered (http/request-log.ts records them as it logs them). */
+  readonly httpRequests = new RequestDurations(this.registry);
 
   readonly cancelLatency = new Histogram({
     name: 'taskgate_cancel_latency_seconds',
