@@ -21,6 +21,9 @@ const logger = pino(
     },
   }),
 );
+const INFO = 30;
+const DEBUG = 20;
+const requestLines = (level: number) => lines.filter((line) => line.msg === 'request' && line.level === level);
 
 const metrics = new TaskgateMetrics({ processMetrics: false });
 let platform: Platform;
@@ -39,6 +42,8 @@ beforeEach(() => {
 });
 
 const DURATION = 'taskgate_http_request_duration_seconds';
+/** A client that declares the Tasks extension, as `taskgate tasks watch` does. */
+const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
 
 describe('HTTP request metrics', () => {
   it('count REST requests by route template and status, never by the raw URL', async () => {
@@ -76,5 +81,36 @@ describe('HTTP request metrics', () => {
     expect(countOf(parsed, DURATION, { ...mcp, rpc_method: 'other' })).toBe(2);
     expect(countOf(parsed, DURATION, { ...mcp, rpc_method: 'batch' })).toBe(1);
     expect(await metrics.scrape()).not.toContain('made/up');
+  });
+});
+
+describe('request log lines', () => {
+  it('name the JSON-RPC method and id of an /mcp request', async () => {
+    await injectMcp(api.app, 'tools/list', {}, { id: 'list-1' });
+    expect(requestLines(INFO)).toEqual([
+      expect.objectContaining({
+        http: expect.objectContaining({ method: 'POST', url: '/mcp', status: 200 }),
+        rpc: { method: 'tools/list', id: 'list-1' },
+      }),
+    ]);
+  });
+
+  it('keep polls of a task out of info: N polls over MCP or REST write no info line', async () => {
+    const task = await platform.service.create('default', { tool: 'greet', arguments: { name: 'polled' } });
+    const polls = 5;
+    for (let poll = 0; poll < polls; poll += 1) {
+      expect((await injectMcp(api.app, 'tasks/get', { taskId: task.id }, { capabilities: TASKS })).statusCode).toBe(
+        200,
+      );
+      expect((await api.app.inject(`/v1/tasks/${task.id}`)).statusCode).toBe(200);
+    }
+    expect(requestLines(INFO)).toEqual([]);
+    // Still there for whoever runs at debug.
+    expect(requestLines(DEBUG)).toHaveLength(2 * polls);
+    expect(requestLines(DEBUG)[0]).toMatchObject({ rpc: { method: 'tasks/get' } });
+
+    // A poll that is refused is no quiet success: it stays at info.
+    await api.app.inject(`/v1/tasks/${crypto.randomUUID()}`);
+    expect(requestLines(INFO)).toEqual([expect.objectContaining({ http: expect.objectContaining({ status: 404 }) })]);
   });
 });

@@ -37,6 +37,9 @@ const KNOWN_METHODS = new Map(
   ].map((method) => [method, method]),
 );
 
+/** The longest method name or string id a log line keeps. */
+const TEXT_LIMIT = 128;
+
 /** rpc_method's values besides the methods: a batch, a client's response, a body that is no message. */
 export const RPC_BATCH = 'batch';
 export const RPC_RESPONSE = 'response';
@@ -55,4 +58,20 @@ export function rpcMethodLabel(body: unknown): string {
   if (typeof method === 'string') return KNOWN_METHODS.get(method) ?? RPC_OTHER;
   if (typeof body === 'object' && body !== null && ('result' in body || 'error' in body)) return RPC_RESPONSE;
   return RPC_INVALID;
+}
+
+/** What a request line says of the message: its method and id as sent (cut short), or a batch's size. */
+export function rpcLogFields(body: unknown): Record<string, unknown> | null {
+  if (Array.isArray(body)) return { batch: body.length };
+  if (typeof body !== 'object' || body === null) return null;
+  const { method, id } = body as { method?: unknown; id?: unknown };
+  const fields: Record<string, unknown> = {};
+  if (typeof method === 'string') fields.method = cut(method);
+  if (typeof id === 'number' || id === null) fields.id = id;
+  else if (typeof id === 'string') fields.id = cut(id);
+  return fields;
+}
+
+function cut(text: string): string {
+  return text.length > TEXT_LIMIT ? `${text.slice(0, TEXT_LIMIT)}…` : text;
 }
