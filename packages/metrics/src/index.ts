@@ -10,7 +10,7 @@ export {
   setProcessTracing,
   TaskTracing,
   type TracedAttempt,
-  taskTraceParent,
+  traceCreation,
 } from './task-traces.ts';
 export {
   type DatabaseSnapshot,
