@@ -173,6 +173,8 @@ describe('task traces', () => {
     // instrumentation-http's span, a child of the caller's, holds the creation's.
     const server = await spanWhere((span) => span.traceId === trace && span.parentSpanId === PARENT);
     expect(server.kind).toBe(SERVER);
+    expect(server.name).toBe('POST /v1/tasks');
+    expect(attribute(server, 'http.route')).toEqual({ stringValue: '/v1/tasks' });
     expect(attribute(server, 'http.request.method') ?? attribute(server, 'http.method')).toEqual({
       stringValue: 'POST',
     });

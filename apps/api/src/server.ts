@@ -1,6 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Database, SessionSignals } from '@taskgate/db';
-import { processMetrics, type TaskgateMetrics } from '@taskgate/metrics';
+import { processMetrics, processTracing, type TaskgateMetrics } from '@taskgate/metrics';
 import type { ContentSet, ToolCatalog, ToolModule } from '@taskgate/tools';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -96,6 +96,15 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
   installProblemHandlers(app);
+  // With tracing on, each request's server span is named by its route; off, no hook at all.
+  const tracing = processTracing();
+  if (tracing !== null) {
+    app.addHook('onRequest', (request, _reply, done) => {
+      const route = request.routeOptions.url;
+      if (route !== undefined) tracing.nameRequestSpan(request.method, route);
+      done();
+    });
+  }
   installRequestGuard(app, {
     allowedOrigins: options.tasks?.mcp?.allowedOrigins ?? [],
     loopbackOnly: options.tasks?.mcp?.loopbackOnly ?? false,

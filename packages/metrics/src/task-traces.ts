@@ -156,6 +156,17 @@ export class TaskTracing {
     }
   }
 
+  /**
+   * Names the active HTTP server span by its route (`POST /v1/tasks`, attribute http.route):
+   * instrumentation-http sees the request before the router, and names it by its method alone.
+   */
+  nameRequestSpan(method: string, route: string): void {
+    const span = trace.getActiveSpan();
+    if (span === undefined) return;
+    span.setAttribute('http.route', route);
+    span.updateName(`${method} ${route}`);
+  }
+
   attempt(task: TracedAttempt): AttemptSpan {
     const origin = parseTraceParent(task.traceParent);
     const links: Link[] = origin === null ? [] : [{ context: origin }];
