@@ -22,9 +22,10 @@ import {
   type TaskRecord,
   type TaskWriter,
 } from '@taskgate/db';
+import type { TaskgateMetrics } from '@taskgate/metrics';
 import { type AnyTool, type ContentSet, loadToolModules, type ToolCatalog, ToolRegistry } from '@taskgate/tools';
 import { startWorkerRole, type WorkerRole, type WorkerRoleOptions } from '@taskgate/worker';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { type Kysely, sql } from 'kysely';
 import { PgBoss } from 'pg-boss';
 import pino from 'pino';
@@ -181,6 +182,10 @@ export async function startApi(
     content?: readonly ContentSet[];
     /** How long a request may take to arrive (default: the server's). */
     requestTimeoutMs?: number;
+    /** Where the server logs (default: nowhere). */
+    logger?: FastifyBaseLogger;
+    /** What the server counts into (default: the process's metrics). */
+    metrics?: TaskgateMetrics;
   } = {},
 ): Promise<{ app: FastifyInstance; hub: TaskEventsHub; close(): Promise<void> }> {
   const hub = new TaskEventsHub({ connectionString: url, listen: true, logger: silentLogger });
@@ -194,7 +199,8 @@ export async function startApi(
   });
   await signals.start();
   const app = await createApiServer({
-    logger: silentLogger,
+    logger: options.logger ?? silentLogger,
+    ...(options.metrics ? { metrics: options.metrics } : {}),
     readiness: async () => ({ ready: true, checks: {} }),
     ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
     tasks: {

@@ -14,6 +14,7 @@ const database = useTestDatabase();
 interface OtlpSpan {
   readonly traceId: string;
   readonly spanId: string;
+  readonly parentSpanId?: string;
   readonly name: string;
   readonly kind: number;
   readonly links?: { readonly traceId: string; readonly spanId: string }[];
@@ -59,6 +60,8 @@ beforeAll(async () => {
   platform = await startPlatform(database.url, { tools: [echo] as never });
   await platform.startWorker();
   api = await startApi(platform, database.url);
+  // On a socket too: an HTTP server span is made for what arrives over one, not for inject().
+  await api.app.listen({ host: '127.0.0.1', port: 0 });
 });
 afterAll(async () => {
   await api?.close();
@@ -83,6 +86,18 @@ const completed = (id: string) =>
     () => platform.service.get('default', id),
     (task) => task.status === 'completed',
   );
+
+/** OTLP's SpanKind: INTERNAL 1, SERVER 2, CLIENT 3, PRODUCER 4, CONSUMER 5. */
+const SERVER = 2;
+const CLIENT = 3;
+const spanWhere = (what: (span: OtlpSpan) => boolean) =>
+  waitForTask(
+    async () => spans.find(what),
+    (found) => found !== undefined,
+  ) as Promise<OtlpSpan>;
+const isPostgres = (span: OtlpSpan) =>
+  span.kind === CLIENT &&
+  ['db.system', 'db.system.name'].some((key) => attribute(span, key)?.stringValue === 'postgresql');
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT = '00f067aa0ba902b7';
@@ -142,5 +157,41 @@ describe('task traces', () => {
       );
       expect(creation?.traceId).toBe(task.traceParent?.split('-')[1]);
     }
+  });
+
+  it('nest the creation under the HTTP server span, and Postgres spans under the creation and the attempt', async () => {
+    const trace = 'a3ce929d0e0e47364bf92f3577b34da6';
+    const { port } = api.app.server.address() as AddressInfo;
+    const response = await fetch(`http://127.0.0.1:${port}/v1/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', traceparent: `00-${trace}-${PARENT}-01` },
+      body: JSON.stringify({ tool: 'echo_traced', arguments: { text: 'nested' } }),
+    });
+    expect(response.status).toBe(201);
+    const task = await completed(((await response.json()) as { id: string }).id);
+
+    // instrumentation-http's span, a child of the caller's, holds the creation's.
+    const server = await spanWhere((span) => span.traceId === trace && span.parentSpanId === PARENT);
+    expect(server.kind).toBe(SERVER);
+    expect(server.name).toBe('POST /v1/tasks');
+    expect(attribute(server, 'http.route')).toEqual({ stringValue: '/v1/tasks' });
+    expect(attribute(server, 'http.request.method') ?? attribute(server, 'http.method')).toEqual({
+      stringValue: 'POST',
+    });
+    const creation = await spanWhere(
+      (span) => span.name === 'taskgate.task.create' && span.parentSpanId === server.spanId,
+    );
+    expect(creation.traceId).toBe(trace);
+    // instrumentation-pg's spans of the INSERT are the creation's children.
+    await spanWhere((span) => span.parentSpanId === creation.spanId && isPostgres(span));
+
+    // The attempt: linked to the caller, and the parent of its run's Postgres spans.
+    const attempt = await attemptOf(task.id);
+    expect(attempt.links).toEqual([expect.objectContaining({ traceId: trace, spanId: PARENT })]);
+    const queries = await waitForTask(
+      async () => spans.filter((span) => span.parentSpanId === attempt.spanId && isPostgres(span)),
+      (found) => found.length > 0,
+    );
+    expect(queries.every((span) => span.traceId === attempt.traceId)).toBe(true);
   });
 });

@@ -1,6 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Database, SessionSignals } from '@taskgate/db';
-import { processMetrics, type TaskgateMetrics } from '@taskgate/metrics';
+import { processMetrics, processTracing, type TaskgateMetrics } from '@taskgate/metrics';
 import type { ContentSet, ToolCatalog, ToolModule } from '@taskgate/tools';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
@@ -109,10 +109,11 @@ export const AJV_OPTIONS = { removeAdditional: false, coerceTypes: false, useDef
 
 /** The HTTP API: health, the /v1 REST API with its OpenAPI document, and (later) /mcp. */
 export async function createApiServer(options: ApiServerOptions): Promise<FastifyInstance> {
+  const metrics = options.metrics ?? processMetrics();
   const app = Fastify({
     loggerInstance: options.logger,
-    // One line per request, with its outcome (http/request-log.ts).
-    logController: new RequestLog(),
+    // One line per request, with its outcome (http/request-log.ts), counted as it is logged.
+    logController: new RequestLog({ durations: metrics.httpRequests }),
     // Keep-alive connections that are idle are closed on shutdown; busy ones finish first.
     forceCloseConnections: 'idle',
     bodyLimit: BODY_LIMIT_BYTES,
@@ -122,6 +123,15 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
     clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
   installProblemHandlers(app);
+  // With tracing on, each request's server span is named by its route; off, no hook at all.
+  const tracing = processTracing();
+  if (tracing !== null) {
+    app.addHook('onRequest', (request, _reply, done) => {
+      const route = request.routeOptions.url;
+      if (route !== undefined) tracing.nameRequestSpan(request.method, route);
+      done();
+    });
+  }
   installRequestGuard(app, {
     allowedOrigins: options.tasks?.mcp?.allowedOrigins ?? [],
     loopbackOnly: options.tasks?.mcp?.loopbackOnly ?? false,
@@ -134,7 +144,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
   app.addSchema(ProblemSchema);
   await registerOpenApi(app, options.version ?? '0.1.0');
   registerHealthRoutes(app, options.readiness);
-  registerMetricsRoute(app, options.metrics ?? processMetrics(), options.tasks?.auth ?? null);
+  registerMetricsRoute(app, metrics, options.tasks?.auth ?? null);
   const tasks = options.tasks;
   if (!tasks) return app;
   if (tasks.auth.oauth) registerProtectedResourceRoutes(app, tasks.auth.oauth);

@@ -222,7 +222,8 @@ export class TaskRunner {
     this.#inFlight.set(task.id, attempt);
     const unwatch = this.#options.watcher.watch(task.id, (how) => attempt.cancel(how));
     try {
-      await attempt.run();
+      // With the attempt's span active, the Postgres spans of its run are its children.
+      await (span ? span.run(() => attempt.run()) : attempt.run());
       if (cancelFromRow) await this.#recordCancel(task.id, task.tool, metrics);
     } catch (error) {
       // Handed back (shutdown) or given up: the task lives on, this attempt is over.

@@ -24,6 +24,7 @@ export {
   DEFAULT_CATALOG_WINDOW_MS,
   type ListCatalogOptions,
   listCatalog,
+  listedToolNames,
   type PublishReport,
   publishTools,
 } from './catalog/tool-catalog.ts';

@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import { DEFAULT_CATALOG_WINDOW_MS, listedToolNames } from './catalog/tool-catalog.ts';
 import type { Database } from './schema.ts';
 
 /**
@@ -12,6 +13,8 @@ export interface MetricsSnapshot {
   readonly outboxPending: number;
   readonly outboxDead: number;
   readonly reconciliationOpen: { kind: string; count: number }[];
+  /** The tools the catalog lists: each has a series in the per-tool gauges, 0 when it has no task. */
+  readonly tools: string[];
 }
 
 /** A scrape must not hang on a database that is slow: past this it reports the database down. */
@@ -44,6 +47,7 @@ export async function readMetricsSnapshot(db: Kysely<Database>): Promise<Metrics
           AS reconciliation`.execute(tx);
     const row = rows[0];
     if (row === undefined) throw new Error('the metrics snapshot returned no row');
+    const tools = await listedToolNames(tx, { windowMs: DEFAULT_CATALOG_WINDOW_MS });
     return {
       liveTasks: row.live,
       queued: row.queued.map((entry) => ({
@@ -54,6 +58,7 @@ export async function readMetricsSnapshot(db: Kysely<Database>): Promise<Metrics
       outboxPending: row.outbox_pending,
       outboxDead: row.outbox_dead,
       reconciliationOpen: row.reconciliation,
+      tools,
     };
   });
 }

@@ -1,3 +1,4 @@
+export { RequestDurations } from './request-durations.ts';
 export { runMetrics } from './run-metrics.ts';
 export {
   type AttemptSpan,
@@ -9,7 +10,7 @@ export {
   setProcessTracing,
   TaskTracing,
   type TracedAttempt,
-  taskTraceParent,
+  traceCreation,
 } from './task-traces.ts';
 export {
   type DatabaseSnapshot,

@@ -1,4 +1,14 @@
-import { type Link, type SpanContext, SpanKind, SpanStatusCode, TraceFlags, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  type Link,
+  propagation,
+  type SpanContext,
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  type Tracer,
+  trace,
+} from '@opentelemetry/api';
 import type { SpanExporter } from '@opentelemetry/sdk-trace';
 
 /**
@@ -8,6 +18,11 @@ import type { SpanExporter } from '@opentelemetry/sdk-trace';
  * it sent one (an HTTP `traceparent` header, or `_meta.traceparent` on an MCP request, MCP
  * 2026-07-28 basic "OpenTelemetry trace context"), else that of a span the API starts for the
  * creation. Linked rather than parented: an attempt may run long after, and more than once.
+ *
+ * Inside a process the spans nest: an HTTP request's server span (instrumentation-http, its
+ * parent the caller's `traceparent` header) holds the creation's span, which holds the Postgres
+ * client spans of the task's INSERT (instrumentation-pg); an attempt's span holds those of its
+ * run (library-spans.ts).
  */
 
 /** W3C Trace Context, version 00: the only one this parses; anything else is ignored, as the spec asks. */
@@ -39,6 +54,8 @@ export interface TracedAttempt {
 export interface AttemptSpan {
   /** A stop reached the attempt (its signal), as an event on the span. */
   stopped(signal: string): void;
+  /** Runs the attempt with this span active: the Postgres spans of its run are its children. */
+  run<T>(attempt: () => Promise<T>): Promise<T>;
   end(outcome: { readonly status: string; readonly message?: string | undefined }): void;
 }
 
@@ -54,6 +71,12 @@ export async function createTaskTracing(options: {
   /** How long spans wait to be sent in a batch (default 1 s). */
   readonly scheduledDelayMillis?: number;
 }): Promise<TaskTracing> {
+  const [{ AsyncLocalStorageContextManager }, { W3CTraceContextPropagator }, { instrumentLibraries }] =
+    await Promise.all([
+      import('@opentelemetry/context-async-hooks'),
+      import('@opentelemetry/core'),
+      import('./library-spans.ts'),
+    ]);
   const [{ BatchSpanProcessor, TracerProvider }, { resourceFromAttributes }, { OTLPTraceExporter }] = await Promise.all(
     [
       import('@opentelemetry/sdk-trace'),
@@ -72,7 +95,18 @@ export async function createTaskTracing(options: {
       }),
     ],
   });
-  return new TaskTracing(provider.getTracer('taskgate'), () => provider.shutdown());
+  // The active span follows the request (and the attempt) across awaits, which is how a pg span
+  // finds its parent; the propagator is what instrumentation-http reads `traceparent` with.
+  const contextManager = new AsyncLocalStorageContextManager().enable();
+  const ownsContext = context.setGlobalContextManager(contextManager);
+  const ownsPropagation = propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  const unpatch = await instrumentLibraries(provider);
+  return new TaskTracing(provider.getTracer('taskgate'), async () => {
+    unpatch();
+    if (ownsPropagation) propagation.disable();
+    if (ownsContext) context.disable();
+    await provider.shutdown();
+  });
 }
 
 export class TaskTracing {
@@ -85,18 +119,52 @@ export class TaskTracing {
   }
 
   /**
-   * The traceparent a new task is stored with: the caller's, when valid; else that of a span of
-   * the creation itself, so the attempt still links to something the collector has.
+   * Runs a task's creation in a span of its own, with that span active (the INSERT's Postgres
+   * spans are its children), and hands `create` the traceparent the task is stored with: the
+   * caller's, when valid; else that of this span, so the attempt still links to something the
+   * collector has. The span's parent is the active span (the HTTP server span, itself the child
+   * of a `traceparent` header), unless the caller named another trace (MCP's `_meta.traceparent`
+   * on a POST without the header): then the caller's span.
    */
-  creation(callerTraceParent: unknown, attributes: { readonly tool: string }): string {
+  async creating<T>(
+    callerTraceParent: unknown,
+    attributes: { readonly tool: string },
+    create: (traceParent: string) => Promise<T>,
+  ): Promise<T> {
     const caller = parseTraceParent(callerTraceParent);
-    if (caller !== null) return formatTraceParent(caller);
-    const span = this.#tracer.startSpan('taskgate.task.create', {
-      kind: SpanKind.SERVER,
-      attributes: { 'taskgate.tool': attributes.tool },
-    });
-    span.end();
-    return formatTraceParent(span.spanContext());
+    const active = trace.getActiveSpan()?.spanContext();
+    const parent =
+      caller !== null && active?.traceId !== caller.traceId
+        ? trace.setSpanContext(context.active(), caller)
+        : context.active();
+    const span = this.#tracer.startSpan(
+      'taskgate.task.create',
+      {
+        kind: trace.getSpan(parent) === undefined ? SpanKind.SERVER : SpanKind.INTERNAL,
+        attributes: { 'taskgate.tool': attributes.tool },
+      },
+      parent,
+    );
+    const traceParent = formatTraceParent(caller ?? span.spanContext());
+    try {
+      return await context.with(trace.setSpan(parent, span), () => create(traceParent));
+    } catch (error) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+
+  /**
+   * Names the active HTTP server span by its route (`POST /v1/tasks`, attribute http.route):
+   * instrumentation-http sees the request before the router, and names it by its method alone.
+   */
+  nameRequestSpan(method: string, route: string): void {
+    const span = trace.getActiveSpan();
+    if (span === undefined) return;
+    span.setAttribute('http.route', route);
+    span.updateName(`${method} ${route}`);
   }
 
   attempt(task: TracedAttempt): AttemptSpan {
@@ -112,6 +180,7 @@ export class TaskTracing {
       stopped: (signal) => {
         if (!ended) span.addEvent('taskgate.stop', { 'taskgate.signal': signal });
       },
+      run: (attempt) => context.with(trace.setSpan(context.active(), span), attempt),
       end: (outcome) => {
         if (ended) return;
         ended = true;
@@ -148,14 +217,18 @@ export async function configureTracing(options: {
 }
 
 /**
- * What a new task keeps of its caller's trace context (tasks.trace_parent): with tracing on, the
- * context creation() gives; off, the caller's traceparent if it is valid (a worker with tracing on
- * still links to it), else nothing.
+ * Creates a task with what it keeps of its caller's trace context (tasks.trace_parent): with
+ * tracing on, inside a creation span (TaskTracing.creating); off, the caller's traceparent if it is
+ * valid (a worker with tracing on still links to it), else nothing.
  */
-export function taskTraceParent(caller: unknown, attributes: { readonly tool: string }): string | null {
-  if (processWide !== null) return processWide.creation(caller, attributes);
-  const context = parseTraceParent(caller);
-  return context === null ? null : formatTraceParent(context);
+export function traceCreation<T>(
+  caller: unknown,
+  attributes: { readonly tool: string },
+  create: (traceParent: string | null) => Promise<T>,
+): Promise<T> {
+  if (processWide !== null) return processWide.creating(caller, attributes, create);
+  const valid = parseTraceParent(caller);
+  return create(valid === null ? null : formatTraceParent(valid));
 }
 
 /** Replaces the process's tracing (tests give theirs an exporter of their own); null turns it off. */

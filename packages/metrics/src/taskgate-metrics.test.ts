@@ -12,6 +12,8 @@ const snapshot: DatabaseSnapshot = {
   outboxPending: 4,
   outboxDead: 1,
   reconciliationOpen: [{ kind: 'unknown_outcome', count: 2 }],
+  // None listed: the gauges hold the rows' label sets only (see the test of listed tools).
+  tools: [],
 };
 
 const parse = async (metrics: TaskgateMetrics) => parsePrometheusTextFormat(await metrics.scrape());
@@ -30,6 +32,7 @@ describe('TaskgateMetrics', () => {
       'taskgate_downstream_errors_total',
       'taskgate_downstream_requests_in_flight',
       'taskgate_downstream_up',
+      'taskgate_http_request_duration_seconds',
       'taskgate_metrics_database_up',
       'taskgate_orphaned_work',
       'taskgate_orphaned_work_total',
@@ -114,6 +117,39 @@ describe('TaskgateMetrics', () => {
       { labels: { state: 'working', tool: 'sleep' }, value: '1' },
     ]);
     expect(family(families, 'taskgate_queue_depth')?.metrics).toEqual([]);
+  });
+
+  it('reports 0, not no series, for a listed tool with no task and for every reconciliation kind', async () => {
+    const metrics = new TaskgateMetrics({ processMetrics: false, cacheMs: 0 });
+    metrics.watchDatabase(async () => ({
+      liveTasks: [{ state: 'working', tool: 'sleep', count: 3 }],
+      queued: [],
+      outboxPending: 0,
+      outboxDead: 0,
+      reconciliationOpen: [{ kind: 'unknown_outcome', count: 2 }],
+      tools: ['idle', 'sleep'],
+    }));
+    const families = await parse(metrics);
+    expect(family(families, 'taskgate_tasks')?.metrics).toEqual([
+      { labels: { state: 'working', tool: 'idle' }, value: '0' },
+      { labels: { state: 'input_required', tool: 'idle' }, value: '0' },
+      { labels: { state: 'working', tool: 'sleep' }, value: '3' },
+      { labels: { state: 'input_required', tool: 'sleep' }, value: '0' },
+    ]);
+    for (const name of ['taskgate_queue_depth', 'taskgate_queue_oldest_age_seconds']) {
+      expect(family(families, name)?.metrics, name).toEqual([
+        { labels: { tool: 'idle' }, value: '0' },
+        { labels: { tool: 'sleep' }, value: '0' },
+      ]);
+    }
+    expect(family(families, 'taskgate_reconciliation_items_open')?.metrics).toEqual([
+      { labels: { kind: 'unknown_outcome' }, value: '2' },
+      { labels: { kind: 'abandoned_with_effects' }, value: '0' },
+    ]);
+    expect(family(families, 'taskgate_outbox_events')?.metrics).toEqual([
+      { labels: { state: 'pending' }, value: '0' },
+      { labels: { state: 'dead' }, value: '0' },
+    ]);
   });
 
   it('still answers when the database does not, and says so', async () => {

@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { RequestDurations } from './request-durations.ts';
 
 /**
  * Every metric a Taskgate process exports, defined once, in one registry per process (a process
@@ -20,7 +21,17 @@ export interface DatabaseSnapshot {
   readonly outboxPending: number;
   readonly outboxDead: number;
   readonly reconciliationOpen: readonly { readonly kind: string; readonly count: number }[];
+  /** The tools the catalog lists: a per-tool gauge reports 0 for each of them that has no row. */
+  readonly tools: readonly string[];
 }
+
+/**
+ * The label values a database-wide gauge reports even with no row: the states the snapshot counts
+ * and the kinds reconciliation_items' CHECK allows. An alert on `taskgate_queue_depth == 0` or
+ * `absent(...)` then tells "nothing waits" from "nothing reported".
+ */
+const LIVE_STATES = ['working', 'input_required'] as const;
+const RECONCILIATION_KINDS = ['unknown_outcome', 'abandoned_with_effects'] as const;
 
 /** One gateway's downstream, as its gauges show it. */
 export interface DownstreamSnapshot {
@@ -31,6 +42,9 @@ export interface DownstreamSnapshot {
 
 export class TaskgateMetrics {
   readonly registry = new Registry();
+
+  /** Every HTTP request the API answered (http/request-log.ts records them as it logs them). */
+  readonly httpRequests = new RequestDurations(this.registry);
 
   readonly cancelLatency = new Histogram({
     name: 'taskgate_cancel_latency_seconds',
@@ -267,6 +281,13 @@ export class TaskgateMetrics {
       return;
     }
     this.#databaseUp.set(1);
+    // Zeros first, so a label set with no row reads 0; the rows then overwrite theirs.
+    for (const tool of snapshot.tools) {
+      for (const state of LIVE_STATES) this.#liveTasks.set({ state, tool }, 0);
+      this.#queueDepth.set({ tool }, 0);
+      this.#queueAge.set({ tool }, 0);
+    }
+    for (const kind of RECONCILIATION_KINDS) this.#reconciliation.set({ kind }, 0);
     for (const row of snapshot.liveTasks) this.#liveTasks.set({ state: row.state, tool: row.tool }, row.count);
     for (const row of snapshot.queued) {
       this.#queueDepth.set({ tool: row.tool }, row.count);

@@ -26,7 +26,7 @@ import {
   toolQueue,
 } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
-import { taskTraceParent } from '@taskgate/metrics';
+import { traceCreation } from '@taskgate/metrics';
 import { Batcher, type CancelSignal } from '@taskgate/reliability';
 import type { InputRequest } from '@taskgate/sdk';
 import { inputAnswerProblem, type ToolCatalog, type ToolSpec } from '@taskgate/tools';
@@ -176,7 +176,14 @@ export class TaskService {
   async submit(tenantId: string, input: CreateTaskInput, options: SubmitOptions = {}): Promise<Submission> {
     const tool = this.#checkCall(input);
     const key = this.#idempotencyKey(tool, input.arguments, options.idempotencyKey);
-    const task = this.#newTask(tenantId, input, tool);
+    // With tracing on, in a span of its own that holds the INSERT's (a batched INSERT, several
+    // calls' rows in one statement, is under the span of the call whose row started the batch).
+    return traceCreation(input.traceParent, { tool: input.tool }, (traceParent) =>
+      this.#write(this.#newTask(tenantId, input, tool, traceParent), tool, key),
+    );
+  }
+
+  async #write(task: NewTask, tool: ToolSpec, key: string | null): Promise<Submission> {
     // A tool the catalog lists may have no queue yet (its worker has not started since the upgrade
     // or its queue was never needed here): made now, once per process, outside any transaction.
     if (!this.#queues.has(tool.name)) await this.#queues.ensure(tool.name);
@@ -261,7 +268,7 @@ export class TaskService {
     return key;
   }
 
-  #newTask(tenantId: string, input: CreateTaskInput, tool: ToolSpec): NewTask {
+  #newTask(tenantId: string, input: CreateTaskInput, tool: ToolSpec, traceParent: string | null): NewTask {
     const mode = input.mode ?? 'task';
     return {
       tenantId,
@@ -274,7 +281,7 @@ export class TaskService {
       ...(input.logLevel ? { logLevel: input.logLevel } : {}),
       ...(input.clientCapabilities ? { clientCapabilities: input.clientCapabilities } : {}),
       // Each attempt's span links to it, when a worker traces (packages/metrics task-traces.ts).
-      traceParent: taskTraceParent(input.traceParent, { tool: input.tool }),
+      traceParent,
       pollIntervalMs: this.#options.pollIntervalMs,
       // The version this call was checked against: the worker compares it with the one it serves.
       toolFingerprint: this.#options.tools.fingerprint(input.tool) ?? null,

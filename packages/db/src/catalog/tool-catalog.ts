@@ -178,3 +178,24 @@ export async function listCatalog(db: Db, options: ListCatalogOptions): Promise<
     live: row.live_fingerprints.length > 0,
   }));
 }
+
+/**
+ * The names listCatalog would list, and nothing else: what /metrics reports a 0 for when a
+ * listed tool has no task (a tool served but idle must differ from one nobody serves).
+ */
+export async function listedToolNames(
+  db: Db,
+  options: { readonly windowMs: number; readonly liveWithinMs?: number },
+): Promise<string[]> {
+  const liveWithinMs = options.liveWithinMs ?? DEFAULT_LOST_AFTER_MS;
+  // The same servers as listCatalog's, and the same ANY(ARRAY(...)) probe of the primary key.
+  const { rows } = await sql<{ name: string }>`
+    WITH servers AS MATERIALIZED (
+      SELECT id FROM instances
+      WHERE (stopped_at IS NULL AND heartbeat_at > now() - ${liveWithinMs} * interval '1 millisecond')
+         OR coalesce(stopped_at, heartbeat_at) > now() - ${options.windowMs} * interval '1 millisecond'
+    )
+    SELECT DISTINCT name FROM tool_catalog WHERE instance_id = ANY(ARRAY(SELECT id FROM servers))
+    ORDER BY name`.execute(db);
+  return rows.map((row) => row.name);
+}
