@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { modernRequest } from '../support/mcp-http.ts';
 import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 const database = useTestDatabase();
@@ -280,6 +281,74 @@ describe('POST /v1/tasks/:id/cancel', () => {
   });
 });
 
+describe('GET /v1/tools', () => {
+  it('lists the tools MCP tools/list offers, from the same catalog, to an authenticated caller', async () => {
+    expectProblem(await app.inject({ method: 'GET', url: '/v1/tools' }), 401, 'TG_UNAUTHORIZED');
+    const response = await app.inject({ method: 'GET', url: '/v1/tools', headers: auth() });
+    expect(response.statusCode).toBe(200);
+    const { tools } = response.json() as { tools: Record<string, unknown>[] };
+    const names = tools.map((tool) => tool.name);
+    expect(names).toEqual([...names].sort());
+    const mcp = modernRequest('tools/list', {});
+    const listed = await app.inject({
+      method: 'POST',
+      url: '/mcp',
+      headers: { ...mcp.headers, ...auth() },
+      payload: mcp.body,
+    });
+    const offered = (listed.json() as { result: { tools: { name: string }[] } }).result.tools;
+    expect(names).toEqual(offered.map((tool) => tool.name));
+    expect(tools.find((tool) => tool.name === 'greet')).toEqual({
+      name: 'greet',
+      title: 'Greet',
+      description: 'Says hello. Answers at once; useful to check that calls get through.',
+      inputSchema: expect.objectContaining({ required: ['name'] }),
+      annotations: { title: 'Greet', readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+      // An inline tool: answered in the request, never as an MCP task.
+      taskSupport: 'forbidden',
+      retry: 'safe',
+      timeouts: { maxMs: 10_000 },
+    });
+    expect(tools.find((tool) => tool.name === 'charge_account')).toMatchObject({
+      retry: 'conditional',
+      idempotencyKey: 'required',
+    });
+  });
+});
+
+describe('GET /', () => {
+  it('redirects a browser to the docs and tells a JSON client where everything is', async () => {
+    const browser = await app.inject({
+      method: 'GET',
+      url: '/',
+      headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' },
+    });
+    expect(browser.statusCode).toBe(302);
+    expect(browser.headers.location).toBe('/docs');
+    const page = await app.inject({ method: 'GET', url: String(browser.headers.location) });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toContain('text/html');
+
+    for (const accept of ['application/json', '*/*', undefined]) {
+      const index = await app.inject({ method: 'GET', url: '/', headers: accept ? { accept } : {} });
+      expect(index.statusCode, String(accept)).toBe(200);
+      expect(index.headers['content-type']).toContain('application/json');
+      expect(index.json()).toMatchObject({ name: 'taskgate', links: { docs: '/docs', openapi: '/openapi.json' } });
+    }
+    // Every link leads somewhere: nothing it names is an unknown endpoint.
+    const { links } = (await app.inject({ method: 'GET', url: '/' })).json() as { links: Record<string, string> };
+    expect(Object.keys(links).sort()).toEqual(
+      ['docs', 'health', 'mcp', 'metrics', 'openapi', 'ready', 'tasks', 'tools'].sort(),
+    );
+    for (const [name, url] of Object.entries(links)) {
+      if (name === 'mcp') continue; // GET /mcp is a stream; its POST is tested in test/mcp
+      const answer = await app.inject({ method: 'GET', url, headers: auth() });
+      // /metrics asks for the metrics token, which a tenant's token is not.
+      expect(answer.statusCode, url).toBe(name === 'metrics' ? 401 : 200);
+    }
+  });
+});
+
 describe('the OpenAPI document', () => {
   it('describes the /v1 endpoints from the same schemas that validate them', async () => {
     const response = await app.inject({ method: 'GET', url: '/openapi.json' });
@@ -301,7 +370,10 @@ describe('the OpenAPI document', () => {
       '/v1/tasks/{id}',
       '/v1/tasks/{id}/cancel',
       '/v1/tasks/{id}/events',
+      '/v1/tools',
     ]);
+    expect(document.paths['/v1/tools'].get.responses['200']).toBeDefined();
+    expect(document.components.schemas.Tool.properties.retry).toBeDefined();
     expect(document.paths['/v1/tasks'].post.requestBody.content['application/json'].schema.required).toEqual(['tool']);
     expect(document.paths['/v1/tasks'].post.parameters).toContainEqual(
       expect.objectContaining({ in: 'header', name: 'idempotency-key', required: false }),

@@ -67,6 +67,12 @@ describe('RestClient against /openapi.json', () => {
     expect(cancelled.id).toBe(id);
   });
 
+  it('lists the tools offered, as the document says', async () => {
+    const listed = await new RestClient({ baseUrl: base }).listTools();
+    expectValid('listTools', listed);
+    expect(listed.tools.map((tool) => tool.name)).toContain('slow_compute');
+  });
+
   it("reads a key's ledger record, and says TG_IDEMPOTENCY_KEY_NOT_FOUND for none", async () => {
     const rest = new RestClient({ baseUrl: base });
     const charged = await fetch(`${base}/v1/accounts/acct-rest/charges`, {

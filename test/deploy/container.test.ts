@@ -19,6 +19,7 @@ const dockerfile = readFileSync(path.join(REPO_ROOT, 'Dockerfile'), 'utf8');
 
 type Service = {
   image?: string;
+  build?: { context?: string; target?: string };
   command?: string[];
   environment?: Record<string, string>;
   depends_on?: Record<string, { condition: string }>;
@@ -29,6 +30,8 @@ type Service = {
 };
 const service = (name: string) => compose.services[name] as Service;
 const TASKGATE_ROLES = ['api', 'worker', 'relay'];
+/** The API that loads the ledger module, to serve its routes (they are the module's code). */
+const LEDGER_API = 'ledger-api';
 
 describe('docker-compose.yml', () => {
   it('is valid against the Compose Specification schema', () => {
@@ -53,8 +56,15 @@ describe('docker-compose.yml', () => {
     expect(result.status).toBe(0);
   });
 
-  it('runs postgres, a one-shot migrate job, the api, two workers and the relay', () => {
-    expect(Object.keys(compose.services).sort()).toEqual(['api', 'migrate', 'postgres', 'relay', 'worker']);
+  it('runs postgres, a one-shot migrate job, the api, two workers, the relay and the ledger api', () => {
+    expect(Object.keys(compose.services).sort()).toEqual([
+      'api',
+      'ledger-api',
+      'migrate',
+      'postgres',
+      'relay',
+      'worker',
+    ]);
     expect(service('postgres').healthcheck?.test.join(' ')).toContain('pg_isready');
     expect(service('migrate')).toMatchObject({
       command: ['migrate', 'up'],
@@ -64,18 +74,31 @@ describe('docker-compose.yml', () => {
     for (const role of TASKGATE_ROLES) {
       expect(service(role).command, role).toEqual(['start', '--role', role, '--no-migrate']);
       expect(service(role).depends_on, role).toEqual({ migrate: { condition: 'service_completed_successfully' } });
-      expect(service(role).image, role).toBe(service('migrate').image);
     }
+    // The API and the relay run no tool module: they are built from the image without any.
+    const targets = Object.fromEntries(
+      ['migrate', LEDGER_API, ...TASKGATE_ROLES].map((name) => [name, service(name).build]),
+    );
+    expect(targets).toEqual({
+      migrate: { context: '.', target: 'worker' },
+      [LEDGER_API]: { context: '.', target: 'worker' },
+      worker: { context: '.', target: 'worker' },
+      api: { context: '.', target: 'api' },
+      relay: { context: '.', target: 'api' },
+    });
     expect(service('worker').deploy?.replicas).toBe(2);
     // A split deployment: the API holds no user code and offers the catalog the workers publish.
     expect(service('api').environment?.TASKGATE_TOOLS).toBe('none');
     expect(service('worker').environment?.TASKGATE_TOOLS).toBe(service('migrate').environment?.TASKGATE_TOOLS);
     expect(service('api').ports).toEqual(['127.0.0.1:8080:8080']);
+    // The ledger's routes, the module's code, on a port of their own (README, "Containers").
+    expect(service(LEDGER_API).ports).toEqual(['127.0.0.1:8081:8080']);
+    expect(service(LEDGER_API).command).toEqual(['start', '--role', 'api', '--no-migrate']);
     expect(service('api').healthcheck?.test.join(' ')).toContain('/readyz');
   });
 
   it('gives every Taskgate service a configuration that Taskgate accepts', () => {
-    for (const name of ['migrate', ...TASKGATE_ROLES]) {
+    for (const name of ['migrate', LEDGER_API, ...TASKGATE_ROLES]) {
       const environment = service(name).environment ?? {};
       for (const key of Object.keys(environment)) expect(Object.keys(SETTINGS), `${name}: ${key}`).toContain(key);
       expect(environment.DATABASE_URL).toBe('postgres://taskgate:taskgate@postgres:5432/taskgate');
@@ -138,6 +161,45 @@ describe("the compose file's healthchecks, run against real processes", () => {
   }
 });
 
+describe("the README's ledger examples on the compose stack", () => {
+  const running: RunningProcess[] = [];
+  let database: TestDatabase | null = null;
+  afterEach(async () => {
+    for (const process of running.splice(0)) process.kill();
+    await database?.drop();
+    database = null;
+  });
+
+  it('are answered by ledger-api, which loads the module, and not by the api, which holds no user code', async () => {
+    database = await createTestDatabase();
+    const base = async (name: string) => {
+      const env = {
+        ...resolvedEnvironment(name),
+        PATH: process.env.PATH ?? '',
+        DATABASE_URL: (database as TestDatabase).url,
+        HOST: '127.0.0.1',
+        PORT: '0',
+      };
+      const taskgate = startCli(service(name).command ?? [], env);
+      running.push(taskgate);
+      return (await taskgate.waitForLog((line) => line.msg === 'taskgate started')).url as string;
+    };
+    const [ledger, api] = await Promise.all([base(LEDGER_API), base('api')]);
+    // The README's first ledger call, with the token the compose file's header sets.
+    const setStock = (url: string) =>
+      fetch(`${url}/v1/inventory/sku-1`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer change-me-to-a-long-token' },
+        body: JSON.stringify({ available: 10 }),
+      });
+    const served = await setStock(ledger);
+    expect(served.status, await served.clone().text()).toBeLessThan(300);
+    const refused = await setStock(api);
+    expect(refused.status).toBe(404);
+    expect(((await refused.json()) as { code: string }).code).toBe('TG_NOT_FOUND');
+  });
+});
+
 /** A service's environment interpolated as `docker compose` would, with the variables the file's header asks for. */
 function resolvedEnvironment(name: string): Record<string, string> {
   return Object.fromEntries(
@@ -150,11 +212,66 @@ function resolvedEnvironment(name: string): Record<string, string> {
   );
 }
 
+/** The Dockerfile's stages in order: each one's base (an image or an earlier stage) and its instructions. */
+function dockerStages(text: string): { name: string; base: string; instructions: string[] }[] {
+  const stages: { name: string; base: string; instructions: string[] }[] = [];
+  const lines = text
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => /^[A-Z]+\s/.test(line));
+  for (const line of lines) {
+    const from = /^FROM\s+(\S+)(?:\s+AS\s+(\S+))?$/i.exec(line);
+    if (from) stages.push({ name: from[2] ?? String(stages.length), base: from[1] as string, instructions: [] });
+    else stages.at(-1)?.instructions.push(line);
+  }
+  return stages;
+}
+
+/** What a target's image is made of: the instructions of the stages it is built FROM, then its own. */
+function targetInstructions(stages: ReturnType<typeof dockerStages>, name: string): string[] {
+  const stage = stages.find((each) => each.name === name);
+  if (stage === undefined) return [];
+  return [...targetInstructions(stages, stage.base), ...stage.instructions];
+}
+
 describe('Dockerfile', () => {
   const instructions = dockerfile
     .split('\n')
     .filter((line) => /^[A-Z]+\s/.test(line))
     .map((line) => line.trim());
+
+  it('builds an api target with no examples/ in it, and a worker target (the default) that adds them', () => {
+    const stages = dockerStages(dockerfile);
+    const copied = (target: string) =>
+      targetInstructions(stages, target)
+        .filter((line) => line.startsWith('COPY '))
+        .map((line) => line.split(/\s+/).slice(1))
+        .map((words) => ({
+          from: words.find((word) => word.startsWith('--from')),
+          sources: words.filter((word) => !word.startsWith('--')).slice(0, -1),
+        }));
+    const api = copied('api');
+    expect(api.length, 'the api target exists').toBeGreaterThan(0);
+    // Nothing from another stage, no whole build context, no glob and nothing under examples/.
+    for (const { from, sources } of api) {
+      expect(from, sources.join(' ')).toBeUndefined();
+      for (const source of sources) expect(source).not.toMatch(/^(\.\/?|examples(\/.*)?|.*[*?[].*)$/);
+    }
+    expect(api.flatMap((copy) => copy.sources)).toEqual(expect.arrayContaining(['apps', 'packages']));
+    const worker = copied('worker');
+    expect(worker.flatMap((copy) => copy.sources)).toContain('examples');
+    // `docker build .` (and `docker run` of every role with the demo tools) builds the last stage.
+    expect(stages.at(-1)?.name).toBe('worker');
+    // Every service runs only modules its image has: none in the api image, examples in the worker's.
+    for (const [name, definition] of Object.entries(compose.services)) {
+      const { build, environment } = definition as Service;
+      if (build === undefined) continue;
+      const tools = environment?.TASKGATE_TOOLS ?? '';
+      if (build.target === 'api') expect(tools, name).toBe('none');
+      else for (const file of tools.split(',')) expect(file, name).toMatch(/^\.\/examples\//);
+    }
+  });
 
   it('uses a Node that satisfies the engines field', () => {
     const from = instructions.find((line) => line.startsWith('FROM '));

@@ -20,9 +20,11 @@ import { registerMcpRoute } from './mcp/mcp-route.ts';
 import type { RemoteWatches } from './mcp/remote-watches.ts';
 import { registerMetricsRoute } from './metrics-route.ts';
 import { registerModuleRoutes } from './modules/module-routes.ts';
+import { registerRootRoute } from './root-route.ts';
 import { registerReconciliationRoutes } from './routes/reconciliation-routes.ts';
 import { ProblemSchema, TaskSchema } from './routes/task-schemas.ts';
 import { registerTaskRoutes } from './routes/tasks-routes.ts';
+import { registerToolRoutes, ToolSchema } from './routes/tools-routes.ts';
 import type { TaskEventsHub } from './tasks/task-events-hub.ts';
 import type { ClockCaps, TaskService } from './tasks/task-service.ts';
 
@@ -142,9 +144,23 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
   installJsonBodyParser(app);
   app.addSchema(TaskSchema);
   app.addSchema(ProblemSchema);
+  app.addSchema(ToolSchema);
   await registerOpenApi(app, options.version ?? '0.1.0');
   registerHealthRoutes(app, options.readiness);
   registerMetricsRoute(app, metrics, options.tasks?.auth ?? null);
+  registerRootRoute(app, {
+    name: 'taskgate',
+    version: options.version ?? '0.1.0',
+    links: {
+      docs: '/docs',
+      openapi: '/openapi.json',
+      ...(options.tasks ? { tasks: '/v1/tasks', tools: '/v1/tools' } : {}),
+      ...(options.tasks?.mcp ? { mcp: '/mcp' } : {}),
+      health: '/healthz',
+      ready: '/readyz',
+      metrics: '/metrics',
+    },
+  });
   const tasks = options.tasks;
   if (!tasks) return app;
   if (tasks.auth.oauth) registerProtectedResourceRoutes(app, tasks.auth.oauth);
@@ -163,6 +179,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
         capacity: 4,
       },
     });
+    registerToolRoutes(v1, { tools: tasks.service.tools });
     registerReconciliationRoutes(v1, { ledger: tasks.ledger });
     if (tasks.modules) {
       await registerModuleRoutes(v1, tasks.modules.loaded, {

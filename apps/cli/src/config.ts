@@ -104,7 +104,7 @@ export const SETTINGS = {
   TASKGATE_OAUTH_TENANT_CLAIM:
     'the access-token claim whose value is the tenant; a token without it is refused (default tenant)',
   TASKGATE_METRICS_TOKEN:
-    'bearer token GET /metrics asks for, 16+ characters; with OAuth an access token with the taskgate:metrics scope works too (default: unset, /metrics open unless OAuth is configured)',
+    'bearer token GET /metrics asks for, 16+ characters; with OAuth an access token with the taskgate:metrics scope works too (default: unset, /metrics open only where the API is: no TASKGATE_TOKENS and no OAuth)',
   TASKGATE_DATA_DIR: 'embedded Postgres data directory (default ./.taskgate)',
   TASKGATE_ALLOWED_ORIGINS:
     'browser origins allowed to call the API, comma-separated (loopback origins are always allowed)',

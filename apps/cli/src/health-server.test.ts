@@ -101,6 +101,19 @@ describe('the health probe of processes without the api role', () => {
     });
   });
 
+  it('refuses /metrics in a process that asks for tokens when no metrics token is set', async () => {
+    const { url } = await probe({ tokensRequired: true });
+    const none = await fetch(`${url}/metrics`);
+    expect(none.status).toBe(401);
+    expect(none.headers.get('www-authenticate')).toBe('Bearer realm="taskgate-metrics"');
+    await none.body?.cancel();
+    expect((await get(`${url}/healthz`)).status).toBe(200);
+    // Without tokens (loopback only, like the API), it stays open.
+    const open = await fetch(`${(await probe()).url}/metrics`);
+    expect(open.status).toBe(200);
+    await open.body?.cancel();
+  });
+
   it('asks for TASKGATE_METRICS_TOKEN on /metrics when it is set, and only there', async () => {
     const token = 'metrics-token-0123456789';
     const { url } = await probe({ metricsToken: token });

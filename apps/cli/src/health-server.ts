@@ -21,6 +21,11 @@ export interface HealthServerOptions {
    * accepted on this port: the probe has no verifier, and a scraper of the probe is a service.
    */
   readonly metricsToken?: string | null;
+  /**
+   * Whether the process asks callers for tokens (TASKGATE_TOKENS or OAuth): then /metrics here is
+   * not open either, as on the API's port; without a metrics token it answers 401 (default false).
+   */
+  readonly tokensRequired?: boolean;
 }
 
 export interface HealthServer {
@@ -61,7 +66,7 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
     }
     if (path === '/healthz') return send(response, 200, { status: 'ok' });
     if (path === '/metrics') {
-      if (!metricsTokenSent(request, options.metricsToken ?? null)) {
+      if (!metricsTokenSent(request, options.metricsToken ?? null, options.tokensRequired === true)) {
         response.setHeader('www-authenticate', 'Bearer realm="taskgate-metrics"');
         return send(response, 401, { status: 'unauthorized' });
       }
@@ -120,8 +125,10 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
   };
 }
 
-function metricsTokenSent(request: http.IncomingMessage, token: string | null): boolean {
-  if (token === null) return true;
+function metricsTokenSent(request: http.IncomingMessage, token: string | null, tokensRequired: boolean): boolean {
+  // Open only where the API is: a process configured with tokens shows its figures to no one
+  // until TASKGATE_METRICS_TOKEN says who may scrape.
+  if (token === null) return !tokensRequired;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
   if (!match) return false;
   const digest = (text: string) => createHash('sha256').update(text).digest();

@@ -45,11 +45,15 @@ const COMMAND_USAGE = {
                               it running. A value is JSON unless the tool's schema says string;
                               the result's text on a terminal, its JSON otherwise`,
   tasks: `  tasks get|cancel|watch TASK_ID [--json] [--url URL] [--token TOKEN] [-- COMMAND...]
-                              a task's state; cancel it (the acknowledgement, then the status it
-                              ends in); or follow it until it ends
+                              a task (readable on a terminal: progress, times, result; JSON on
+                              a pipe); cancel it (the acknowledgement, then the status it ends
+                              in); or follow it until it ends
   tasks list [--status S] [--limit N] [--cursor C] [--json]
                               the newest tasks, as a table (GET /v1/tasks); the last line
                               names the --cursor of the next page`,
+  tools: `  tools list [--json] [--url URL] [--token TOKEN]
+                              the tools the server offers, what its workers publish (GET
+                              /v1/tools): a table on a terminal, JSON on a pipe or with --json`,
   keys: `  keys get KEY [--json] [--url URL] [--token TOKEN]
                               the ledger's record of an idempotency key: did the call commit, and
                               with what result (GET /v1/idempotency-keys/KEY)`,
@@ -91,6 +95,7 @@ ${COMMAND_USAGE.migrate}
 ${COMMAND_USAGE['mcp-stdio']}
 ${COMMAND_USAGE.call}
 ${COMMAND_USAGE.tasks}
+${COMMAND_USAGE.tools}
 ${COMMAND_USAGE.keys}
 ${COMMAND_USAGE.review}
 ${COMMAND_USAGE.reconcile}
@@ -112,9 +117,11 @@ export function commandUsage(command: Command): string {
           ? 'tasks get|cancel|watch|list [TASK_ID] [options]'
           : command === 'keys'
             ? 'keys get KEY [options]'
-            : command === 'call'
-              ? 'call TOOL [options]'
-              : `${command} [options]`;
+            : command === 'tools'
+              ? 'tools list [options]'
+              : command === 'call'
+                ? 'call TOOL [options]'
+                : `${command} [options]`;
   // Only the long-running servers stop on signals as SIGNALS says (call says its own).
   const tail = command === 'start' || command === 'mcp-stdio' ? `\n\n${SIGNALS}` : '';
   return `Usage: taskgate ${synopsis}\n\n${COMMAND_USAGE[command]}\n\n${CONFIGURATION}${tail}`;
@@ -364,6 +371,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
             json,
           },
           io.stdout,
+          stdoutTerminal(),
         ).catch((error: unknown) => {
           throw asCliError(error);
         });
@@ -376,7 +384,31 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       }
       if (taskId === undefined) throw new TaskgateError('TG_USAGE', `tasks ${action} needs a task id`);
       if (extra.length > 0) throw new TaskgateError('TG_USAGE', `unexpected argument ${JSON.stringify(extra[0])}`);
-      return await runTasks({ action, taskId, target, json }, io.stdout);
+      return await runTasks({ action, taskId, target, json }, io.stdout, stdoutTerminal()).catch((error: unknown) => {
+        throw asCliError(error);
+      });
+    }
+    if (command === 'tools') {
+      const { values, positionals } = parseCommandArgs(
+        'tools',
+        rest,
+        { json: { type: 'boolean' }, url: { type: 'string' }, token: { type: 'string' } },
+        true,
+      );
+      const [action, ...extra] = positionals;
+      if (action !== 'list' || extra.length > 0) {
+        throw new TaskgateError('TG_USAGE', 'tools takes list; run taskgate tools --help');
+      }
+      const url = values.url ?? io.env.TASKGATE_URL ?? 'http://127.0.0.1:8080/mcp';
+      if (!/^https?:\/\//.test(url))
+        throw new TaskgateError('TG_USAGE', `--url takes an http(s) URL of /mcp (got ${JSON.stringify(url)})`);
+      const token = values.token ?? io.env.TASKGATE_TOKEN;
+      const { runToolsList } = await import('./commands/tools.ts');
+      return await runToolsList(
+        { url, ...(token ? { token } : {}), json: values.json === true },
+        io.stdout,
+        stdoutTerminal(),
+      );
     }
     if (command === 'mcp-stdio') {
       const { values } = parseCommandArgs(
@@ -478,6 +510,14 @@ function report(error: unknown, logLevel: LogLevel, io: Io): number {
   );
   if (verbose && error instanceof Error && error.stack) io.stderr(error.stack);
   return internal.definition.exitCode;
+}
+
+/** Whether stdout is a terminal, and how wide: tables fit it, and a pipe gets JSON where a command says so. */
+function stdoutTerminal(): { isTTY: boolean; columns?: number } {
+  return {
+    isTTY: process.stdout.isTTY === true,
+    ...(process.stdout.columns ? { columns: process.stdout.columns } : {}),
+  };
 }
 
 /** The environment a started stdio server inherits: this process's, its unset names left out. */

@@ -18,6 +18,7 @@ export {
   type RestClientOptions,
   type RestReconciliationItem,
   type RestTask,
+  type RestTool,
 } from './rest-client.ts';
 export {
   type CallPolicy,

@@ -11,6 +11,19 @@ export interface RestTask {
   readonly [field: string]: unknown;
 }
 
+/** A tool as GET /v1/tools shows it (components.schemas.Tool in /openapi.json). */
+export interface RestTool {
+  readonly name: string;
+  readonly title?: string;
+  readonly description: string;
+  readonly inputSchema: Record<string, unknown>;
+  readonly taskSupport: 'forbidden' | 'optional' | 'required';
+  readonly retry: 'safe' | 'conditional' | 'unsafe';
+  readonly idempotencyKey?: 'required' | 'optional';
+  readonly timeouts?: { readonly idleMs?: number; readonly maxMs?: number };
+  readonly [field: string]: unknown;
+}
+
 /** The ledger's record of an idempotency key (GET /v1/idempotency-keys/{key}). */
 export interface KeyRecord {
   readonly key: string;
@@ -50,6 +63,7 @@ export const REST_ROUTES = {
   listTasks: { method: 'get', path: '/v1/tasks', status: 200 },
   getTask: { method: 'get', path: '/v1/tasks/{id}', status: 200 },
   cancelTask: { method: 'post', path: '/v1/tasks/{id}/cancel', status: 202 },
+  listTools: { method: 'get', path: '/v1/tools', status: 200 },
   getIdempotencyKey: { method: 'get', path: '/v1/idempotency-keys/{key}', status: 200 },
   listReconciliationItems: { method: 'get', path: '/v1/reconciliation-items', status: 200 },
   getReconciliationItem: { method: 'get', path: '/v1/reconciliation-items/{id}', status: 200 },
@@ -92,6 +106,11 @@ export class RestClient {
 
   cancelTask(id: string, reason?: string) {
     return this.#call<RestTask>('cancelTask', { id }, '', reason === undefined ? {} : { reason });
+  }
+
+  /** The tools offered, sorted by name (one page). */
+  listTools() {
+    return this.#call<{ tools: RestTool[] }>('listTools', {});
   }
 
   getIdempotencyKey(key: string) {

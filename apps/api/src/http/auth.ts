@@ -145,9 +145,20 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     authenticate,
     authorize,
     async authenticateMetrics(request) {
-      if (metricsDigest === null && oauth === null) return;
+      // Open exactly where the API is: with no token configured at all (loopback only). A server
+      // that asks callers for tokens asks scrapers too, even when no metrics token is configured:
+      // otherwise an API on 0.0.0.0 with TASKGATE_TOKENS set showed its figures to anyone.
+      if (open && metricsDigest === null) return;
       const token = tokenOf(request);
       const challenge = { scopes: oauth ? [scopeName('metrics')] : [] };
+      if (metricsDigest === null && oauth === null) {
+        throw refuse(
+          request,
+          'TG_UNAUTHORIZED',
+          'this server requires a token for /metrics: set TASKGATE_METRICS_TOKEN and send it as Authorization: Bearer <metrics token>',
+          challenge,
+        );
+      }
       if (token === null)
         throw refuse(request, 'TG_UNAUTHORIZED', 'send Authorization: Bearer <metrics token>', challenge);
       if (metricsDigest !== null && timingSafeEqual(Buffer.from(digest(token), 'hex'), metricsDigest)) return;

@@ -28,7 +28,10 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
           },
         },
       },
-      tags: [{ name: 'tasks', description: 'Tool calls as durable tasks' }],
+      tags: [
+        { name: 'tasks', description: 'Tool calls as durable tasks' },
+        { name: 'tools', description: 'The tools offered: the catalog the workers publish' },
+      ],
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });

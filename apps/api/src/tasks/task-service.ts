@@ -140,6 +140,11 @@ export class TaskService {
   readonly #queues: TaskQueues;
   readonly #cancelRetries: CancelRetries;
 
+  /** The tools offered: what a call is checked against, and what GET /v1/tools lists. */
+  get tools(): ToolCatalog {
+    return this.#options.tools;
+  }
+
   constructor(options: TaskServiceOptions) {
     this.#options = options;
     const logger = options.logger;

@@ -98,6 +98,7 @@ export async function bootTaskgate(
         stopping: () => lifecycle.stopping,
         logger,
         metricsToken: config.metricsToken,
+        tokensRequired: config.tokens.size > 0 || config.oauth !== null,
       });
       lifecycle.onStop('health', () => health.stop());
     }

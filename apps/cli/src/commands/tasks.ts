@@ -1,7 +1,15 @@
-import type { TaskState } from '@taskgate/client';
+import type { RestTask, TaskState } from '@taskgate/client';
 import { isErrorCode, TaskgateError } from '@taskgate/errors';
 import { connectTarget, type ServerTarget } from '../server-target.ts';
-import { formatTable, printable } from '../terminal-text.ts';
+import { ago, fitTable, tableWidth } from '../table-fit.ts';
+import { type TaskView, taskLines } from '../task-view.ts';
+import { printable } from '../terminal-text.ts';
+
+/** Where the output goes: a terminal (its width) gets text for a person, a pipe gets JSON. */
+export interface Terminal {
+  readonly isTTY?: boolean;
+  readonly columns?: number;
+}
 
 export interface TasksArgs {
   readonly action: 'get' | 'cancel' | 'watch';
@@ -15,7 +23,21 @@ export interface TasksArgs {
  * acknowledgement at once ("cancel requested") and then the status the task ends in; `watch`
  * prints each change until the task ends. With --json, one JSON object per line.
  */
-export async function runTasks(args: TasksArgs, out: (line: string) => void): Promise<number> {
+export async function runTasks(
+  args: TasksArgs,
+  out: (line: string) => void,
+  terminal: Terminal = {},
+  now: () => number = Date.now,
+): Promise<number> {
+  const readable = !args.json && terminal.isTTY === true;
+  if (args.action === 'get' && readable && args.target.kind === 'http') {
+    // REST's task has what MCP's tasks/get leaves out: the tool, the progress, every time.
+    const { RestClient } = await import('@taskgate/client/rest-client');
+    const { url, token } = args.target;
+    const task = await new RestClient({ baseUrl: url, ...(token ? { token } : {}) }).getTask(args.taskId);
+    for (const line of taskLines(task as TaskView, now())) out(line);
+    return 0;
+  }
   const { client, explain } = await connectTarget(args.target);
   const show = (task: TaskState) =>
     out(
@@ -25,7 +47,10 @@ export async function runTasks(args: TasksArgs, out: (line: string) => void): Pr
     );
   try {
     if (args.action === 'get') {
-      show(await client.getTask(args.taskId));
+      const task = await client.getTask(args.taskId);
+      // On a pipe the task as JSON, for scripts (with or without --json); on a terminal, labelled lines.
+      if (readable) for (const line of taskLines(task as TaskView, now())) out(line);
+      else out(JSON.stringify(task));
       return 0;
     }
     if (args.action === 'cancel') {
@@ -77,8 +102,10 @@ export async function runTasksList(
     readonly json: boolean;
   },
   out: (line: string) => void,
+  terminal: Terminal = {},
+  now: () => number = Date.now,
 ): Promise<number> {
-  const { RestClient } = await import('@taskgate/client');
+  const { RestClient } = await import('@taskgate/client/rest-client');
   const rest = new RestClient({ baseUrl: args.url, ...(args.token ? { token: args.token } : {}) });
   const page = await rest.listTasks({
     ...(args.status ? { status: args.status as never } : {}),
@@ -89,28 +116,51 @@ export async function runTasksList(
     out(JSON.stringify(page));
     return 0;
   }
+  // On a terminal the table fits its width: ids and statuses whole (a person copies an id into
+  // the next command), the message and then the tool cut short, the creation time as an age.
+  const width = tableWidth(terminal);
+  const created = (iso: string) => (Number.isFinite(width) ? ago(iso, now()) : iso);
   const rows = page.tasks.map((task) => [
     task.id,
     task.tool,
     task.status,
-    String(task.createdAt ?? ''),
-    task.statusMessage ?? '',
+    created(String(task.createdAt ?? '')),
+    (messageOf(task).split('\n')[0] as string).trim(),
   ]);
-  for (const line of formatTable(
+  const shrink = [
+    { column: 4, min: 16 },
+    { column: 1, min: 12 },
+    { column: 4, min: 0 },
+    { column: 1, min: 0 },
+  ];
+  for (const line of fitTable(
     ['ID', 'TOOL', 'STATUS', 'CREATED', 'MESSAGE'],
     rows.map((row) => row.map(printable)),
+    width,
+    shrink,
   ))
     out(line);
   if (page.nextCursor) out(`more: taskgate tasks list --cursor ${page.nextCursor}`);
   return 0;
 }
 
+/** A task's status message, else (a working task) its progress: what the MESSAGE column shows. */
+function messageOf(task: RestTask): string {
+  if (task.statusMessage) return task.statusMessage;
+  const progress = task.progress as { value: number; total: number | null; message: string | null } | null;
+  if (!progress || TERMINAL.has(task.status)) return '';
+  const share = progress.total ? `${Math.round((progress.value / progress.total) * 100)}%` : String(progress.value);
+  return progress.message ? `${share} ${progress.message}` : share;
+}
+
+const TERMINAL: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
+
 /** `taskgate keys get KEY [--json]`: did the call that used this idempotency key commit, and with what? */
 export async function runKeysGet(
   args: { readonly url: string; readonly token?: string; readonly key: string; readonly json: boolean },
   out: (line: string) => void,
 ): Promise<number> {
-  const { RestClient } = await import('@taskgate/client');
+  const { RestClient } = await import('@taskgate/client/rest-client');
   const rest = new RestClient({ baseUrl: args.url, ...(args.token ? { token: args.token } : {}) });
   const record = await rest.getIdempotencyKey(args.key);
   if (args.json) {
