@@ -112,7 +112,11 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
       return {
         kind: 'error',
         httpStatus: 200,
-        error: { code: ErrorCode.InvalidParams, message: error.message, data: { code: 'TG_INPUT_RESPONSES_INVALID' } },
+        error: {
+          code: ErrorCode.InvalidParams,
+          message: error.message,
+          data: { code: 'TG_INPUT_RESPONSES_INVALID', ...(error.key === undefined ? {} : { key: error.key }) },
+        },
       };
     }
     // It asked its client for what the client did not declare: the client's gap, not a bug.
