@@ -394,6 +394,20 @@ describe('multi round-trip prompts/get and resources/read', () => {
     expect(centsSeen).toEqual([250, 7]);
   });
 
+  it('keeps a resources/read answered after input cacheable-shaped: ttlMs 0 and cacheScope private', async () => {
+    const first = (await read({})) as unknown as { result: { requestState: string } };
+    const done = await read({
+      requestState: first.result.requestState,
+      inputResponses: { amount: accept({ cents: 3 }) },
+    });
+    // server/utilities/caching: a complete resources/read MUST carry its hints; a retry's result
+    // MUST NOT be cached, which ttlMs 0 (immediately stale) and private say.
+    expect(done).toMatchObject({
+      kind: 'result',
+      result: { resultType: 'complete', ttlMs: 0, cacheScope: 'private', contents: [{ text: '3 cents' }] },
+    });
+  });
+
   it('asks, then makes its messages from the answer', async () => {
     const name = 'test_input_required_result_prompt';
     const first = await asked({ name });

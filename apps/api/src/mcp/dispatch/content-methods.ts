@@ -217,10 +217,11 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
             ...inputWay(round, context, `resource ${uri}`),
           });
           if (contents === null) return notFound(shape.notFoundCode, uri);
-          // Contents may be the caller's own (a task, a tenant's data): cached by this client only.
-          // A retry's result depends on its answers: never cached (server/utilities/caching).
-          const retried = params?.inputResponses !== undefined || params?.requestState !== undefined;
-          return complete_({ contents }, retried ? null : { ttlMs: 0, cacheScope: 'private' });
+          // Contents may be the caller's own (a task, a tenant's data): cached by this client only,
+          // and stale at once. A complete read MUST carry both hints, a retry's too, which MUST
+          // NOT be cached (server/utilities/caching): ttlMs 0 says that, and the SDK v2 client
+          // refuses a read without them.
+          return complete_({ contents }, { ttlMs: 0, cacheScope: 'private' });
         } catch (error) {
           return failure(error, `resource ${uri}`, context, round);
         }
