@@ -149,7 +149,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
             const subscriptions = context.resourceSubscriptions;
             if (!subscriptions) return bad('resources/subscribe needs a session: send initialize first');
             const held = subscriptions.has(uri);
-            if (!subscriptions.subscribe(uri)) {
+            if (!(await subscriptions.subscribe(uri))) {
               return bad(`this connection is subscribed to ${MAX_RESOURCE_SUBSCRIPTIONS} resources already`);
             }
             // A task resource is its tenant's only: subscribed at once (so an unsubscribe sent
@@ -159,11 +159,11 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
             try {
               served = options.served ? await options.served(context.tenantId, uri) : true;
             } catch (error) {
-              if (!held) subscriptions.unsubscribe(uri);
+              if (!held) await subscriptions.unsubscribe(uri);
               throw error;
             }
             if (!served) {
-              if (!held) subscriptions.unsubscribe(uri);
+              if (!held) await subscriptions.unsubscribe(uri);
               return notFound(shape.notFoundCode, uri);
             }
             return ok({});
@@ -171,12 +171,12 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
         ],
         [
           'resources/unsubscribe',
-          (params, context) => {
+          async (params, context) => {
             const uri = params?.uri;
             if (typeof uri !== 'string' || uri === '') {
               return bad('resources/unsubscribe needs params.uri, a resource URI');
             }
-            context.resourceSubscriptions?.unsubscribe(uri);
+            await context.resourceSubscriptions?.unsubscribe(uri);
             return ok({});
           },
         ],
