@@ -10,7 +10,12 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   type CallToolResult,
   CallToolResultSchema,
+  type GetPromptResult,
   type Implementation,
+  type Prompt,
+  type ReadResourceResult,
+  type Resource,
+  type ResourceTemplate,
   ResultSchema,
   type ServerCapabilities,
   type Tool,
@@ -68,6 +73,20 @@ export interface SdkSession {
   readonly protocolVersion: string | undefined;
   listTools(cursor: string | undefined, options: SdkRequestOptions): Promise<{ tools: Tool[]; nextCursor?: string }>;
   callTool(name: string, args: Record<string, unknown>, options: SdkRequestOptions): Promise<CallToolResult>;
+  listPrompts(
+    cursor: string | undefined,
+    options: SdkRequestOptions,
+  ): Promise<{ prompts: Prompt[]; nextCursor?: string }>;
+  getPrompt(name: string, args: Record<string, string>, options: SdkRequestOptions): Promise<GetPromptResult>;
+  listResources(
+    cursor: string | undefined,
+    options: SdkRequestOptions,
+  ): Promise<{ resources: Resource[]; nextCursor?: string }>;
+  listResourceTemplates(
+    cursor: string | undefined,
+    options: SdkRequestOptions,
+  ): Promise<{ resourceTemplates: ResourceTemplate[]; nextCursor?: string }>;
+  readResource(uri: string, options: SdkRequestOptions): Promise<ReadResourceResult>;
   request(
     method: string,
     params: Record<string, unknown>,
@@ -144,6 +163,12 @@ export function v1Session(
     listTools: (cursor, options) => client.listTools(cursor === undefined ? undefined : { cursor }, options),
     callTool: async (name, args, options) =>
       (await client.callTool({ name, arguments: args }, CallToolResultSchema, options)) as CallToolResult,
+    listPrompts: (cursor, options) => client.listPrompts(cursor === undefined ? undefined : { cursor }, options),
+    getPrompt: (name, args, options) => client.getPrompt({ name, arguments: args }, options),
+    listResources: (cursor, options) => client.listResources(cursor === undefined ? undefined : { cursor }, options),
+    listResourceTemplates: (cursor, options) =>
+      client.listResourceTemplates(cursor === undefined ? undefined : { cursor }, options),
+    readResource: (uri, options) => client.readResource({ uri }, options),
     request: async (method, params, options) =>
       (await client.request({ method, params } as never, ResultSchema.passthrough(), options)) as Record<
         string,
@@ -203,6 +228,24 @@ export function httpSession(target: HttpTarget, clientInfo: Implementation): Sdk
       },
     callTool: async (name, args, options) =>
       (await client.callTool({ name, arguments: args }, options as never)) as CallToolResult,
+    listPrompts: async (cursor, options) =>
+      (await client.listPrompts(cursor === undefined ? undefined : { cursor }, options as never)) as {
+        prompts: Prompt[];
+        nextCursor?: string;
+      },
+    getPrompt: async (name, args, options) =>
+      (await client.getPrompt({ name, arguments: args }, options as never)) as GetPromptResult,
+    listResources: async (cursor, options) =>
+      (await client.listResources(cursor === undefined ? undefined : { cursor }, options as never)) as {
+        resources: Resource[];
+        nextCursor?: string;
+      },
+    listResourceTemplates: async (cursor, options) =>
+      (await client.listResourceTemplates(cursor === undefined ? undefined : { cursor }, options as never)) as {
+        resourceTemplates: ResourceTemplate[];
+        nextCursor?: string;
+      },
+    readResource: async (uri, options) => (await client.readResource({ uri }, options as never)) as ReadResourceResult,
     request: async (method, params, options) =>
       (await client.request({ method, params } as never, options as never)) as Record<string, unknown>,
     onError(handler) {
