@@ -1,6 +1,7 @@
 import { TaskgateClient } from '@taskgate/client';
 import { isTaskgateError } from '@taskgate/errors';
 import { describe, expect, it } from 'vitest';
+import { prompts, resources, resourceTemplates } from '../../examples/conformance/content-fixtures.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { startRecorder } from '../support/http-recorder.ts';
 import { endedTaskWith, useServedPlatform } from '../support/task-platform.ts';
@@ -8,7 +9,7 @@ import { endedTaskWith, useServedPlatform } from '../support/task-platform.ts';
 // The client against Taskgate's own /mcp, both HTTP revisions, through a recording proxy: the
 // cancel reaches the worker (the task ends `cancelled`) in the way the revision defines.
 const database = useTestDatabase();
-const served = useServedPlatform(database);
+const served = useServedPlatform(database, { api: { content: [{ prompts, resources, resourceTemplates }] } });
 
 async function cancelRunningCall(revision: 'auto' | 'session', label: string) {
   const recorder = await startRecorder(served.api.mcpUrl.href);
@@ -61,4 +62,36 @@ describe('TaskgateClient against Taskgate /mcp', () => {
     expect(cancels.map((message) => (message.params as { requestId?: unknown }).requestId)).toEqual([call?.id]);
     expect(recorder.requests.filter((request) => 'last-event-id' in request.headers)).toEqual([]);
   });
+});
+
+describe('TaskgateClient reads resources and prompts', () => {
+  it.each(['auto', 'session'] as const)(
+    'over HTTP (%s): lists and gets prompts, lists and reads resources',
+    async (revision) => {
+      const client = await TaskgateClient.connectHttp({ url: served.api.mcpUrl.href, revision });
+      try {
+        expect((await client.listPrompts()).map((prompt) => prompt.name)).toContain('test_prompt_with_arguments');
+        const prompt = await client.getPrompt('test_prompt_with_arguments', { arg1: 'a', arg2: 'b' });
+        expect(prompt.messages).toEqual([
+          { role: 'user', content: { type: 'text', text: "Prompt with arguments: arg1='a', arg2='b'" } },
+        ]);
+        expect((await client.listResources()).map((resource) => resource.uri)).toContain('test://static-text');
+        expect((await client.listResourceTemplates()).map((template) => template.uriTemplate)).toContain(
+          'test://template/{id}/data',
+        );
+        const read = await client.readResource('test://static-text');
+        expect(read.contents).toEqual([
+          {
+            uri: 'test://static-text',
+            mimeType: 'text/plain',
+            text: 'This is the content of the static text resource.',
+          },
+        ]);
+        // A prompt that does not exist is the server's refusal, as a tool's would be.
+        await expect(client.getPrompt('no_such_prompt')).rejects.toThrow();
+      } finally {
+        await client.close();
+      }
+    },
+  );
 });

@@ -9,9 +9,10 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CLI } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
 
-// The client over a real pipe to Taskgate's own `taskgate mcp-stdio` (a 2025-11-25 connection):
-// tools listed and called, a task-backed call followed to its result, and giving up on one sent
-// as tasks/cancel — never notifications/cancelled, which a task outlives. What the client wrote
+// The client over a real pipe to Taskgate's own `taskgate mcp-stdio`: by default the newest
+// revision both speak (2026-07-28, as over HTTP); as a 2025-11-25 session, tools listed and
+// called, a task-backed call followed to its result, and giving up on one sent as tasks/cancel —
+// never notifications/cancelled, which a task outlives. What the client wrote
 // is teed to a file on its way into the server, so the test reads the wire.
 const database = useTestDatabase();
 let dir: string;
@@ -30,9 +31,10 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-async function connect(name: string) {
+async function connect(name: string, target: { revision?: 'auto' | 'session'; env?: Record<string, string> } = {}) {
   const wire = path.join(dir, `${name}.jsonl`);
   const client = await TaskgateClient.connectStdio({
+    ...(target.revision ? { revision: target.revision } : {}),
     command: '/bin/sh',
     args: ['-c', 'tee -a "$WIRE" | exec "$NODE" "$CLI" mcp-stdio'],
     env: {
@@ -42,6 +44,7 @@ async function connect(name: string) {
       CLI,
       DATABASE_URL: database.url,
       LOG_LEVEL: 'warn',
+      ...target.env,
     },
     stderr: 'ignore',
   });
@@ -62,8 +65,23 @@ async function taskOf(label: string) {
 }
 
 describe('TaskgateClient over stdio to taskgate mcp-stdio', () => {
+  it('negotiates 2026-07-28, as over HTTP, and reads resources and prompts there', async () => {
+    const { client, sent } = await connect('modern', { env: { TASKGATE_CONFORMANCE: '1' } });
+    expect(client.server.protocolVersion).toBe('2026-07-28');
+    expect(await sent('initialize')).toEqual([]);
+    const greeting = await client.callTool('greet', { name: 'Ann' });
+    expect(greeting.structuredContent).toEqual({ greeting: 'Hello, Ann!' });
+    const read = await client.readResource('test://static-text');
+    expect(read.contents).toMatchObject([{ uri: 'test://static-text', text: expect.any(String) }]);
+    const prompt = await client.getPrompt('test_prompt_with_arguments', { arg1: 'a', arg2: 'b' });
+    expect(prompt.messages).toMatchObject([{ role: 'user' }]);
+    // Every request carried 2026-07-28's per-request fields.
+    const [called] = await sent('tools/call');
+    expect(called?.params?._meta).toMatchObject({ 'io.modelcontextprotocol/protocolVersion': '2026-07-28' });
+  });
+
   it('lists and calls tools; an asTask call is followed to its result', async () => {
-    const { client, sent } = await connect('call');
+    const { client, sent } = await connect('call', { revision: 'session' });
     expect(client.server.protocolVersion).toBe('2025-11-25');
     expect((await client.listTools()).map((tool) => tool.name)).toContain('greet');
     const greeting = await client.callTool('greet', { name: 'Ann' });
@@ -81,7 +99,7 @@ describe('TaskgateClient over stdio to taskgate mcp-stdio', () => {
   });
 
   it('giving up on a task-backed call sends tasks/cancel, and the task ends cancelled', async () => {
-    const { client, sent } = await connect('give-up');
+    const { client, sent } = await connect('give-up', { revision: 'session' });
     const controller = new AbortController();
     let handedOver!: () => void;
     const isTask = new Promise<void>((resolve) => {
@@ -107,7 +125,7 @@ describe('TaskgateClient over stdio to taskgate mcp-stdio', () => {
   });
 
   it('a plain call cancelled on stdio is a notifications/cancelled with its id', async () => {
-    const { client, sent } = await connect('plain-cancel');
+    const { client, sent } = await connect('plain-cancel', { revision: 'session' });
     const controller = new AbortController();
     const call = client.callTool(
       'slow_compute',

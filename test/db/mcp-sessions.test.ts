@@ -1,5 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { createKysely, createPool, type Database, findMcpSession, insertMcpSession } from '@taskgate/db';
+import {
+  createKysely,
+  createPool,
+  type Database,
+  findMcpSession,
+  insertMcpSession,
+  MAX_MCP_SESSION_RESOURCES,
+  subscribeMcpSessionResource,
+  unsubscribeMcpSessionResource,
+} from '@taskgate/db';
 import { type Kysely, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
@@ -45,5 +54,25 @@ describe('insertMcpSession', () => {
     const b = await open('solo', 1);
     expect(await findMcpSession(db, a, 'solo')).toBeNull();
     expect(await findMcpSession(db, b, 'solo')).not.toBeNull();
+  });
+});
+
+// resources/subscribe URIs kept with the session, for whichever instance holds its GET stream.
+describe('subscribeMcpSessionResource', () => {
+  it('keeps each URI once, up to the bound even when instances subscribe at once, and frees one unsubscribed', async () => {
+    const id = await open('acme', 10);
+    const uris = Array.from({ length: MAX_MCP_SESSION_RESOURCES + 5 }, (_, n) => `test://r/${n}`);
+    // All at once, on several connections: the conditional UPDATE holds the bound.
+    const results = await Promise.all(uris.map((uri) => subscribeMcpSessionResource(db, id, 'acme', uri)));
+    expect(results.filter((result) => result === 'full')).toHaveLength(5);
+    const held = (await findMcpSession(db, id, 'acme'))?.resourceSubscriptions ?? [];
+    expect(held).toHaveLength(MAX_MCP_SESSION_RESOURCES);
+    const first = held[0] as string;
+    expect(await subscribeMcpSessionResource(db, id, 'acme', first)).toHaveLength(MAX_MCP_SESSION_RESOURCES);
+    expect(await unsubscribeMcpSessionResource(db, id, 'acme', first)).not.toContain(first);
+    expect(await subscribeMcpSessionResource(db, id, 'acme', 'test://late')).toContain('test://late');
+    // Another tenant's session, and none, hold nothing.
+    expect(await subscribeMcpSessionResource(db, id, 'globex', 'test://x')).toBeNull();
+    expect(await unsubscribeMcpSessionResource(db, randomUUID(), 'acme', 'test://x')).toBeNull();
   });
 });

@@ -48,13 +48,32 @@ const durableCaps = defineTool({
     return { content: [{ type: 'text', text: JSON.stringify(ctx.clientCapabilities ?? null) }] };
   },
 });
+/** An inline tool that sends its user to a page (URL-mode elicitation, 2025-11-25 client/elicitation). */
+const connectAccount = defineTool({
+  name: 'connect_account',
+  description: 'asks the user to connect an account on a page of its own',
+  inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+  retry: 'safe',
+  inline: true,
+  async handler(_input, ctx) {
+    const { link } = await ctx.input({
+      link: {
+        method: 'elicitation/create',
+        params: { mode: 'url', message: 'Connect your account', url: 'https://accounts.example.com/connect' },
+      },
+    });
+    return { content: [{ type: 'text', text: `link: ${(link as { action: string }).action}` }] };
+  },
+});
 let platform: Platform;
 let hub: TaskEventsHub;
 let core: McpCore;
 let api: Awaited<ReturnType<typeof serveApi>>;
 
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [...askingTools, durableAsk, durableCaps] as never });
+  platform = await startPlatform(database.url, {
+    tools: [...askingTools, durableAsk, durableCaps, connectAccount] as never,
+  });
   // Runs the tasks the subscriptions watch, so that a cancel ends them.
   await platform.startWorker();
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
@@ -97,6 +116,73 @@ const headers = (session?: string) => ({
 });
 const post = (body: Record<string, unknown>, session?: string) =>
   fetch(api.mcpUrl, { method: 'POST', headers: headers(session), body: JSON.stringify({ jsonrpc: '2.0', ...body }) });
+
+describe('URL-mode elicitation', () => {
+  it('over stdio: sent with an elicitationId to a client that declared elicitation.url, refused to one that did not', async () => {
+    const form = await initialized({ elicitation: {} });
+    form.send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'connect_account', arguments: {} } });
+    expect(await form.answerTo(1)).toMatchObject({
+      error: { code: -32021, data: { requiredCapabilities: { elicitation: { url: {} } } } },
+    });
+    expect(form.received.some((m) => m.method === 'elicitation/create')).toBe(false);
+    form.input.end();
+    await form.server.closed;
+
+    const url = await initialized({ elicitation: { url: {} } });
+    url.send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'connect_account', arguments: {} } });
+    const asked = await serverRequest(url, 'elicitation/create');
+    expect(asked.params).toEqual({
+      mode: 'url',
+      message: 'Connect your account',
+      url: 'https://accounts.example.com/connect',
+      elicitationId: expect.any(String),
+    });
+    url.send({ jsonrpc: '2.0', id: asked.id, result: { action: 'accept' } });
+    expect(await url.answerTo(2)).toMatchObject({ result: { content: [{ text: 'link: accept' }] } });
+    url.input.end();
+    await url.server.closed;
+  });
+
+  it('in 2026-07-28: asked as input_required only of a client that declared elicitation.url', async () => {
+    const call = (capabilities: Record<string, unknown>) =>
+      core.request(
+        'tools/call',
+        { name: 'connect_account', arguments: {} },
+        {
+          tenantId: 'default',
+          signal: new AbortController().signal,
+          revision: '2026-07-28',
+          clientCapabilities: capabilities,
+        },
+      );
+    expect(await call({ elicitation: {} })).toMatchObject({
+      kind: 'error',
+      error: { code: -32021, data: { requiredCapabilities: { elicitation: { url: {} } } } },
+    });
+    expect(await call({ elicitation: { url: {} } })).toMatchObject({
+      kind: 'result',
+      result: {
+        resultType: 'input_required',
+        inputRequests: { link: { method: 'elicitation/create', params: { mode: 'url' } } },
+      },
+    });
+  });
+
+  it('a form request is refused to a client that declared URL mode only', async () => {
+    const client = await initialized({ elicitation: { url: {} } });
+    client.send({
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'tools/call',
+      params: { name: 'test_elicitation', arguments: { message: 'Who?' } },
+    });
+    expect(await client.answerTo(3)).toMatchObject({
+      error: { code: -32021, data: { requiredCapabilities: { elicitation: { form: {} } } } },
+    });
+    client.input.end();
+    await client.server.closed;
+  });
+});
 
 describe('requests to the client, over stdio', () => {
   it('sends elicitation/create on the pipe and goes on with the client’s response', async () => {
@@ -149,8 +235,10 @@ describe('requests to the client, over stdio', () => {
       method: 'tools/call',
       params: { name: 'test_sampling', arguments: { prompt: 'p' } },
     });
-    const refused = (await plain.answerTo(1)) as { error: { code: number; message: string } };
-    expect(refused.error.code).toBe(-32603);
+    // -32021 naming what is missing, as a durable tool's ask gets (below), not a handler failure.
+    expect(await plain.answerTo(1)).toMatchObject({
+      error: { code: -32021, data: { requiredCapabilities: { sampling: {} } } },
+    });
     expect(plain.received.some((m) => m.method === 'sampling/createMessage')).toBe(false);
     plain.input.end();
 

@@ -172,7 +172,15 @@ describe('POST /mcp (2026-07-28)', () => {
         },
         ttlMs: expect.any(Number),
         cacheScope: 'public',
-        _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'taskgate', version: expect.any(String) } },
+        _meta: {
+          'io.modelcontextprotocol/serverInfo': {
+            name: 'taskgate',
+            version: expect.any(String),
+            title: 'Taskgate',
+            description: expect.any(String),
+            icons: [expect.objectContaining({ mimeType: 'image/svg+xml' })],
+          },
+        },
       }),
     });
   });

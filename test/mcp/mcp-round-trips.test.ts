@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { McpCore, TaskEventsHub } from '@taskgate/api';
-import { defineTool } from '@taskgate/sdk';
+import { definePrompt, defineResource, defineTool, type InputRequest } from '@taskgate/sdk';
 import { ToolRegistry } from '@taskgate/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prompts } from '../../examples/conformance/index.ts';
@@ -71,6 +71,38 @@ const oddAsker = defineTool({
   },
 });
 
+/** One elicitation asking whole cents, as the charger asks, for the prompt and resource below. */
+const CENTS: InputRequest = {
+  method: 'elicitation/create',
+  params: {
+    message: 'How many cents?',
+    requestedSchema: { type: 'object', properties: { cents: { type: 'integer', minimum: 1 } }, required: ['cents'] },
+  },
+};
+let centsSeen: unknown[] = [];
+const centsOf = (answer: unknown) => {
+  const { cents } = (answer as { content: { cents: unknown } }).content;
+  centsSeen.push(cents);
+  return String(cents);
+};
+const centsPrompt = definePrompt({
+  name: 'cents_prompt',
+  description: 'Asks for an amount in whole cents, then says it.',
+  async get(_args, ctx) {
+    const { amount } = await ctx.input({ amount: CENTS });
+    return { messages: [{ role: 'user', content: { type: 'text', text: `${centsOf(amount)} cents` } }] };
+  },
+});
+const centsResource = defineResource({
+  uri: 'test://cents',
+  name: 'cents',
+  description: 'Asks for an amount in whole cents, then reads it.',
+  async read(ctx) {
+    const { amount } = await ctx.input({ amount: CENTS });
+    return [{ text: `${centsOf(amount)} cents` }];
+  },
+});
+
 function coreWith(stateKey: Buffer): McpCore {
   return new McpCore({
     service: platform.service,
@@ -78,7 +110,7 @@ function coreWith(stateKey: Buffer): McpCore {
     tools: new ToolRegistry([...roundTripTools, greeter, charger, oddAsker]),
     server: { name: 'taskgate', version: 'test' },
     pollMs: 100,
-    content: [{ prompts }],
+    content: [{ prompts: [...prompts, centsPrompt], resources: [centsResource] }],
     requestStateKey: stateKey,
     logger: silentLogger,
   });
@@ -311,7 +343,71 @@ describe('multi round-trip tools/call of an inline tool', () => {
   });
 });
 
-describe('multi round-trip prompts/get', () => {
+describe('multi round-trip prompts/get and resources/read', () => {
+  const read = (params: Record<string, unknown>) =>
+    core.request(
+      'resources/read',
+      { uri: 'test://cents', ...params },
+      {
+        tenantId: 'acme',
+        signal: new AbortController().signal,
+        revision: '2026-07-28',
+        clientCapabilities: ELICIT,
+      },
+    );
+
+  it('refuses a retry whose elicitation content its requestedSchema refuses, as tools/call does', async () => {
+    const firstPrompt = await asked({ name: 'cents_prompt' });
+    const readAsked = await read({});
+    expect(readAsked).toMatchObject({ kind: 'result', result: { resultType: 'input_required' } });
+    const firstRead = (readAsked as unknown as { result: { requestState: string } }).result;
+    const retries = {
+      prompt: (content: Record<string, unknown>) =>
+        call({
+          name: 'cents_prompt',
+          requestState: firstPrompt.requestState,
+          inputResponses: { amount: accept(content) },
+        }),
+      read: (content: Record<string, unknown>) =>
+        read({ requestState: firstRead.requestState, inputResponses: { amount: accept(content) } }),
+    };
+    centsSeen = [];
+    for (const retry of Object.values(retries)) {
+      for (const content of [{ cents: true }, { cents: '250' }, { cents: 0 }, {}]) {
+        const refused = await retry(content);
+        expect(refused).toMatchObject({
+          kind: 'error',
+          error: { code: -32602, data: { code: 'TG_INPUT_RESPONSES_INVALID', key: 'amount' } },
+        });
+        expect(JSON.stringify(refused)).toContain('requestedSchema');
+      }
+    }
+    expect(centsSeen).toEqual([]);
+    expect(await retries.prompt({ cents: 250 })).toMatchObject({
+      kind: 'result',
+      result: { messages: [{ content: { text: '250 cents' } }] },
+    });
+    expect(await retries.read({ cents: 7 })).toMatchObject({
+      kind: 'result',
+      result: { contents: [{ uri: 'test://cents', text: '7 cents' }] },
+    });
+    expect(centsSeen).toEqual([250, 7]);
+  });
+
+  it('keeps a resources/read answered after input cacheable-shaped: ttlMs 0 and cacheScope private', async () => {
+    const first = (await read({})) as unknown as { result: { requestState: string } };
+    const done = await read({
+      requestState: first.result.requestState,
+      inputResponses: { amount: accept({ cents: 3 }) },
+    });
+    // server/utilities/caching: a complete resources/read MUST carry its hints; a retry's result
+    // MUST NOT be cached, which ttlMs 0 (immediately stale) and private say.
+    expect(done).toMatchObject({
+      kind: 'result',
+      result: { resultType: 'complete', ttlMs: 0, cacheScope: 'private', contents: [{ text: '3 cents' }] },
+    });
+  });
+
   it('asks, then makes its messages from the answer', async () => {
     const name = 'test_input_required_result_prompt';
     const first = await asked({ name });

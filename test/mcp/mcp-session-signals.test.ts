@@ -5,12 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { diagnosticTools } from '../../examples/conformance/diagnostic-fixtures.ts';
 import { askingTools } from '../../examples/conformance/round-trip-fixtures.ts';
 import { useTestDatabase } from '../support/databases.ts';
+import { openSse } from '../support/sse-client.ts';
 import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // Behind a load balancer without sticky sessions, a 2025-11-25 client's POSTed
 // notifications/cancelled, or its response to a request of the server's, may land on an instance
 // that does not hold the request. It reaches the one that does (Postgres NOTIFY), which acts on it
-// as if the POST had landed there.
+// as if the POST had landed there. A resources/subscribe or unsubscribe is kept with the session
+// in Postgres, so the instance holding the session's GET stream watches what any instance took.
 const database = useTestDatabase();
 type Api = { app: FastifyInstance; close(): Promise<void> };
 let platform: Platform;
@@ -158,5 +160,43 @@ describe('a session served by two instances', () => {
       result: { content: [{ text: 'User response: <action: accept, content: {"username":"ada","email":"a@b"}>' }] },
     });
     await reader.cancel();
+  });
+
+  it('a resources/subscribe and unsubscribe POSTed to the other instance act on the holder’s GET stream', async () => {
+    const id = await session();
+    const stream = openSse(new URL(url(holder)), {
+      method: 'GET',
+      headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', 'mcp-session-id': id },
+    });
+    expect(await stream.status).toBe(200);
+    const start = () => platform.service.create('default', { tool: 'slow_compute', arguments: { seconds: 30 } });
+    const [kept, dropped, marker] = [await start(), await start(), await start()];
+    const uri = (task: { id: string }) => `taskgate://tasks/${task.id}`;
+    const updated = () =>
+      stream.messages.filter((m) => m.method === 'notifications/resources/updated').map((m) => m.params);
+    const send = async (requestId: number, method: string, task: { id: string }) => {
+      const answer = await post(other, { id: requestId, method, params: { uri: uri(task) } }, id);
+      expect(await answer.json()).toMatchObject({ id: requestId, result: {} });
+    };
+    await send(20, 'resources/subscribe', kept);
+    await send(21, 'resources/subscribe', dropped);
+    await send(22, 'resources/unsubscribe', dropped);
+    await send(23, 'resources/subscribe', marker);
+    // The holder is told at once (NOTIFY), but a change the instant after the answer may come
+    // before it reads the session's URIs: a request of the session through it reads them too, so
+    // after this ping's answer the holder watches the marker, and not the dropped task.
+    const ping = await post(holder, { id: 24, method: 'ping' }, id);
+    expect(await ping.json()).toMatchObject({ id: 24, result: {} });
+    await platform.service.cancel('default', marker.id, 'marker');
+    await stream.until(() => updated().length > 0);
+    await platform.service.cancel('default', dropped.id, 'not watched');
+    await waitForTask(
+      () => platform.service.get('default', dropped.id),
+      (task: TaskRecord) => task.status === 'cancelled',
+    );
+    await platform.service.cancel('default', kept.id, 'watched');
+    await stream.until(() => updated().length > 1);
+    expect(updated()).toEqual([{ uri: uri(marker) }, { uri: uri(kept) }]);
+    stream.close();
   });
 });

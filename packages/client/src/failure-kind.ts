@@ -4,8 +4,11 @@ import type { FailureKind } from './retry-plan.ts';
 
 /** JSON-RPC -31503: the database did not answer, nothing was done (TG_SERVICE_UNAVAILABLE). */
 const SERVICE_UNAVAILABLE = -31503;
-/** The SDKs' "connection closed" (both -32000): the connection ended with the request open. */
-const CONNECTION_CLOSED = -32000;
+/**
+ * "Connection closed", the connection ended with the request open: -32000 from SDK v1, the
+ * SdkError code `CONNECTION_CLOSED` from v2 (its stdio child gone).
+ */
+const CONNECTION_CLOSED = new Set<unknown>([-32000, 'CONNECTION_CLOSED']);
 /** Errors of a fetch that never reached the server: nothing was sent. */
 const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
@@ -18,7 +21,7 @@ const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREAC
 export function failureKind(error: unknown): FailureKind {
   if (isTaskgateError(error)) return 'final';
   const code = (error as { code?: unknown }).code;
-  if (code === STREAM_ENDED.code || code === CONNECTION_CLOSED) return 'outcome-unknown';
+  if (code === STREAM_ENDED.code || CONNECTION_CLOSED.has(code)) return 'outcome-unknown';
   if (code === SERVICE_UNAVAILABLE) return 'unavailable';
   const status =
     (error as { data?: { status?: unknown }; status?: unknown }).data?.status ?? (error as { status?: unknown }).status;

@@ -4,13 +4,18 @@ import {
   type OAuthClientProvider,
   StreamableHTTPClientTransport,
 } from '@modelcontextprotocol/client';
-import { Client as StdioClient } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   type CallToolResult,
   CallToolResultSchema,
+  type GetPromptResult,
   type Implementation,
+  type Prompt,
+  type ReadResourceResult,
+  type Resource,
+  type ResourceTemplate,
   ResultSchema,
   type ServerCapabilities,
   type Tool,
@@ -29,6 +34,12 @@ export interface StdioTarget {
    * arrives. Never a pipe nobody reads: a child that fills one (64 KiB of logs) blocks.
    */
   readonly stderr?: 'inherit' | 'ignore' | ((text: string) => void);
+  /**
+   * `auto` (default): the newest revision both sides speak — 2026-07-28 when the server answers
+   * `server/discover` with it, else the handshake (`initialize`, 2025-11-25 or older), as over
+   * HTTP; `session`: the handshake only.
+   */
+  readonly revision?: 'auto' | 'session';
 }
 
 /** A Streamable HTTP endpoint (Taskgate's is `<base>/mcp`). */
@@ -58,8 +69,8 @@ export interface SdkRequestOptions {
 
 /**
  * The official SDK client that speaks a target's transport, behind the few calls the client
- * makes: v1 over stdio (the 2025 revisions and their tasks), v2 over HTTP (2026-07-28, with the
- * 2025-11-25 session as its fallback). Each SDK does its transport's cancel on abort.
+ * makes: v2 over stdio and HTTP (2026-07-28 where the server has it, with the handshake revisions
+ * as the fallback), v1 over a transport made elsewhere. Each SDK does its transport's cancel on abort.
  */
 export interface SdkSession {
   connect(wrap: (transport: Transport) => Transport, timeoutMs: number): Promise<void>;
@@ -68,6 +79,20 @@ export interface SdkSession {
   readonly protocolVersion: string | undefined;
   listTools(cursor: string | undefined, options: SdkRequestOptions): Promise<{ tools: Tool[]; nextCursor?: string }>;
   callTool(name: string, args: Record<string, unknown>, options: SdkRequestOptions): Promise<CallToolResult>;
+  listPrompts(
+    cursor: string | undefined,
+    options: SdkRequestOptions,
+  ): Promise<{ prompts: Prompt[]; nextCursor?: string }>;
+  getPrompt(name: string, args: Record<string, string>, options: SdkRequestOptions): Promise<GetPromptResult>;
+  listResources(
+    cursor: string | undefined,
+    options: SdkRequestOptions,
+  ): Promise<{ resources: Resource[]; nextCursor?: string }>;
+  listResourceTemplates(
+    cursor: string | undefined,
+    options: SdkRequestOptions,
+  ): Promise<{ resourceTemplates: ResourceTemplate[]; nextCursor?: string }>;
+  readResource(uri: string, options: SdkRequestOptions): Promise<ReadResourceResult>;
   request(
     method: string,
     params: Record<string, unknown>,
@@ -95,9 +120,17 @@ export function stdioSession(target: StdioTarget, clientInfo: Implementation): S
     // The transport's own PassThrough, there from construction: read from the first byte.
     transport.stderr?.on('data', (chunk: Buffer) => onStderr(chunk.toString('utf8')));
   }
-  return v1Session(transport, clientInfo, () => {
+  const describeEnd = () => {
     const pid = transport.pid;
     return `the stdio server ${JSON.stringify(target.command)}${pid === null ? '' : ` (pid ${pid})`} has ended`;
+  };
+  // The client's wrap makes the transport one the SDK does not know, so its server/discover
+  // probe goes on this pipe (no second process); a server without it answers -32601 or stays
+  // silent, and the handshake follows.
+  return v2Session(transport as unknown as Transport, v2Client(clientInfo, target.revision, STDIO_PROBE_MS), {
+    describeEnd,
+    // Read before the transport forgets its child (pid is null once it has exited).
+    refreshEnd: true,
   });
 }
 
@@ -107,7 +140,7 @@ export function v1Session(
   clientInfo: Implementation,
   describeEnd: () => string = () => 'the connection to the server has ended',
 ): SdkSession {
-  const client = new StdioClient(clientInfo, { capabilities: {} });
+  const client = new V1Client(clientInfo, { capabilities: {} });
   // The v1 client keeps the negotiated revision nowhere but in the transport's
   // setProtocolVersion, which only its HTTP transport has: a stdio connection's would be lost,
   // and with it everything that depends on the revision (2025-11-25's task-augmented calls).
@@ -144,6 +177,12 @@ export function v1Session(
     listTools: (cursor, options) => client.listTools(cursor === undefined ? undefined : { cursor }, options),
     callTool: async (name, args, options) =>
       (await client.callTool({ name, arguments: args }, CallToolResultSchema, options)) as CallToolResult,
+    listPrompts: (cursor, options) => client.listPrompts(cursor === undefined ? undefined : { cursor }, options),
+    getPrompt: (name, args, options) => client.getPrompt({ name, arguments: args }, options),
+    listResources: (cursor, options) => client.listResources(cursor === undefined ? undefined : { cursor }, options),
+    listResourceTemplates: (cursor, options) =>
+      client.listResourceTemplates(cursor === undefined ? undefined : { cursor }, options),
+    readResource: (uri, options) => client.readResource({ uri }, options),
     request: async (method, params, options) =>
       (await client.request({ method, params } as never, ResultSchema.passthrough(), options)) as Record<
         string,
@@ -171,18 +210,51 @@ export function httpSession(target: HttpTarget, clientInfo: Implementation): Sdk
     },
     ...(target.authProvider ? { authProvider: target.authProvider } : {}),
   });
-  const client = new HttpClient(clientInfo, {
-    // The Tasks extension: a server may answer a tools/call with a task (the client watches it).
-    capabilities: { extensions: { [TASKS_EXTENSION]: {} } } as never,
-    versionNegotiation: { mode: target.revision === 'session' ? 'legacy' : 'auto' },
+  return v2Session(transport as unknown as Transport, v2Client(clientInfo, target.revision), {
+    describeEnd: () => `the connection to ${target.url} was closed`,
+    refreshEnd: false,
   });
+}
+
+/**
+ * The v2 client: the Tasks extension declared (a server may answer a tools/call with a task, which
+ * the client watches), and the revision negotiated with server/discover unless `session` says
+ * the handshake only.
+ */
+function v2Client(
+  clientInfo: Implementation,
+  revision: 'auto' | 'session' | undefined,
+  probeTimeoutMs?: number,
+): HttpClient {
+  return new HttpClient(clientInfo, {
+    capabilities: { extensions: { [TASKS_EXTENSION]: {} } } as never,
+    versionNegotiation: {
+      mode: revision === 'session' ? 'legacy' : 'auto',
+      ...(probeTimeoutMs === undefined ? {} : { probe: { timeoutMs: probeTimeoutMs } }),
+    },
+  });
+}
+
+/**
+ * A stdio server that ignores an unknown request before initialize is a handshake server (the
+ * SDK falls back when its probe times out there): it is not waited for as long as a request.
+ */
+const STDIO_PROBE_MS = 5_000;
+
+function v2Session(
+  transport: Transport,
+  client: HttpClient,
+  end: { readonly describeEnd: () => string; readonly refreshEnd: boolean },
+): SdkSession {
   let ended: string | null = null;
+  let endLine = end.describeEnd();
   client.onclose = () => {
-    ended = `the connection to ${target.url} was closed`;
+    ended = end.refreshEnd ? endLine : end.describeEnd();
   };
   return {
     async connect(wrap, timeoutMs) {
-      await client.connect(wrap(transport as unknown as Transport) as never, { timeout: timeoutMs } as never);
+      await client.connect(wrap(transport) as never, { timeout: timeoutMs } as never);
+      if (end.refreshEnd) endLine = end.describeEnd();
     },
     get ended() {
       return ended;
@@ -203,6 +275,24 @@ export function httpSession(target: HttpTarget, clientInfo: Implementation): Sdk
       },
     callTool: async (name, args, options) =>
       (await client.callTool({ name, arguments: args }, options as never)) as CallToolResult,
+    listPrompts: async (cursor, options) =>
+      (await client.listPrompts(cursor === undefined ? undefined : { cursor }, options as never)) as {
+        prompts: Prompt[];
+        nextCursor?: string;
+      },
+    getPrompt: async (name, args, options) =>
+      (await client.getPrompt({ name, arguments: args }, options as never)) as GetPromptResult,
+    listResources: async (cursor, options) =>
+      (await client.listResources(cursor === undefined ? undefined : { cursor }, options as never)) as {
+        resources: Resource[];
+        nextCursor?: string;
+      },
+    listResourceTemplates: async (cursor, options) =>
+      (await client.listResourceTemplates(cursor === undefined ? undefined : { cursor }, options as never)) as {
+        resourceTemplates: ResourceTemplate[];
+        nextCursor?: string;
+      },
+    readResource: async (uri, options) => (await client.readResource({ uri }, options as never)) as ReadResourceResult,
     request: async (method, params, options) =>
       (await client.request({ method, params } as never, options as never)) as Record<string, unknown>,
     onError(handler) {

@@ -1,7 +1,15 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  CallToolResult,
+  GetPromptResult,
+  Prompt,
+  ReadResourceResult,
+  Resource,
+  ResourceTemplate,
+  Tool,
+} from '@modelcontextprotocol/sdk/types.js';
 import { isTaskgateError, TaskgateError } from '@taskgate/errors';
 import { META, revisionInfo, TASKS_EXTENSION } from '@taskgate/protocol';
 import { deterministicJitter, fingerprintInput, sha256Hex } from '@taskgate/reliability';
@@ -212,6 +220,70 @@ export class TaskgateClient {
       cursor = page.nextCursor;
     } while (cursor !== undefined);
     return tools;
+  }
+
+  /** prompts/list, every page, under the request's clocks and signal. */
+  async listPrompts(options: CallOptions = {}): Promise<Prompt[]> {
+    return this.#allPages(
+      'prompts/list',
+      options,
+      (cursor, sdkOptions) => this.#sdk.listPrompts(cursor, sdkOptions),
+      'prompts',
+    );
+  }
+
+  /** prompts/get: the prompt's messages for `args` (every argument a string, as MCP has them). */
+  async getPrompt(
+    name: string,
+    args: Readonly<Record<string, string>> = {},
+    options: CallOptions = {},
+  ): Promise<GetPromptResult> {
+    return this.#withClocks('prompts/get', options, (sdkOptions) => this.#sdk.getPrompt(name, { ...args }, sdkOptions));
+  }
+
+  /** resources/list, every page. */
+  async listResources(options: CallOptions = {}): Promise<Resource[]> {
+    return this.#allPages(
+      'resources/list',
+      options,
+      (cursor, sdkOptions) => this.#sdk.listResources(cursor, sdkOptions),
+      'resources',
+    );
+  }
+
+  /** resources/templates/list, every page. */
+  async listResourceTemplates(options: CallOptions = {}): Promise<ResourceTemplate[]> {
+    return this.#allPages(
+      'resources/templates/list',
+      options,
+      (cursor, sdkOptions) => this.#sdk.listResourceTemplates(cursor, sdkOptions),
+      'resourceTemplates',
+    );
+  }
+
+  /** resources/read: the resource's contents (a task's, `taskgate://tasks/{id}`, or a module's). */
+  async readResource(uri: string, options: CallOptions = {}): Promise<ReadResourceResult> {
+    return this.#withClocks('resources/read', options, (sdkOptions) => this.#sdk.readResource(uri, sdkOptions));
+  }
+
+  /** Every page of a list, each page a request of its own under the clocks. */
+  async #allPages<K extends string, T>(
+    method: string,
+    options: CallOptions,
+    page: (
+      cursor: string | undefined,
+      sdkOptions: SdkRequestOptions,
+    ) => Promise<{ [key in K]: T[] } & { nextCursor?: string }>,
+    key: K,
+  ): Promise<T[]> {
+    const items: T[] = [];
+    let cursor: string | undefined;
+    do {
+      const got = await this.#withClocks(method, options, (sdkOptions) => page(cursor, sdkOptions));
+      items.push(...got[key]);
+      cursor = got.nextCursor;
+    } while (cursor !== undefined);
+    return items;
   }
 
   /**

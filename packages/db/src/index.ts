@@ -131,10 +131,13 @@ export {
   deleteMcpSession,
   findMcpSession,
   insertMcpSession,
+  MAX_MCP_SESSION_RESOURCES,
   MAX_MCP_SESSIONS_PER_TENANT,
   MCP_SESSION_IDLE_MS,
   type McpSessionRecord,
   setMcpSessionLogLevel,
+  subscribeMcpSessionResource,
+  unsubscribeMcpSessionResource,
 } from './sessions/mcp-sessions.ts';
 export {
   ensureTaskQueue,

@@ -225,6 +225,7 @@ export interface McpSessionsTable {
   created_at: GeneratedTimestamp;
   last_seen_at: GeneratedTimestamp;
   log_level: string | null;
+  resource_subscriptions: Generated<string[]>;
 }
 
 export interface Database {

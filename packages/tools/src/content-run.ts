@@ -1,7 +1,7 @@
 import { checkJsonValue } from '@taskgate/protocol';
 import type { Completer, ContentContext, InputRequest, PromptDefinition, PromptResult } from '@taskgate/sdk';
 import type { ResolvedResource } from './content-registry.ts';
-import { inputAnswerProblem } from './input-answers.ts';
+import { inputAnswersProblem } from './input-answers.ts';
 import { contentBlockProblem, MAX_TOOL_RESULT_BYTES } from './result-check.ts';
 
 /**
@@ -30,9 +30,12 @@ export const MAX_COMPLETION_VALUES = 100;
 export class ContentRunError extends Error {
   /** `refused`: the client's answer to the handler's ctx.input() does not answer its request. */
   readonly kind: 'cancelled' | 'timeout' | 'invalid' | 'failed' | 'refused';
-  constructor(kind: ContentRunError['kind'], message: string, options?: { cause?: unknown }) {
+  /** For `refused`: the key of the input whose answer does not answer its request. */
+  readonly key: string | undefined;
+  constructor(kind: ContentRunError['kind'], message: string, options?: { cause?: unknown; key?: string }) {
     super(message, options);
     this.kind = kind;
+    this.key = options?.key;
   }
 }
 
@@ -171,7 +174,7 @@ async function bounded<T>(
     if (missing.length > 0) {
       throw new ContentInputAsked(Object.fromEntries(missing.map((key) => [key, requests[key] as InputRequest])));
     }
-    return Object.fromEntries(Object.keys(requests).map((key) => [key, answers[key]]));
+    return checkedAnswers(label, requests, Object.fromEntries(Object.keys(requests).map((key) => [key, answers[key]])));
   };
   try {
     return await Promise.race([
@@ -192,7 +195,7 @@ async function bounded<T>(
 
 /**
  * Every request of one ctx.input() asked of the client at once; the answers by key once all are
- * in, each checked against its request (as a tool's are: a handler gets what it asked for).
+ * in, each checked against its request.
  */
 async function askEach(
   label: string,
@@ -203,12 +206,26 @@ async function askEach(
   const entries = await Promise.all(
     Object.entries(requests).map(async ([key, request]) => [key, await ask(request, signal)] as const),
   );
-  for (const [key, answer] of entries) {
-    const problem = inputAnswerProblem(requests[key] as InputRequest, answer);
-    if (problem !== null)
-      throw new ContentRunError('refused', `${label}: the client's answer to input ${key} ${problem}`);
+  return checkedAnswers(label, requests, Object.fromEntries(entries));
+}
+
+/**
+ * The answers, once each answers its request (inputAnswersProblem, the check a tool's answers get):
+ * a handler never sees an elicitation's content that its requestedSchema refuses, whether it came
+ * on the request's stream or in a multi round-trip retry's inputResponses.
+ */
+function checkedAnswers(
+  label: string,
+  requests: Readonly<Record<string, InputRequest>>,
+  answers: Record<string, unknown>,
+): Record<string, unknown> {
+  const found = inputAnswersProblem(requests, answers);
+  if (found !== null) {
+    throw new ContentRunError('refused', `${label}: the client's answer to input ${found.key} ${found.problem}`, {
+      key: found.key,
+    });
   }
-  return Object.fromEntries(entries);
+  return answers;
 }
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;

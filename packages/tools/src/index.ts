@@ -35,7 +35,12 @@ export {
   remoteContentSet,
 } from './content-tool.ts';
 export { InlineStore } from './inline-store.ts';
-export { inputAnswerProblem, inputResultProblem } from './input-answers.ts';
+export {
+  type InputAnswersProblem,
+  inputAnswerProblem,
+  inputAnswersProblem,
+  inputResultProblem,
+} from './input-answers.ts';
 export { definedFields, LISTED_FIELDS } from './listed-fields.ts';
 export { contentRegistryOf, loadToolModules, registryOf } from './module-loader.ts';
 export { startResourceWatch } from './resource-watch.ts';

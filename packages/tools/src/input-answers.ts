@@ -63,6 +63,29 @@ export function inputAnswerProblem(request: InputRequest, answer: unknown): stri
   return `has a ${where} that does not match the requestedSchema: ${first?.message ?? 'invalid'}`;
 }
 
+/** The first answer of `answers` that does not answer its request in `requests`, by key. */
+export interface InputAnswersProblem {
+  readonly key: string;
+  readonly problem: string;
+}
+
+/**
+ * The one check of a handler's answers, whichever asked (a tool's ctx.input(), a resource's or a
+ * prompt's, a tool's askFirst) and whichever way they came (a multi round-trip retry, a
+ * tasks/update, a response on the request's stream): each answer against its request
+ * (inputAnswerProblem). An absent answer is checked as `undefined`, so it fails.
+ */
+export function inputAnswersProblem(
+  requests: Readonly<Record<string, InputRequest>>,
+  answers: Readonly<Record<string, unknown>>,
+): InputAnswersProblem | null {
+  for (const [key, request] of Object.entries(requests)) {
+    const problem = inputAnswerProblem(request, answers[key]);
+    if (problem !== null) return { key, problem };
+  }
+  return null;
+}
+
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 

@@ -19,7 +19,7 @@ import {
   type ToolResult,
 } from '@taskgate/sdk';
 import type { AnyTool } from './any-tool.ts';
-import { inputAnswerProblem } from './input-answers.ts';
+import { inputAnswersProblem } from './input-answers.ts';
 import type { RunObserver } from './run-observer.ts';
 import type { RunOutcome, RunProgress, RunStore, RunTask, StepRecord } from './run-store.ts';
 import { StopWatch } from './stop-watch.ts';
@@ -770,7 +770,7 @@ export class ToolRun {
 }
 
 /**
- * The answers, once each is found to answer its request (inputAnswerProblem): a handler never gets
+ * The answers, once each is found to answer its request (inputAnswersProblem): a handler never gets
  * an elicitation's content that its requestedSchema refuses, whichever way the answer came (a
  * tasks/update, a multi round-trip retry, a response on the call's stream). One that does not
  * fails the call with -32602 naming the key, as arguments that do not match a tool's schema do.
@@ -779,14 +779,12 @@ function checkedAnswers(
   requests: Readonly<Record<string, InputRequest>>,
   answers: Record<string, unknown>,
 ): Record<string, unknown> {
-  for (const [key, request] of Object.entries(requests)) {
-    const problem = inputAnswerProblem(request, answers[key]);
-    if (problem !== null) {
-      throw new ToolProtocolError(INVALID_PARAMS, `the client's answer to input ${key} ${problem}`, {
-        code: 'TG_INPUT_RESPONSES_INVALID',
-        key,
-      });
-    }
+  const found = inputAnswersProblem(requests, answers);
+  if (found !== null) {
+    throw new ToolProtocolError(INVALID_PARAMS, `the client's answer to input ${found.key} ${found.problem}`, {
+      code: 'TG_INPUT_RESPONSES_INVALID',
+      key: found.key,
+    });
   }
   return answers;
 }

@@ -67,7 +67,6 @@ export async function handleBatch(
   const { scope, revision } = resolved;
   const connection = sessionConnection(
     sessions,
-    route.core,
     { ...context, era: postedEra(context.sessionId, context.versionHeader), scope, revision },
     (fields, text) => request.log.warn(fields, text),
   );

@@ -1,6 +1,9 @@
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
+import { SseStream } from '../sse/sse-stream.ts';
 import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
-import { LegacySessions } from './legacy-sessions.ts';
+import { LegacySessions, memorySessionStore } from './legacy-sessions.ts';
 
 // A session signal (a cancel or response another instance took) acts only on a request this
 // process holds, of that session, of that tenant.
@@ -53,50 +56,75 @@ describe('LegacySessions.onSignal', () => {
   });
 });
 
-// A client may vanish without DELETE: what its session holds here (a GET stream's place, resource
-// subscriptions, which keep content watch rows) goes when the route's sweep finds it idle, with no
-// other session opened to trigger it.
+// A client may vanish without DELETE: what its session holds here goes when the route's sweep
+// finds it idle, with no other session opened to trigger it; one with a request running stays.
 describe('LegacySessions.sweep', () => {
-  it('stops an idle session’s resource subscriptions, and keeps a busy or fresh one’s', async () => {
+  it('lets an idle session go, and keeps a busy or fresh one', async () => {
     let now = 0;
     const sessions = new LegacySessions({ idleMs: 1_000, now: () => now });
-    const stopped: string[] = [];
-    const subscriptionsOf = (name: string) => (): ResourceSubscriptions => ({
-      has: () => false,
-      subscribe: () => true,
-      unsubscribe: () => {},
-      stop: () => stopped.push(name),
-    });
     const idle = await sessions.open('acme', '2025-11-25');
     const busy = await sessions.open('acme', '2025-11-25');
-    sessions.resourcesOf(idle, subscriptionsOf('idle'));
-    sessions.resourcesOf(busy, subscriptionsOf('busy'));
     // A request still running in the busy one.
     (await sessions.scopeOf(busy, 'acme'))?.controllers.set('n:1', new AbortController());
     now = 1_000;
     sessions.sweep();
-    expect(stopped).toEqual([]);
+    expect(sessions.heldScope(idle, 'acme')).not.toBeNull();
     now = 1_001;
     sessions.sweep();
-    expect(stopped).toEqual(['idle']);
-    expect(sessions.resourcesOf(idle, subscriptionsOf('again'))).toBeNull();
-    // The busy one keeps the set it had.
-    const kept = sessions.resourcesOf(busy, subscriptionsOf('new'));
-    kept?.stop();
-    expect(stopped).toEqual(['idle', 'busy']);
+    expect(sessions.heldScope(idle, 'acme')).toBeNull();
+    expect(sessions.heldScope(busy, 'acme')).not.toBeNull();
+  });
+});
+
+// A session's resources/subscribe URIs are kept in its store, so the instance holding its GET
+// stream watches them whichever instance took the request; watches (content watch rows, task
+// watches) run only there, and only while the stream is open.
+describe('LegacySessions resource watches', () => {
+  /** A response an SseStream can write to: nothing is sent anywhere. */
+  const response = () => {
+    const emitter = new EventEmitter();
+    return Object.assign(emitter, {
+      writeHead: () => {},
+      flushHeaders: () => {},
+      write: () => true,
+      end: () => emitter.emit('close'),
+    }) as unknown as ServerResponse;
+  };
+
+  it('watches what any instance subscribed, only while the session’s GET stream is here', async () => {
+    const store = memorySessionStore();
+    const events: string[] = [];
+    const watches = (): ResourceSubscriptions => ({
+      has: () => false,
+      subscribe: (uri) => events.push(`+${uri}`) > 0,
+      unsubscribe: (uri) => {
+        events.push(`-${uri}`);
+      },
+      stop: () => events.push('stop'),
+    });
+    const holder = new LegacySessions({ store, watches });
+    const other = new LegacySessions({ store, watches });
+    const id = await holder.open('acme', '2025-11-25');
+    await other.scopeOf(id, 'acme');
+    expect(await other.subscriptionsOf(id)?.subscribe('a://1')).toBe(true);
+    // No stream anywhere yet: nothing is watched.
+    expect(events).toEqual([]);
+    const stream = new SseStream(response(), { capacity: 1, coalesce: 'by-key', keepaliveMs: 60_000 });
+    expect(await holder.attachStream(id, 'acme', stream)).toBe(true);
+    expect(events).toEqual(['+a://1']);
+    await other.subscriptionsOf(id)?.subscribe('a://2');
+    await other.subscriptionsOf(id)?.unsubscribe('a://1');
+    // No signal reaches the holder here: the session's next request there reads them again.
+    await holder.scopeOf(id, 'acme');
+    expect(events).toEqual(['+a://1', '-a://1', '+a://2']);
+    stream.close();
+    expect(events).toEqual(['+a://1', '-a://1', '+a://2', 'stop']);
   });
 });
 
 // The bound on sessions held here makes room for a new one, never by dropping a session whose
 // request runs here; and the timer's sweep drops only idle sessions, however full the map is.
 describe('LegacySessions at its bound', () => {
-  const none = (): ResourceSubscriptions => ({
-    has: () => false,
-    subscribe: () => true,
-    unsubscribe: () => {},
-    stop: () => {},
-  });
-
   it('a sweep of a full map with nobody idle keeps every session', async () => {
     let now = 0;
     const sessions = new LegacySessions({ idleMs: 60_000, max: 3, now: () => now });
@@ -105,7 +133,6 @@ describe('LegacySessions at its bound', () => {
       await sessions.open('acme', '2025-11-25'),
       await sessions.open('acme', '2025-11-25'),
     ];
-    for (const id of ids) sessions.resourcesOf(id, none);
     now = 1_000;
     sessions.sweep();
     for (const id of ids) expect(sessions.heldScope(id, 'acme')).not.toBeNull();

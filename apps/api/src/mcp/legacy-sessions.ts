@@ -7,7 +7,10 @@ import {
   MCP_SESSION_IDLE_MS,
   type McpSessionRecord,
   type SessionSignal,
+  type SessionSignals,
   setMcpSessionLogLevel,
+  subscribeMcpSessionResource,
+  unsubscribeMcpSessionResource,
 } from '@taskgate/db';
 import {
   type Capabilities,
@@ -27,8 +30,11 @@ import type { SseStream } from '../sse/sse-stream.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
 import type { Connection } from './dispatch/dispatcher.ts';
 import { cancelRequest } from './dispatch/incoming.ts';
-import type { ResourceSubscriptions } from './dispatch/resource-subscriptions.ts';
-import type { McpCore } from './mcp-core.ts';
+import {
+  MAX_RESOURCE_SUBSCRIPTIONS,
+  type ResourceSubscriptions,
+  type SubscriptionSet,
+} from './dispatch/resource-subscriptions.ts';
 
 /**
  * Sessions of the handshake era (initialize, Mcp-Session-Id), each with its negotiated revision.
@@ -62,6 +68,10 @@ export interface SessionStore {
   delete(id: string, tenantId: string): Promise<boolean>;
   /** logging/setLevel; false when the session is gone. */
   setLogLevel(id: string, tenantId: string, level: LogLevel): Promise<boolean>;
+  /** resources/subscribe: the session's URIs after it, `'full'` at the bound, null when it is gone. */
+  subscribeResource(id: string, tenantId: string, uri: string): Promise<readonly string[] | 'full' | null>;
+  /** resources/unsubscribe: the session's URIs after it, null when it is gone. */
+  unsubscribeResource(id: string, tenantId: string, uri: string): Promise<readonly string[] | null>;
 }
 
 /** Sessions in Postgres (mcp_sessions), shared by every API instance. */
@@ -71,6 +81,8 @@ export function databaseSessionStore(db: Kysely<Database>): SessionStore {
     find: (id, tenantId) => findMcpSession(db, id, tenantId),
     delete: (id, tenantId) => deleteMcpSession(db, id, tenantId),
     setLogLevel: (id, tenantId, level) => setMcpSessionLogLevel(db, id, tenantId, level),
+    subscribeResource: (id, tenantId, uri) => subscribeMcpSessionResource(db, id, tenantId, uri),
+    unsubscribeResource: (id, tenantId, uri) => unsubscribeMcpSessionResource(db, id, tenantId, uri),
   };
 }
 
@@ -104,6 +116,24 @@ export function memorySessionStore(options: { idleMs?: number; max?: number; now
       entry.record = { ...entry.record, logLevel: level };
       return true;
     },
+    subscribeResource: async (id, tenantId, uri) => {
+      const entry = sessions.get(id);
+      if (!entry || entry.record.tenantId !== tenantId) return null;
+      const uris = entry.record.resourceSubscriptions ?? [];
+      if (uris.includes(uri)) return uris;
+      if (uris.length >= MAX_RESOURCE_SUBSCRIPTIONS) return 'full';
+      entry.record = { ...entry.record, resourceSubscriptions: [...uris, uri] };
+      return entry.record.resourceSubscriptions as readonly string[];
+    },
+    unsubscribeResource: async (id, tenantId, uri) => {
+      const entry = sessions.get(id);
+      if (!entry || entry.record.tenantId !== tenantId) return null;
+      entry.record = {
+        ...entry.record,
+        resourceSubscriptions: (entry.record.resourceSubscriptions ?? []).filter((held) => held !== uri),
+      };
+      return entry.record.resourceSubscriptions as readonly string[];
+    },
   };
 }
 
@@ -113,9 +143,23 @@ interface Local {
   readonly scope: CallScope;
   /** The session's GET stream in this process, if the client opened one here. */
   stream: SseStream | null;
-  /** Its resources/subscribe set in this process, made on first use. */
+  /** Its resources/subscribe URIs, as last read from the store (or written to it) here. */
+  uris: readonly string[];
+  /** Which read of the store `uris` came from (#reads when it started): a later one wins. */
+  urisRead: number;
+  /** The watches of `uris`, while the session's GET stream is here (nowhere else to notify). */
   resources: ResourceSubscriptions | null;
+  /** The URIs `resources` watches. */
+  readonly watched: Set<string>;
+  /** The signal-driven re-reads of the store, one after another. */
+  refreshing: Promise<void>;
 }
+
+/** Watches resources for a session's GET stream; its notifications go to `push`. */
+export type ResourceWatches = (
+  tenantId: string,
+  push: (message: Record<string, unknown>) => void,
+) => ResourceSubscriptions;
 
 export class LegacySessions {
   readonly #store: SessionStore;
@@ -124,12 +168,29 @@ export class LegacySessions {
   readonly #idleMs: number;
   readonly #max: number;
   readonly #now: () => number;
+  readonly #watches: ResourceWatches | undefined;
+  readonly #signals: SessionSignals | undefined;
+  /** Numbers each read of a session's URIs, so an older read landing late does not undo a newer. */
+  #reads = 0;
 
-  constructor(options: { store?: SessionStore; idleMs?: number; max?: number; now?: () => number } = {}) {
+  constructor(
+    options: {
+      store?: SessionStore;
+      idleMs?: number;
+      max?: number;
+      now?: () => number;
+      /** How a session's subscribed resources are watched here (absent: they are kept, never notified). */
+      watches?: ResourceWatches;
+      /** Tells the other instances that a session's subscriptions changed. */
+      signals?: SessionSignals;
+    } = {},
+  ) {
     this.#idleMs = options.idleMs ?? MCP_SESSION_IDLE_MS;
     this.#max = options.max ?? 10_000;
     this.#now = options.now ?? Date.now;
     this.#store = options.store ?? memorySessionStore(options);
+    this.#watches = options.watches;
+    this.#signals = options.signals;
   }
 
   /** A new session for an initialize, stored before its id is handed out. */
@@ -137,13 +198,7 @@ export class LegacySessions {
     const id = randomUUID();
     await this.#store.insert({ id, tenantId, revision, clientCapabilities: clientCapabilities ?? null });
     this.#evict();
-    this.#local.set(id, {
-      tenantId,
-      lastSeen: this.#now(),
-      scope: newScope(clientCapabilities, revision),
-      stream: null,
-      resources: null,
-    });
+    this.#local.set(id, newLocal(tenantId, this.#now(), newScope(clientCapabilities, revision)));
     return id;
   }
 
@@ -160,8 +215,11 @@ export class LegacySessions {
     local.stream?.close();
     local.stream = stream;
     stream.onClose(() => {
-      if (local.stream === stream) local.stream = null;
+      if (local.stream !== stream) return;
+      local.stream = null;
+      this.#watch(local);
     });
+    this.#watch(local);
     return true;
   }
 
@@ -173,25 +231,87 @@ export class LegacySessions {
   }
 
   /**
-   * The session's resources/subscribe set in this process (made with `create` on first use; its
-   * notifications go to the session's GET stream here), or null for a session not held here.
+   * The session's resources/subscribe set, for a request of it taken here: the URIs are kept in
+   * the store, so the instance holding the session's GET stream watches them wherever the request
+   * landed (told at once by a signal; else at the session's next request there). Null for a
+   * session not held here.
    */
-  resourcesOf(sessionId: string, create: (push: (message: Record<string, unknown>) => void) => ResourceSubscriptions) {
+  subscriptionsOf(sessionId: string): SubscriptionSet | null {
     const local = this.#local.get(sessionId);
     if (!local) return null;
-    local.resources ??= create((message) => {
+    const { tenantId } = local;
+    const changed = (read: number, uris: readonly string[] | null) => {
+      if (uris === null) return;
+      this.#apply(local, read, uris);
+      this.#signals?.send({ kind: 'resources', tenantId, sessionId });
+    };
+    return {
+      has: (uri) => local.uris.includes(uri),
+      subscribe: async (uri) => {
+        const read = ++this.#reads;
+        const after = await this.#store.subscribeResource(sessionId, tenantId, uri);
+        if (after === 'full') return false;
+        // Gone (deleted through another instance): nothing to watch; its next request is 404.
+        changed(read, after);
+        return true;
+      },
+      unsubscribe: async (uri) => {
+        const read = ++this.#reads;
+        changed(read, await this.#store.unsubscribeResource(sessionId, tenantId, uri));
+      },
+    };
+  }
+
+  /** Another instance changed a session's subscriptions: read them again if its stream is here. */
+  #refresh(local: Local, sessionId: string): void {
+    local.refreshing = local.refreshing.then(async () => {
+      if (!local.stream) return;
+      const read = ++this.#reads;
+      try {
+        const record = await this.#store.find(sessionId, local.tenantId);
+        if (record) this.#apply(local, read, record.resourceSubscriptions ?? []);
+      } catch {
+        // The store away: the session's next request here reads them again.
+      }
+    });
+  }
+
+  /** `uris` as read by read number `read`, unless a later read was applied already. */
+  #apply(local: Local, read: number, uris: readonly string[]): void {
+    if (read < local.urisRead) return;
+    local.urisRead = read;
+    local.uris = uris;
+    this.#watch(local);
+  }
+
+  /** The watches made to match the session's URIs while its stream is here, and stopped without it. */
+  #watch(local: Local): void {
+    if (!local.stream || !this.#watches) {
+      unwatch(local);
+      return;
+    }
+    local.resources ??= this.#watches(local.tenantId, (message) => {
       const uri = String((message.params as { uri?: unknown } | undefined)?.uri);
       local.stream?.push({ kind: 'replaceable', key: `updated ${uri}`, value: { data: message } });
     });
-    return local.resources;
+    const wanted = new Set(local.uris);
+    for (const uri of local.watched) {
+      if (wanted.has(uri)) continue;
+      local.resources.unsubscribe(uri);
+      local.watched.delete(uri);
+    }
+    for (const uri of wanted) {
+      if (local.watched.has(uri)) continue;
+      local.resources.subscribe(uri);
+      local.watched.add(uri);
+    }
   }
 
   /** Ends every GET stream (the server is closing; a client reopens it elsewhere). */
   closeStreams(): void {
     for (const local of this.#local.values()) {
       local.stream?.close();
-      local.resources?.stop();
-      local.resources = null;
+      unwatch(local);
     }
   }
 
@@ -200,13 +320,14 @@ export class LegacySessions {
    * tenant's (all 404). A session opened by another instance gets its scope here on first use.
    */
   async scopeOf(sessionId: string, tenantId: string): Promise<CallScope | null> {
+    const read = ++this.#reads;
     const record = await this.#store.find(sessionId, tenantId);
     const local = this.#local.get(sessionId);
     if (!record) {
       // Deleted or expired (perhaps through another instance): its local part goes too.
       if (local && local.scope.controllers.size === 0) {
         local.stream?.close();
-        local.resources?.stop();
+        unwatch(local);
         this.#local.delete(sessionId);
       }
       return null;
@@ -214,17 +335,14 @@ export class LegacySessions {
     if (local) {
       local.lastSeen = this.#now();
       local.scope.logLevel = levelOf(record.logLevel);
+      this.#apply(local, read, record.resourceSubscriptions ?? []);
       return local.scope;
     }
     this.#evict();
-    const created: Local = {
-      tenantId,
-      lastSeen: this.#now(),
-      scope: newScope(record.clientCapabilities ?? undefined, record.revision),
-      stream: null,
-      resources: null,
-    };
+    const created = newLocal(tenantId, this.#now(), newScope(record.clientCapabilities ?? undefined, record.revision));
     created.scope.logLevel = levelOf(record.logLevel);
+    created.uris = record.resourceSubscriptions ?? [];
+    created.urisRead = read;
     this.#local.set(sessionId, created);
     return created.scope;
   }
@@ -238,6 +356,10 @@ export class LegacySessions {
   onSignal(signal: SessionSignal): boolean {
     const local = this.#local.get(signal.sessionId);
     if (!local || local.tenantId !== signal.tenantId) return false;
+    if (signal.kind === 'resources') {
+      this.#refresh(local, signal.sessionId);
+      return local.stream !== null;
+    }
     if (signal.kind === 'response') return local.scope.clientRequests.answer(signal.message as Record<string, unknown>);
     return cancelRequest(local.scope, signal.requestId, signal.reason ?? null).cancelled;
   }
@@ -266,7 +388,7 @@ export class LegacySessions {
     const local = this.#local.get(sessionId);
     if (deleted && local) {
       local.stream?.close();
-      local.resources?.stop();
+      unwatch(local);
       this.#local.delete(sessionId);
     }
     return deleted;
@@ -306,7 +428,7 @@ export class LegacySessions {
     const now = this.#now();
     for (const [id, local] of this.#local) {
       if (now - local.lastSeen > this.#idleMs && local.scope.controllers.size === 0 && !local.stream) {
-        local.resources?.stop();
+        unwatch(local);
         this.#local.delete(id);
       }
     }
@@ -315,7 +437,7 @@ export class LegacySessions {
       if (this.#local.size < this.#max) break;
       if (local.scope.controllers.size > 0) continue;
       local.stream?.close();
-      local.resources?.stop();
+      unwatch(local);
       this.#local.delete(id);
     }
   }
@@ -367,6 +489,26 @@ function levelOf(value: string | null | undefined): LogLevel | null {
   return isLogLevel(value) ? value : null;
 }
 
+function unwatch(local: Local): void {
+  local.resources?.stop();
+  local.resources = null;
+  local.watched.clear();
+}
+
+function newLocal(tenantId: string, now: number, scope: CallScope): Local {
+  return {
+    tenantId,
+    lastSeen: now,
+    scope,
+    stream: null,
+    uris: [],
+    urisRead: 0,
+    resources: null,
+    watched: new Set(),
+    refreshing: Promise.resolve(),
+  };
+}
+
 function newScope(clientCapabilities?: Capabilities, revision?: string): CallScope {
   return {
     requests: new RequestCoordinator(),
@@ -382,13 +524,12 @@ function newScope(clientCapabilities?: Capabilities, revision?: string): CallSco
  * A handshake request's connection, from whichever POST carried it (alone or in a batch): the
  * session's revision, declared capabilities and log level, and — with a session — its
  * logging/setLevel (kept in the store, for whichever instance serves its next request), its
- * resources/subscribe set (in this process; updates go to its GET stream) and its requests to
+ * resources/subscribe set (kept in the store; updates go to its GET stream) and its requests to
  * the client (answered by POSTs with the session's id). Without a session, the request's scope
  * is its own and nothing can be asked of its client.
  */
 export function sessionConnection(
   sessions: LegacySessions,
-  core: McpCore,
   at: {
     readonly tenantId: string;
     readonly sessionId: string | undefined;
@@ -399,10 +540,7 @@ export function sessionConnection(
   log: (fields: Record<string, unknown>, message: string) => void,
 ): Connection {
   const { tenantId, sessionId, scope } = at;
-  const resources =
-    sessionId === undefined
-      ? null
-      : sessions.resourcesOf(sessionId, (push) => core.resourceSubscriptions(tenantId, push));
+  const resources = sessionId === undefined ? null : sessions.subscriptionsOf(sessionId);
   return {
     tenantId,
     scope: sessionId === undefined ? { requests: scope.requests, controllers: scope.controllers } : scope,

@@ -13,7 +13,11 @@ import type { ClockCaps, TaskService } from '../tasks/task-service.ts';
 import { TaskWatcher } from '../tasks/task-watch.ts';
 import { ContentOffer, remoteContentCalls } from './content-offer.ts';
 import { CallRunner } from './dispatch/call-runner.ts';
-import { type ResourceSubscriptions, resourceSubscriptions } from './dispatch/resource-subscriptions.ts';
+import {
+  type ResourceSubscriptions,
+  resourceSubscriptions,
+  type SubscriptionSet,
+} from './dispatch/resource-subscriptions.ts';
 import type { MethodOutcome, ServerIdentity } from './mcp-methods.ts';
 import type { RemoteWatches } from './remote-watches.ts';
 import { defaultVersion, servedRevisions } from './revisions/index.ts';
@@ -111,7 +115,7 @@ export interface RequestContext {
    */
   readonly headers?: () => RequestHeaders;
   /** The connection's resources/subscribe set (handshake revisions; absent: none to keep it in). */
-  readonly resourceSubscriptions?: ResourceSubscriptions;
+  readonly resourceSubscriptions?: SubscriptionSet;
   /** logging/setLevel: keeps the level for the connection's later requests (handshake revisions). */
   readonly setLogLevel?: (level: LogLevel) => Promise<void> | void;
   /** Sees each status change of the task a 2025-11-25 tasks/result waits for, as its notification. */

@@ -115,7 +115,13 @@ function goneOf(request: FastifyRequest): AbortController {
  * the task is cancelled and nothing more is written for that request.
  */
 export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions): void {
-  const sessions = new LegacySessions(options.sessions ? { store: options.sessions } : {});
+  const sessions = new LegacySessions({
+    ...(options.sessions ? { store: options.sessions } : {}),
+    ...(options.signals ? { signals: options.signals } : {}),
+    // A session's subscribed resources are watched where its GET stream is, whichever instance
+    // took the resources/subscribe (the URIs are kept with the session).
+    watches: (tenantId, push) => options.core.resourceSubscriptions(tenantId, push),
+  });
   // Open subscriptions/listen streams: ended gracefully (their result, then the stream closes)
   // before the server closes, or close() would wait for them forever.
   const listens = new Set<TaskSubscription>();
@@ -347,7 +353,7 @@ async function handle(
       return sendFailure(request, reply, id, error);
     }
     if ('refused' in resolved) return reply.code(resolved.status).send(errorResponse(id, resolved.refused));
-    connection = sessionConnection(sessions, options.core, { tenantId, sessionId, era, ...resolved }, log);
+    connection = sessionConnection(sessions, { tenantId, sessionId, era, ...resolved }, log);
   }
   options.dispatcher.request(
     id,

@@ -1,4 +1,10 @@
-import { META, revisionInfo, SUPPORTED_PROTOCOL_VERSIONS, TASKS_EXTENSION } from '@taskgate/protocol';
+import {
+  LATEST_PROTOCOL_VERSION,
+  META,
+  revisionInfo,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  TASKS_EXTENSION,
+} from '@taskgate/protocol';
 
 // What the server says about itself, which needs no database, no tool catalog and no task: the
 // light half of the methods, so `taskgate mcp-stdio` can answer initialize and server/discover
@@ -7,6 +13,34 @@ import { META, revisionInfo, SUPPORTED_PROTOCOL_VERSIONS, TASKS_EXTENSION } from
 export interface ServerIdentity {
   readonly name: string;
   readonly version: string;
+}
+
+/**
+ * How Taskgate presents itself to a person choosing a server (basic/lifecycle's Implementation):
+ * a display name, one sentence, and an icon small enough to travel as a data: URI, so a client
+ * needs no fetch (and no trust in another origin) to show it. No websiteUrl: the project has no
+ * site a deployment's users should be sent to.
+ */
+const PRESENTATION = {
+  title: 'Taskgate',
+  description: 'Runs every MCP tool call as a durable task: retried safely, cancellable, and kept through restarts.',
+  icons: [
+    {
+      src: 'data:image/svg+xml;base64,PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciIHZpZXdCb3g9IjAgMCA2NCA2NCI+PHJlY3Qgd2lkdGg9IjY0IiBoZWlnaHQ9IjY0IiByeD0iMTIiIGZpbGw9IiMxZjZmZWIiLz48cGF0aCBkPSJNMTQgMTZoMzZ2OUgzN3YyM2gtMTBWMjVIMTR6IiBmaWxsPSIjZmZmIi8+PC9zdmc+',
+      mimeType: 'image/svg+xml',
+      sizes: ['any'],
+    },
+  ],
+} as const;
+
+/** The serverInfo a revision sends: name and version, and of the rest what it defines. */
+export function serverInfoFor(server: ServerIdentity, protocolVersion: string): Record<string, unknown> {
+  const fields = revisionInfo(protocolVersion)?.implementationFields ?? [];
+  const info: Record<string, unknown> = { name: server.name, version: server.version };
+  for (const field of fields) {
+    if (field !== 'websiteUrl') info[field] = PRESENTATION[field];
+  }
+  return info;
 }
 
 /**
@@ -42,7 +76,7 @@ export function discoverResult(server: ServerIdentity): Record<string, unknown> 
     instructions: discoverInstructions,
     ttlMs: 3_600_000,
     cacheScope: 'public',
-    _meta: { [META.serverInfo]: server },
+    _meta: { [META.serverInfo]: serverInfoFor(server, LATEST_PROTOCOL_VERSION) },
   };
 }
 
@@ -59,7 +93,7 @@ export function initializeResult(server: ServerIdentity, protocolVersion: string
       ...CONTENT_CAPABILITIES,
       ...(tasks ? { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } } : {}),
     },
-    serverInfo: server,
+    serverInfo: serverInfoFor(server, protocolVersion),
     instructions: discoverInstructions,
   };
 }

@@ -9,6 +9,8 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
  * What a client POSTs about a request of its session that the instance it landed on does not
  * hold: a `notifications/cancelled`, or its response to a request of the server's. Behind a load
  * balancer any instance may take the POST, and only the instance holding the request can act on it.
+ * `resources`: the session's resources/subscribe URIs changed (they are kept in mcp_sessions): the
+ * instance holding its GET stream reads them again now, rather than at the session's next request.
  */
 export type SessionSignal =
   | {
@@ -23,7 +25,8 @@ export type SessionSignal =
       readonly tenantId: string;
       readonly sessionId: string;
       readonly message: Readonly<Record<string, unknown>>;
-    };
+    }
+  | { readonly kind: 'resources'; readonly tenantId: string; readonly sessionId: string };
 
 /** Carries session signals to every API instance (each acts only on the requests it holds). */
 export interface SessionSignals {
@@ -131,6 +134,7 @@ function parseSignal(payload: string | undefined): (SessionSignal & { origin?: u
     if (value.reason !== null && typeof value.reason !== 'string') return null;
     return value as unknown as SessionSignal;
   }
+  if (value.kind === 'resources') return value as unknown as SessionSignal;
   if (value.kind === 'response' && typeof value.message === 'object' && value.message !== null) {
     return value as unknown as SessionSignal;
   }

@@ -20,7 +20,12 @@ export interface McpSessionRecord {
   readonly clientCapabilities: Readonly<Record<string, unknown>> | null;
   /** logging/setLevel's level; null (or absent on insert): none set. */
   readonly logLevel?: string | null;
+  /** resources/subscribe's URIs, in the order subscribed (absent on insert: none). */
+  readonly resourceSubscriptions?: readonly string[];
 }
+
+/** The most URIs one session is subscribed to (the column's CHECK says the same). */
+export const MAX_MCP_SESSION_RESOURCES = 100;
 
 /** Live sessions a tenant keeps at most: initialize beyond them ends the tenant's least recently used. */
 export const MAX_MCP_SESSIONS_PER_TENANT = 1_000;
@@ -64,9 +69,10 @@ export async function findMcpSession(
     revision: string;
     client_capabilities: Record<string, unknown> | null;
     log_level: string | null;
+    resource_subscriptions: string[];
     stale: boolean;
   }>`
-    SELECT revision, client_capabilities, log_level, last_seen_at < now() - make_interval(secs => ${TOUCH_EVERY_MS / 1000}) AS stale
+    SELECT revision, client_capabilities, log_level, resource_subscriptions, last_seen_at < now() - make_interval(secs => ${TOUCH_EVERY_MS / 1000}) AS stale
     FROM mcp_sessions
     WHERE id = ${id}::uuid AND tenant_id = ${tenantId}
       AND last_seen_at > now() - make_interval(secs => ${idleMs / 1000})`.execute(db);
@@ -79,7 +85,49 @@ export async function findMcpSession(
     revision: row.revision,
     clientCapabilities: row.client_capabilities,
     logLevel: row.log_level,
+    resourceSubscriptions: row.resource_subscriptions,
   };
+}
+
+/**
+ * resources/subscribe: `uri` added to the session's URIs (once). What the session holds after it,
+ * `'full'` when it holds MAX_MCP_SESSION_RESOURCES others, null when there is no such live session.
+ * One conditional UPDATE, so two instances subscribing at once cannot pass the bound.
+ */
+export async function subscribeMcpSessionResource(
+  db: Kysely<Database>,
+  id: string,
+  tenantId: string,
+  uri: string,
+): Promise<readonly string[] | 'full' | null> {
+  if (!UUID.test(id)) return null;
+  const { rows } = await sql<{ resource_subscriptions: string[] }>`
+    UPDATE mcp_sessions SET
+      resource_subscriptions = CASE WHEN ${uri} = ANY (resource_subscriptions) THEN resource_subscriptions
+                                    ELSE array_append(resource_subscriptions, ${uri}::text) END,
+      last_seen_at = now()
+    WHERE id = ${id}::uuid AND tenant_id = ${tenantId}
+      AND (${uri} = ANY (resource_subscriptions) OR cardinality(resource_subscriptions) < ${MAX_MCP_SESSION_RESOURCES})
+    RETURNING resource_subscriptions`.execute(db);
+  if (rows[0]) return rows[0].resource_subscriptions;
+  const found = await sql`SELECT 1 FROM mcp_sessions WHERE id = ${id}::uuid AND tenant_id = ${tenantId}`.execute(db);
+  return found.rows.length > 0 ? 'full' : null;
+}
+
+/** resources/unsubscribe: what the session holds after it, or null when there is no such session. */
+export async function unsubscribeMcpSessionResource(
+  db: Kysely<Database>,
+  id: string,
+  tenantId: string,
+  uri: string,
+): Promise<readonly string[] | null> {
+  if (!UUID.test(id)) return null;
+  const { rows } = await sql<{ resource_subscriptions: string[] }>`
+    UPDATE mcp_sessions SET resource_subscriptions = array_remove(resource_subscriptions, ${uri}::text),
+      last_seen_at = now()
+    WHERE id = ${id}::uuid AND tenant_id = ${tenantId}
+    RETURNING resource_subscriptions`.execute(db);
+  return rows[0]?.resource_subscriptions ?? null;
 }
 
 /** logging/setLevel: false when there is no such live session of this tenant. */

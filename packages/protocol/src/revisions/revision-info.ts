@@ -16,4 +16,9 @@ export interface RevisionInfo {
    * requests and notifications, or of responses. Only 2025-03-26 has them; 2025-06-18 removed them.
    */
   readonly batches?: boolean;
+  /**
+   * The optional fields of an Implementation (serverInfo) the revision defines besides name and
+   * version: 2025-06-18's `title`; from 2025-11-25 also `description`, `icons`, `websiteUrl`.
+   */
+  readonly implementationFields?: readonly ('title' | 'description' | 'icons' | 'websiteUrl')[];
 }

@@ -3,7 +3,7 @@ import type { TaskNotification, TaskProgress, TaskRecord } from '@taskgate/db';
 import { TaskgateError, toJsonRpcError } from '@taskgate/errors';
 import { ErrorCode, type JsonRpcError, logLevelPasses } from '@taskgate/protocol';
 import { cancelSignalOf, isTerminalStatus } from '@taskgate/reliability';
-import type { InputRequest } from '@taskgate/sdk';
+import { type InputRequest, ToolProtocolError } from '@taskgate/sdk';
 import type { AnyTool } from '@taskgate/tools';
 import { isUnavailable } from '../../http/failures.ts';
 import { type CreateTaskInput, cappedClocks } from '../../tasks/task-service.ts';
@@ -135,7 +135,7 @@ export class CallRunner {
       logger: this.options.logger ?? SILENT,
       onProgress: context.onProgress,
       rounds: round ? { answers: round.answers } : undefined,
-      askClient: round || !context.askClient ? undefined : clientAsker(context, `tool ${tool.name}`),
+      askClient: round || !context.askClient ? undefined : inlineAsker(clientAsker(context, `tool ${tool.name}`)),
       onLog: (entry) => {
         if (!logLevelPasses(entry.level, context.logLevel)) return;
         context.onLog?.({ jsonrpc: '2.0', method: 'notifications/message', params: { ...entry } });
@@ -443,6 +443,24 @@ function endedState(task: TaskRecord): MethodOutcome {
       { details: { problem: 'ended', taskId: task.id, status: task.status } },
     ),
   );
+}
+
+/**
+ * An inline handler's asks on the connection. What its client did not declare (an elicitation mode,
+ * sampling) ends the call -32021 naming the capability, as it does a durable task's, rather than
+ * as the handler's failure (-32603).
+ */
+function inlineAsker(
+  ask: ((request: InputRequest, signal: AbortSignal) => Promise<unknown>) | undefined,
+): ((request: InputRequest, signal: AbortSignal) => Promise<unknown>) | undefined {
+  if (!ask) return undefined;
+  return (request, signal) =>
+    ask(request, signal).catch((error: unknown) => {
+      if (!(error instanceof ClientCapabilityMissing)) throw error;
+      throw new ToolProtocolError(ErrorCode.MissingRequiredClientCapability, error.message, {
+        requiredCapabilities: error.missing,
+      });
+    });
 }
 
 /**

@@ -112,7 +112,11 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
       return {
         kind: 'error',
         httpStatus: 200,
-        error: { code: ErrorCode.InvalidParams, message: error.message, data: { code: 'TG_INPUT_RESPONSES_INVALID' } },
+        error: {
+          code: ErrorCode.InvalidParams,
+          message: error.message,
+          data: { code: 'TG_INPUT_RESPONSES_INVALID', ...(error.key === undefined ? {} : { key: error.key }) },
+        },
       };
     }
     // It asked its client for what the client did not declare: the client's gap, not a bug.
@@ -145,7 +149,7 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
             const subscriptions = context.resourceSubscriptions;
             if (!subscriptions) return bad('resources/subscribe needs a session: send initialize first');
             const held = subscriptions.has(uri);
-            if (!subscriptions.subscribe(uri)) {
+            if (!(await subscriptions.subscribe(uri))) {
               return bad(`this connection is subscribed to ${MAX_RESOURCE_SUBSCRIPTIONS} resources already`);
             }
             // A task resource is its tenant's only: subscribed at once (so an unsubscribe sent
@@ -155,11 +159,11 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
             try {
               served = options.served ? await options.served(context.tenantId, uri) : true;
             } catch (error) {
-              if (!held) subscriptions.unsubscribe(uri);
+              if (!held) await subscriptions.unsubscribe(uri);
               throw error;
             }
             if (!served) {
-              if (!held) subscriptions.unsubscribe(uri);
+              if (!held) await subscriptions.unsubscribe(uri);
               return notFound(shape.notFoundCode, uri);
             }
             return ok({});
@@ -167,12 +171,12 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
         ],
         [
           'resources/unsubscribe',
-          (params, context) => {
+          async (params, context) => {
             const uri = params?.uri;
             if (typeof uri !== 'string' || uri === '') {
               return bad('resources/unsubscribe needs params.uri, a resource URI');
             }
-            context.resourceSubscriptions?.unsubscribe(uri);
+            await context.resourceSubscriptions?.unsubscribe(uri);
             return ok({});
           },
         ],
@@ -213,10 +217,11 @@ export function contentMethods(options: ContentMethodsOptions, shape: ContentSha
             ...inputWay(round, context, `resource ${uri}`),
           });
           if (contents === null) return notFound(shape.notFoundCode, uri);
-          // Contents may be the caller's own (a task, a tenant's data): cached by this client only.
-          // A retry's result depends on its answers: never cached (server/utilities/caching).
-          const retried = params?.inputResponses !== undefined || params?.requestState !== undefined;
-          return complete_({ contents }, retried ? null : { ttlMs: 0, cacheScope: 'private' });
+          // Contents may be the caller's own (a task, a tenant's data): cached by this client only,
+          // and stale at once. A complete read MUST carry both hints, a retry's too, which MUST
+          // NOT be cached (server/utilities/caching): ttlMs 0 says that, and the SDK v2 client
+          // refuses a read without them.
+          return complete_({ contents }, { ttlMs: 0, cacheScope: 'private' });
         } catch (error) {
           return failure(error, `resource ${uri}`, context, round);
         }

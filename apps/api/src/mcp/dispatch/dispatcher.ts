@@ -19,7 +19,7 @@ import { hasMetaVersion } from '../stdio-front.ts';
 import { type ListenSink, TaskSubscription } from '../task-subscriptions.ts';
 import { stoppedCallError } from './call-runner.ts';
 import { type RequestScope, type RunRequest, type RunStream, runRequest } from './request-runner.ts';
-import type { ResourceSubscriptions } from './resource-subscriptions.ts';
+import type { SubscriptionSet } from './resource-subscriptions.ts';
 
 /** What a connection's initialize settled, which its later requests speak (handshake revisions). */
 export interface Handshake {
@@ -31,7 +31,7 @@ export interface Handshake {
   /** logging/setLevel: keeps the level for the connection's later requests. Absent: nowhere to keep it. */
   readonly setLogLevel?: (level: LogLevel) => Promise<void> | void;
   /** The connection's resources/subscribe set. Absent: no stream to notify on. */
-  readonly resourceSubscriptions?: ResourceSubscriptions;
+  readonly resourceSubscriptions?: SubscriptionSet;
   /**
    * A task the connection created (a tools/call with the revision's `task` param): the connection
    * follows its status on a stream of its own (a pipe's stdout). Absent: a tasks/result that

@@ -6,12 +6,21 @@ import { taskIdOfUri } from '../task-resources.ts';
 /** At most this many URIs one connection is subscribed to at a time. */
 export const MAX_RESOURCE_SUBSCRIPTIONS = 100;
 
-/** A connection's resources/subscribe set (handshake revisions): `stop` with the connection. */
-export interface ResourceSubscriptions {
+/**
+ * What resources/subscribe and resources/unsubscribe change for a connection: a pipe's watches
+ * here, or a Streamable HTTP session's URIs in Postgres (watched where its GET stream is).
+ */
+export interface SubscriptionSet {
   /** False when the connection already holds MAX_RESOURCE_SUBSCRIPTIONS others. */
-  subscribe(uri: string): boolean;
-  /** Whether the connection is subscribed to `uri`. */
+  subscribe(uri: string): boolean | Promise<boolean>;
+  /** Whether the connection is subscribed to `uri` (as far as this request knows). */
   has(uri: string): boolean;
+  unsubscribe(uri: string): void | Promise<void>;
+}
+
+/** A connection's resources/subscribe watches (handshake revisions): `stop` with the connection. */
+export interface ResourceSubscriptions extends SubscriptionSet {
+  subscribe(uri: string): boolean;
   unsubscribe(uri: string): void;
   stop(): void;
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { TaskgateError } from '@taskgate/errors';
 import { type Capabilities, ErrorCode, missingCapabilities } from '@taskgate/protocol';
 import { canonicalJson, sha256Hex } from '@taskgate/reliability';
@@ -20,7 +21,7 @@ const CAPABILITY_OF: Readonly<Record<string, string>> = {
  * Both ways of asking (input_required and requests on the connection) check this.
  */
 export function inputCapabilityProblem(
-  requests: readonly { readonly method: string }[],
+  requests: readonly { readonly method: string; readonly params?: Readonly<Record<string, unknown>> }[],
   declared: Capabilities | undefined,
 ):
   | { readonly kind: 'unknown'; readonly method: unknown }
@@ -30,10 +31,40 @@ export function inputCapabilityProblem(
   for (const request of requests) {
     const capability = CAPABILITY_OF[request?.method];
     if (capability === undefined) return { kind: 'unknown', method: request?.method };
-    needed[capability] = {};
+    needed[capability] ??= {};
+    if (capability === 'elicitation') {
+      const mode = elicitationMode(request.params, declared?.elicitation);
+      if (mode !== null) (needed.elicitation as Record<string, unknown>)[mode] = {};
+    }
   }
   const missing = missingCapabilities(needed as Capabilities, declared);
   return missing ? { kind: 'missing', missing } : null;
+}
+
+/**
+ * The elicitation mode a request needs declared (client/elicitation "Capabilities"), or null when
+ * `elicitation` alone is enough: URL mode needs `elicitation.url`; form mode needs
+ * `elicitation.form`, which an empty `elicitation: {}` means too (as 2025-06-18 declared it), but
+ * a declaration naming only `url` does not.
+ */
+function elicitationMode(
+  params: Readonly<Record<string, unknown>> | undefined,
+  declared: unknown,
+): 'url' | 'form' | null {
+  if (params?.mode === 'url') return 'url';
+  const modes = typeof declared === 'object' && declared !== null ? (declared as Record<string, unknown>) : {};
+  return Object.hasOwn(modes, 'url') && !Object.hasOwn(modes, 'form') ? 'form' : null;
+}
+
+/**
+ * A request as a handshake revision sends it on the connection: a URL-mode elicitation carries
+ * an `elicitationId` (2025-11-25's ElicitRequestURLParams require one; the client may echo it in
+ * notifications), made here when the handler gave none.
+ */
+function onTheWire(request: InputRequest): InputRequest {
+  if (request.method !== 'elicitation/create' || request.params.mode !== 'url') return request;
+  if (typeof request.params.elicitationId === 'string') return request;
+  return { ...request, params: { ...request.params, elicitationId: randomUUID() } };
 }
 
 /**
@@ -209,6 +240,7 @@ export function clientAsker(
         ),
       );
     }
-    return ask(request.method, request.params, signal);
+    const sent = onTheWire(request);
+    return ask(sent.method, sent.params, signal);
   };
 }

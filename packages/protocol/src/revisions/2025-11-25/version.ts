@@ -7,4 +7,5 @@ export const REVISION: RevisionInfo = {
   advertised: true,
   versionHeader: true,
   tasks: true,
+  implementationFields: ['title', 'description', 'icons', 'websiteUrl'],
 };

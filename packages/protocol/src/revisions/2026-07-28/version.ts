@@ -1,7 +1,12 @@
 import type { RevisionInfo } from '../revision-info.ts';
 
 /** 2026-07-28: per-request protocol fields in `_meta`, no initialize, no sessions. */
-export const REVISION: RevisionInfo = { version: '2026-07-28', era: 'modern', advertised: true };
+export const REVISION: RevisionInfo = {
+  version: '2026-07-28',
+  era: 'modern',
+  advertised: true,
+  implementationFields: ['title', 'description', 'icons', 'websiteUrl'],
+};
 
 /**
  * A date-shaped MCP-Protocol-Version before this belongs to the handshake era (a client of an

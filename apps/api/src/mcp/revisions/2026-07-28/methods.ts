@@ -11,7 +11,7 @@ import {
   TASKS_EXTENSION,
   TASKS_REQUIRED,
 } from '@taskgate/protocol';
-import { inputAnswerProblem, taskSupportOf } from '@taskgate/tools';
+import { inputAnswersProblem, taskSupportOf } from '@taskgate/tools';
 import { type CallRunner, DEFAULT_TASK_AFTER_MS } from '../../dispatch/call-runner.ts';
 import { type ContentMethodsOptions, contentMethods } from '../../dispatch/content-methods.ts';
 import type { MethodHandler, MethodTable } from '../../dispatch/method-table.ts';
@@ -144,15 +144,13 @@ async function callTool(
     }
     // Each answer must answer its request (an elicitation's content against its requestedSchema)
     // before a task exists that its handler would fail on.
-    for (const [key, request] of Object.entries(tool.askFirst)) {
-      const problem = inputAnswerProblem(request, (answers as Record<string, unknown>)[key]);
-      if (problem !== null) {
-        return refusal(
-          new TaskgateError('TG_INPUT_RESPONSES_INVALID', `inputResponses.${key} ${problem}`, {
-            details: { key },
-          }),
-        );
-      }
+    const found = inputAnswersProblem(tool.askFirst, answers as Record<string, unknown>);
+    if (found !== null) {
+      return refusal(
+        new TaskgateError('TG_INPUT_RESPONSES_INVALID', `inputResponses.${found.key} ${found.problem}`, {
+          details: { key: found.key },
+        }),
+      );
     }
     inputResponses = Object.fromEntries(
       Object.keys(tool.askFirst).map((key) => [key, (answers as Record<string, unknown>)[key]]),
