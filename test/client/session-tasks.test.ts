@@ -73,4 +73,26 @@ describe('2025-11-25 tasks through the client', () => {
     expect(sent('tasks/cancel')).toHaveLength(1);
     expect(sent('notifications/cancelled')).toEqual([]);
   });
+
+  it('aborting a task-backed call and closing at once still cancels its task', async () => {
+    const recorder = await startRecorder(served.api.mcpUrl.href);
+    cleanups.push(() => recorder.close());
+    const client = await TaskgateClient.connectHttp({ url: recorder.url, revision: 'session' });
+    const controller = new AbortController();
+    let handedOver!: () => void;
+    const isTask = new Promise<void>((resolve) => {
+      handedOver = resolve;
+    });
+    const call = client.callTool(
+      'slow_compute',
+      { seconds: 4, label: 'session-abort-close' },
+      { asTask: true, signal: controller.signal, onTask: () => handedOver() },
+    );
+    call.catch(() => {});
+    await isTask;
+    controller.abort(new Error('stop'));
+    await client.close();
+    const task = await endedTaskWith(served.platform, 'slow_compute', 'label', 'session-abort-close');
+    expect(task.status).toBe('cancelled');
+  });
 });

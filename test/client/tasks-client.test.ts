@@ -1,8 +1,9 @@
 import { TaskgateClient, type TaskState } from '@taskgate/client';
+import { isTaskgateError } from '@taskgate/errors';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { startRecorder } from '../support/http-recorder.ts';
-import { useServedPlatform } from '../support/task-platform.ts';
+import { endedTaskWith, useServedPlatform } from '../support/task-platform.ts';
 
 // Calls that become tasks (the Tasks extension, 2026-07-28): the SDK v2 client refuses a
 // `resultType: "task"` answer, so @taskgate/client takes it on the wire, polls tasks/get at the
@@ -87,6 +88,50 @@ describe('TaskgateClient and tasks', () => {
     expect(await callOutcome).toMatch(/was cancelled/);
     expect(sent('tasks/cancel')).toHaveLength(1);
     expect(sent('notifications/cancelled')).toEqual([]);
+  });
+
+  it('aborting a task-backed call and then closing (try … finally) delivers its tasks/cancel: the task ends cancelled', async () => {
+    const recorder = await startRecorder(served.api.mcpUrl.href);
+    cleanups.push(() => recorder.close());
+    const client = await TaskgateClient.connectHttp({ url: recorder.url });
+    const controller = new AbortController();
+    let handedOver!: () => void;
+    const isTask = new Promise<void>((resolve) => {
+      handedOver = resolve;
+    });
+    let taskId = '';
+    let error: unknown = null;
+    try {
+      const call = client.callTool(
+        'slow_compute',
+        { seconds: 4, label: 'client-abort-close' },
+        {
+          signal: controller.signal,
+          onTask: (task) => {
+            taskId = task.taskId;
+            handedOver();
+          },
+        },
+      );
+      call.catch(() => {});
+      await isTask;
+      controller.abort(new Error('stop'));
+      await call;
+    } catch (caught) {
+      error = caught;
+    } finally {
+      await client.close();
+    }
+    // The error says what was done: a cancel of that task, which may yet lose to its completion.
+    expect(isTaskgateError(error) && error.code).toBe('TG_CALL_CANCELLED');
+    expect((error as Error).message).toContain(`tasks/cancel is being sent for task ${taskId}`);
+    expect((error as { details?: unknown }).details).toMatchObject({ taskId });
+    const answered = recorder.requests.filter(
+      (request) => request.upstreamEnded && request.messages.some((message) => message.method === 'tasks/cancel'),
+    );
+    expect(answered).toHaveLength(1);
+    const task = await endedTaskWith(served.platform, 'slow_compute', 'label', 'client-abort-close');
+    expect(task.status).toBe('cancelled');
   });
 
   it("a task's tool error is a result; its protocol error rejects the call", async () => {
