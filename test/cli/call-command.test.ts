@@ -92,15 +92,25 @@ describe('taskgate call in a terminal', () => {
     await expect.poll(statuses, { timeout: 10_000 }).toEqual(['cancelled']);
   });
 
-  it('a second Ctrl-C leaves at once and says the task goes on', async () => {
+  it("a second Ctrl-C leaves at once, saying the first one's cancel still ends the task", async () => {
     const pty = inTerminal('call', 'slow_compute', '--arg', 'seconds=30', '--arg', 'label=pty-leave');
     const handedOver = await pty.waitForLine(/^task \S+ working/);
     const taskId = /^task (\S+)/.exec(handedOver)?.[1] as string;
     pty.type('\u0003');
     await pty.waitForLine(/^cancel requested/);
     pty.type('\u0003');
-    await pty.waitForLine(new RegExp(`^left without waiting: task ${taskId} goes on`));
+    await pty.waitForLine(
+      new RegExp(
+        `^left without waiting: the cancel of task ${taskId} stands, and it stops at its next checkpoint unless it finishes first`,
+      ),
+    );
     expect(await pty.closed).toBe(130);
+    // What it said happens: the task ends cancelled, not completed.
+    const ended = async () => {
+      const get = await runCli(['tasks', 'get', taskId, '--json'], cleanEnv({ TASKGATE_URL: mcpUrl }));
+      return (JSON.parse(get.stdout) as { status: string }).status;
+    };
+    await expect.poll(ended, { timeout: 10_000 }).toBe('cancelled');
   });
 });
 
