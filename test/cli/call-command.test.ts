@@ -57,6 +57,28 @@ describe('taskgate call in a terminal', () => {
     expect(JSON.parse(get.stdout)).toMatchObject({ taskId, status: 'cancelled' });
   });
 
+  it('the bar goes on once the call is a task, and tasks watch prints the progress as it rises', async () => {
+    const pty = inTerminal('call', 'slow_compute', '--arg', 'seconds=5', '--arg', 'label=pty-progress');
+    const handedOver = await pty.waitForLine(/^task \S+ working/);
+    const taskId = /^task (\S+)/.exec(handedOver)?.[1] as string;
+    const watched = await runCli(['tasks', 'watch', taskId], cleanEnv({ TASKGATE_URL: mcpUrl }));
+    expect(watched.code, watched.stderr).toBe(0);
+    const steps = watched.stdout
+      .split('\n')
+      .map((line) => new RegExp(`^${taskId}  progress (\\d+)/100  step \\d+ of 100$`).exec(line)?.[1])
+      .filter((step) => step !== undefined)
+      .map(Number);
+    expect(steps.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < steps.length; i += 1) expect(steps[i]).toBeGreaterThan(steps[i - 1] as number);
+    expect(watched.stdout.trimEnd().split('\n').at(-1)).toBe(`${taskId}  completed`);
+    expect(await pty.closed).toBe(0);
+    // In the terminal, bars came after the task's line, rising to the end.
+    const after = pty.lines.slice(pty.lines.indexOf(handedOver) + 1);
+    const shares = after.map((line) => /^\[#*-*\] (\d+)% /.exec(line)?.[1]).filter((share) => share !== undefined);
+    expect(shares.length).toBeGreaterThanOrEqual(2);
+    expect(Number(shares.at(-1))).toBeGreaterThan(Number(shares[0]));
+  });
+
   it('Ctrl-C with a stdio server it started: "cancel requested", then the call ends cancelled', async () => {
     const pty = new PtyProcess(
       process.execPath,

@@ -48,6 +48,18 @@ describe('2025-11-25 tasks through the client', () => {
     expect(calls).toEqual([undefined, {}]);
   });
 
+  it("a task-augmented call's onProgress follows the task's progress, strictly increasing", async () => {
+    const { client } = await session();
+    const seen: number[] = [];
+    await client.callTool(
+      'slow_compute',
+      { seconds: 2, label: 'session-progress' },
+      { asTask: true, onProgress: (update) => seen.push(update.progress) },
+    );
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < seen.length; i += 1) expect(seen[i]).toBeGreaterThan(seen[i - 1] as number);
+  });
+
   it('giving up on a task-backed call sends tasks/cancel, and the task ends cancelled', async () => {
     const { client, sent } = await session();
     const controller = new AbortController();

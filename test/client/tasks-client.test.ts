@@ -56,6 +56,52 @@ describe('TaskgateClient and tasks', () => {
     }
   });
 
+  it('progress goes on once the call is a task: onProgress follows the task row, strictly increasing', async () => {
+    const { client } = await connected();
+    const updates: { progress: number; afterTask: boolean }[] = [];
+    let isTask = false;
+    await client.callTool(
+      'slow_compute',
+      { seconds: 3, label: 'client-task-progress' },
+      {
+        onTask: () => {
+          isTask = true;
+        },
+        onProgress: (update) => updates.push({ progress: update.progress, afterTask: isTask }),
+      },
+    );
+    const values = updates.map((update) => update.progress);
+    for (let i = 1; i < values.length; i += 1) expect(values[i]).toBeGreaterThan(values[i - 1] as number);
+    // Polled at 500 ms over the 2 s and more the task still works: a rise at most polls.
+    expect(updates.filter((update) => update.afterTask).length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('watchTask surfaces the progress the task holds through onProgress', async () => {
+    const { client } = await connected();
+    let taskId = '';
+    let becameTask!: () => void;
+    const handedOver = new Promise<void>((resolve) => {
+      becameTask = resolve;
+    });
+    const call = client.callTool(
+      'slow_compute',
+      { seconds: 3, label: 'client-watch-progress' },
+      {
+        onTask: (task) => {
+          taskId = task.taskId;
+          becameTask();
+        },
+      },
+    );
+    await handedOver;
+    const seen: number[] = [];
+    const ended = await client.watchTask(taskId, { onProgress: (update) => seen.push(update.progress) });
+    await call;
+    expect(ended.status).toBe('completed');
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < seen.length; i += 1) expect(seen[i]).toBeGreaterThan(seen[i - 1] as number);
+  });
+
   it('cancelTask: the acknowledgement first, then the terminal status; the call ends with it', async () => {
     const { client, sent } = await connected();
     let taskId: string | undefined;

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { isTaskgateError, TaskgateError } from '@taskgate/errors';
-import { META, revisionInfo, TASKS_EXTENSION } from '@taskgate/protocol';
+import { META, progressOfTask, revisionInfo, TASKS_EXTENSION } from '@taskgate/protocol';
 import { deterministicJitter, fingerprintInput, sha256Hex } from '@taskgate/reliability';
 import { CallClocks, systemTimers, type Timers } from './call-clocks.ts';
 import {
@@ -421,12 +421,30 @@ export class TaskgateClient {
     );
   }
 
-  /** Polls a task until it ends (at the server's interval), `onUpdate` seeing every state. */
+  /**
+   * Polls a task until it ends (at the server's interval), `onUpdate` seeing every state and
+   * `onProgress` each rise of the progress the task holds (strictly increasing).
+   */
   watchTask(
     taskId: string,
-    options: { readonly signal?: AbortSignal; readonly onUpdate?: (task: TaskState) => void } = {},
+    options: {
+      readonly signal?: AbortSignal;
+      readonly onUpdate?: (task: TaskState) => void;
+      readonly onProgress?: (progress: Progress) => void;
+    } = {},
   ): Promise<TaskState> {
-    return watchTask(this.#rawRequest, taskId, { timers: this.#timers, ...options });
+    const { onProgress, onUpdate, signal } = options;
+    const rising = risingProgress((progress) => onProgress?.(progress));
+    return watchTask(this.#rawRequest, taskId, {
+      timers: this.#timers,
+      ...(signal ? { signal } : {}),
+      // Its progress first: the state after it may be the terminal one, the last word.
+      onUpdate: (task) => {
+        const progress = progressOfTask(task);
+        if (progress !== null) rising(progress);
+        onUpdate?.(task);
+      },
+    });
   }
 
   /**
@@ -532,6 +550,10 @@ export class TaskgateClient {
           lastUpdate = task.lastUpdatedAt;
           context?.progress();
         }
+        // The task row holds the progress its tool reports; the call's onProgress follows it,
+        // before the state that may be the terminal one.
+        const progress = progressOfTask(task);
+        if (progress !== null) context?.progress(progress);
         context?.onTask?.(task);
       },
     })
@@ -564,7 +586,7 @@ export class TaskgateClient {
   async #withClocks<T>(
     method: string,
     options: CallOptions,
-    run: (sdkOptions: SdkRequestOptions, progress: () => void) => Promise<T>,
+    run: (sdkOptions: SdkRequestOptions, progress: (update?: Progress) => void) => Promise<T>,
     startedAt?: number,
     stopOf: () => CallStop = () => ({ kind: 'request' }),
   ): Promise<T> {
@@ -586,6 +608,12 @@ export class TaskgateClient {
       startedAt,
     );
     const onAbort = () => end((stop) => callCancelled(method, options.signal?.reason, stop));
+    // One progress for the call's whole life, notifications first and the task's polls after: a
+    // rise resets the idle clock and reaches onProgress, a repeat (the next poll) does neither.
+    const rising = risingProgress((update) => {
+      clocks.progress();
+      options.onProgress?.(update);
+    });
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       return await run(
@@ -594,10 +622,10 @@ export class TaskgateClient {
           timeout: SDK_NO_TIMEOUT,
           onprogress: (progress) => {
             clocks.progress();
-            options.onProgress?.(progress);
+            rising(progress);
           },
         },
-        () => clocks.progress(),
+        (update) => (update === undefined ? clocks.progress() : rising(update)),
       );
     } catch (error) {
       // The SDK wraps an abort reason in its own error; ours says what happened.
@@ -613,7 +641,8 @@ export class TaskgateClient {
 /** What a tools/call's caller asked for, carried to the wire (a task answer arrives there). */
 interface CallContext {
   readonly onTask?: (task: TaskState) => void;
-  readonly progress: () => void;
+  /** No update: a change of the task (the idle clock restarts); an update: its progress. */
+  readonly progress: (update?: Progress) => void;
   /** 2025-11-25: send the call task-augmented (`task: {}`); the server then answers `{task}`. */
   readonly asTask?: boolean;
   /** The task the call became, once it has (its cancel is then tasks/cancel). */
@@ -621,6 +650,16 @@ interface CallContext {
 }
 
 const callContext = new AsyncLocalStorage<CallContext>();
+
+/** Passes on only progress above the highest seen (MCP: progress increases with each notification). */
+function risingProgress(report: (progress: Progress) => void): (progress: Progress) => void {
+  let highest = Number.NEGATIVE_INFINITY;
+  return (progress) => {
+    if (!(progress.progress > highest)) return;
+    highest = progress.progress;
+    report(progress);
+  };
+}
 
 /** A finished task as the answer its tools/call would have had. */
 function outcomeOf(task: TaskState): { result: Record<string, unknown> } | { error: Record<string, unknown> } {

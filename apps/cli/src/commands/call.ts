@@ -49,6 +49,7 @@ export async function runCall(args: CallArgs, io: CallIo): Promise<number> {
     const argumentsObject = await callArguments(client, args, whole);
     const controller = new AbortController();
     let task: TaskState | null = null;
+    let shownStatus = '';
     let interrupts = 0;
     let leave!: (code: number) => void;
     const left = new Promise<number>((resolve) => {
@@ -88,13 +89,17 @@ export async function runCall(args: CallArgs, io: CallIo): Promise<number> {
     try {
       const call = client.callTool(args.tool, argumentsObject, {
         signal: controller.signal,
-        onProgress: (update) => progress.progress(update.progress, update.total, update.message),
+        // The bar follows the call for its whole life: a task's progress comes from its polls.
+        // Once Ctrl-C was pressed, the line says what the cancel is doing instead.
+        onProgress: (update) => {
+          if (interrupts === 0) progress.progress(update.progress, update.total, update.message);
+        },
         onTask: (state) => {
           task = state;
-          if (interrupts === 0)
-            progress.status(
-              `task ${state.taskId} ${state.status}${state.statusMessage ? `: ${state.statusMessage}` : ''}`,
-            );
+          const line = `task ${state.taskId} ${state.status}${state.statusMessage ? `: ${state.statusMessage}` : ''}`;
+          // Said when it changes, not at every poll: in between, the bar shows the progress.
+          if (interrupts === 0 && line !== shownStatus) progress.status(line);
+          shownStatus = line;
         },
       });
       const outcome = await Promise.race([
