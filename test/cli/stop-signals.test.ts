@@ -1,9 +1,11 @@
+import { spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanEnv, goneWithin, portIsFree, RunningProcess, startCli } from '../support/cli.ts';
+import { CLI, cleanEnv, goneWithin, portIsFree, RunningProcess, startCli } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 import { liveProcessesWith } from '../support/process-tree.ts';
 import { waitForTask } from '../support/task-platform.ts';
@@ -154,4 +156,53 @@ describe('SIGHUP and SIGQUIT stop it gracefully too', () => {
       expect(liveProcessesWith(String(seconds)).length).toBe(0);
     }, 60_000);
   }
+});
+
+describe('the shutdown deadline holds while mcp-stdio starts', () => {
+  it('SIGTERM while start-up waits on a database that never answers: it exits within the deadline', async () => {
+    // A port that accepts and never says a word: pg's start-up message goes unanswered.
+    const held = new Set<net.Socket>();
+    let reached!: () => void;
+    const waiting = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    const silent = net.createServer((socket) => {
+      held.add(socket);
+      socket.on('error', () => {});
+      reached();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as net.AddressInfo;
+    const child = spawn(process.execPath, [CLI, 'mcp-stdio'], {
+      env: cleanEnv({
+        DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/taskgate`,
+        // The deadline: the grace period plus 2 s.
+        TASKGATE_SHUTDOWN_GRACE_MS: '1000',
+      }),
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      // Start-up is now waiting on the database: the stop comes in that phase.
+      await waiting;
+      const sentAt = performance.now();
+      child.kill('SIGTERM');
+      const outcome = await Promise.race([
+        exited.then((code) => ({ code, ms: performance.now() - sentAt })),
+        new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000).unref()),
+      ]);
+      expect(outcome, `still running 10 s after SIGTERM; stderr:\n${stderr}`).not.toBeNull();
+      expect(outcome?.ms).toBeLessThan(3_000 + 1_000);
+      expect(outcome?.code).toBe(70);
+      expect(stderr).toContain('TG_SHUTDOWN_TIMEOUT');
+    } finally {
+      child.kill('SIGKILL');
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
 });
