@@ -93,6 +93,24 @@ describe('one Ctrl-C is one graceful stop', () => {
     expect(second.logs.at(-1)).toMatchObject({ msg: 'taskgate stopped', problems: [] });
   }, 90_000);
 
+  it('npx taskgate start: one Ctrl-C stops Taskgate cleanly, and npx reports 130 for the shell it ran it through', async () => {
+    const taskgate = track(new RunningProcess('npx', ['taskgate', 'start'], await databaseEnv(), { detached: true }));
+    const url = await started(taskgate);
+    const pid = taskgate.taskgatePid;
+    taskgate.signalGroup('SIGINT');
+    // dash (npm's `sh -c`) dies of the terminal's SIGINT at once, and npm passes that on by dying of
+    // it too, which a shell reports as 130 (128 + 2).
+    expect(await taskgate.closedWithin(15_000)).toBeNull();
+    expect(taskgate.child.signalCode).toBe('SIGINT');
+    // Taskgate itself took the one Ctrl-C as one stop and stopped cleanly (its own status is 0).
+    expect(taskgate.logs.filter((line) => line.msg === 'shutting down')).toEqual([
+      expect.objectContaining({ signal: 'SIGINT' }),
+    ]);
+    expect(taskgate.logs.at(-1)).toMatchObject({ msg: 'taskgate stopped', problems: [] });
+    expect(await goneWithin(pid, 1_000), `Taskgate pid ${pid}`).toBe(true);
+    expect(await portIsFree(Number(new URL(url).port))).toBe(true);
+  });
+
   it('another signal during the shutdown still exits at once', async () => {
     const taskgate = track(startCli(['start'], await databaseEnv()));
     await runningTask(await started(taskgate));
