@@ -1,7 +1,8 @@
 import type { ApiRole } from '@taskgate/api';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 import { startLoopbackApi, waitForTask } from '../support/task-platform.ts';
 
 // /readyz says when this API's copy of the tool catalog cannot be refreshed while the database
@@ -11,7 +12,7 @@ let api: ApiRole;
 let admin: pg.Client;
 beforeAll(async () => {
   api = await startLoopbackApi(database.url, { catalogPollIntervalMs: 50 });
-  admin = new pg.Client({ connectionString: database.url });
+  admin = testClient({ connectionString: database.url });
   await admin.connect();
 });
 afterAll(async () => {

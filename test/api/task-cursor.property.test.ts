@@ -1,15 +1,16 @@
 import { decodeCursor, encodeCursor } from '@taskgate/api';
 import { isTaskgateError } from '@taskgate/errors';
 import fc from 'fast-check';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 
 // The cursor codec, against the Postgres that casts what it decodes.
 const database = useTestDatabase();
 let client: pg.Client;
 beforeAll(async () => {
-  client = new pg.Client({ connectionString: database.url });
+  client = testClient({ connectionString: database.url });
   await client.connect();
 });
 afterAll(async () => {

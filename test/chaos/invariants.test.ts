@@ -1,6 +1,7 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 import { WebhookReceiver } from '../support/webhook-receiver.ts';
 import { ClientRecord } from './client-record.ts';
 import { INVARIANTS } from './invariant.ts';
@@ -19,7 +20,7 @@ let taskId: string;
 let chargeId: string;
 
 beforeAll(async () => {
-  db = new pg.Client({ connectionString: database.url });
+  db = testClient({ connectionString: database.url });
   await db.connect();
 });
 afterAll(async () => {

@@ -57,6 +57,28 @@ describe('taskgate call in a terminal', () => {
     expect(JSON.parse(get.stdout)).toMatchObject({ taskId, status: 'cancelled' });
   });
 
+  it('the bar goes on once the call is a task, and tasks watch prints the progress as it rises', async () => {
+    const pty = inTerminal('call', 'slow_compute', '--arg', 'seconds=5', '--arg', 'label=pty-progress');
+    const handedOver = await pty.waitForLine(/^task \S+ working/);
+    const taskId = /^task (\S+)/.exec(handedOver)?.[1] as string;
+    const watched = await runCli(['tasks', 'watch', taskId], cleanEnv({ TASKGATE_URL: mcpUrl }));
+    expect(watched.code, watched.stderr).toBe(0);
+    const steps = watched.stdout
+      .split('\n')
+      .map((line) => new RegExp(`^${taskId}  progress (\\d+)/100  step \\d+ of 100$`).exec(line)?.[1])
+      .filter((step) => step !== undefined)
+      .map(Number);
+    expect(steps.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < steps.length; i += 1) expect(steps[i]).toBeGreaterThan(steps[i - 1] as number);
+    expect(watched.stdout.trimEnd().split('\n').at(-1)).toBe(`${taskId}  completed`);
+    expect(await pty.closed).toBe(0);
+    // In the terminal, bars came after the task's line, rising to the end.
+    const after = pty.lines.slice(pty.lines.indexOf(handedOver) + 1);
+    const shares = after.map((line) => /^\[#*-*\] (\d+)% /.exec(line)?.[1]).filter((share) => share !== undefined);
+    expect(shares.length).toBeGreaterThanOrEqual(2);
+    expect(Number(shares.at(-1))).toBeGreaterThan(Number(shares[0]));
+  });
+
   it('Ctrl-C with a stdio server it started: "cancel requested", then the call ends cancelled', async () => {
     const pty = new PtyProcess(
       process.execPath,
@@ -92,15 +114,25 @@ describe('taskgate call in a terminal', () => {
     await expect.poll(statuses, { timeout: 10_000 }).toEqual(['cancelled']);
   });
 
-  it('a second Ctrl-C leaves at once and says the task goes on', async () => {
+  it("a second Ctrl-C leaves at once, saying the first one's cancel still ends the task", async () => {
     const pty = inTerminal('call', 'slow_compute', '--arg', 'seconds=30', '--arg', 'label=pty-leave');
     const handedOver = await pty.waitForLine(/^task \S+ working/);
     const taskId = /^task (\S+)/.exec(handedOver)?.[1] as string;
     pty.type('\u0003');
     await pty.waitForLine(/^cancel requested/);
     pty.type('\u0003');
-    await pty.waitForLine(new RegExp(`^left without waiting: task ${taskId} goes on`));
+    await pty.waitForLine(
+      new RegExp(
+        `^left without waiting: the cancel of task ${taskId} stands, and it stops at its next checkpoint unless it finishes first`,
+      ),
+    );
     expect(await pty.closed).toBe(130);
+    // What it said happens: the task ends cancelled, not completed.
+    const ended = async () => {
+      const get = await runCli(['tasks', 'get', taskId, '--json'], cleanEnv({ TASKGATE_URL: mcpUrl }));
+      return (JSON.parse(get.stdout) as { status: string }).status;
+    };
+    await expect.poll(ended, { timeout: 10_000 }).toBe('cancelled');
   });
 });
 

@@ -1,10 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { type CliResult, cleanEnv, REPO_ROOT, runCli } from '../support/cli.ts';
 import { createTestDatabase, useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 
 const database = useTestDatabase({ empty: true });
 
@@ -22,7 +22,7 @@ function expectOneLine(result: CliResult, exitCode: number, pattern: RegExp): vo
 }
 
 async function migrationTableExists(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url });
+  const client = testClient({ connectionString: url });
   await client.connect();
   try {
     const { rows } = await client.query("SELECT to_regclass('taskgate_migrations') AS present");

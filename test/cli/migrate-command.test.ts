@@ -2,10 +2,10 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadMigrations, type Migration } from '@taskgate/db';
-import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv, runCli } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 
 let migrations: Migration[];
 beforeAll(async () => {
@@ -85,7 +85,7 @@ describe('taskgate migrate against DATABASE_URL', () => {
   it('refuses a database ahead of the code: up exits 65 with one line, status shows the unknown row', async () => {
     const env = cleanEnv({ DATABASE_URL: database.url });
     await runCli(['migrate', 'up'], env);
-    const client = new pg.Client({ connectionString: database.url });
+    const client = testClient({ connectionString: database.url });
     await client.connect();
     await client.query(
       "INSERT INTO taskgate_migrations (version, name, checksum) VALUES (9999, 'from_the_future', 'x')",
@@ -117,7 +117,7 @@ describe('taskgate migrate plan and --to on a fresh database', () => {
     expect(plan.code).toBe(0);
     expect(plan.stdout).not.toContain('database:');
     expect(plan.stderr).toMatch(/^database: /m);
-    const client = new pg.Client({ connectionString: target.url });
+    const client = testClient({ connectionString: target.url });
     await client.connect();
     try {
       await client.query(plan.stdout);

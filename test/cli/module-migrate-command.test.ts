@@ -1,10 +1,10 @@
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv, runCli } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 
 /** A tool module as a user writes one: a .ts file (Node strips its types) and its migrations folder. */
 async function writeModule(files: Readonly<Record<string, string>>): Promise<string> {
@@ -110,7 +110,7 @@ describe('taskgate migrate with a tool module', () => {
     const all = await runCli(['migrate', 'down', '--module', 'acme-notes', '--all'], withEnv);
     expect(all.stdout).toMatch(/reverted 0001_notes of tool module acme-notes/);
 
-    const client = new pg.Client({ connectionString: database.url });
+    const client = testClient({ connectionString: database.url });
     await client.connect();
     try {
       const { rows } = await client.query("SELECT to_regclass('acme_notes') AS notes, to_regclass('tasks') AS tasks");

@@ -141,6 +141,8 @@ describe('taskgate reconcile --url: through the server, as the token sees it', (
   it("lists only the token's tenant's items, pages with --before, and shows and resolves one", async () => {
     const first = await remote('list', '--limit', '2');
     expect(first.code).toBe(0);
+    // It reads TASKGATE_URL and TASKGATE_TOKEN: no word of them being ignored.
+    expect(first.stderr).not.toContain('ignored');
     const lines = first.stdout.trim().split('\n');
     // No tenant column: every row is the token's.
     expect(lines[0]).toMatch(/^ID\s+KIND\s+TOOL\s+TASK\s+CREATED\s+STATE\s+REASON$/);

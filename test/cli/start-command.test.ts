@@ -2,10 +2,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanEnv, RunningProcess, runCli, startCli } from '../support/cli.ts';
 import { createTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 
 const running: RunningProcess[] = [];
 afterEach(() => {
@@ -43,7 +43,7 @@ describe('taskgate start with DATABASE_URL', () => {
         },
       });
       // The same command used the database it was given.
-      const client = new pg.Client({ connectionString: database.url });
+      const client = testClient({ connectionString: database.url });
       await client.connect();
       const applied = await client.query('SELECT count(*)::int AS n FROM taskgate_migrations');
       await client.end();
@@ -113,7 +113,7 @@ describe('taskgate start with DATABASE_URL', () => {
         .map((line) => JSON.parse(line) as { level: string; msg: string });
       expect(logs.map((line) => line.msg)).toContain('worker stopped');
       expect(logs.filter((line) => line.level !== 'info' && line.level !== 'debug')).toEqual([]);
-      const client = new pg.Client({ connectionString: database.url });
+      const client = testClient({ connectionString: database.url });
       await client.connect();
       try {
         const { rows } = await client.query(
@@ -160,7 +160,7 @@ describe('taskgate start with a module whose routes do not register', () => {
         .map((line) => JSON.parse(line).msg);
       expect(messages).toContain('tool module loaded');
       expect(messages).not.toContain('worker started');
-      const client = new pg.Client({ connectionString: database.url });
+      const client = testClient({ connectionString: database.url });
       await client.connect();
       try {
         // No worker instance registered, no tool published: no task could have been claimed.

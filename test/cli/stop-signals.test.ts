@@ -1,9 +1,11 @@
+import { spawn } from 'node:child_process';
 import { randomInt } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanEnv, goneWithin, portIsFree, RunningProcess, startCli } from '../support/cli.ts';
+import { CLI, cleanEnv, goneWithin, portIsFree, RunningProcess, startCli } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/databases.ts';
 import { liveProcessesWith } from '../support/process-tree.ts';
 import { waitForTask } from '../support/task-platform.ts';
@@ -91,6 +93,24 @@ describe('one Ctrl-C is one graceful stop', () => {
     expect(second.logs.at(-1)).toMatchObject({ msg: 'taskgate stopped', problems: [] });
   }, 90_000);
 
+  it('npx taskgate start: one Ctrl-C stops Taskgate cleanly, and npx reports 130 for the shell it ran it through', async () => {
+    const taskgate = track(new RunningProcess('npx', ['taskgate', 'start'], await databaseEnv(), { detached: true }));
+    const url = await started(taskgate);
+    const pid = taskgate.taskgatePid;
+    taskgate.signalGroup('SIGINT');
+    // dash (npm's `sh -c`) dies of the terminal's SIGINT at once, and npm passes that on by dying of
+    // it too, which a shell reports as 130 (128 + 2).
+    expect(await taskgate.closedWithin(15_000)).toBeNull();
+    expect(taskgate.child.signalCode).toBe('SIGINT');
+    // Taskgate itself took the one Ctrl-C as one stop and stopped cleanly (its own status is 0).
+    expect(taskgate.logs.filter((line) => line.msg === 'shutting down')).toEqual([
+      expect.objectContaining({ signal: 'SIGINT' }),
+    ]);
+    expect(taskgate.logs.at(-1)).toMatchObject({ msg: 'taskgate stopped', problems: [] });
+    expect(await goneWithin(pid, 1_000), `Taskgate pid ${pid}`).toBe(true);
+    expect(await portIsFree(Number(new URL(url).port))).toBe(true);
+  });
+
   it('another signal during the shutdown still exits at once', async () => {
     const taskgate = track(startCli(['start'], await databaseEnv()));
     await runningTask(await started(taskgate));
@@ -154,4 +174,53 @@ describe('SIGHUP and SIGQUIT stop it gracefully too', () => {
       expect(liveProcessesWith(String(seconds)).length).toBe(0);
     }, 60_000);
   }
+});
+
+describe('the shutdown deadline holds while mcp-stdio starts', () => {
+  it('SIGTERM while start-up waits on a database that never answers: it exits within the deadline', async () => {
+    // A port that accepts and never says a word: pg's start-up message goes unanswered.
+    const held = new Set<net.Socket>();
+    let reached!: () => void;
+    const waiting = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    const silent = net.createServer((socket) => {
+      held.add(socket);
+      socket.on('error', () => {});
+      reached();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as net.AddressInfo;
+    const child = spawn(process.execPath, [CLI, 'mcp-stdio'], {
+      env: cleanEnv({
+        DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/taskgate`,
+        // The deadline: the grace period plus 2 s.
+        TASKGATE_SHUTDOWN_GRACE_MS: '1000',
+      }),
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      // Start-up is now waiting on the database: the stop comes in that phase.
+      await waiting;
+      const sentAt = performance.now();
+      child.kill('SIGTERM');
+      const outcome = await Promise.race([
+        exited.then((code) => ({ code, ms: performance.now() - sentAt })),
+        new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000).unref()),
+      ]);
+      expect(outcome, `still running 10 s after SIGTERM; stderr:\n${stderr}`).not.toBeNull();
+      expect(outcome?.ms).toBeLessThan(3_000 + 1_000);
+      expect(outcome?.code).toBe(70);
+      expect(stderr).toContain('TG_SHUTDOWN_TIMEOUT');
+    } finally {
+      child.kill('SIGKILL');
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
 });

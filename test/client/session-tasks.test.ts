@@ -48,6 +48,18 @@ describe('2025-11-25 tasks through the client', () => {
     expect(calls).toEqual([undefined, {}]);
   });
 
+  it("a task-augmented call's onProgress follows the task's progress, strictly increasing", async () => {
+    const { client } = await session();
+    const seen: number[] = [];
+    await client.callTool(
+      'slow_compute',
+      { seconds: 2, label: 'session-progress' },
+      { asTask: true, onProgress: (update) => seen.push(update.progress) },
+    );
+    expect(seen.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < seen.length; i += 1) expect(seen[i]).toBeGreaterThan(seen[i - 1] as number);
+  });
+
   it('giving up on a task-backed call sends tasks/cancel, and the task ends cancelled', async () => {
     const { client, sent } = await session();
     const controller = new AbortController();
@@ -72,5 +84,27 @@ describe('2025-11-25 tasks through the client', () => {
     expect(task.status).toBe('cancelled');
     expect(sent('tasks/cancel')).toHaveLength(1);
     expect(sent('notifications/cancelled')).toEqual([]);
+  });
+
+  it('aborting a task-backed call and closing at once still cancels its task', async () => {
+    const recorder = await startRecorder(served.api.mcpUrl.href);
+    cleanups.push(() => recorder.close());
+    const client = await TaskgateClient.connectHttp({ url: recorder.url, revision: 'session' });
+    const controller = new AbortController();
+    let handedOver!: () => void;
+    const isTask = new Promise<void>((resolve) => {
+      handedOver = resolve;
+    });
+    const call = client.callTool(
+      'slow_compute',
+      { seconds: 4, label: 'session-abort-close' },
+      { asTask: true, signal: controller.signal, onTask: () => handedOver() },
+    );
+    call.catch(() => {});
+    await isTask;
+    controller.abort(new Error('stop'));
+    await client.close();
+    const task = await endedTaskWith(served.platform, 'slow_compute', 'label', 'session-abort-close');
+    expect(task.status).toBe('cancelled');
   });
 });

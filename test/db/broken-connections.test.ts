@@ -1,14 +1,15 @@
 import { createKysely, createPool, isDatabaseUnavailable } from '@taskgate/db';
 import { sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 
 const database = useTestDatabase();
 let admin: pg.Client;
 
 beforeAll(async () => {
-  admin = new pg.Client({ connectionString: database.url });
+  admin = testClient({ connectionString: database.url });
   await admin.connect();
 });
 

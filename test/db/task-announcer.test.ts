@@ -1,7 +1,8 @@
 import { createKysely, createPool, TASK_CHANNEL, TaskAnnouncer, type TaskNotification } from '@taskgate/db';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 import { waitForTask } from '../support/task-platform.ts';
 
 const database = useTestDatabase();
@@ -9,7 +10,7 @@ let listener: pg.Client;
 const heard: TaskNotification[] = [];
 
 beforeAll(async () => {
-  listener = new pg.Client({ connectionString: database.url });
+  listener = testClient({ connectionString: database.url });
   await listener.connect();
   listener.on('notification', (message) => {
     if (message.channel === TASK_CHANNEL && message.payload) heard.push(JSON.parse(message.payload));

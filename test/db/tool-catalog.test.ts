@@ -2,10 +2,10 @@ import { createKysely, createPool, type Database, listCatalog, publishTools, reg
 import { isTaskgateError } from '@taskgate/errors';
 import { toolCatalogEntry, toolFingerprint } from '@taskgate/reliability';
 import { type Kysely, sql } from 'kysely';
-import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { catalogTool, setInstance } from '../support/catalog.ts';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 
 const database = useTestDatabase();
 let db: Kysely<Database>;
@@ -82,7 +82,7 @@ describe('publishTools', () => {
 
   it('runs two publishes of one instance one after the other: the later one wins whole', async () => {
     await setInstance(db, 'w1', { heartbeatAgoMs: 0 });
-    const holder = new pg.Client({ connectionString: database.url, application_name: 'tool-catalog-holder' });
+    const holder = testClient({ connectionString: database.url, application_name: 'tool-catalog-holder' });
     await holder.connect();
     const waiting = async (count: number) => {
       for (;;) {

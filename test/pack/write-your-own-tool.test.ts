@@ -6,11 +6,12 @@ import { promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packPackages } from '../../scripts/pack-packages.ts';
 import { cleanEnv, goneWithin, portIsFree, REPO_ROOT, RunningProcess } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 import { waitForTask } from '../support/task-platform.ts';
 
 // The README's "Write your own tool", followed as a newcomer would, on the packages as they would
@@ -110,7 +111,7 @@ beforeAll(async () => {
     await mkdir(path.dirname(file), { recursive: true });
     await writeFile(file, block.text);
   }
-  db = new pg.Client({ connectionString: database.url });
+  db = testClient({ connectionString: database.url });
   await db.connect();
 }, 300_000);
 

@@ -1,14 +1,15 @@
 import type { Database } from '@taskgate/db';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LedgerDatabase } from '../../examples/ledger/ledger-schema.ts';
 import { useTestDatabase } from '../support/databases.ts';
+import { testPool } from '../support/pg-clients.ts';
 
 // Migration 0003: the ledger, steps, reconciliation, outbox and business tables.
 const database = useTestDatabase();
 let pool: pg.Pool;
 beforeAll(() => {
-  pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  pool = testPool({ connectionString: database.url, max: 2 });
 });
 afterAll(async () => {
   await pool.end();

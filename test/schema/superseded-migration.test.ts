@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { loadMigrations, MigrationRunner } from '@taskgate/db';
-import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 
 const LEDGER = fileURLToPath(new URL('../../examples/ledger/migrations/', import.meta.url));
 /** The checksum 0003_ledger_outbox.up.sql had while it also created the ledger's tables. */
@@ -21,7 +21,7 @@ describe('a database migrated before the ledger left the platform', () => {
   }
 
   it("accepts 0003's earlier text as applied, and the ledger's 0001 adopts the tables with their rows", async () => {
-    const client = new pg.Client({ connectionString: database.url });
+    const client = testClient({ connectionString: database.url });
     await client.connect();
     try {
       // As such a database looks: 0003 recorded under its old checksum, the ledger's tables there
@@ -45,7 +45,7 @@ describe('a database migrated before the ledger left the platform', () => {
   });
 
   it('still refuses any other text of an applied migration', async () => {
-    const client = new pg.Client({ connectionString: database.url });
+    const client = testClient({ connectionString: database.url });
     await client.connect();
     try {
       await client.query("UPDATE taskgate_migrations SET checksum = repeat('0', 64) WHERE version = 3");

@@ -1,12 +1,13 @@
 import { checkTransition, TASK_STATUSES, type TaskStatus } from '@taskgate/reliability';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 
 const database = useTestDatabase();
 let client: pg.Client;
 beforeAll(async () => {
-  client = new pg.Client({ connectionString: database.url });
+  client = testClient({ connectionString: database.url });
   await client.connect();
 });
 afterAll(async () => {

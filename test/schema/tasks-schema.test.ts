@@ -1,14 +1,15 @@
 import { createKysely, type Database } from '@taskgate/db';
 import type { Kysely } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { testPool } from '../support/pg-clients.ts';
 
 const database = useTestDatabase();
 let pool: pg.Pool;
 let db: Kysely<Database>;
 beforeAll(() => {
-  pool = new pg.Pool({ connectionString: database.url, max: 2 });
+  pool = testPool({ connectionString: database.url, max: 2 });
   db = createKysely(pool);
 });
 afterAll(async () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
+import { testClient } from './pg-clients.ts';
 
 export const DB_PREFIX = 'tgtest_';
 
@@ -33,7 +34,7 @@ export async function dropDatabase(client: pg.ClientBase, name: string): Promise
 export async function createTestDatabase(options: { empty?: boolean } = {}): Promise<TestDatabase> {
   const { adminUrl, template, runId } = inject('postgres');
   const name = `${runPrefix(runId)}${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
+  const admin = testClient({ connectionString: adminUrl });
   await admin.connect();
   try {
     // CREATE DATABASE … TEMPLATE fails while another session uses the template; test files run
@@ -47,7 +48,7 @@ export async function createTestDatabase(options: { empty?: boolean } = {}): Pro
     name,
     url: databaseUrl(adminUrl, name),
     drop: async () => {
-      const client = new pg.Client({ connectionString: adminUrl });
+      const client = testClient({ connectionString: adminUrl });
       await client.connect();
       try {
         await dropDatabase(client, name);

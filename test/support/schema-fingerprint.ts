@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { testClient } from './pg-clients.ts';
 
 /**
  * The structure of a database (tables, columns, constraints, indexes, functions, triggers, types)
@@ -8,7 +8,7 @@ export async function schemaFingerprint(
   url: string,
   schemas: readonly string[] = ['public', 'pgboss'],
 ): Promise<string[]> {
-  const client = new pg.Client({ connectionString: url });
+  const client = testClient({ connectionString: url });
   await client.connect();
   try {
     const { rows } = await client.query<{ line: string }>(

@@ -2,11 +2,12 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { describe, expect, inject, it } from 'vitest';
 import { createTestDatabase, DB_PREFIX, dropDatabase, runPrefix } from './databases.ts';
+import { testClient } from './pg-clients.ts';
 import { newRunId, openTestRun } from './test-run.ts';
 
 // The test Postgres is shared with other checkouts and their runs: a run may only drop its own.
 async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: inject('postgres').adminUrl });
+  const client = testClient({ connectionString: inject('postgres').adminUrl });
   await client.connect();
   try {
     return await work(client);

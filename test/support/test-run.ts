@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { loadMigrations, MigrationRunner } from '@taskgate/db';
 import pg from 'pg';
 import { databaseUrl, dropDatabase, runPrefix } from './databases.ts';
+import { testClient } from './pg-clients.ts';
 
 const LEDGER_MIGRATIONS = fileURLToPath(new URL('../../examples/ledger/migrations/', import.meta.url));
 
@@ -59,7 +60,7 @@ export async function openTestRun(adminUrl: string): Promise<TestRun> {
 }
 
 async function onServer<T>(adminUrl: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: adminUrl });
+  const client = testClient({ connectionString: adminUrl });
   await client.connect();
   try {
     return await work(client);

@@ -1,9 +1,9 @@
 import { claimAttempt, findTask, listTaskEvents, type TaskRecord } from '@taskgate/db';
 import { defineTool, type ToolResult } from '@taskgate/sdk';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 import { type Barrier, barrier, type Platform, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 const database = useTestDatabase();
@@ -36,7 +36,7 @@ const withEffect = defineTool<{ key: string }>({
 let platform: Platform;
 const taskKeys = new Map<string, string>();
 beforeAll(async () => {
-  const client = new pg.Client({ connectionString: database.url });
+  const client = testClient({ connectionString: database.url });
   await client.connect();
   await client.query('CREATE TABLE effect_probe (key text PRIMARY KEY)');
   await client.end();

@@ -1,9 +1,9 @@
-import { readMetricsSnapshot } from '@taskgate/db';
+import { readMetricsSnapshot, workSucceededWithin } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import { processMetrics } from '@taskgate/metrics';
 import type { ToolModule, ToolRegistry } from '@taskgate/tools';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { type CheckState, type ReadinessReport, readinessReport } from './health-routes.ts';
+import { type CheckState, RECENT_WORK_MS, type ReadinessReport, readinessReport } from './health-routes.ts';
 import { createAuthenticator } from './http/auth.ts';
 import { createTokenVerifier, type OAuthSettings } from './http/oauth/token-verifier.ts';
 import { databaseSessionStore } from './mcp/legacy-sessions.ts';
@@ -208,6 +208,7 @@ function readiness(services: TaskServices, options: ApiRoleOptions): Promise<Rea
     roles: options.checks(),
     stopping: options.stopping(),
     database: services.pool,
+    recentWork: () => workSucceededWithin(RECENT_WORK_MS),
     more: {
       // A view whose refreshes fail still answers with the last good catalog, which may list a
       // tool that is gone or miss a new one: likewise, an instance to avoid while others read it.

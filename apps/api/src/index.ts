@@ -1,6 +1,7 @@
 export { type ApiRole, type ApiRoleOptions, type PreparedApiRole, prepareApiRole, startApiRole } from './api-role.ts';
 export {
   type CheckState,
+  RECENT_WORK_MS,
   type ReadinessProbe,
   type ReadinessReport,
   readinessReport,

@@ -258,6 +258,13 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('does not call a variable the command reads itself ignored', () => {
+    const env = { TASKGATE_URL: 'http://127.0.0.1:8080', TASKGATE_TOKEN: 'x', TASKGATE_SOMETHING_ELSE: '1' };
+    expect(loadConfig(env, '/', ['TASKGATE_URL', 'TASKGATE_TOKEN']).warnings).toEqual([
+      'unknown setting TASKGATE_SOMETHING_ELSE is ignored',
+    ]);
+  });
+
   it('treats empty values as unset', () => {
     expect(loadConfig({ DATABASE_URL: '', PORT: ' ' }, '/').config).toMatchObject({ databaseUrl: null, port: 8080 });
   });

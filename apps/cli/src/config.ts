@@ -162,8 +162,10 @@ type Env = Readonly<Record<string, string | undefined>>;
 /**
  * Reads and validates the environment. Every problem is collected, so one run names them all;
  * the error's message is a single line and never contains a secret (tokens, passwords).
+ * `readsAlso` names the variables the command reads itself (reconcile's TASKGATE_URL and
+ * TASKGATE_TOKEN): they are not the server's settings, and not "ignored" either.
  */
-export function loadConfig(env: Env, cwd: string): LoadedConfig {
+export function loadConfig(env: Env, cwd: string, readsAlso: readonly string[] = []): LoadedConfig {
   const problems: ConfigProblem[] = [];
   const problem = (field: string, message: string) => problems.push({ field, message });
   const value = (name: keyof typeof SETTINGS) => {
@@ -353,7 +355,7 @@ export function loadConfig(env: Env, cwd: string): LoadedConfig {
 
   const known = new Set<string>(Object.keys(SETTINGS));
   const warnings = Object.keys(env)
-    .filter((name) => name.startsWith('TASKGATE_') && !known.has(name))
+    .filter((name) => name.startsWith('TASKGATE_') && !known.has(name) && !readsAlso.includes(name))
     .map((name) => `unknown setting ${name} is ignored${suggest(name, known)}`);
 
   return {

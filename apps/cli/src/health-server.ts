@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type CheckState, readinessReport } from '@taskgate/api';
-import { createKysely, createPool, readMetricsSnapshot } from '@taskgate/db';
+import { type CheckState, RECENT_WORK_MS, readinessReport } from '@taskgate/api';
+import { createKysely, createPool, readMetricsSnapshot, workSucceededWithin } from '@taskgate/db';
 import { TaskgateError } from '@taskgate/errors';
 import { processMetrics } from '@taskgate/metrics';
 import type { Logger } from './logger.ts';
@@ -43,9 +43,11 @@ export interface HealthServer {
  */
 export async function startHealthServer(options: HealthServerOptions): Promise<HealthServer> {
   // One connection at most, opened at the first /readyz; the probe never competes with the roles.
-  const pool = createPool(options.connectionString, { applicationName: 'taskgate-health', max: 1 });
+  const pool = createPool(options.connectionString, { applicationName: 'taskgate-health', max: 1, probe: true });
   // /metrics reads through a connection of its own: a slow scrape must not make /readyz fail.
-  const db = createKysely(createPool(options.connectionString, { applicationName: 'taskgate-metrics', max: 1 }));
+  const db = createKysely(
+    createPool(options.connectionString, { applicationName: 'taskgate-metrics', max: 1, probe: true }),
+  );
   const metrics = processMetrics();
   // A worker or relay alone has no API: its /metrics is here, with the database-wide gauges too.
   const unwatch = metrics.watchDatabase(() => readMetricsSnapshot(db));
@@ -82,7 +84,12 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
       );
       return;
     }
-    void readinessReport({ roles: options.checks(), stopping: options.stopping(), database: pool }).then((report) =>
+    void readinessReport({
+      roles: options.checks(),
+      stopping: options.stopping(),
+      database: pool,
+      recentWork: () => workSucceededWithin(RECENT_WORK_MS),
+    }).then((report) =>
       send(response, report.ready ? 200 : 503, {
         status: report.ready ? 'ready' : 'not_ready',
         ...(report.reason ? { reason: report.reason } : {}),

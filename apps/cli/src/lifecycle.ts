@@ -21,6 +21,9 @@ export class Lifecycle {
   readonly #exit: (code: number) => never;
   #stopping = false;
   #firstSignal: FirstSignal | null = null;
+  #deadline: ReturnType<typeof setTimeout> | null = null;
+  /** The resource stopping now, for the deadline's message. */
+  #stoppingNow: string | null = null;
   #resolveStopRequested!: (cause: StopCause) => void;
   /** Resolves with what started the shutdown. */
   readonly stopRequested: Promise<StopCause>;
@@ -54,6 +57,7 @@ export class Lifecycle {
         if (this.#stopping) return;
         this.#stopping = true;
         this.#logger.info({ cause: 'parent exited', formerParent }, 'shutting down');
+        this.#armDeadline();
         this.#resolveStopRequested('parent exited');
       });
     }
@@ -83,7 +87,26 @@ export class Lifecycle {
     }
     this.#stopping = true;
     this.#logger.info({ signal }, 'shutting down');
+    this.#armDeadline();
     this.#resolveStopRequested(signal);
+  }
+
+  /**
+   * The shutdown's deadline runs from the stop request, whatever the process is doing then: a
+   * start-up still waiting on a database that never answers has not reached stopAll(), and would
+   * otherwise ignore the stop for as long as it waits.
+   */
+  #armDeadline(): void {
+    if (this.#deadline !== null) return;
+    this.#deadline = setTimeout(() => {
+      const error = new TaskgateError('TG_SHUTDOWN_TIMEOUT', `shutdown took longer than ${this.#deadlineMs} ms`);
+      const stopping = this.#stoppingNow;
+      // The one under way first: it is the one that did not finish.
+      const pending = [...(stopping === null ? [] : [stopping]), ...this.#stops.map((entry) => entry.name).reverse()];
+      this.#logger.error({ code: error.code, stopping, pending }, error.message);
+      this.#exit(error.definition.exitCode);
+    }, this.#deadlineMs);
+    this.#deadline.unref();
   }
 
   onStop(name: string, stop: () => Promise<void>): void {
@@ -95,19 +118,12 @@ export class Lifecycle {
    * Resolves with the problems seen; never throws.
    */
   async stopAll(): Promise<string[]> {
-    let stopping: string | null = null;
-    const deadline = setTimeout(() => {
-      const error = new TaskgateError('TG_SHUTDOWN_TIMEOUT', `shutdown took longer than ${this.#deadlineMs} ms`);
-      // The one under way first: it is the one that did not finish.
-      const pending = [...(stopping === null ? [] : [stopping]), ...this.#stops.map((entry) => entry.name).reverse()];
-      this.#logger.error({ code: error.code, stopping, pending }, error.message);
-      this.#exit(error.definition.exitCode);
-    }, this.#deadlineMs);
-    deadline.unref();
+    // A stop without a signal (stdin ended, a start-up failed) starts its deadline here.
+    this.#armDeadline();
     const problems: string[] = [];
     try {
       for (let entry = this.#stops.pop(); entry; entry = this.#stops.pop()) {
-        stopping = entry.name;
+        this.#stoppingNow = entry.name;
         const started = performance.now();
         try {
           await entry.stop();
@@ -118,7 +134,9 @@ export class Lifecycle {
         }
       }
     } finally {
-      clearTimeout(deadline);
+      if (this.#deadline !== null) clearTimeout(this.#deadline);
+      this.#deadline = null;
+      this.#stoppingNow = null;
     }
     return problems;
   }

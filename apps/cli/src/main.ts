@@ -222,7 +222,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       if (url === undefined && values.token !== undefined) {
         throw new TaskgateError('TG_USAGE', '--token goes with --url: without one, reconcile reads the database');
       }
-      const { config, warnings } = loadConfig(io.env, io.cwd);
+      const { config, warnings } = loadConfig(io.env, io.cwd, ['TASKGATE_URL', 'TASKGATE_TOKEN']);
       logLevel = config.logLevel;
       const logger = await commandLogger(config, warnings);
       const { asCliError } = await import('./commands/tasks.ts');

@@ -1,20 +1,42 @@
 import { isErrorCode, TaskgateError } from '@taskgate/errors';
 import type { DeadlineClock } from '@taskgate/reliability';
 
-/** A clock of the call ran out; the transport's cancel has been sent. */
-export function callTimedOut(method: string, clock: DeadlineClock, limitMs: number): TaskgateError {
+/**
+ * What became of the work a given-up call started: a plain call's cancel went out with the
+ * transport's own means; a call that became a task is cancelled with tasks/cancel, a request
+ * whose answer comes later — and a task may still end completed if it finished first.
+ */
+export type CallStop = { readonly kind: 'request' } | { readonly kind: 'task'; readonly taskId: string };
+
+function stopped(stop: CallStop): string {
+  return stop.kind === 'request'
+    ? 'the server was told to stop'
+    : `tasks/cancel is being sent for task ${stop.taskId}, which stops at its next checkpoint unless it finishes first (close() waits for the cancel to be delivered; the task's status says how it ended)`;
+}
+
+function stopDetails(stop: CallStop): Record<string, unknown> {
+  return stop.kind === 'task' ? { taskId: stop.taskId } : {};
+}
+
+/** A clock of the call ran out; its cancel is on its way (CallStop). */
+export function callTimedOut(
+  method: string,
+  clock: DeadlineClock,
+  limitMs: number,
+  stop: CallStop = { kind: 'request' },
+): TaskgateError {
   const what =
     clock === 'idle' ? `no progress for ${limitMs} ms (the idle clock)` : `${limitMs} ms in all (the max clock)`;
-  return new TaskgateError('TG_CALL_TIMEOUT', `${method} timed out: ${what}; the server was told to stop`, {
-    details: { clock, limitMs },
+  return new TaskgateError('TG_CALL_TIMEOUT', `${method} timed out: ${what}; ${stopped(stop)}`, {
+    details: { clock, limitMs, ...stopDetails(stop) },
   });
 }
 
-/** The caller cancelled; the transport's cancel has been sent. */
-export function callCancelled(method: string, reason: unknown): TaskgateError {
+/** The caller cancelled; its cancel is on its way (CallStop). */
+export function callCancelled(method: string, reason: unknown, stop: CallStop = { kind: 'request' }): TaskgateError {
   const why = reason instanceof Error ? reason.message : reason === undefined ? 'no reason given' : String(reason);
-  return new TaskgateError('TG_CALL_CANCELLED', `${method} was cancelled (${why}); the server was told to stop`, {
-    details: { reason: why },
+  return new TaskgateError('TG_CALL_CANCELLED', `${method} was cancelled (${why}); ${stopped(stop)}`, {
+    details: { reason: why, ...stopDetails(stop) },
   });
 }
 

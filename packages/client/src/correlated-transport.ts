@@ -78,6 +78,8 @@ export interface CorrelatedTransport {
     params: Record<string, unknown>,
     options?: SendOptions,
   ): { readonly id: number; readonly answer: Promise<Record<string, unknown>> };
+  /** The sends of notifications/cancelled not yet done (a session's POST): close() waits for them. */
+  cancelsInFlight(): Promise<unknown>[];
 }
 
 const isId = (id: unknown): id is Id => typeof id === 'string' || typeof id === 'number';
@@ -101,6 +103,7 @@ export function correlatedTransport(
   // Calls answered with a task and held from the SDK: its cancel of one (notifications/cancelled,
   // on a revision without per-request streams) must become the task's cancel, not a notification.
   const heldCalls = new Map<Id, AbortController>();
+  const cancelSends = new Set<Promise<unknown>>();
   const send = transport.send.bind(transport) as (message: JSONRPCMessage, options?: SendOptions) => Promise<void>;
   const wrapped = interceptTransport(transport, {
     async send(message, options, forward, deliver) {
@@ -154,7 +157,13 @@ export function correlatedTransport(
           events.initializeCancelDropped?.();
           return;
         }
-        return forward({ ...message, params: { ...sent.params, requestId: wireId } } as JSONRPCMessage, options);
+        const sending = forward(
+          { ...message, params: { ...sent.params, requestId: wireId } } as JSONRPCMessage,
+          options,
+        );
+        const tracked = sending.catch(() => {}).finally(() => cancelSends.delete(tracked));
+        cancelSends.add(tracked);
+        return sending;
       }
       return forward(message, options);
     },
@@ -209,6 +218,7 @@ export function correlatedTransport(
   });
   return {
     transport: wrapped,
+    cancelsInFlight: () => [...cancelSends],
     request(method, params, options) {
       return this.open(method, params, options).answer;
     },

@@ -11,10 +11,17 @@ import type {
   Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { isTaskgateError, TaskgateError } from '@taskgate/errors';
-import { META, revisionInfo, TASKS_EXTENSION } from '@taskgate/protocol';
+import { META, progressOfTask, revisionInfo, TASKS_EXTENSION } from '@taskgate/protocol';
 import { deterministicJitter, fingerprintInput, sha256Hex } from '@taskgate/reliability';
 import { CallClocks, systemTimers, type Timers } from './call-clocks.ts';
-import { callCancelled, callOutcomeUnknown, callTimedOut, serverRefusal, serverUnreachable } from './client-errors.ts';
+import {
+  type CallStop,
+  callCancelled,
+  callOutcomeUnknown,
+  callTimedOut,
+  serverRefusal,
+  serverUnreachable,
+} from './client-errors.ts';
 import {
   type CorrelatedTransport,
   correlatedTransport,
@@ -56,6 +63,11 @@ export interface ClientOptions {
   readonly clientId?: string;
   /** A call is about to be retried. */
   readonly onRetry?: (retry: { tool: string; attempt: number; delayMs: number; failure: FailureKind }) => void;
+  /**
+   * How long close() waits for the cancels still on their way (a given-up task's tasks/cancel, a
+   * session's notifications/cancelled POST) before it closes the connection (default 5 s).
+   */
+  readonly closeCancelsMs?: number;
 }
 
 export interface Progress {
@@ -95,6 +107,7 @@ export interface CallToolOptions extends CallOptions {
 
 export const DEFAULT_IDLE_MS = 60_000;
 export const DEFAULT_MAX_MS = 600_000;
+export const DEFAULT_CLOSE_CANCELS_MS = 5_000;
 /** Our clocks are the call's; the SDK's own timeout is set past any of them. */
 const SDK_NO_TIMEOUT = 2_147_483_647;
 
@@ -117,6 +130,10 @@ export class TaskgateClient {
   readonly #subscriptions = new Map<unknown, (message: Record<string, unknown>) => void>();
   readonly #clientId: string | undefined;
   readonly #clientInfo: { readonly name: string; readonly version: string };
+  /** Given-up tasks' tasks/cancel still unanswered, by task id: close() delivers them first. */
+  readonly #cancelling = new Map<string, Promise<unknown>>();
+  readonly #closeCancelsMs: number;
+  readonly #onError: ClientOptions['onError'];
 
   private constructor(sdk: SdkSession, table: CorrelationTable<WireRequest>, timers: Timers, options: ClientOptions) {
     this.#sdk = sdk;
@@ -129,6 +146,8 @@ export class TaskgateClient {
     this.#random = seed === undefined ? () => Math.random() : (attempt) => deterministicJitter(seed, attempt);
     this.#onRetry = options.onRetry;
     this.#clientInfo = clientInfoOf(options);
+    this.#closeCancelsMs = options.closeCancelsMs ?? DEFAULT_CLOSE_CANCELS_MS;
+    this.#onError = options.onError;
   }
 
   /** Starts the server as a subprocess and completes `initialize` on its stdin and stdout. */
@@ -320,15 +339,20 @@ export class TaskgateClient {
         why,
       );
     for (let attempt = 0; ; attempt += 1) {
+      let context: CallContext | null = null;
       try {
         return await this.#withClocks(
           'tools/call',
           options,
-          (sdkOptions, progress) =>
-            callContext.run({ ...(options.onTask ? { onTask: options.onTask } : {}), progress, asTask }, () =>
-              this.#sdk.callTool(name, callArgs, sdkOptions),
-            ),
+          (sdkOptions, progress) => {
+            context = { ...(options.onTask ? { onTask: options.onTask } : {}), progress, asTask, followed: null };
+            return callContext.run(context, () => this.#sdk.callTool(name, callArgs, sdkOptions));
+          },
           startedAt,
+          () => {
+            const taskId = (context as CallContext | null)?.followed;
+            return typeof taskId === 'string' ? { kind: 'task', taskId } : { kind: 'request' };
+          },
         );
       } catch (error) {
         const failure = failureKind(error);
@@ -469,16 +493,73 @@ export class TaskgateClient {
     );
   }
 
-  /** Polls a task until it ends (at the server's interval), `onUpdate` seeing every state. */
+  /**
+   * Polls a task until it ends (at the server's interval), `onUpdate` seeing every state and
+   * `onProgress` each rise of the progress the task holds (strictly increasing).
+   */
   watchTask(
     taskId: string,
-    options: { readonly signal?: AbortSignal; readonly onUpdate?: (task: TaskState) => void } = {},
+    options: {
+      readonly signal?: AbortSignal;
+      readonly onUpdate?: (task: TaskState) => void;
+      readonly onProgress?: (progress: Progress) => void;
+    } = {},
   ): Promise<TaskState> {
-    return watchTask(this.#rawRequest, taskId, { timers: this.#timers, ...options });
+    const { onProgress, onUpdate, signal } = options;
+    const rising = risingProgress((progress) => onProgress?.(progress));
+    return watchTask(this.#rawRequest, taskId, {
+      timers: this.#timers,
+      ...(signal ? { signal } : {}),
+      // Its progress first: the state after it may be the terminal one, the last word.
+      onUpdate: (task) => {
+        const progress = progressOfTask(task);
+        if (progress !== null) rising(progress);
+        onUpdate?.(task);
+      },
+    });
   }
 
+  /**
+   * Delivers the cancels still on their way — a given-up task's tasks/cancel, a session's
+   * notifications/cancelled — waiting for them at most `closeCancelsMs`, then closes the
+   * connection. Closing first would cut them off, and the task would run to completion. A
+   * tasks/cancel that was not answered in time is reported to `onError`, naming the task.
+   */
   async close(): Promise<void> {
+    const cancels = [...this.#cancelling];
+    const sends = this.#raw?.cancelsInFlight() ?? [];
+    if (cancels.length > 0 || sends.length > 0) {
+      const unanswered = new Set(cancels.map(([taskId]) => taskId));
+      const delivered = Promise.allSettled([
+        ...cancels.map(([taskId, answer]) => answer.then(() => unanswered.delete(taskId))),
+        ...sends,
+      ]);
+      let timer: ReturnType<Timers['setTimeout']> | undefined;
+      const late = new Promise<void>((resolve) => {
+        timer = this.#timers.setTimeout(resolve, this.#closeCancelsMs);
+      });
+      await Promise.race([delivered, late]);
+      if (timer !== undefined) this.#timers.clearTimeout(timer);
+      for (const taskId of unanswered) {
+        this.#onError?.(
+          new TaskgateError(
+            'TG_SERVER_UNREACHABLE',
+            `tasks/cancel for task ${taskId} was not answered within ${this.#closeCancelsMs} ms of close(): the task may run to completion; look it up with tasks/get`,
+            { details: { taskId } },
+          ),
+        );
+      }
+    }
     await this.#sdk.close();
+  }
+
+  /** The tasks/cancel of a call given up on, sent once, kept until answered for close(). */
+  #cancelGivenUp(taskId: string): void {
+    if (this.#cancelling.has(taskId)) return;
+    const answer = this.#rawRequest('tasks/cancel', { taskId })
+      .catch(() => {})
+      .finally(() => this.#cancelling.delete(taskId));
+    this.#cancelling.set(taskId, answer);
   }
 
   /** A request past the SDK, with the per-request fields 2026-07-28 asks for in `_meta`. */
@@ -519,10 +600,20 @@ export class TaskgateClient {
   #followTask(held: HeldCall): void {
     const context = held.context as CallContext | undefined;
     const first = held.task as TaskState;
+    if (context !== undefined) context.followed = first.taskId;
     context?.onTask?.(first);
     let lastUpdate = first.lastUpdatedAt;
     const stop = new AbortController();
-    held.signal?.addEventListener('abort', () => stop.abort(new Error('the call was given up')), { once: true });
+    // Sent as the call is given up, not when the watch notices: a close() right after the
+    // caller's abort (try … finally) must find it on its way.
+    held.signal?.addEventListener(
+      'abort',
+      () => {
+        stop.abort(new Error('the call was given up'));
+        this.#cancelGivenUp(first.taskId);
+      },
+      { once: true },
+    );
     watchTask(this.#rawRequest, first.taskId, {
       timers: this.#timers,
       signal: stop.signal,
@@ -531,6 +622,10 @@ export class TaskgateClient {
           lastUpdate = task.lastUpdatedAt;
           context?.progress();
         }
+        // The task row holds the progress its tool reports; the call's onProgress follows it,
+        // before the state that may be the terminal one.
+        const progress = progressOfTask(task);
+        if (progress !== null) context?.progress(progress);
         context?.onTask?.(task);
       },
     })
@@ -548,10 +643,7 @@ export class TaskgateClient {
         held.finish(outcomeOf(task));
       })
       .catch((error: unknown) => {
-        if (stop.signal.aborted) {
-          void this.#rawRequest('tasks/cancel', { taskId: first.taskId }).catch(() => {});
-          return;
-        }
+        if (stop.signal.aborted) return;
         held.finish({
           error: { code: -32603, message: `watching task ${first.taskId} failed: ${(error as Error).message}` },
         });
@@ -566,26 +658,34 @@ export class TaskgateClient {
   async #withClocks<T>(
     method: string,
     options: CallOptions,
-    run: (sdkOptions: SdkRequestOptions, progress: () => void) => Promise<T>,
+    run: (sdkOptions: SdkRequestOptions, progress: (update?: Progress) => void) => Promise<T>,
     startedAt?: number,
+    stopOf: () => CallStop = () => ({ kind: 'request' }),
   ): Promise<T> {
     options.signal?.throwIfAborted();
     const ended = this.#sdk.ended;
     if (ended !== null) throw new TaskgateError('TG_SERVER_UNREACHABLE', `${method} was not sent: ${ended}`);
     const controller = new AbortController();
     let ending: Error | null = null;
-    const end = (error: Error) => {
+    // The error is made as the call ends, when what its cancel will be (a task's?) is known.
+    const end = (error: (stop: CallStop) => Error) => {
       if (ending !== null) return;
-      ending = error;
-      controller.abort(error);
+      ending = error(stopOf());
+      controller.abort(ending);
     };
     const clocks = new CallClocks(
       { idleMs: options.idleMs ?? DEFAULT_IDLE_MS, maxMs: options.maxMs ?? DEFAULT_MAX_MS },
       this.#timers,
-      (clock, limitMs) => end(callTimedOut(method, clock, limitMs)),
+      (clock, limitMs) => end((stop) => callTimedOut(method, clock, limitMs, stop)),
       startedAt,
     );
-    const onAbort = () => end(callCancelled(method, options.signal?.reason));
+    const onAbort = () => end((stop) => callCancelled(method, options.signal?.reason, stop));
+    // One progress for the call's whole life, notifications first and the task's polls after: a
+    // rise resets the idle clock and reaches onProgress, a repeat (the next poll) does neither.
+    const rising = risingProgress((update) => {
+      clocks.progress();
+      options.onProgress?.(update);
+    });
     options.signal?.addEventListener('abort', onAbort, { once: true });
     try {
       return await run(
@@ -594,10 +694,10 @@ export class TaskgateClient {
           timeout: SDK_NO_TIMEOUT,
           onprogress: (progress) => {
             clocks.progress();
-            options.onProgress?.(progress);
+            rising(progress);
           },
         },
-        () => clocks.progress(),
+        (update) => (update === undefined ? clocks.progress() : rising(update)),
       );
     } catch (error) {
       // The SDK wraps an abort reason in its own error; ours says what happened.
@@ -613,12 +713,25 @@ export class TaskgateClient {
 /** What a tools/call's caller asked for, carried to the wire (a task answer arrives there). */
 interface CallContext {
   readonly onTask?: (task: TaskState) => void;
-  readonly progress: () => void;
+  /** No update: a change of the task (the idle clock restarts); an update: its progress. */
+  readonly progress: (update?: Progress) => void;
   /** 2025-11-25: send the call task-augmented (`task: {}`); the server then answers `{task}`. */
   readonly asTask?: boolean;
+  /** The task the call became, once it has (its cancel is then tasks/cancel). */
+  followed: string | null;
 }
 
 const callContext = new AsyncLocalStorage<CallContext>();
+
+/** Passes on only progress above the highest seen (MCP: progress increases with each notification). */
+function risingProgress(report: (progress: Progress) => void): (progress: Progress) => void {
+  let highest = Number.NEGATIVE_INFINITY;
+  return (progress) => {
+    if (!(progress.progress > highest)) return;
+    highest = progress.progress;
+    report(progress);
+  };
+}
 
 /** A finished task as the answer its tools/call would have had. */
 function outcomeOf(task: TaskState): { result: Record<string, unknown> } | { error: Record<string, unknown> } {

@@ -7,6 +7,20 @@ export interface PoolOptions {
   readonly applicationName: string;
   readonly max?: number;
   readonly connectTimeoutMs?: number;
+  /** A probe's own pool (/readyz): its answers say nothing of whether the roles' work proceeds. */
+  readonly probe?: boolean;
+}
+
+/** When a pool of this process last lent a connection that came back fine (performance.now()). */
+let lastWorkAt = Number.NEGATIVE_INFINITY;
+
+/**
+ * Whether the roles' pools of this process got work done within the last `ms`: a /readyz whose
+ * own check waits for a connection (the slots are full) while this holds sees a busy database,
+ * not a down one.
+ */
+export function workSucceededWithin(ms: number, now: number = performance.now()): boolean {
+  return now - lastWorkAt <= ms;
 }
 
 export function createPool(connectionString: string, options: PoolOptions): pg.Pool {
@@ -22,6 +36,13 @@ export function createPool(connectionString: string, options: PoolOptions): pg.P
   // pool; unhandled, that would crash the process. The pool drops the client and the next query
   // gets a fresh connection, so there is nothing else to do here.
   pool.on('error', () => {});
+  // A client given back without an error: a statement ran (its own error, if any, was an answer).
+  if (options.probe !== true) {
+    // pool.query() gives its client back with the query's error: null (not undefined) on success.
+    pool.on('release', (error: Error | null | undefined) => {
+      if (!error) lastWorkAt = performance.now();
+    });
+  }
   // A checked-out client has no listener of the pool's: pg-pool takes its idle listener off while
   // the client is lent out. A connection that breaks between two statements of a transaction (a
   // Postgres restart while a worker's final commit runs its effects) then emits 'error' on the

@@ -29,7 +29,14 @@ export {
   publishTools,
 } from './catalog/tool-catalog.ts';
 export { ChannelListener, type ChannelListenerOptions } from './channel-listener.ts';
-export { createPool, describeTarget, type PoolOptions, probeDatabase, redactConnectionString } from './connection.ts';
+export {
+  createPool,
+  describeTarget,
+  type PoolOptions,
+  probeDatabase,
+  redactConnectionString,
+  workSucceededWithin,
+} from './connection.ts';
 export { isDatabaseUnavailable } from './connection-errors.ts';
 export {
   type EmbeddedPostgres,

@@ -46,4 +46,10 @@ export {
   type RequestHeaders,
   type RequestMetadata,
 } from './request-metadata.ts';
+export {
+  progressOfTask,
+  TASK_PROGRESS_META,
+  type TaskProgressMeta,
+  taskProgressMeta,
+} from './task-progress.ts';
 export { declaresTasks, TASK_METHODS, TASKS_EXTENSION, TASKS_REQUIRED } from './tasks-extension.ts';

@@ -180,7 +180,7 @@ describe('loadToolModules on a tool package as npm installs it', () => {
     expect(await loadInNode(['./tools.ts'], cwd)).toEqual({ names: ['tools'] });
   });
 
-  it('says a linked folder dependency resolves its imports from its real folder, and to install it packed', async () => {
+  it('says a linked folder dependency resolves its imports from its real folder, and to install it or the packed tarballs, never the registry', async () => {
     // npm installs a `file:` folder dependency as a link: the project has @taskgate/sdk, the
     // module's real folder (outside the project) has no node_modules.
     const outside = await made({ 'package.json': PACKAGE('linked-tools', './index.mjs'), 'index.mjs': SDK_TOOLS });
@@ -195,7 +195,9 @@ describe('loadToolModules on a tool package as npm installs it', () => {
 
     const hint =
       `; its imports resolve from its real folder ${outside}, outside ${cwd}, not from this project's node_modules, ` +
-      `so install it packed (npm pack in its folder, then npm install the .tgz) or give it a node_modules of its own (npm install in ${outside})`;
+      `so install it packed (npm pack in its folder, then npm install the .tgz) or install Taskgate's packed tarballs there too ` +
+      `(npm install /path/to/taskgate/dist/packs/*.tgz in ${outside}, after npm run pack:packages in the Taskgate checkout; ` +
+      '@taskgate/sdk is not on the npm registry)';
     for (const spec of ['linked-tools', './node_modules/linked-tools/index.mjs']) {
       const message = await failure([spec], cwd);
       expect(message).toContain(
@@ -205,6 +207,15 @@ describe('loadToolModules on a tool package as npm installs it', () => {
     }
     // Installed as a copy (what installing the packed tarball does), the same file loads.
     expect(await loadInNode(['copied-tools'], cwd)).toEqual({ names: ['copied-tools'] });
+    // A package of the registry missing there: npm install in its folder is what works.
+    const registry = await made({
+      'package.json': PACKAGE('registry-tools', './index.mjs'),
+      'index.mjs': `import 'some-registry-package';\n${TOOLS}`,
+    });
+    await symlink(registry, path.join(cwd, 'node_modules/registry-tools'));
+    expect(await failure(['registry-tools'], cwd)).toMatch(
+      new RegExp(`or give it a node_modules of its own \\(npm install in ${registry}\\)$`),
+    );
     // A package missing for a module inside the project is only that: no word about real folders.
     const missing = await failure(['./inside/index.mjs'], cwd);
     expect(missing).toMatch(/Cannot find package 'no-such-package-anywhere' imported from \S+$/);

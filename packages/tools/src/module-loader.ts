@@ -265,7 +265,13 @@ function loadHint(file: string, error: unknown, cwd: string): string {
     const base = realOrNull(cwd) ?? path.resolve(cwd);
     if (real === null || isWithin(base, real)) return '';
     const folder = path.dirname(real);
-    return `; its imports resolve from its real folder ${folder}, outside ${base}, not from this project's node_modules, so install it packed (npm pack in its folder, then npm install the .tgz) or give it a node_modules of its own (npm install in ${folder})`;
+    const missing = /^Cannot find package '([^']+)'/.exec((error as Error).message)?.[1] ?? '';
+    // The @taskgate packages are not on the npm registry: `npm install` in that folder would fail
+    // to find them. What installs them is the checkout's packed tarballs (scripts/pack-packages.ts).
+    const own = missing.startsWith('@taskgate/')
+      ? `install Taskgate's packed tarballs there too (npm install /path/to/taskgate/dist/packs/*.tgz in ${folder}, after npm run pack:packages in the Taskgate checkout; ${missing} is not on the npm registry)`
+      : `give it a node_modules of its own (npm install in ${folder})`;
+    return `; its imports resolve from its real folder ${folder}, outside ${base}, not from this project's node_modules, so install it packed (npm pack in its folder, then npm install the .tgz) or ${own}`;
   }
   return '';
 }

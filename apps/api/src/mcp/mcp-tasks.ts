@@ -1,5 +1,5 @@
 import type { TaskRecord } from '@taskgate/db';
-import { ErrorCode, type JsonRpcError } from '@taskgate/protocol';
+import { ErrorCode, type JsonRpcError, taskProgressMeta } from '@taskgate/protocol';
 import { type ServerIdentity, taskError, withServerInfo } from './mcp-methods.ts';
 
 /**
@@ -27,6 +27,9 @@ export function createTaskResult(task: TaskRecord): Record<string, unknown> {
 /** tasks/get's answer: the task and, by status, its result, its error, or its input requests. */
 export function detailedTask(task: TaskRecord, server: ServerIdentity): Record<string, unknown> {
   const detail: Record<string, unknown> = { resultType: 'complete', ...taskFields(task) };
+  // Its progress: a call that became a task has no request left for notifications/progress.
+  const progress = taskProgressMeta(task.progress);
+  if (Object.keys(progress).length > 0) detail._meta = progress;
   if (task.status === 'completed') {
     detail.result = withServerInfo((task.result ?? { content: [] }) as Record<string, unknown>, server);
   } else if (task.status === 'failed') {

@@ -33,7 +33,9 @@ const INTERRUPTED = 130;
  * it. Progress shows on one redrawn line (stderr); a call that becomes a task shows its status.
  * The first Ctrl-C sends the cancel the transport wants (a closed stream, or tasks/cancel once
  * the call is a task) and says "cancel requested" until the task's terminal status arrives; a
- * second Ctrl-C leaves without waiting, saying the task goes on. The result goes to stdout: its
+ * second Ctrl-C leaves without waiting for it — the first one's cancel still stands (close()
+ * delivers it), so the line says the task stops at its next checkpoint unless it finishes
+ * first. The result goes to stdout: its
  * text on a terminal, the whole result as JSON otherwise. A tool error (isError) exits 1.
  */
 export async function runCall(args: CallArgs, io: CallIo): Promise<number> {
@@ -47,6 +49,7 @@ export async function runCall(args: CallArgs, io: CallIo): Promise<number> {
     const argumentsObject = await callArguments(client, args, whole);
     const controller = new AbortController();
     let task: TaskState | null = null;
+    let shownStatus = '';
     let interrupts = 0;
     let leave!: (code: number) => void;
     const left = new Promise<number>((resolve) => {
@@ -78,21 +81,25 @@ export async function runCall(args: CallArgs, io: CallIo): Promise<number> {
       }
       progress.done(
         task
-          ? `left without waiting: task ${task.taskId} goes on (taskgate tasks get ${task.taskId})`
-          : 'left without waiting',
+          ? `left without waiting: the cancel of task ${task.taskId} stands, and it stops at its next checkpoint unless it finishes first (taskgate tasks get ${task.taskId})`
+          : 'left without waiting: the server was told to stop',
       );
       leave(INTERRUPTED);
     });
     try {
       const call = client.callTool(args.tool, argumentsObject, {
         signal: controller.signal,
-        onProgress: (update) => progress.progress(update.progress, update.total, update.message),
+        // The bar follows the call for its whole life: a task's progress comes from its polls.
+        // Once Ctrl-C was pressed, the line says what the cancel is doing instead.
+        onProgress: (update) => {
+          if (interrupts === 0) progress.progress(update.progress, update.total, update.message);
+        },
         onTask: (state) => {
           task = state;
-          if (interrupts === 0)
-            progress.status(
-              `task ${state.taskId} ${state.status}${state.statusMessage ? `: ${state.statusMessage}` : ''}`,
-            );
+          const line = `task ${state.taskId} ${state.status}${state.statusMessage ? `: ${state.statusMessage}` : ''}`;
+          // Said when it changes, not at every poll: in between, the bar shows the progress.
+          if (interrupts === 0 && line !== shownStatus) progress.status(line);
+          shownStatus = line;
         },
       });
       const outcome = await Promise.race([

@@ -21,7 +21,8 @@ export interface TasksArgs {
 /**
  * `taskgate tasks get|cancel|watch ID` over MCP (the Tasks extension). `cancel` prints the
  * acknowledgement at once ("cancel requested") and then the status the task ends in; `watch`
- * prints each change until the task ends. With --json, one JSON object per line.
+ * prints each change of status, and each rise of its progress, until the task ends. With
+ * --json, one JSON object per line (the task, whenever its status or progress changed).
  */
 export async function runTasks(
   args: TasksArgs,
@@ -65,9 +66,16 @@ export async function runTasks(
     let last = '';
     const ended = await client.watchTask(args.taskId, {
       onUpdate: (task) => {
-        const key = `${task.status}|${task.statusMessage ?? ''}`;
+        // --json: the task whenever its status or its progress (in its _meta) changed.
+        const key = JSON.stringify([task.status, task.statusMessage ?? '', args.json ? (task._meta ?? null) : null]);
         if (key !== last) show(task);
         last = key;
+      },
+      // Each rise of the progress the task holds, on a line of its own.
+      onProgress: (update) => {
+        if (args.json) return;
+        const done = update.total === undefined ? `${update.progress}` : `${update.progress}/${update.total}`;
+        out(`${args.taskId}  progress ${done}${update.message ? `  ${printable(update.message)}` : ''}`);
       },
     });
     return ended.status === 'completed' ? 0 : 1;

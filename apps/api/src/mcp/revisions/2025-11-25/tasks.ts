@@ -1,6 +1,6 @@
 import type { TaskRecord } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
-import { ErrorCode, type JsonRpcError } from '@taskgate/protocol';
+import { ErrorCode, type JsonRpcError, taskProgressMeta } from '@taskgate/protocol';
 import { type ToolSpec, taskSupportOf } from '@taskgate/tools';
 import { MAX_TTL_MS } from '../../../tasks/task-limits.ts';
 import type { TaskService } from '../../../tasks/task-service.ts';
@@ -145,8 +145,12 @@ export class LegacyTaskMethods {
     }
     try {
       switch (method) {
-        case 'tasks/get':
-          return result(legacyTask(await this.#service.get(context.tenantId, taskId)));
+        case 'tasks/get': {
+          const task = await this.#service.get(context.tenantId, taskId);
+          // Its progress, as on 2026-07-28's tasks/get (packages/protocol/src/task-progress.ts).
+          const progress = taskProgressMeta(task.progress);
+          return result({ ...legacyTask(task), ...(Object.keys(progress).length > 0 ? { _meta: progress } : {}) });
+        }
         case 'tasks/cancel':
           return await this.#cancel(context.tenantId, taskId);
         case 'tasks/result':
