@@ -1,9 +1,10 @@
 import { findTask, listReconciliationItems, listTaskEvents } from '@taskgate/db';
 import { defineTool } from '@taskgate/sdk';
 import { sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 import { type Barrier, barrier, type Platform, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // A handler that returned has decided its task's outcome; its completion write may still have to
@@ -59,8 +60,7 @@ beforeAll(async () => {
     tools: [blocker, quickTool('quick_idle', 'idle'), quickTool('quick_max', 'max')] as never,
   });
   await platform.startWorker({ concurrency: 4 });
-  locker = new pg.Client({ connectionString: database.url });
-  locker.on('error', () => {});
+  locker = testClient({ connectionString: database.url });
   await locker.connect();
 });
 afterAll(async () => {
