@@ -102,6 +102,18 @@ describe('TaskgateClient over stdio', () => {
     expect(cancels.map((line) => line.params?.requestId)).toEqual([call?.id]);
   });
 
+  it('passes on every progress written with the result in one chunk, the last one included', async () => {
+    const client = await connect();
+    const progress: number[] = [];
+    const result = await client.callTool(
+      'burst',
+      { steps: 3 },
+      { onProgress: (update) => progress.push(update.progress) },
+    );
+    expect(result.content).toEqual([{ type: 'text', text: 'burst' }]);
+    expect(progress).toEqual([1, 2, 3]);
+  });
+
   it('puts ids on the wire that only count up', async () => {
     const client = await connect();
     const controller = new AbortController();

@@ -198,6 +198,8 @@ export class TaskgateClient {
         taskAnswer: (held) => {
           if (self !== null) self.#followTask(held);
         },
+        // In arrival order: a call's last progress comes just before its result.
+        progress: (context, update) => (context as CallContext).progress(update),
       });
       return raw.transport;
     };
