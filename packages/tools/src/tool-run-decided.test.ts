@@ -184,6 +184,46 @@ describe('a handler that returned, while its write is held up', () => {
     }
   }
 
+  for (const clock of ['idle', 'max'] as const) {
+    it(`completes the task although its ${clock} clock ran out while its ctx.commit was held`, async () => {
+      // The handler has not returned yet, but its final commit is its decided outcome: the
+      // clock must not race that transaction with a failure of its own when the database is back.
+      const store = new HeldStore();
+      const { run, events } = runOf(store, async (ctx) => ctx.commit(async () => DONE), {
+        idleMs: clock === 'idle' ? 1_000 : null,
+        maxMs: clock === 'max' ? 1_000 : null,
+      });
+      const running = run.run();
+      await store.untilWrites(1);
+      expect(store.writes).toEqual(['commit']);
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(store.writes).toEqual(['commit']);
+      store.letThrough();
+      await running;
+      expect(store.outcome).toMatchObject({ status: 'completed', result: DONE, reason: 'handler committed' });
+      expect(store.writes).toEqual(['commit']);
+      expect(events.finished).toEqual(['completed']);
+    });
+  }
+
+  it('runs the clocks again for a handler that goes on after its ctx.commit decided nothing', async () => {
+    const store = new HeldStore();
+    store.letThrough();
+    const { run } = runOf(store, async (ctx) => {
+      await ctx
+        .commit(async () => {
+          throw new Error('the effects failed');
+        })
+        .catch(() => {});
+      await ctx.sleep(60_000);
+      return DONE;
+    });
+    const running = run.run();
+    await vi.advanceTimersByTimeAsync(1_000);
+    await running;
+    expect(store.outcome).toMatchObject({ status: 'failed', reason: 'timeout:idle', error: { code: -32001 } });
+  });
+
   it('fails the task with the error the handler threw, not with the clock that ran out while that write was held', async () => {
     const store = new HeldStore();
     const { run, events } = runOf(store, async () => {

@@ -21,7 +21,7 @@ import {
 import type { AnyTool } from './any-tool.ts';
 import { inputAnswersProblem } from './input-answers.ts';
 import type { RunObserver } from './run-observer.ts';
-import type { RunOutcome, RunProgress, RunStore, RunTask, StepRecord } from './run-store.ts';
+import type { CommitOutcome, RunOutcome, RunProgress, RunStore, RunTask, StepRecord } from './run-store.ts';
 import { StopWatch } from './stop-watch.ts';
 import { killSubprocessTrees } from './subprocess.ts';
 import { taskScope } from './task-scope.ts';
@@ -150,6 +150,11 @@ export class ToolRun {
    */
   #stopWatch: StopWatch | null = null;
   #handlerExited = false;
+  /**
+   * The outcome is decided, or being written by the final commit: no clock may end the run. Set
+   * when the handler exits and while ctx.commit's transaction is under way (#stopClocks).
+   */
+  #clocksStopped = false;
   /** The end this run wrote for its task, if it wrote one. */
   #endStatus: 'completed' | 'failed' | 'cancelled' | null = null;
 
@@ -217,7 +222,7 @@ export class ToolRun {
       // held up by an outage or a lock lands when it can (the store retries it), not when a clock
       // would have said the handler took too long.
       this.#handlerExited = true;
-      clearTimeout(this.#deadlineTimer);
+      this.#stopClocks();
       this.#stopWatch?.exited();
     }
   }
@@ -560,10 +565,15 @@ export class ToolRun {
       .catch(() => {});
   }
 
+  #stopClocks(): void {
+    this.#clocksStopped = true;
+    clearTimeout(this.#deadlineTimer);
+  }
+
   #armDeadline(): void {
     clearTimeout(this.#deadlineTimer);
     // Progress from what the handler left running does not restart a clock it has outrun.
-    if (this.#handlerExited) return;
+    if (this.#clocksStopped) return;
     const next = this.#deadline.next();
     if (!next) return;
     this.#deadlineTimer = setTimeout(() => void this.#onDeadline(), Math.max(0, next.at - this.#settings.now()));
@@ -571,8 +581,9 @@ export class ToolRun {
 
   async #onDeadline(): Promise<void> {
     // A parked task waits for its client, not for this attempt's clocks; a handler that returned
-    // or threw has decided the outcome (#runHandler clears the timer; this holds if it did not).
-    if (this.#parked || this.#handlerExited) return;
+    // or threw, or a final commit under way, decides the outcome (#stopClocks clears the timer;
+    // this holds if it fired meanwhile).
+    if (this.#parked || this.#clocksStopped) return;
     const expiry = this.#deadline.expired(this.#settings.now());
     if (!expiry) return this.#armDeadline();
     // This attempt's max clock is what was left of the task's (it runs from the first start, across
@@ -635,12 +646,25 @@ export class ToolRun {
     if (this.#isStopped && !(this.#stopReason instanceof TaskCancelledError)) {
       throw this.#stopReason;
     }
-    // Checked inside the transaction: an invalid result rolls the effects back with it.
-    const outcome = await this.#store.commit(
-      async (tx) => this.#checked(await effects(tx)),
-      reason,
-      this.#unstoredProgress(),
-    );
+    // ctx.commit's transaction decides the outcome as a handler's return does: a clock that runs
+    // out while it is held up (an outage, a lock) must not race it with a failure once the
+    // database is back. If it decides nothing (its effects threw), the clocks run again.
+    const handlerRunning = !this.#handlerExited;
+    this.#stopClocks();
+    let outcome: CommitOutcome | undefined;
+    try {
+      // Checked inside the transaction: an invalid result rolls the effects back with it.
+      outcome = await this.#store.commit(
+        async (tx) => this.#checked(await effects(tx)),
+        reason,
+        this.#unstoredProgress(),
+      );
+    } finally {
+      if (outcome?.kind !== 'completed' && handlerRunning && !this.#handlerExited) {
+        this.#clocksStopped = false;
+        this.#armDeadline();
+      }
+    }
 
     if (outcome.kind === 'completed') {
       this.#committed = true;
