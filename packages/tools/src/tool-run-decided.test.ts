@@ -206,6 +206,25 @@ describe('a handler that returned, while its write is held up', () => {
     });
   }
 
+  it('still ends a ctx.commit stuck on work that honours ctx.signal, failed by the clock that ran out', async () => {
+    // Every path ends: the clock's stop reaches what the commit's effects wait on, and once the
+    // commit has decided nothing, the clock's failure is written.
+    const store = new HeldStore();
+    store.letThrough();
+    const { run, events } = runOf(store, async (ctx) =>
+      ctx.commit(async () => {
+        await ctx.sleep(600_000);
+        return DONE;
+      }),
+    );
+    const running = run.run();
+    await vi.advanceTimersByTimeAsync(1_000);
+    await running;
+    expect(store.writes).toEqual(['commit', 'finish:failed']);
+    expect(store.outcome).toMatchObject({ status: 'failed', reason: 'timeout:idle', error: { code: -32001 } });
+    expect(events.finished).toEqual(['failed']);
+  });
+
   it('runs the clocks again for a handler that goes on after its ctx.commit decided nothing', async () => {
     const store = new HeldStore();
     store.letThrough();

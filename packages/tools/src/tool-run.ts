@@ -150,11 +150,10 @@ export class ToolRun {
    */
   #stopWatch: StopWatch | null = null;
   #handlerExited = false;
-  /**
-   * The outcome is decided, or being written by the final commit: no clock may end the run. Set
-   * when the handler exits and while ctx.commit's transaction is under way (#stopClocks).
-   */
-  #clocksStopped = false;
+  /** ctx.commit's transaction is under way: a clock that runs out waits for its outcome. */
+  #committing = false;
+  /** The timeout of a clock that ran out during ctx.commit, written only if the commit did not complete. */
+  #timeoutAfterCommit: RunOutcome | null = null;
   /** The end this run wrote for its task, if it wrote one. */
   #endStatus: 'completed' | 'failed' | 'cancelled' | null = null;
 
@@ -222,7 +221,7 @@ export class ToolRun {
       // held up by an outage or a lock lands when it can (the store retries it), not when a clock
       // would have said the handler took too long.
       this.#handlerExited = true;
-      this.#stopClocks();
+      clearTimeout(this.#deadlineTimer);
       this.#stopWatch?.exited();
     }
   }
@@ -565,15 +564,10 @@ export class ToolRun {
       .catch(() => {});
   }
 
-  #stopClocks(): void {
-    this.#clocksStopped = true;
-    clearTimeout(this.#deadlineTimer);
-  }
-
   #armDeadline(): void {
     clearTimeout(this.#deadlineTimer);
     // Progress from what the handler left running does not restart a clock it has outrun.
-    if (this.#clocksStopped) return;
+    if (this.#handlerExited) return;
     const next = this.#deadline.next();
     if (!next) return;
     this.#deadlineTimer = setTimeout(() => void this.#onDeadline(), Math.max(0, next.at - this.#settings.now()));
@@ -581,9 +575,8 @@ export class ToolRun {
 
   async #onDeadline(): Promise<void> {
     // A parked task waits for its client, not for this attempt's clocks; a handler that returned
-    // or threw, or a final commit under way, decides the outcome (#stopClocks clears the timer;
-    // this holds if it fired meanwhile).
-    if (this.#parked || this.#clocksStopped) return;
+    // or threw has decided the outcome (#runHandler clears the timer; this holds if it did not).
+    if (this.#parked || this.#handlerExited) return;
     const expiry = this.#deadline.expired(this.#settings.now());
     if (!expiry) return this.#armDeadline();
     // This attempt's max clock is what was left of the task's (it runs from the first start, across
@@ -593,8 +586,7 @@ export class ToolRun {
     if (this.#isStopped) return;
     this.#stopped(expiry.clock === 'idle' ? 'idle_clock' : 'max_clock');
     this.#abort(timeout);
-    // The task fails at the deadline, not when the handler gets round to noticing.
-    this.#timeoutWrite = this.#finish({
+    const failed: RunOutcome = {
       status: 'failed',
       error: {
         code: REQUEST_TIMEOUT,
@@ -603,10 +595,23 @@ export class ToolRun {
       },
       statusMessage: timeout.message,
       reason: `timeout:${expiry.clock}`,
-    }).catch((error: Error) =>
+    };
+    // The handler's final commit is under way (held up by an outage or a lock, say): its outcome
+    // stands if it completes. The stop still reaches what honours ctx.signal inside it, so a
+    // commit stuck on such work ends; only then does the task fail by the clock (#commit).
+    if (this.#committing) {
+      this.#timeoutAfterCommit = failed;
+      return;
+    }
+    // The task fails at the deadline, not when the handler gets round to noticing.
+    await this.#writeTimeout(failed);
+  }
+
+  #writeTimeout(failed: RunOutcome): Promise<unknown> {
+    this.#timeoutWrite = this.#finish(failed).catch((error: Error) =>
       this.#settings.logger.warn({ taskId: this.task.id, error: error.message }, 'timeout write failed'),
     );
-    await this.#timeoutWrite;
+    return this.#timeoutWrite;
   }
 
   /** Completion without local effects: one statement does the lock, the cancel check and the transition. */
@@ -648,10 +653,9 @@ export class ToolRun {
     }
     // ctx.commit's transaction decides the outcome as a handler's return does: a clock that runs
     // out while it is held up (an outage, a lock) must not race it with a failure once the
-    // database is back. If it decides nothing (its effects threw), the clocks run again.
-    const handlerRunning = !this.#handlerExited;
-    this.#stopClocks();
+    // database is back. The clock's failure is written only if the commit did not complete.
     let outcome: CommitOutcome | undefined;
+    this.#committing = true;
     try {
       // Checked inside the transaction: an invalid result rolls the effects back with it.
       outcome = await this.#store.commit(
@@ -660,10 +664,10 @@ export class ToolRun {
         this.#unstoredProgress(),
       );
     } finally {
-      if (outcome?.kind !== 'completed' && handlerRunning && !this.#handlerExited) {
-        this.#clocksStopped = false;
-        this.#armDeadline();
-      }
+      this.#committing = false;
+      const timedOut = this.#timeoutAfterCommit;
+      this.#timeoutAfterCommit = null;
+      if (timedOut !== null && outcome?.kind !== 'completed') await this.#writeTimeout(timedOut);
     }
 
     if (outcome.kind === 'completed') {
