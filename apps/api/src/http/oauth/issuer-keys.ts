@@ -46,12 +46,16 @@ export class IssuerKeys {
     }
   };
 
-  #fetch(): Promise<KeyResolver> {
+  /** Reads the set once with `fetchKeySet` (the discovery's deadline), before any token needs it. */
+  async prime(fetchKeySet: () => Promise<JSONWebKeySet>): Promise<void> {
+    await this.#fetch(fetchKeySet);
+  }
+
+  #fetch(fetchKeySet = this.#options.fetchKeySet): Promise<KeyResolver> {
     if (this.#refresh === null && this.#options.now() - this.#failedAt < this.#options.cooldownMs) {
       return Promise.reject(this.#failure);
     }
-    this.#refresh ??= this.#options
-      .fetchKeySet()
+    this.#refresh ??= fetchKeySet()
       .then((set) => {
         this.#resolver = createLocalJWKSet(set);
         this.#fetchedAt = this.#options.now();

@@ -92,6 +92,34 @@ describe('createTokenVerifier', () => {
     }
   });
 
+  it('gives up within one timeout on an issuer whose metadata answers late and whose key set never answers', async () => {
+    // Discovery takes most of the bound, then the key set hangs: one deadline covers both.
+    const issuer = await fakeIssuer();
+    let discovered!: () => void;
+    const discovery = new Promise<void>((resolve) => {
+      discovered = resolve;
+    });
+    const fetchFn = (async (input: string | URL | Request, init?: RequestInit) => {
+      const url = String(input);
+      const signal = init?.signal as AbortSignal;
+      const hang = () =>
+        new Promise<never>((_, reject) =>
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
+        );
+      if (url.endsWith('/keys')) return hang();
+      // The metadata answers once 800 of the 1,000 ms have passed.
+      await discovery;
+      return issuer.fetchFn(input, init);
+    }) as typeof fetch;
+    const verifier = createTokenVerifier(SETTINGS, { fetch: fetchFn, fetchTimeoutMs: 1_000 });
+    const started = performance.now();
+    const verifying = verifier.verify(await issuer.sign({}));
+    setTimeout(discovered, 800);
+    await expect(verifying).rejects.toThrow(IssuerUnavailable);
+    // A timeout each would be 800 + 1,000 ms; one is 1,000, with room for a loaded machine.
+    expect(performance.now() - started).toBeLessThan(1_500);
+  });
+
   it('finds the key set through RFC 8414 metadata with the path inserted, and reads the tenant and scopes', async () => {
     const issuer = await fakeIssuer();
     const verifier = createTokenVerifier(SETTINGS, { fetch: issuer.fetchFn });

@@ -92,20 +92,26 @@ export function createTokenVerifier(settings: OAuthSettings, options: TokenVerif
     if (now() - failedAt < retryMs) {
       return Promise.reject(new IssuerUnavailable(`the issuer's metadata could not be read; retrying shortly`));
     }
-    keys = discoverJwksUri(settings.issuer, fetchFn, timeoutMs).then(
-      (jwksUri) =>
-        new IssuerKeys({
-          fetchKeySet: () => fetchKeySet(jwksUri, fetchFn, timeoutMs),
+    // One deadline for the first request's whole way to the keys: discovery, then the first read
+    // of the key set (each with a timeout of its own held that request, and every one arriving
+    // meanwhile, up to twice the documented bound). Later refetches get a timeout of their own.
+    const deadline = AbortSignal.timeout(timeoutMs);
+    keys = discoverJwksUri(settings.issuer, fetchFn, deadline)
+      .then(async (jwksUri) => {
+        const issuerKeys = new IssuerKeys({
+          fetchKeySet: () => fetchKeySet(jwksUri, fetchFn, AbortSignal.timeout(timeoutMs)),
           now,
           cooldownMs: options.jwksCooldownMs ?? 30_000,
           maxAgeMs: options.jwksMaxAgeMs ?? 600_000,
-        }),
-      (error: unknown) => {
+        });
+        await issuerKeys.prime(() => fetchKeySet(jwksUri, fetchFn, deadline));
+        return issuerKeys;
+      })
+      .catch((error: unknown) => {
         keys = null;
         failedAt = now();
-        throw new IssuerUnavailable(`the issuer's metadata could not be read: ${reason(error)}`);
-      },
-    );
+        throw new IssuerUnavailable(`the issuer's metadata or keys could not be read: ${reason(error)}`);
+      });
     return keys;
   };
 
@@ -155,7 +161,7 @@ export function createTokenVerifier(settings: OAuthSettings, options: TokenVerif
 }
 
 /** RFC 8414 §3 (path inserted after the well-known prefix), then OpenID Connect Discovery 1.0. */
-async function discoverJwksUri(issuer: string, fetchFn: typeof fetch, timeoutMs: number): Promise<string> {
+async function discoverJwksUri(issuer: string, fetchFn: typeof fetch, signal: AbortSignal): Promise<string> {
   const url = new URL(issuer);
   const path = url.pathname === '/' ? '' : url.pathname.replace(/\/$/, '');
   const candidates = [
@@ -163,9 +169,8 @@ async function discoverJwksUri(issuer: string, fetchFn: typeof fetch, timeoutMs:
     `${url.origin}/.well-known/openid-configuration${path}`,
     `${url.origin}${path}/.well-known/openid-configuration`,
   ];
-  // One deadline for all three: with a timeout each, an issuer that never answers held the first
-  // request (and every one arriving meanwhile) three times the documented bound.
-  const signal = AbortSignal.timeout(timeoutMs);
+  // One deadline for all three (the caller's): with a timeout each, an issuer that never answers
+  // held the first request (and every one arriving meanwhile) three times the documented bound.
   let last: unknown = null;
   for (const candidate of candidates) {
     let response: Response;
@@ -200,10 +205,10 @@ async function discoverJwksUri(issuer: string, fetchFn: typeof fetch, timeoutMs:
   throw last instanceof Error ? last : new Error('no metadata document answered');
 }
 
-async function fetchKeySet(url: string, fetchFn: typeof fetch, timeoutMs: number): Promise<JSONWebKeySet> {
+async function fetchKeySet(url: string, fetchFn: typeof fetch, signal: AbortSignal): Promise<JSONWebKeySet> {
   const response = await fetchFn(url, {
     headers: { accept: 'application/json, application/jwk-set+json' },
-    signal: AbortSignal.timeout(timeoutMs),
+    signal,
     redirect: 'error',
   });
   if (!response.ok) {
