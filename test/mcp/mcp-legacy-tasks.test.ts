@@ -1,7 +1,7 @@
 import http from 'node:http';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 import { type Platform, serveApi, startLoopbackApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // 2025-11-25 tasks over raw HTTP: the rules the SDK test does not reach.
@@ -218,7 +218,7 @@ describe('a client that closes while its session is looked up', () => {
       params: { name: 'slow_compute', arguments: { seconds: 30, label } },
     });
     // The session's lookup waits on this lock until the client has gone.
-    const lock = new pg.Client({ connectionString: database.url });
+    const lock = testClient({ connectionString: database.url });
     await lock.connect();
     try {
       await lock.query('BEGIN');

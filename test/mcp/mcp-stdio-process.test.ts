@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { listTaskEvents, startEmbeddedPostgres, type TaskRecord } from '@taskgate/db';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, cleanEnv, REPO_ROOT } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
+import { testClient } from '../support/pg-clients.ts';
 import { type Platform, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // `taskgate mcp-stdio` as a client launches it: a real child process, protocol on its pipes.
@@ -132,7 +132,7 @@ describe('taskgate mcp-stdio on the embedded database', () => {
     expect(await exited).toBe(0);
 
     const embedded = await startEmbeddedPostgres({ dataDir });
-    const client = new pg.Client({ connectionString: embedded.connectionString });
+    const client = testClient({ connectionString: embedded.connectionString });
     await client.connect();
     try {
       const { rows } = await client.query<{ status: string; cancel_reason: string | null; events: string[] }>(
