@@ -1,4 +1,7 @@
 import type { AddressInfo } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { CatalogView, publishTools } from '@taskgate/db';
 import { CatalogTools } from '@taskgate/tools';
 import { sql } from 'kysely';
@@ -51,6 +54,23 @@ beforeEach(async () => {
     (names) => names.join() === 'alpha',
   );
 });
+
+/** The headers of a GET stream for a new 2025-11-25 session. */
+async function legacySessionHeaders(): Promise<Record<string, string>> {
+  const initialize = await fetch(mcpUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'observer', version: '1' } },
+    }),
+  });
+  await initialize.body?.cancel();
+  const session = initialize.headers.get('mcp-session-id') as string;
+  return { accept: 'text/event-stream', 'mcp-session-id': session, 'mcp-protocol-version': '2025-11-25' };
+}
 
 async function listed(): Promise<string[]> {
   const { headers, body } = modernRequest('tools/list', {});
@@ -135,6 +155,77 @@ describe('notifications/tools/list_changed', () => {
     await second.until((all) => all.length >= 1);
     expect(stream.messages).toHaveLength(1);
     second.close();
+  });
+
+  it('reaches an SDK client whose GET stream dropped, when the change came while it was away', async () => {
+    // The client's GET requests, and their responses' first bytes: the stream's priming event.
+    const gets: (string | null)[] = [];
+    let cut = new AbortController();
+    let primed!: () => void;
+    const firstBytes = new Promise<void>((resolve) => {
+      primed = resolve;
+    });
+    let mayReconnect!: () => void;
+    const reconnect = new Promise<void>((resolve) => {
+      mayReconnect = resolve;
+    });
+    const fetchThrough: typeof fetch = async (input, init) => {
+      if (init?.method !== 'GET') return fetch(input, init);
+      gets.push(new Headers(init.headers).get('last-event-id'));
+      // The reconnect waits until the change was made while no stream was open.
+      if (gets.length === 2) await reconnect;
+      cut = new AbortController();
+      const signal = init.signal ? AbortSignal.any([init.signal, cut.signal]) : cut.signal;
+      const response = await fetch(input, { ...init, signal });
+      if (!response.body) return response;
+      const seen = new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          primed();
+          controller.enqueue(chunk);
+        },
+      });
+      return new Response(response.body.pipeThrough(seen), { status: response.status, headers: response.headers });
+    };
+    const changes: string[] = [];
+    const client = new Client({ name: 'resumer', version: '1' }, { capabilities: {} });
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      changes.push('tools');
+    });
+    await client.connect(
+      new StreamableHTTPClientTransport(mcpUrl, {
+        fetch: fetchThrough,
+        reconnectionOptions: {
+          initialReconnectionDelay: 1,
+          maxReconnectionDelay: 1,
+          reconnectionDelayGrowFactor: 1,
+          maxRetries: 3,
+        },
+      }),
+    );
+    expect(client.getServerCapabilities()?.tools).toEqual({ listChanged: true });
+    await firstBytes;
+    // Another session's stream tells when this API has sent the change to every session.
+    const observer = openSse(mcpUrl, { method: 'GET', headers: await legacySessionHeaders() });
+    expect(await observer.status).toBe(200);
+
+    cut.abort(new Error('the network dropped the stream'));
+    await waitForTask(
+      async () => gets.length,
+      (count) => count === 2,
+    );
+    await publishTools(platform.db, 'w-list', [catalogTool('alpha'), catalogTool('zeta')]);
+    await observer.until((all) => all.length >= 1);
+    mayReconnect();
+
+    await waitForTask(
+      async () => changes,
+      (all) => all.length === 1,
+    );
+    // The SDK resumed from the priming event's id, and the change was replayed to it.
+    expect(gets[0]).toBeNull();
+    expect(gets[1]).toMatch(/^[0-9a-f-]{36}\.0$/);
+    observer.close();
+    await client.close();
   });
 
   it('goes to a 2025-11-25 stdio client once it has initialized', async () => {

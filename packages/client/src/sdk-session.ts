@@ -200,8 +200,8 @@ export function httpSession(target: HttpTarget, clientInfo: Implementation): Sdk
   if (target.token !== undefined) headers.Authorization = `Bearer ${target.token}`;
   const transport = new StreamableHTTPClientTransport(new URL(target.url), {
     requestInit: { headers },
-    // The SDK would resume a dropped SSE stream with Last-Event-ID; Taskgate's streams are not
-    // resumable (a reconnect is a new request and a refetch), so none is ever sent.
+    // The SDK would resume a dropped SSE stream with Last-Event-ID: this client does not rely on
+    // resumption (2026-07-28 has none; a reconnect is a new request and a refetch), so none is sent.
     reconnectionOptions: {
       maxRetries: 0,
       initialReconnectionDelay: 1_000,

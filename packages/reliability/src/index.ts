@@ -24,6 +24,7 @@ export {
 } from './cancel-signal.ts';
 export { LoopSignals } from './loop-signals.ts';
 export { ProgressGate, type ProgressGateOptions, type ProgressUpdate } from './progress-gate.ts';
+export { ReplayLog } from './replay-log.ts';
 export {
   type BeginResult,
   type CancelDecision,

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import {
   type Database,
   deleteMcpSession,
@@ -24,9 +25,9 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
   WITHOUT_VERSION_HEADER,
 } from '@taskgate/protocol';
-import { RequestCoordinator } from '@taskgate/reliability';
+import { ReplayLog, RequestCoordinator } from '@taskgate/reliability';
 import type { Kysely } from 'kysely';
-import type { SseStream } from '../sse/sse-stream.ts';
+import { SseStream } from '../sse/sse-stream.ts';
 import { ClientRequests } from './dispatch/client-requests.ts';
 import type { Connection } from './dispatch/dispatcher.ts';
 import { cancelRequest } from './dispatch/incoming.ts';
@@ -143,6 +144,13 @@ interface Local {
   readonly scope: CallScope;
   /** The session's GET stream in this process, if the client opened one here. */
   stream: SseStream | null;
+  /**
+   * What the session's GET stream sent, for a client that reconnects with Last-Event-ID: kept
+   * while the stream is open and RESUME_WINDOW_MS after it closed (then null).
+   */
+  replay: ReplayLog<Record<string, unknown>> | null;
+  /** Until when `replay` (and the watches that feed it) outlive a closed stream. */
+  resumableUntil: number;
   /** Its resources/subscribe URIs, as last read from the store (or written to it) here. */
   uris: readonly string[];
   /** Which read of the store `uris` came from (#reads when it started): a later one wins. */
@@ -154,6 +162,32 @@ interface Local {
   /** The signal-driven re-reads of the store, one after another. */
   refreshing: Promise<void>;
 }
+
+/**
+ * How long a session's GET stream can be resumed after it dropped, on the instance that held it:
+ * what it would have carried meanwhile is kept (and its resources still watched). The SDK's
+ * clients reconnect within seconds; one that comes later, or to another instance, gets refetch
+ * hints instead of a replay.
+ */
+export const RESUME_WINDOW_MS = 120_000;
+
+/**
+ * The keys a GET stream's messages are coalesced under: one per list kind, one per subscribed
+ * resource. Its buffer and replay log hold one message per key, so nothing is dropped.
+ */
+export const MAX_STREAM_KEYS = 3 + MAX_RESOURCE_SUBSCRIPTIONS;
+
+/**
+ * A session's GET stream on `response`: one slot per key (a list kind, a subscribed resource), as
+ * an undelivered message of a key says all that its earlier ones did, so a reader that falls
+ * behind loses nothing.
+ */
+export function sessionStream(response: ServerResponse, keepaliveMs: number): SseStream {
+  return new SseStream(response, { capacity: MAX_STREAM_KEYS, coalesce: 'by-key', keepaliveMs });
+}
+
+/** The list kinds whose list_changed a GET stream carries (the capabilities say listChanged). */
+const LIST_KINDS = ['tools', 'resources', 'prompts'] as const;
 
 /** Watches resources for a session's GET stream; its notifications go to `push`. */
 export type ResourceWatches = (
@@ -207,27 +241,63 @@ export class LegacySessions {
    * unrelated to any request go there. One per session in this process, since a message goes on
    * one stream only ("Multiple Connections"): a newer GET replaces the older, which is closed.
    * False when the session is unknown, expired or another tenant's.
+   *
+   * The stream is resumable ("Resumability and Redelivery"): each event has an id, and a GET
+   * with `lastEventId` resumes the stream that id is from — what it would have sent since is sent
+   * first. A resume this process cannot answer exactly (the stream was held by another instance,
+   * or before a restart, or too long ago; a malformed id) gets, instead of a replay, a fresh stream
+   * that starts with a list_changed of every list and a resources/updated of every subscribed
+   * resource: what the client may have missed, for it to refetch. Without `lastEventId` the GET
+   * opens a new stream (nothing replayed), primed with an id where the revision has priming.
    */
-  async attachStream(sessionId: string, tenantId: string, stream: SseStream): Promise<boolean> {
-    if ((await this.scopeOf(sessionId, tenantId)) === null) return false;
+  async attachStream(sessionId: string, tenantId: string, stream: SseStream, lastEventId?: string): Promise<boolean> {
+    const scope = await this.scopeOf(sessionId, tenantId);
+    if (scope === null) return false;
     const local = this.#local.get(sessionId);
     if (!local) return false;
     local.stream?.close();
+    const missed = lastEventId === undefined ? null : (local.replay?.after(lastEventId) ?? null);
+    if (missed === null) local.replay = new ReplayLog(randomUUID(), MAX_STREAM_KEYS);
     local.stream = stream;
     stream.onClose(() => {
       if (local.stream !== stream) return;
       local.stream = null;
-      this.#watch(local);
+      local.resumableUntil = this.#now() + RESUME_WINDOW_MS;
     });
+    const replay = local.replay as ReplayLog<Record<string, unknown>>;
+    if (missed !== null) {
+      for (const { id, key, value } of missed) stream.push({ kind: 'replaceable', key, value: { id, data: value } });
+    } else if (lastEventId !== undefined) {
+      for (const kind of LIST_KINDS) {
+        this.#send(local, kind, { jsonrpc: '2.0', method: `notifications/${kind}/list_changed` });
+      }
+      for (const uri of local.uris) {
+        this.#send(local, `updated ${uri}`, {
+          jsonrpc: '2.0',
+          method: 'notifications/resources/updated',
+          params: { uri },
+        });
+      }
+    } else if (scope.revision !== undefined && revisionInfo(scope.revision)?.ssePriming) {
+      stream.prime(replay.lastId);
+    }
     this.#watch(local);
     return true;
   }
 
   /** Sends `message` on every GET stream of this process (replacing one of the same key still undelivered). */
   notifyStreams(message: Record<string, unknown>, key: string): void {
-    for (const local of this.#local.values()) {
-      local.stream?.push({ kind: 'replaceable', key, value: { data: message } });
-    }
+    for (const local of this.#local.values()) this.#send(local, key, message);
+  }
+
+  /**
+   * A message for the session's GET stream: recorded for a resume while the stream is resumable,
+   * and sent if it is open (replacing one of the same key still undelivered).
+   */
+  #send(local: Local, key: string, message: Record<string, unknown>): void {
+    if (!local.replay) return;
+    const id = local.replay.append(key, message);
+    local.stream?.push({ kind: 'replaceable', key, value: { id, data: message } });
   }
 
   /**
@@ -265,7 +335,7 @@ export class LegacySessions {
   /** Another instance changed a session's subscriptions: read them again if its stream is here. */
   #refresh(local: Local, sessionId: string): void {
     local.refreshing = local.refreshing.then(async () => {
-      if (!local.stream) return;
+      if (!local.replay) return;
       const read = ++this.#reads;
       try {
         const record = await this.#store.find(sessionId, local.tenantId);
@@ -284,15 +354,18 @@ export class LegacySessions {
     this.#watch(local);
   }
 
-  /** The watches made to match the session's URIs while its stream is here, and stopped without it. */
+  /**
+   * The watches made to match the session's URIs while its stream is here (or may be resumed
+   * here), and stopped without it.
+   */
   #watch(local: Local): void {
-    if (!local.stream || !this.#watches) {
+    if (!local.replay || !this.#watches) {
       unwatch(local);
       return;
     }
     local.resources ??= this.#watches(local.tenantId, (message) => {
       const uri = String((message.params as { uri?: unknown } | undefined)?.uri);
-      local.stream?.push({ kind: 'replaceable', key: `updated ${uri}`, value: { data: message } });
+      this.#send(local, `updated ${uri}`, message);
     });
     const wanted = new Set(local.uris);
     for (const uri of local.watched) {
@@ -307,10 +380,15 @@ export class LegacySessions {
     }
   }
 
-  /** Ends every GET stream (the server is closing; a client reopens it elsewhere). */
-  closeStreams(): void {
+  /**
+   * Ends every GET stream (the server is closing; a client reopens it elsewhere, where its resume
+   * gets refetch hints). Each is told to wait a different time before it reconnects (the SSE
+   * `retry:` field, 1–3 s), so a deploy's clients do not all land on the next instance at once.
+   */
+  closeStreams(random: () => number = Math.random): void {
     for (const local of this.#local.values()) {
-      local.stream?.close();
+      local.stream?.close(1_000 + Math.floor(random() * 2_000));
+      local.replay = null;
       unwatch(local);
     }
   }
@@ -400,6 +478,13 @@ export class LegacySessions {
    * (content watch rows a worker keeps watching) would stay until the next session opened here.
    */
   sweep(): void {
+    const now = this.#now();
+    for (const local of this.#local.values()) {
+      if (local.replay && !local.stream && now > local.resumableUntil) {
+        local.replay = null;
+        this.#watch(local);
+      }
+    }
     this.#evict(false);
   }
 
@@ -501,6 +586,8 @@ function newLocal(tenantId: string, now: number, scope: CallScope): Local {
     lastSeen: now,
     scope,
     stream: null,
+    replay: null,
+    resumableUntil: 0,
     uris: [],
     urisRead: 0,
     resources: null,

@@ -6,14 +6,13 @@ import type { Authenticator, Caller } from '../http/auth.ts';
 import { isUnavailable } from '../http/failures.ts';
 import { mcpScopeOf, type ScopeGroup } from '../http/oauth/scopes.ts';
 import { logFailure } from '../http/problem.ts';
-import { SseStream } from '../sse/sse-stream.ts';
 import { type Connection, McpDispatcher, postedEra, speaksHandshake } from './dispatch/dispatcher.ts';
 import { readMessage } from './dispatch/incoming.ts';
 import { newRequestScope } from './dispatch/request-runner.ts';
 import { handleBatch } from './http-batch.ts';
 import { checkMcpAccept } from './http-guards.ts';
 import { registerHttpSse } from './http-sse.ts';
-import { LegacySessions, type SessionStore, sessionConnection, sessionOf } from './legacy-sessions.ts';
+import { LegacySessions, type SessionStore, sessionConnection, sessionOf, sessionStream } from './legacy-sessions.ts';
 import { type McpCore, ServerStopping } from './mcp-core.ts';
 import type { ServerIdentity } from './mcp-methods.ts';
 import { type CallsInFlight, PostAnswer } from './post-answer.ts';
@@ -403,11 +402,11 @@ async function openSessionStream(
       );
   }
   reply.hijack();
-  // One slot: the only message is "the list changed", and one undelivered says it all.
-  const stream = new SseStream(reply.raw, { capacity: 1, coalesce: 'by-key', keepaliveMs });
+  const stream = sessionStream(reply.raw, keepaliveMs);
   stream.open();
   // Deleted between the check and now (another instance): the stream closes at once.
-  if (!(await sessions.attachStream(sessionId, tenantId, stream))) stream.close();
+  const resumeFrom = single(request.headers['last-event-id']);
+  if (!(await sessions.attachStream(sessionId, tenantId, stream, resumeFrom))) stream.close();
 }
 
 function single(value: string | string[] | undefined): string | undefined {

@@ -4,6 +4,8 @@ import { BoundedBuffer, type BufferItem, type CoalesceMode, type PushResult } fr
 
 export interface SseEvent {
   readonly event?: string;
+  /** The event's `id:`, for a resumable stream: what a client sends back as Last-Event-ID. */
+  readonly id?: string;
   readonly data: unknown;
 }
 
@@ -64,6 +66,15 @@ export class SseStream {
     this.#armKeepalive();
   }
 
+  /**
+   * An event with an id and no data (2025-11-25 transports, SEP-1699): it gives the client an id
+   * to resume from before any message was sent. Only for clients of a revision that knows it —
+   * an older client parses the empty data as a message and reports an error.
+   */
+  prime(id: string): void {
+    if (!this.#closed) this.#write(`id: ${id}\ndata: \n\n`);
+  }
+
   push(item: BufferItem<SseEvent>): PushResult {
     if (this.#closed) return { accepted: true };
     const droppedBefore = this.#buffer.dropped;
@@ -86,8 +97,13 @@ export class SseStream {
     else this.#closeHandlers.add(handler);
   }
 
-  close(): void {
+  /**
+   * Ends the response. With `retryMs`, the stream is not over, only this connection: the SSE
+   * `retry:` field tells the client how long to wait before it reconnects (and resumes).
+   */
+  close(retryMs?: number): void {
     if (this.#closed) return;
+    if (retryMs !== undefined && !this.#waitingForDrain) this.#response.write(`retry: ${Math.round(retryMs)}\n\n`);
     this.#response.end();
     this.#onClosed();
   }
@@ -131,5 +147,5 @@ export class SseStream {
 
 function format(event: SseEvent): string {
   const data = JSON.stringify(event.data);
-  return `${event.event ? `event: ${event.event}\n` : ''}data: ${data}\n\n`;
+  return `${event.id ? `id: ${event.id}\n` : ''}${event.event ? `event: ${event.event}\n` : ''}data: ${data}\n\n`;
 }

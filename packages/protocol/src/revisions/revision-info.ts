@@ -20,5 +20,11 @@ export interface RevisionInfo {
    * The optional fields of an Implementation (serverInfo) the revision defines besides name and
    * version: 2025-06-18's `title`; from 2025-11-25 also `description`, `icons`, `websiteUrl`.
    */
+  /**
+   * A resumable SSE stream starts with a priming event (an id and empty data) so the client has an
+   * id to resume from before any message (transports, SEP-1699): 2025-11-25. An earlier client
+   * parses the empty data as a message and reports an error, so it gets ids on messages only.
+   */
+  readonly ssePriming?: boolean;
   readonly implementationFields?: readonly ('title' | 'description' | 'icons' | 'websiteUrl')[];
 }

@@ -7,5 +7,6 @@ export const REVISION: RevisionInfo = {
   advertised: true,
   versionHeader: true,
   tasks: true,
+  ssePriming: true,
   implementationFields: ['title', 'description', 'icons', 'websiteUrl'],
 };
