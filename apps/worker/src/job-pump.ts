@@ -17,6 +17,8 @@ export interface FetchedJob {
   readonly job: Job<TaskJobData>;
   /** Null when the task needs no run (it ended, or was cancelled or expired, before delivery). */
   readonly claim: ClaimedAttempt | null;
+  /** With a null claim: the live worker that still holds the task (awaitHolder's case). */
+  readonly heldBy?: string;
 }
 
 /** One queue the pump fetches from, with the most of its jobs that may run at once. */
@@ -44,7 +46,7 @@ export interface JobPumpOptions {
   readonly heartbeatIntervalMs: number;
   /** Fetches up to `count` jobs of each queue asked and claims their tasks, in one transaction. */
   readonly fetch: (requests: readonly FetchRequest[]) => Promise<FetchedJob[]>;
-  readonly run: (claim: ClaimedAttempt | null) => Promise<void>;
+  readonly run: (claim: ClaimedAttempt | null, fetched: FetchedJob) => Promise<void>;
   readonly logger: { readonly info: LogFn; readonly warn: LogFn; readonly debug: LogFn };
 }
 
@@ -250,7 +252,8 @@ export class JobPump {
     await this.#signals.waitFor('wake', Math.max(1, untilFloor));
   }
 
-  #start({ queue, job, claim }: FetchedJob): void {
+  #start(fetched: FetchedJob): void {
+    const { queue, job, claim } = fetched;
     const key = `${queue}/${job.id}`;
     this.#running.set(key, { job, queue });
     this.#runningByQueue.set(queue, this.runningIn(queue) + 1);
@@ -274,7 +277,7 @@ export class JobPump {
         .finally(() => this.#settling.delete(retiring));
       this.#settling.add(retiring);
     };
-    this.#options.run(claim).then(
+    this.#options.run(claim, fetched).then(
       // The task row is already terminal; this only retires the delivery, many jobs per statement.
       () => retire(() => this.#completions.submit({ queue, attempt })),
       (error: unknown) => {

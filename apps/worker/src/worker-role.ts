@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import {
+  type ClaimRule,
+  claimAttempt,
   claimAttempts,
   createKysely,
   createPool,
+  DEFAULT_LOST_AFTER_MS,
+  heldTasks,
   type InstanceHeartbeat,
   instanceUpkeep,
   PGBOSS_SCHEMA,
@@ -20,6 +24,7 @@ import { CONTENT_TOOL_PREFIX, type ContentRegistry, contentRegistryOfTool, type 
 import { fromKysely, PgBoss } from 'pg-boss';
 import { CancelWatcher } from './cancel-watcher.ts';
 import { ContentWatchRunner } from './content-watch-runner.ts';
+import { awaitHolder } from './held-delivery.ts';
 import { type FetchedJob, JobPump } from './job-pump.ts';
 import { LegacyQueueDrain } from './legacy-queue-drain.ts';
 import { DEFAULT_OUTBOX_RETENTION_MS, RetentionSweeper } from './retention-sweeper.ts';
@@ -186,6 +191,13 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     ...(options.sweep === undefined ? {} : { sweep: options.sweep }),
     ...(options.sweeper ? { sweeper: options.sweeper } : {}),
   });
+  // Whether a task another worker holds may be claimed: only once that worker is lost, judged as
+  // the sweeper judges it (after watching the database answer for the loss bound itself).
+  const lostAfterMs = options.sweeper?.lostAfterMs ?? DEFAULT_LOST_AFTER_MS;
+  const claimRule = (): ClaimRule => ({
+    holderLostAfterMs: upkeep.heartbeat.reachableForMs() > lostAfterMs ? lostAfterMs : null,
+  });
+  const draining = new AbortController();
   const runner = new TaskRunner({
     db,
     announcer,
@@ -257,15 +269,38 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
           const jobs = await boss.fetch<TaskJobData>(queue, { batchSize: count, db: adapter });
           for (const job of jobs) fetched.push({ queue, job });
         }
-        const claims = await claimAttempts(
-          writer,
-          fetched.map(({ job }) => job.data.taskId),
-          workerId,
-        );
+        const ids = fetched.map(({ job }) => job.data.taskId);
+        const claims = await claimAttempts(writer, ids, workerId, claimRule());
         const byTask = new Map(claims.map((claim) => [claim.task.id, claim]));
-        return fetched.map(({ queue, job }) => ({ queue, job, claim: byTask.get(job.data.taskId) ?? null }));
+        // Left out: ended (nothing to run), or still held by a live worker (awaitHolder).
+        const held = await heldTasks(
+          writer.db,
+          ids.filter((id) => !byTask.has(id)),
+        );
+        return fetched.map(({ queue, job }) => {
+          const holder = held.get(job.data.taskId);
+          return { queue, job, claim: byTask.get(job.data.taskId) ?? null, ...(holder ? { heldBy: holder } : {}) };
+        });
       }),
-    run: (claim) => runner.run(claim),
+    run: async (claim, { job, heldBy }) => {
+      if (heldBy === undefined) return runner.run(claim);
+      logger.info(
+        { taskId: job.data.taskId, holder: heldBy },
+        'a delivery of a task another live worker holds: waiting for it to finish or be lost',
+      );
+      const later = await awaitHolder({
+        taskId: job.data.taskId,
+        holder: heldBy,
+        signal: draining.signal,
+        claim: async (taskId) => {
+          const writer = announcer.writer(db);
+          const claim = await claimAttempt(writer, taskId, workerId, claimRule());
+          if (claim) return claim;
+          return (await heldTasks(db, [taskId])).has(taskId) ? 'held' : null;
+        },
+      });
+      return runner.run(later);
+    },
     logger,
   });
   const legacyDrain = new LegacyQueueDrain({
@@ -342,8 +377,10 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     contentWatches,
     stop: async () => {
       await contentWatches?.stop();
-      // 1. Take no new jobs; running handlers hand their task back at their next checkpoint.
+      // 1. Take no new jobs; running handlers hand their task back at their next checkpoint, and
+      // deliveries waiting on another worker's task go back to the queue.
       runner.beginDrain();
+      draining.abort();
       await pump.stopFetching();
       // 2. The grace period for them to get there (or to finish).
       const drained = await runner.settled(options.graceMs);

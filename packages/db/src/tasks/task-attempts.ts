@@ -1,5 +1,6 @@
 import { type Kysely, sql, type Transaction } from 'kysely';
 import type { Database, TaskStatus } from '../schema.ts';
+import { lostHolder } from './holder-liveness.ts';
 import { type TaskRecord, type TaskRow, toTaskRecord } from './task-record.ts';
 import type { TaskWriter } from './task-writer.ts';
 
@@ -19,22 +20,38 @@ export interface ClaimedAttempt {
   readonly lostWorker: string | null;
 }
 
+export interface ClaimRule {
+  /**
+   * A task another worker holds is claimed only once that worker is lost (lostHolder): no live
+   * instance row of it heartbeated within this many ms; null (the claimant has not watched the
+   * database answer that long) never. A task this worker holds is never claimed again. Without a
+   * rule, any working task is claimed (tests that play a worker presumed dead).
+   */
+  readonly holderLostAfterMs: number | null;
+}
+
 /**
  * Starts the next attempt of each working task: attempt + 1, this worker as holder, the deadlines,
  * an attempt_started event (and attempt_lost for a previous holder that vanished). Tasks that are
- * gone or no longer working are left out: there is nothing to run for them. One statement for any
- * number of tasks, so a worker can claim a whole fetched batch in the fetch's transaction.
+ * gone or no longer working are left out: there is nothing to run for them; so are, under `rule`,
+ * tasks a live worker still holds (heldTasks tells them apart). One statement for any number of
+ * tasks, so a worker can claim a whole fetched batch in the fetch's transaction.
  */
 export async function claimAttempts(
   writer: TaskWriter,
   ids: readonly string[],
   workerId: string,
+  rule?: ClaimRule,
 ): Promise<ClaimedAttempt[]> {
   if (ids.length === 0) return [];
+  const free =
+    rule === undefined
+      ? sql``
+      : sql`AND (worker_id IS NULL OR (worker_id <> ${workerId} AND ${lostHolder(rule.holderLostAfterMs)}))`;
   const { rows } = await sql<TaskRow & { lost_worker: string | null; previous_attempt: number; elapsed_ms: number }>`
     WITH current AS (
       SELECT id, worker_id AS lost_worker, attempt AS previous_attempt FROM tasks
-      WHERE id = ANY(${[...ids]}::uuid[]) AND status = 'working' ORDER BY id FOR NO KEY UPDATE
+      WHERE id = ANY(${[...ids]}::uuid[]) AND status = 'working' ${free} ORDER BY id FOR NO KEY UPDATE
     ), claimed AS (
       UPDATE tasks t SET
         attempt = t.attempt + 1,
@@ -71,10 +88,24 @@ export async function claimAttempts(
   return claims;
 }
 
-/** claimAttempts for one task; null when there is nothing to run. */
-export async function claimAttempt(writer: TaskWriter, id: string, workerId: string): Promise<ClaimedAttempt | null> {
-  const [claim] = await claimAttempts(writer, [id], workerId);
+/** claimAttempts for one task; null when there is nothing to run (or, under `rule`, it is held). */
+export async function claimAttempt(
+  writer: TaskWriter,
+  id: string,
+  workerId: string,
+  rule?: ClaimRule,
+): Promise<ClaimedAttempt | null> {
+  const [claim] = await claimAttempts(writer, [id], workerId, rule);
   return claim ?? null;
+}
+
+/** Of `ids`, the tasks still working under a holder, with the worker that holds each. */
+export async function heldTasks(db: Db, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await sql<{ id: string; worker_id: string }>`
+    SELECT id, worker_id FROM tasks
+    WHERE id = ANY(${[...ids]}::uuid[]) AND status = 'working' AND worker_id IS NOT NULL`.execute(db);
+  return new Map(rows.map((row) => [row.id, row.worker_id]));
 }
 
 export interface Outcome {

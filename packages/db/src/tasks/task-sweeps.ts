@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { PGBOSS_SCHEMA } from '../migrations/pgboss-schema.ts';
 import { LEGACY_TASK_QUEUE, TOOL_QUEUE_PREFIX } from '../task-queue.ts';
+import { lostHolder } from './holder-liveness.ts';
 import { type TaskRecord, type TaskRow, toTaskRecord } from './task-record.ts';
 import type { TaskWriter } from './task-writer.ts';
 
@@ -337,17 +338,6 @@ function sweptCancelEvents(rows: string, reason: string) {
         SELECT id, 2, tenant_id, id, 'status_changed', from_status, status, attempt, ${`${reason} (swept)`}
         FROM ${from} WHERE status = 'cancelled'
       ) ordered ORDER BY task, ord`;
-}
-
-/**
- * Whether the worker holding `tasks` is lost: no live instance row of it has heartbeated within
- * `lostAfterMs`. With null (a sweeper that has not watched the database long enough to judge), never.
- */
-function lostHolder(lostAfterMs: number | null) {
-  if (lostAfterMs === null) return sql`false`;
-  return sql`NOT EXISTS (
-          SELECT 1 FROM instances i WHERE i.id = tasks.worker_id AND i.stopped_at IS NULL
-            AND i.heartbeat_at > now() - ${lostAfterMs} * interval '1 millisecond')`;
 }
 
 function reported(writer: TaskWriter, change: 'status' | 'cancel', rows: readonly TaskRow[]): TaskRecord[] {
