@@ -1,9 +1,11 @@
 import { TaskgateClient, type TaskState } from '@taskgate/client';
-import { isTaskgateError } from '@taskgate/errors';
+import { isTaskgateError, type TaskgateError } from '@taskgate/errors';
+import { sql } from 'kysely';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { startRecorder } from '../support/http-recorder.ts';
-import { endedTaskWith, useServedPlatform } from '../support/task-platform.ts';
+import { manualTimers } from '../support/manual-timers.ts';
+import { endedTaskWith, useServedPlatform, waitForTask } from '../support/task-platform.ts';
 
 // Calls that become tasks (the Tasks extension, 2026-07-28): the SDK v2 client refuses a
 // `resultType: "task"` answer, so @taskgate/client takes it on the wire, polls tasks/get at the
@@ -178,6 +180,100 @@ describe('TaskgateClient and tasks', () => {
     expect(answered).toHaveLength(1);
     const task = await endedTaskWith(served.platform, 'slow_compute', 'label', 'client-abort-close');
     expect(task.status).toBe('cancelled');
+  });
+
+  // close()'s wait, distinct from every other timer the client arms (polls, the call's clocks).
+  const CLOSE_WAIT_MS = 7_000;
+
+  /**
+   * A client whose timers run only when the test fires them, behind a recorder that holds every
+   * tasks/cancel; `giveUp` starts a task-backed call, aborts it once it is a task, and resolves
+   * with the task's id and the held tasks/cancel.
+   */
+  async function cancelsHeld() {
+    const recorder = await startRecorder(served.api.mcpUrl.href, {
+      hold: (request) => request.messages.some((message) => message.method === 'tasks/cancel'),
+    });
+    cleanups.push(() => recorder.close());
+    const clock = manualTimers();
+    const reported: TaskgateError[] = [];
+    const client = await TaskgateClient.connectHttp(
+      { url: recorder.url },
+      {
+        timers: clock.timers,
+        closeCancelsMs: CLOSE_WAIT_MS,
+        onError: (error) => {
+          if (isTaskgateError(error)) reported.push(error);
+        },
+      },
+    );
+    const giveUp = async (label: string, seconds = 1) => {
+      const controller = new AbortController();
+      let handedOver!: (taskId: string) => void;
+      const isTask = new Promise<string>((resolve) => {
+        handedOver = resolve;
+      });
+      const call = client.callTool(
+        'slow_compute',
+        { seconds, label },
+        { signal: controller.signal, onTask: (task) => handedOver(task.taskId) },
+      );
+      call.catch(() => {});
+      const taskId = await isTask;
+      controller.abort(new Error('stop'));
+      await expect(call).rejects.toMatchObject({ code: 'TG_CALL_CANCELLED' });
+      return { taskId, cancel: await recorder.nextHeld() };
+    };
+    return { client, clock, reported, giveUp };
+  }
+
+  it('close() stops waiting for a tasks/cancel not answered within closeCancelsMs, and reports it naming the task', async () => {
+    const { client, clock, reported, giveUp } = await cancelsHeld();
+    const { taskId, cancel } = await giveUp('client-close-unanswered');
+    let returned = false;
+    const closed = client.close().then(() => {
+      returned = true;
+    });
+    // The cancel is held unanswered; only close()'s clock can end its wait.
+    await clock.armed(CLOSE_WAIT_MS);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(returned).toBe(false);
+    expect(reported).toEqual([]);
+    clock.fire(CLOSE_WAIT_MS);
+    await closed;
+    expect(cancel.record.upstreamEnded).toBe(false);
+    expect(reported.map((error) => [error.code, error.message, error.details])).toEqual([
+      [
+        'TG_TASK_CANCEL_UNCONFIRMED',
+        `tasks/cancel for task ${taskId} was not answered within ${CLOSE_WAIT_MS} ms of close(): the task may run to completion; look it up with tasks/get`,
+        { taskId, waitedMs: CLOSE_WAIT_MS },
+      ],
+    ]);
+  });
+
+  it('a tasks/cancel the server refuses goes to onError with its answer, naming the task', async () => {
+    const { client, reported, giveUp } = await cancelsHeld();
+    // Long enough for its ttl to be changed while it still works.
+    const { taskId, cancel } = await giveUp('client-close-refused', 3);
+    // Before the cancel reaches the server, the task ends and its ttl (made 1 ms) runs out: the
+    // server no longer knows it, and refuses the cancel as it does any unknown id.
+    await sql`UPDATE tasks SET ttl_ms = 1 WHERE id = ${taskId}::uuid`.execute(served.platform.db);
+    await expect(client.getTask(taskId)).resolves.toMatchObject({ status: 'working' });
+    const statusOf = async () =>
+      (await sql<{ status: string }>`SELECT status FROM tasks WHERE id = ${taskId}::uuid`.execute(served.platform.db))
+        .rows[0]?.status;
+    expect(await waitForTask(statusOf, (status) => status !== 'working')).toBe('completed');
+    await expect(client.getTask(taskId)).rejects.toThrow('no task');
+    cancel.release();
+    await client.close();
+    expect(cancel.record.answer).toContain('no task');
+    expect(reported).toHaveLength(1);
+    const [error] = reported;
+    expect(error?.code).toBe('TG_TASK_CANCEL_UNCONFIRMED');
+    expect(error?.message).toBe(
+      `tasks/cancel for task ${taskId} was refused: the server answered -32602 (Invalid params: no task "${taskId}"); the task may run to completion: look it up with tasks/get (cancelTask sends the cancel again)`,
+    );
+    expect(error?.details).toMatchObject({ taskId, answer: { code: -32602, data: { taskId } } });
   });
 
   it("a task's tool error is a result; its protocol error rejects the call", async () => {

@@ -15,6 +15,15 @@ export interface RecordedRequest {
   upstreamEnded: boolean;
   /** The proxy read the upstream's whole answer and dropped it, cutting the client off. */
   lost: boolean;
+  /** The upstream's answer as text, once it ended (an SSE stream's events as they came). */
+  answer: string | null;
+}
+
+/** A request the proxy holds before the server has seen any of it (RecorderOptions.hold). */
+export interface HeldRequest {
+  readonly record: RecordedRequest;
+  /** Forwards it now — unless the client has given up on it meanwhile, when nothing is sent. */
+  release(): void;
 }
 
 export interface RecorderOptions {
@@ -24,6 +33,12 @@ export interface RecorderOptions {
    * worst moment. Decided when the request's body has arrived.
    */
   readonly lose?: (request: RecordedRequest) => boolean;
+  /**
+   * Requests held unanswered, not forwarded until the test releases them (`nextHeld`): the server
+   * knows nothing of them meanwhile, so a test forces what happens first. Decided when the
+   * request's body has arrived.
+   */
+  readonly hold?: (request: RecordedRequest) => boolean;
 }
 
 /**
@@ -38,10 +53,14 @@ export async function startRecorder(
 ): Promise<{
   readonly url: string;
   readonly requests: RecordedRequest[];
+  /** The next request `hold` took (one already held and not yet handed out, or the next to come). */
+  nextHeld(): Promise<HeldRequest>;
   close(): Promise<void>;
 }> {
   const upstream = new URL(target);
   const requests: RecordedRequest[] = [];
+  const held: HeldRequest[] = [];
+  const waiting: ((request: HeldRequest) => void)[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -65,9 +84,35 @@ export async function startRecorder(
         clientClosedEarly: false,
         upstreamEnded: false,
         lost: false,
+        answer: null,
       };
       requests.push(record);
       const lose = options.lose?.(record) === true;
+      if (options.hold?.(record) === true) {
+        // The client gave up on it while it was held: the server never hears of it.
+        let givenUp = false;
+        const onClose = () => {
+          givenUp = true;
+          record.clientClosedEarly = true;
+        };
+        res.once('close', onClose);
+        const request: HeldRequest = {
+          record,
+          release: () => {
+            res.off('close', onClose);
+            if (!givenUp) pass(record, lose, body);
+          },
+        };
+        const taker = waiting.shift();
+        if (taker) taker(request);
+        else held.push(request);
+        return;
+      }
+      pass(record, lose, body);
+    });
+
+    function pass(record: RecordedRequest, lose: boolean, body: Buffer): void {
+      const texts: Buffer[] = [];
       const forward = http.request(
         {
           host: upstream.hostname,
@@ -87,8 +132,12 @@ export async function startRecorder(
             return;
           }
           res.writeHead(answer.statusCode ?? 502, answer.headers);
-          answer.on('data', (chunk: Buffer) => res.write(chunk));
+          answer.on('data', (chunk: Buffer) => {
+            texts.push(chunk);
+            res.write(chunk);
+          });
           answer.on('end', () => {
+            record.answer = Buffer.concat(texts).toString('utf8');
             record.upstreamEnded = true;
             res.end();
           });
@@ -103,13 +152,18 @@ export async function startRecorder(
         }
       });
       forward.end(body);
-    });
+    }
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}${upstream.pathname}`,
     requests,
+    nextHeld: () => {
+      const first = held.shift();
+      if (first) return Promise.resolve(first);
+      return new Promise((resolve) => waiting.push(resolve));
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -6,16 +6,26 @@ import type { DeadlineClock } from '@taskgate/reliability';
  * transport's own means; a call that became a task is cancelled with tasks/cancel, a request
  * whose answer comes later — and a task may still end completed if it finished first.
  */
-export type CallStop = { readonly kind: 'request' } | { readonly kind: 'task'; readonly taskId: string };
+export type CallStop =
+  | { readonly kind: 'request' }
+  /** `ended`: the terminal status the client had already seen, when it had — nothing is cancelled then. */
+  | { readonly kind: 'task'; readonly taskId: string; readonly ended?: string };
 
+/**
+ * What the cancel did, as far as it is known when the call rejects — at once, before any answer to
+ * a tasks/cancel: what that answer says comes later, to onError (given-up-cancels.ts).
+ */
 function stopped(stop: CallStop): string {
-  return stop.kind === 'request'
-    ? 'the server was told to stop'
-    : `tasks/cancel is being sent for task ${stop.taskId}, which stops at its next checkpoint unless it finishes first (close() waits for the cancel to be delivered; the task's status says how it ended)`;
+  if (stop.kind === 'request') return 'the server was told to stop';
+  if (stop.ended !== undefined) {
+    return `task ${stop.taskId} had already ended ${stop.ended}, so no tasks/cancel was sent (look it up with tasks/get)`;
+  }
+  return `tasks/cancel is being sent for task ${stop.taskId}, which stops at its next checkpoint unless it finishes first (close() waits for the answer; a refusal, or none by then, goes to onError; the task's status says how it ended)`;
 }
 
 function stopDetails(stop: CallStop): Record<string, unknown> {
-  return stop.kind === 'task' ? { taskId: stop.taskId } : {};
+  if (stop.kind === 'request') return {};
+  return stop.ended === undefined ? { taskId: stop.taskId } : { taskId: stop.taskId, ended: stop.ended };
 }
 
 /** A clock of the call ran out; its cancel is on its way (CallStop). */

@@ -30,6 +30,7 @@ import {
 } from './correlated-transport.ts';
 import { type CorrelationStats, CorrelationTable } from './correlation-table.ts';
 import { failureKind } from './failure-kind.ts';
+import { GivenUpCancels } from './given-up-cancels.ts';
 import type { ReconnectOptions } from './reconnect-schedule.ts';
 import { type CallPolicy, callPolicyOf, decideRetry, type FailureKind, type RetryOptions } from './retry-plan.ts';
 import {
@@ -42,7 +43,7 @@ import {
   v1Session,
 } from './sdk-session.ts';
 import { SUBSCRIPTION_ID, subscribeTasks, type TaskSubscription } from './task-subscription.ts';
-import { getTask, ServerError, sleep, type TaskState, watchTask } from './task-watch.ts';
+import { getTask, ServerError, sleep, type TaskState, TERMINAL_STATUSES, watchTask } from './task-watch.ts';
 
 export type { HttpTarget, StdioTarget };
 
@@ -65,7 +66,8 @@ export interface ClientOptions {
   readonly onRetry?: (retry: { tool: string; attempt: number; delayMs: number; failure: FailureKind }) => void;
   /**
    * How long close() waits for the cancels still on their way (a given-up task's tasks/cancel, a
-   * session's notifications/cancelled POST) before it closes the connection (default 5 s).
+   * session's notifications/cancelled POST) before it closes the connection (default 5 s). A
+   * tasks/cancel not answered by then, or refused, goes to onError (TG_TASK_CANCEL_UNCONFIRMED).
    */
   readonly closeCancelsMs?: number;
 }
@@ -130,10 +132,9 @@ export class TaskgateClient {
   readonly #subscriptions = new Map<unknown, (message: Record<string, unknown>) => void>();
   readonly #clientId: string | undefined;
   readonly #clientInfo: { readonly name: string; readonly version: string };
-  /** Given-up tasks' tasks/cancel still unanswered, by task id: close() delivers them first. */
-  readonly #cancelling = new Map<string, Promise<unknown>>();
+  /** Given-up tasks' tasks/cancel, judged as they are answered: close() delivers them first. */
+  readonly #cancels: GivenUpCancels;
   readonly #closeCancelsMs: number;
-  readonly #onError: ClientOptions['onError'];
 
   private constructor(sdk: SdkSession, table: CorrelationTable<WireRequest>, timers: Timers, options: ClientOptions) {
     this.#sdk = sdk;
@@ -147,7 +148,7 @@ export class TaskgateClient {
     this.#onRetry = options.onRetry;
     this.#clientInfo = clientInfoOf(options);
     this.#closeCancelsMs = options.closeCancelsMs ?? DEFAULT_CLOSE_CANCELS_MS;
-    this.#onError = options.onError;
+    this.#cancels = new GivenUpCancels(this.#rawRequest, timers, (error) => options.onError?.(error));
   }
 
   /** Starts the server as a subprocess and completes `initialize` on its stdin and stdout. */
@@ -347,13 +348,22 @@ export class TaskgateClient {
           'tools/call',
           options,
           (sdkOptions, progress) => {
-            context = { ...(options.onTask ? { onTask: options.onTask } : {}), progress, asTask, followed: null };
+            context = {
+              ...(options.onTask ? { onTask: options.onTask } : {}),
+              progress,
+              asTask,
+              followed: null,
+              ended: null,
+            };
             return callContext.run(context, () => this.#sdk.callTool(name, callArgs, sdkOptions));
           },
           startedAt,
           () => {
-            const taskId = (context as CallContext | null)?.followed;
-            return typeof taskId === 'string' ? { kind: 'task', taskId } : { kind: 'request' };
+            const followed = context as CallContext | null;
+            const taskId = followed?.followed;
+            if (typeof taskId !== 'string') return { kind: 'request' };
+            const ended = followed?.ended;
+            return typeof ended === 'string' ? { kind: 'task', taskId, ended } : { kind: 'task', taskId };
           },
         );
       } catch (error) {
@@ -525,43 +535,12 @@ export class TaskgateClient {
    * Delivers the cancels still on their way — a given-up task's tasks/cancel, a session's
    * notifications/cancelled — waiting for them at most `closeCancelsMs`, then closes the
    * connection. Closing first would cut them off, and the task would run to completion. A
-   * tasks/cancel that was not answered in time is reported to `onError`, naming the task.
+   * tasks/cancel not answered in time, or refused (for a task not already ended), is reported
+   * to `onError` as TG_TASK_CANCEL_UNCONFIRMED, naming the task (given-up-cancels.ts).
    */
   async close(): Promise<void> {
-    const cancels = [...this.#cancelling];
-    const sends = this.#raw?.cancelsInFlight() ?? [];
-    if (cancels.length > 0 || sends.length > 0) {
-      const unanswered = new Set(cancels.map(([taskId]) => taskId));
-      const delivered = Promise.allSettled([
-        ...cancels.map(([taskId, answer]) => answer.then(() => unanswered.delete(taskId))),
-        ...sends,
-      ]);
-      let timer: ReturnType<Timers['setTimeout']> | undefined;
-      const late = new Promise<void>((resolve) => {
-        timer = this.#timers.setTimeout(resolve, this.#closeCancelsMs);
-      });
-      await Promise.race([delivered, late]);
-      if (timer !== undefined) this.#timers.clearTimeout(timer);
-      for (const taskId of unanswered) {
-        this.#onError?.(
-          new TaskgateError(
-            'TG_SERVER_UNREACHABLE',
-            `tasks/cancel for task ${taskId} was not answered within ${this.#closeCancelsMs} ms of close(): the task may run to completion; look it up with tasks/get`,
-            { details: { taskId } },
-          ),
-        );
-      }
-    }
+    await this.#cancels.settle(this.#raw?.cancelsInFlight() ?? [], this.#closeCancelsMs);
     await this.#sdk.close();
-  }
-
-  /** The tasks/cancel of a call given up on, sent once, kept until answered for close(). */
-  #cancelGivenUp(taskId: string): void {
-    if (this.#cancelling.has(taskId)) return;
-    const answer = this.#rawRequest('tasks/cancel', { taskId })
-      .catch(() => {})
-      .finally(() => this.#cancelling.delete(taskId));
-    this.#cancelling.set(taskId, answer);
   }
 
   /** A request past the SDK, with the per-request fields 2026-07-28 asks for in `_meta`. */
@@ -602,17 +581,26 @@ export class TaskgateClient {
   #followTask(held: HeldCall): void {
     const context = held.context as CallContext | undefined;
     const first = held.task as TaskState;
+    // Seen ended by the watch (2025-11-25: its result is being fetched): nothing left to cancel.
+    let ended: string | null = null;
+    const seen = (task: TaskState) => {
+      if (ended !== null || !TERMINAL_STATUSES.includes(task.status)) return;
+      ended = task.status;
+      if (context !== undefined) context.ended = ended;
+    };
     if (context !== undefined) context.followed = first.taskId;
+    seen(first);
     context?.onTask?.(first);
     let lastUpdate = first.lastUpdatedAt;
     const stop = new AbortController();
     // Sent as the call is given up, not when the watch notices: a close() right after the
-    // caller's abort (try … finally) must find it on its way.
+    // caller's abort (try … finally) must find it on its way. The call's error, made just
+    // before, says which of the two it was (client-errors.ts, stopped()).
     held.signal?.addEventListener(
       'abort',
       () => {
         stop.abort(new Error('the call was given up'));
-        this.#cancelGivenUp(first.taskId);
+        if (ended === null) this.#cancels.send(first.taskId);
       },
       { once: true },
     );
@@ -620,6 +608,7 @@ export class TaskgateClient {
       timers: this.#timers,
       signal: stop.signal,
       onUpdate: (task) => {
+        seen(task);
         if (task.lastUpdatedAt !== lastUpdate) {
           lastUpdate = task.lastUpdatedAt;
           context?.progress();
@@ -632,9 +621,13 @@ export class TaskgateClient {
       },
     })
       .then(async (task) => {
+        // Given up meanwhile (a poll or the result on its way): the SDK's call has settled
+        // already, and would report an answer to it to onError as one for an unknown id.
+        if (stop.signal.aborted) return;
         if (held.shape === 'handshake' && (task.status === 'completed' || task.status === 'failed')) {
           // 2025-11-25 keeps the result apart: tasks/result answers it (a tool error is `failed` there).
           const response = await this.#rawRequest('tasks/result', { taskId: first.taskId });
+          if (stop.signal.aborted) return;
           held.finish(
             response.error !== undefined
               ? { error: response.error as Record<string, unknown> }
@@ -721,6 +714,8 @@ interface CallContext {
   readonly asTask?: boolean;
   /** The task the call became, once it has (its cancel is then tasks/cancel). */
   followed: string | null;
+  /** The terminal status its watch saw, if any: giving up then cancels nothing. */
+  ended: string | null;
 }
 
 const callContext = new AsyncLocalStorage<CallContext>();

@@ -101,6 +101,11 @@ export const errorRegistry = {
   TG_CALL_CANCELLED: { title: 'The call was cancelled by its caller', httpStatus: 409, exitCode: 75 },
   TG_SERVER_UNREACHABLE: { title: 'The MCP server could not be reached', httpStatus: 502, exitCode: 69 },
   TG_CALL_OUTCOME_UNKNOWN: { title: 'The call was sent and its answer lost', httpStatus: 502, exitCode: 75 },
+  TG_TASK_CANCEL_UNCONFIRMED: {
+    title: "A given-up task's tasks/cancel was refused or not answered",
+    httpStatus: 502,
+    exitCode: 75,
+  },
   TG_INTERNAL: { title: 'Internal error', httpStatus: 500, exitCode: 70 },
 } as const satisfies Record<string, ErrorDefinition>;
 
