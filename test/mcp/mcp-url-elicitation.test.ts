@@ -10,7 +10,7 @@ import { defineTool, ToolProtocolError, UrlElicitationRequiredError } from '@tas
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { openSse } from '../support/sse-client.ts';
-import { connectStdio, type StdioClient, testCore } from '../support/stdio-client.ts';
+import { initializedStdio, type StdioClient, testCore } from '../support/stdio-client.ts';
 import { barrier, type Platform, serveApi, silentLogger, startPlatform } from '../support/task-platform.ts';
 
 // URL-mode elicitation past ctx.input() (MCP 2025-11-25 client/elicitation): a handler's
@@ -131,17 +131,7 @@ afterAll(async () => {
   await platform.stop();
 });
 
-async function initialized(capabilities: Record<string, unknown>): Promise<StdioClient> {
-  const client = connectStdio(core);
-  client.send({
-    jsonrpc: '2.0',
-    id: 'i',
-    method: 'initialize',
-    params: { protocolVersion: '2025-11-25', capabilities },
-  });
-  await client.answerTo('i');
-  return client;
-}
+const initialized = (capabilities: Record<string, unknown>) => initializedStdio(core, capabilities);
 
 async function closed(client: StdioClient) {
   client.input.end();
