@@ -8,7 +8,7 @@ import { askingTools, roundTripPrompts } from '../../examples/conformance/round-
 import { setInstance } from '../support/catalog.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { openSse } from '../support/sse-client.ts';
-import { connectStdio, type StdioClient, testCore } from '../support/stdio-client.ts';
+import { initializedStdio, type StdioClient, testCore } from '../support/stdio-client.ts';
 import { type Platform, serveApi, silentLogger, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // Handshake revisions: an inline tool's ctx.input() sends its requests to the client on the call's
@@ -90,17 +90,7 @@ afterAll(async () => {
 // biome-ignore lint/suspicious/noExplicitAny: a JSON-RPC body, read field by field.
 const json = async (response: Response): Promise<any> => response.json();
 
-async function initialized(capabilities: Record<string, unknown>): Promise<StdioClient> {
-  const client = connectStdio(core);
-  client.send({
-    jsonrpc: '2.0',
-    id: 'i',
-    method: 'initialize',
-    params: { protocolVersion: '2025-11-25', capabilities },
-  });
-  await client.answerTo('i');
-  return client;
-}
+const initialized = (capabilities: Record<string, unknown>) => initializedStdio(core, capabilities);
 
 /** The request the server sent the client, once it has. */
 async function serverRequest(client: StdioClient, method: string) {

@@ -78,3 +78,16 @@ export function connectStdio(core: McpCore, tenantId = 'default'): StdioClient {
     until: (predicate) => waitForTask(async () => received, predicate),
   };
 }
+
+/** A client of `core` on the pipe that has initialized a 2025-11-25 session declaring `capabilities`. */
+export async function initializedStdio(core: McpCore, capabilities: Record<string, unknown>): Promise<StdioClient> {
+  const client = connectStdio(core);
+  client.send({
+    jsonrpc: '2.0',
+    id: 'i',
+    method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities },
+  });
+  await client.answerTo('i');
+  return client;
+}

@@ -69,4 +69,7 @@ export {
   TaskReleasedError,
   TaskTimeoutError,
   ToolProtocolError,
+  URL_ELICITATION_REQUIRED,
+  type UrlElicitation,
+  UrlElicitationRequiredError,
 } from './tool-errors.ts';

@@ -273,6 +273,17 @@ export interface ToolContext<DB = unknown> extends TaskScope {
    */
   input(requests: Readonly<Record<string, InputRequest>>): Promise<Record<string, unknown>>;
   /**
+   * Tells the client that the out-of-band interaction of a URL-mode elicitation has finished (the
+   * user is done on its page), so it can go on without waiting for the user to say so:
+   * notifications/elicitation/complete with this `elicitationId`, on the call's own stream, before
+   * its response. Give the elicitation an `elicitationId` of your own (in its params, or in
+   * UrlElicitationRequiredError) to have one to name here. Sent only where the revision has it
+   * (2025-11-25; 2026-07-28 dropped it: its client learns the outcome by retrying), only to a
+   * client that declared `elicitation.url`, and only from an inline tool's call answered in its
+   * request; elsewhere nothing is sent (a durable task's worker has no stream to send it on).
+   */
+  elicitationComplete(elicitationId: string): void;
+  /**
    * What the MCP client declared it supports (its ClientCapabilities) on the call: per request in
    * MCP 2026-07-28, at initialize before it. A tool asks only for input the client can give
    * (`elicitation`, `sampling`, `roots`). A durable task keeps it from the call that created it

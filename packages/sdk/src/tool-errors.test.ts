@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { TaskCancelledError, TaskTimeoutError, ToolProtocolError } from './tool-errors.ts';
+import {
+  TaskCancelledError,
+  TaskTimeoutError,
+  ToolProtocolError,
+  URL_ELICITATION_REQUIRED,
+  UrlElicitationRequiredError,
+} from './tool-errors.ts';
 
 describe('the SDK errors', () => {
   it('are recognised when thrown by another copy of the package', () => {
@@ -29,5 +35,36 @@ describe('the SDK errors', () => {
       'idle timeout: no progress for 5000 ms',
     ]);
     expect(new TaskCancelledError(null).message).toBe('task cancelled');
+  });
+
+  it('make a URLElicitationRequiredError of URL elicitations, each with an elicitationId', () => {
+    const error = new UrlElicitationRequiredError([
+      { url: 'https://pages.example.com/a', message: 'Open a', elicitationId: 'e-a' },
+      { url: 'https://pages.example.com/b', message: 'Open b' },
+    ]);
+    // A protocol error the platform ends the call with, as any ToolProtocolError.
+    expect(error).toBeInstanceOf(ToolProtocolError);
+    expect(new ToolProtocolError(URL_ELICITATION_REQUIRED, 'x') instanceof UrlElicitationRequiredError).toBe(false);
+    expect(error.code).toBe(-32042);
+    const made = error.elicitations[1]?.elicitationId;
+    expect(made).toMatch(/^[0-9a-f-]{36}$/);
+    expect(error.data).toEqual({
+      elicitations: [
+        { mode: 'url', url: 'https://pages.example.com/a', message: 'Open a', elicitationId: 'e-a' },
+        { mode: 'url', url: 'https://pages.example.com/b', message: 'Open b', elicitationId: made },
+      ],
+    });
+  });
+
+  it('refuse a URLElicitationRequiredError the client could not act on, naming what is wrong', () => {
+    const make = (elicitations: unknown) => () => new UrlElicitationRequiredError(elicitations as never);
+    expect(make([])).toThrow('at least one elicitation');
+    expect(make([{ url: '/relative', message: 'm' }])).toThrow('elicitations[0].url must be an absolute URL');
+    expect(make([{ url: 'https://x.example', message: 'm' }, { url: 'https://y.example' }])).toThrow(
+      'elicitations[1].message must be a string',
+    );
+    expect(make([{ url: 'https://x.example', message: 'm', elicitationId: '' }])).toThrow(
+      'elicitations[0].elicitationId must be a non-empty string',
+    );
   });
 });

@@ -18,6 +18,7 @@ const RELEASED = Symbol.for('taskgate.sdk.TaskReleasedError');
 const PARKED = Symbol.for('taskgate.sdk.TaskParkedError');
 const PROTOCOL = Symbol.for('taskgate.sdk.ToolProtocolError');
 const RACE_LOST = Symbol.for('taskgate.sdk.RaceLostError');
+const URL_ELICITATION = Symbol.for('taskgate.sdk.UrlElicitationRequiredError');
 
 /** Why a branch of ctx.race() was aborted: another branch succeeded first. */
 export class RaceLostError extends Error {
@@ -98,5 +99,61 @@ export class ToolProtocolError extends Error {
     this.name = 'ToolProtocolError';
     this.code = code;
     this.data = data;
+  }
+}
+
+/** MCP's URLElicitationRequiredError code (2025-11-25 client/elicitation "URL Elicitation Required Error"). */
+export const URL_ELICITATION_REQUIRED = -32042;
+
+/** A URL-mode elicitation the user must complete (out of band, on that page) before a call can succeed. */
+export interface UrlElicitation {
+  /** The page the user opens: with no credentials or personal data in it (client/elicitation "Safe URL Handling"). */
+  readonly url: string;
+  /** Why the user should open it, shown with the URL. */
+  readonly message: string;
+  /**
+   * Names the elicitation to the page (put it in the URL) and in ctx.elicitationComplete(); a
+   * random UUID when absent. It must be unique within the server, and is opaque to the client.
+   */
+  readonly elicitationId?: string;
+}
+
+/**
+ * Thrown by a handler that cannot go on until the user has completed out-of-band interactions (a
+ * third-party OAuth consent, a payment page): the call ends with MCP's URLElicitationRequiredError,
+ * -32042 with `data.elicitations`, and the client retries it once the user is done. The handler
+ * finds out on that retry, from its own state, whether they are. A client that did not declare
+ * `elicitation.url` gets -32021 naming it instead; a revision without this error (2026-07-28) is
+ * asked the same elicitations as `input_required`, which its retry answers.
+ */
+export class UrlElicitationRequiredError extends ToolProtocolError {
+  static override [Symbol.hasInstance] = branded(URL_ELICITATION);
+  readonly [URL_ELICITATION] = true;
+  /** As they go to the client: each with `mode: "url"` and its elicitationId. */
+  readonly elicitations: readonly (Required<UrlElicitation> & { readonly mode: 'url' })[];
+  constructor(elicitations: readonly UrlElicitation[], message = 'this request needs the user to open a URL first') {
+    // Checked here, where the handler can be told which one is wrong: the error MUST carry URL
+    // elicitations, each with an elicitationId (client/elicitation "URL Elicitation Required Error").
+    if (!Array.isArray(elicitations) || elicitations.length === 0) {
+      throw new TypeError('UrlElicitationRequiredError needs at least one elicitation');
+    }
+    const entries = elicitations.map((elicitation, index) => {
+      const { url, message: text, elicitationId } = (elicitation ?? {}) as Partial<UrlElicitation>;
+      if (typeof url !== 'string' || !URL.canParse(url)) {
+        throw new TypeError(`UrlElicitationRequiredError: elicitations[${index}].url must be an absolute URL`);
+      }
+      if (typeof text !== 'string') {
+        throw new TypeError(`UrlElicitationRequiredError: elicitations[${index}].message must be a string`);
+      }
+      if (elicitationId !== undefined && (typeof elicitationId !== 'string' || elicitationId === '')) {
+        throw new TypeError(
+          `UrlElicitationRequiredError: elicitations[${index}].elicitationId must be a non-empty string`,
+        );
+      }
+      return { mode: 'url' as const, url, message: text, elicitationId: elicitationId ?? crypto.randomUUID() };
+    });
+    super(URL_ELICITATION_REQUIRED, message, { elicitations: entries });
+    this.name = 'UrlElicitationRequiredError';
+    this.elicitations = entries;
   }
 }

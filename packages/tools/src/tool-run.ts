@@ -54,6 +54,11 @@ export interface RunSettings {
   readonly resultProblem?: (result: unknown) => string | null;
   /** Where ctx.log() messages go (an inline call's client); absent: the run's logger, at debug. */
   readonly onLog?: (entry: LogEntry) => void;
+  /**
+   * Where ctx.elicitationComplete() goes: an inline call whose client can hear it (a handshake
+   * revision's stream, a client that declared URL elicitation); absent: nowhere, said at debug.
+   */
+  readonly onElicitationComplete?: (elicitationId: string) => void;
   /** Who counts stops, orphans and abandoned effects (metrics). */
   readonly observer?: RunObserver;
 }
@@ -334,6 +339,7 @@ export class ToolRun {
       commit: (effects) => this.#commit(effects, 'handler committed'),
       step: (name, fn, options) => this.#step(name, fn, options),
       input: (requests) => this.#input(requests),
+      elicitationComplete: (elicitationId) => this.#elicitationComplete(elicitationId),
       clientCapabilities: this.task.clientCapabilities,
       signal: scope.signal,
       sleep: scope.sleep,
@@ -356,6 +362,19 @@ export class ToolRun {
     const entry: LogEntry = { level, data, ...(logger === undefined ? {} : { logger }) };
     if (this.#settings.onLog) this.#settings.onLog(entry);
     else this.#settings.logger.debug({ taskId: this.task.id, tool: this.task.tool, ...entry }, 'tool log message');
+  }
+
+  #elicitationComplete(elicitationId: unknown): void {
+    if (typeof elicitationId !== 'string' || elicitationId === '') {
+      throw new TypeError('ctx.elicitationComplete needs the elicitationId of a URL elicitation, a non-empty string');
+    }
+    if (this.#settings.onElicitationComplete) this.#settings.onElicitationComplete(elicitationId);
+    else {
+      this.#settings.logger.debug(
+        { taskId: this.task.id, tool: this.task.tool, elicitationId },
+        'elicitation completion not sent: this call has no client stream that can carry it',
+      );
+    }
   }
 
   /**

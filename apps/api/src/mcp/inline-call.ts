@@ -38,6 +38,8 @@ export async function runInline(
     readonly clientCapabilities?: Readonly<Record<string, unknown>>;
     /** Where the handler's ctx.log() messages go. */
     readonly onLog?: (entry: LogEntry) => void;
+    /** Where the handler's ctx.elicitationComplete() goes (a client that can hear it); absent: nowhere. */
+    readonly onElicitationComplete?: (elicitationId: string) => void;
     /**
      * Asks the client one input request on the call's connection (a handshake revision): its
      * result. With it, ctx.input() waits for the answers within the call.
@@ -79,6 +81,7 @@ export async function runInline(
       resultProblem: context.resultProblem,
       // Messages nobody will hear still cost nothing beyond the level check.
       onLog: context.onLog ?? (() => {}),
+      onElicitationComplete: context.onElicitationComplete,
       observer: runMetrics(processMetrics()),
     },
   );

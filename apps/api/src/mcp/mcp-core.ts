@@ -97,7 +97,10 @@ export interface RequestContext {
    * logLevel; before: the session's logging/setLevel); absent or null: none.
    */
   readonly logLevel?: LogLevel | null;
-  /** Where the request's notifications/message go (its response stream, or the pipe). */
+  /**
+   * Where the request's own notifications go (its response stream, or the pipe): its
+   * notifications/message, and a handshake revision's notifications/elicitation/complete.
+   */
   readonly onLog?: (notification: Record<string, unknown>) => void;
   /**
    * Sends the client a request on this request's connection (elicitation/create and the like, as

@@ -1,5 +1,6 @@
 import type { TaskRecord } from '@taskgate/db';
 import { ErrorCode, type JsonRpcError, taskProgressMeta } from '@taskgate/protocol';
+import { withoutUrlElicitationCode } from './dispatch/url-elicitations.ts';
 import { type ServerIdentity, taskError, withServerInfo } from './mcp-methods.ts';
 
 /**
@@ -33,7 +34,8 @@ export function detailedTask(task: TaskRecord, server: ServerIdentity): Record<s
   if (task.status === 'completed') {
     detail.result = withServerInfo((task.result ?? { content: [] }) as Record<string, unknown>, server);
   } else if (task.status === 'failed') {
-    detail.error = taskError(task);
+    // The Tasks extension is 2026-07-28's, which has no URLElicitationRequiredError.
+    detail.error = withoutUrlElicitationCode(taskError(task));
   } else if (task.status === 'input_required') {
     detail.inputRequests = task.inputRequests ?? {};
   }

@@ -23,6 +23,7 @@ import { createTaskResult } from '../mcp-tasks.ts';
 import { RequestStateSealer } from './request-state.ts';
 import { ClientCapabilityMissing, clientAsker, type Round, RoundTrips } from './round-trips.ts';
 import { TaskLogRelay } from './task-log-relay.ts';
+import { elicitationCompleter } from './url-elicitations.ts';
 
 export const DEFAULT_TASK_AFTER_MS = 500;
 /** A parked request's task waits this long past its request state's expiry before it is cancelled. */
@@ -140,6 +141,9 @@ export class CallRunner {
         if (!logLevelPasses(entry.level, context.logLevel)) return;
         context.onLog?.({ jsonrpc: '2.0', method: 'notifications/message', params: { ...entry } });
       },
+      // A revision of multi round-trip requests has no completion notification: its client learns
+      // the outcome by retrying.
+      onElicitationComplete: round ? undefined : elicitationCompleter(context),
       clientCapabilities: context.clientCapabilities,
     });
     if (outcome === null || 'kind' in outcome) return outcome;

@@ -15,8 +15,9 @@ import { inputAnswersProblem, taskSupportOf } from '@taskgate/tools';
 import { type CallRunner, DEFAULT_TASK_AFTER_MS } from '../../dispatch/call-runner.ts';
 import { type ContentMethodsOptions, contentMethods } from '../../dispatch/content-methods.ts';
 import type { MethodHandler, MethodTable } from '../../dispatch/method-table.ts';
-import { responsesProblem } from '../../dispatch/round-trips.ts';
+import { type Round, responsesProblem } from '../../dispatch/round-trips.ts';
 import { traceParentOf } from '../../dispatch/trace-context.ts';
+import { urlElicitationsAsked } from '../../dispatch/url-elicitations.ts';
 import type { RequestContext } from '../../mcp-core.ts';
 import {
   discoverResult,
@@ -109,6 +110,9 @@ async function callTool(
   const missing = missingCapabilities(required, context.clientCapabilities);
   if (missing)
     return missingCapability(missing, `tool ${call.name} needs client capabilities this request did not declare`);
+  // A handler's URLElicitationRequiredError is asked as input_required: this revision has no -32042.
+  const asked = (outcome: MethodOutcome | null, round: Round | undefined) =>
+    urlElicitationsAsked(outcome, runner.rounds, round, context, `tool ${call.name}`);
   const local = tool?.inline ? runner.options.tools.local(call.name) : undefined;
   if (local) {
     // Multi round-trip: the answers so far come with the retry (requestState, inputResponses).
@@ -118,7 +122,7 @@ async function callTool(
       arguments: call.arguments,
     });
     if ('kind' in round) return round;
-    return runner.inline(local, call.arguments, context, round);
+    return asked(await runner.inline(local, call.arguments, context, round), round);
   }
   // A durable call without the Tasks extension asks for its task's input as an inline one does:
   // input_required, with a state naming the parked task that the retry answers.
@@ -126,7 +130,7 @@ async function callTool(
     ? undefined
     : runner.rounds.begin(params, context, { method: 'tools/call', name: call.name, arguments: call.arguments });
   if (round && 'kind' in round) return round;
-  if (round?.task !== undefined) return runner.resume({ ...round, task: round.task }, context);
+  if (round?.task !== undefined) return asked(await runner.resume({ ...round, task: round.task }, context), round);
   // Input asked in the call, before any task (multi round-trip): until every key is answered in
   // params.inputResponses, the call is answered with the outstanding requests and creates nothing.
   let inputResponses: Record<string, unknown> | undefined;
@@ -173,7 +177,10 @@ async function callTool(
   if ('kind' in task) return task;
   // The row is committed: a required-task tool is answered with its task at once.
   if (asTask && support === 'required') return { kind: 'result', result: createTaskResult(task) };
-  return runner.await(task, context, asTask ? (runner.options.taskAfterMs ?? DEFAULT_TASK_AFTER_MS) : null, round);
+  return asked(
+    await runner.await(task, context, asTask ? (runner.options.taskAfterMs ?? DEFAULT_TASK_AFTER_MS) : null, round),
+    round,
+  );
 }
 
 /**

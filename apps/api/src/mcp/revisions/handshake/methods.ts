@@ -6,6 +6,7 @@ import type { CallRunner } from '../../dispatch/call-runner.ts';
 import { type ContentMethodsOptions, contentMethods } from '../../dispatch/content-methods.ts';
 import type { MethodHandler, MethodTable } from '../../dispatch/method-table.ts';
 import { traceParentOf } from '../../dispatch/trace-context.ts';
+import { urlElicitationRequired } from '../../dispatch/url-elicitations.ts';
 import type { RequestContext } from '../../mcp-core.ts';
 import {
   discoverResult,
@@ -67,7 +68,10 @@ export function handshakeMethods(
           onProgress && !profile.progressMessages
             ? { ...context, onProgress: (progress: TaskProgress) => onProgress({ ...progress, message: null }) }
             : context;
-        const outcome = await callTool(runner, read.tool, read.call, params, shaped, profile.tasks);
+        const outcome = urlElicitationRequired(
+          await callTool(runner, read.tool, read.call, params, shaped, profile.tasks),
+          context,
+        );
         return outcome?.kind === 'result' ? { kind: 'result', result: profile.callResult(outcome.result) } : outcome;
       },
     ],

@@ -1,0 +1,376 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  ElicitationCompleteNotificationSchema,
+  UrlElicitationRequiredError as SdkUrlElicitationRequiredError,
+} from '@modelcontextprotocol/sdk/types.js';
+import { type McpCore, TaskEventsHub } from '@taskgate/api';
+import { TASKS_EXTENSION } from '@taskgate/protocol';
+import { defineTool, ToolProtocolError, UrlElicitationRequiredError } from '@taskgate/sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../support/databases.ts';
+import { openSse } from '../support/sse-client.ts';
+import { initializedStdio, type StdioClient, testCore } from '../support/stdio-client.ts';
+import { barrier, type Platform, serveApi, silentLogger, startPlatform } from '../support/task-platform.ts';
+
+// URL-mode elicitation past ctx.input() (MCP 2025-11-25 client/elicitation): a handler's
+// ctx.elicitationComplete() as notifications/elicitation/complete on the call's own stream, and a
+// handler's UrlElicitationRequiredError as -32042 where the revision has it (input_required in
+// 2026-07-28, which has not).
+const database = useTestDatabase();
+
+const CONNECT_URL = 'https://connect.example.com/start?elicitation=e-connect';
+const ELICITATION = {
+  mode: 'url',
+  url: CONNECT_URL,
+  message: 'Connect the example service',
+  elicitationId: 'e-connect',
+};
+const REQUIRED = {
+  code: -32042,
+  message: 'the example service is not connected',
+  data: { elicitations: [ELICITATION] },
+};
+
+/** What the user has finished on the connect page, by tenant: the handlers' own state. */
+const connected = new Set<string>();
+const needsConnection = (ctx: { tenant: string }) => {
+  if (!connected.has(ctx.tenant)) {
+    throw new UrlElicitationRequiredError(
+      [{ url: CONNECT_URL, message: 'Connect the example service', elicitationId: 'e-connect' }],
+      'the example service is not connected',
+    );
+  }
+  return { content: [{ type: 'text' as const, text: 'connected' }] };
+};
+
+/** Held until the test says the user has finished on the page (the out-of-band part). */
+const outOfBand = barrier();
+
+const tools = [
+  defineTool({
+    name: 'link_then_complete',
+    description: 'sends the user to a page, waits until they are done there, and says so',
+    inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+    retry: 'safe',
+    inline: true,
+    async handler(_input, ctx) {
+      const { link } = await ctx.input({
+        link: { method: 'elicitation/create', params: { ...ELICITATION, elicitationId: 'e-link' } },
+      });
+      await outOfBand.promise;
+      ctx.elicitationComplete('e-link');
+      return { content: [{ type: 'text', text: `link: ${(link as { action: string }).action}` }] };
+    },
+  }),
+  defineTool<{ id: string }>({
+    name: 'complete_elicitation',
+    description: 'tells the client an elicitation is complete',
+    inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+    retry: 'safe',
+    inline: true,
+    async handler({ id }, ctx) {
+      ctx.elicitationComplete(id);
+      return { content: [{ type: 'text', text: 'told' }] };
+    },
+  }),
+  defineTool<{ id: string }>({
+    name: 'durable_complete_elicitation',
+    description: 'tells the client an elicitation is complete, from a task',
+    inputSchema: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+    retry: 'safe',
+    async handler({ id }, ctx) {
+      ctx.elicitationComplete(id);
+      return { content: [{ type: 'text', text: 'told' }] };
+    },
+  }),
+  defineTool({
+    name: 'needs_connection',
+    description: 'needs the user to connect the example service first',
+    inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+    retry: 'safe',
+    inline: true,
+    handler: async (_input, ctx) => needsConnection(ctx),
+  }),
+  defineTool({
+    name: 'durable_needs_connection',
+    description: 'needs the user to connect the example service first (a task)',
+    inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+    retry: 'safe',
+    handler: async (_input, ctx) => needsConnection(ctx),
+  }),
+  defineTool({
+    name: 'malformed_required',
+    description: 'answers -32042 without the elicitations it must list',
+    inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+    retry: 'safe',
+    inline: true,
+    async handler() {
+      throw new ToolProtocolError(-32042, 'needs something', { elicitations: [] });
+    },
+  }),
+];
+
+let platform: Platform;
+let hub: TaskEventsHub;
+let core: McpCore;
+let api: Awaited<ReturnType<typeof serveApi>>;
+
+beforeAll(async () => {
+  platform = await startPlatform(database.url, { tools: tools as never });
+  await platform.startWorker();
+  hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
+  await hub.start();
+  // A call of a task-optional tool is answered in its request however long its task runs.
+  core = testCore(platform, hub, { taskAfterMs: 600_000 });
+  api = await serveApi(platform, database.url);
+});
+afterAll(async () => {
+  await hub.stop();
+  await api.close();
+  await platform.stop();
+});
+
+const initialized = (capabilities: Record<string, unknown>) => initializedStdio(core, capabilities);
+
+async function closed(client: StdioClient) {
+  client.input.end();
+  await client.server.closed;
+}
+
+const call = (id: number, name: string, args: Record<string, unknown> = {}) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name, arguments: args },
+});
+
+const headers = (session?: string) => ({
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': '2025-11-25',
+  ...(session ? { 'mcp-session-id': session } : {}),
+});
+
+async function httpSession(capabilities: Record<string, unknown>): Promise<string> {
+  const init = await fetch(api.mcpUrl, {
+    method: 'POST',
+    headers: headers(),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities, clientInfo: { name: 't', version: '1' } },
+    }),
+  });
+  return init.headers.get('mcp-session-id') as string;
+}
+
+const modern = (capabilities: Record<string, unknown>, onLog?: (message: Record<string, unknown>) => void) => ({
+  tenantId: 'default',
+  signal: new AbortController().signal,
+  revision: '2026-07-28',
+  clientCapabilities: capabilities,
+  ...(onLog ? { onLog } : {}),
+});
+
+const isCompletion = (message: Record<string, unknown>) => message.method === 'notifications/elicitation/complete';
+
+describe('notifications/elicitation/complete', () => {
+  it('over stdio: follows the URL elicitation on the call’s stream once the handler says the user is done', async () => {
+    const client = await initialized({ elicitation: { url: {} } });
+    client.send(call(1, 'link_then_complete'));
+    const [asked] = (await client.until((all) => all.some((m) => m.method === 'elicitation/create'))).filter(
+      (m) => m.method === 'elicitation/create',
+    ) as { id: string; params: Record<string, unknown> }[];
+    expect(asked?.params.elicitationId).toBe('e-link');
+    client.send({ jsonrpc: '2.0', id: asked?.id, result: { action: 'accept' } });
+    // The user finishes on the page only now: nothing said it before.
+    expect(client.received.some(isCompletion)).toBe(false);
+    outOfBand.resolve();
+    const answer = await client.answerTo(1);
+    expect(answer).toMatchObject({ result: { content: [{ text: 'link: accept' }] } });
+    const completion = client.received.findIndex(isCompletion);
+    expect(client.received[completion]).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/elicitation/complete',
+      params: { elicitationId: 'e-link' },
+    });
+    expect(completion).toBeLessThan(client.received.indexOf(answer));
+    await closed(client);
+  });
+
+  it('over Streamable HTTP: goes on the call’s SSE answer, before its result', async () => {
+    const session = await httpSession({ elicitation: { url: {} } });
+    const answer = openSse(api.mcpUrl, {
+      method: 'POST',
+      headers: headers(session),
+      body: JSON.stringify(call(2, 'complete_elicitation', { id: 'e-7' })),
+    });
+    const messages = await answer.until((all) => all.some((m) => m.id === 2));
+    expect(messages).toEqual([
+      { jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId: 'e-7' } },
+      expect.objectContaining({
+        id: 2,
+        result: expect.objectContaining({ content: [{ type: 'text', text: 'told' }] }),
+      }),
+    ]);
+  });
+
+  it('is not sent to a client that did not declare elicitation.url, nor in 2026-07-28, which dropped it', async () => {
+    const form = await initialized({ elicitation: { form: {} } });
+    form.send(call(3, 'complete_elicitation', { id: 'e-8' }));
+    expect(await form.answerTo(3)).toMatchObject({ result: { content: [{ text: 'told' }] } });
+    expect(form.received.some(isCompletion)).toBe(false);
+    await closed(form);
+
+    const sent: Record<string, unknown>[] = [];
+    const outcome = await core.request(
+      'tools/call',
+      { name: 'complete_elicitation', arguments: { id: 'e-9' } },
+      modern({ elicitation: { url: {} } }, (message) => sent.push(message)),
+    );
+    expect(outcome).toMatchObject({ kind: 'result', result: { content: [{ text: 'told' }] } });
+    expect(sent).toEqual([]);
+  });
+
+  it('is not sent from a task, whose worker has no stream to send it on, and the task completes', async () => {
+    const client = await initialized({ elicitation: { url: {} } });
+    client.send(call(5, 'durable_complete_elicitation', { id: 'e-10' }));
+    expect(await client.answerTo(5)).toMatchObject({ result: { content: [{ text: 'told' }] } });
+    expect(client.received.some(isCompletion)).toBe(false);
+    await closed(client);
+  });
+
+  it('refuses an elicitationId that is not a non-empty string, failing the call', async () => {
+    const client = await initialized({ elicitation: { url: {} } });
+    client.send(call(4, 'complete_elicitation', { id: '' }));
+    expect(await client.answerTo(4)).toMatchObject({
+      error: { code: -32603, message: expect.stringContaining('ctx.elicitationComplete needs the elicitationId') },
+    });
+    await closed(client);
+  });
+});
+
+describe('URLElicitationRequiredError (-32042)', () => {
+  it('over stdio: reaches a client that declared elicitation.url as the handler threw it; another gets -32021', async () => {
+    const url = await initialized({ elicitation: { url: {} } });
+    url.send(call(1, 'needs_connection'));
+    expect(await url.answerTo(1)).toEqual({ jsonrpc: '2.0', id: 1, error: REQUIRED });
+    await closed(url);
+
+    const form = await initialized({ elicitation: {} });
+    form.send(call(2, 'needs_connection'));
+    expect(await form.answerTo(2)).toMatchObject({
+      error: { code: -32021, data: { requiredCapabilities: { elicitation: { url: {} } } } },
+    });
+    await closed(form);
+  });
+
+  it('over Streamable HTTP: the same error on a 200, from an inline handler and from a task’s', async () => {
+    const session = await httpSession({ elicitation: { url: {} } });
+    for (const [id, name] of [
+      [5, 'needs_connection'],
+      [6, 'durable_needs_connection'],
+    ] as const) {
+      const response = await fetch(api.mcpUrl, {
+        method: 'POST',
+        headers: headers(session),
+        body: JSON.stringify(call(id, name)),
+      });
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual({ jsonrpc: '2.0', id, error: REQUIRED });
+    }
+  });
+
+  it('without the elicitations the error must list is -32603, the code kept in data', async () => {
+    const client = await initialized({ elicitation: { url: {} } });
+    client.send(call(7, 'malformed_required'));
+    expect(await client.answerTo(7)).toMatchObject({
+      error: { code: -32603, message: 'needs something', data: { originalCode: -32042 } },
+    });
+    await closed(client);
+  });
+});
+
+describe('URLElicitationRequiredError in 2026-07-28, which has no -32042', () => {
+  const URL_MODE = { elicitation: { url: {} } };
+  const ASKED = {
+    'e-connect': {
+      method: 'elicitation/create',
+      params: { mode: 'url', url: CONNECT_URL, message: 'Connect the example service' },
+    },
+  };
+
+  it('is asked as input_required, and the retry runs the handler again, which finds the user done', async () => {
+    const first = await core.request('tools/call', { name: 'needs_connection', arguments: {} }, modern(URL_MODE));
+    expect(first).toMatchObject({ kind: 'result', result: { resultType: 'input_required' } });
+    const { inputRequests, requestState } = (
+      first as unknown as { result: { inputRequests: unknown; requestState: string } }
+    ).result;
+    expect(inputRequests).toEqual(ASKED);
+    // The user finishes on the page; the client retries with its answer.
+    connected.add('default');
+    try {
+      const retry = await core.request(
+        'tools/call',
+        {
+          name: 'needs_connection',
+          arguments: {},
+          requestState,
+          inputResponses: { 'e-connect': { action: 'accept' } },
+        },
+        modern(URL_MODE),
+      );
+      expect(retry).toMatchObject({ kind: 'result', result: { content: [{ text: 'connected' }] } });
+    } finally {
+      connected.delete('default');
+    }
+    expect(
+      await core.request('tools/call', { name: 'needs_connection', arguments: {} }, modern({ elicitation: {} })),
+    ).toMatchObject({ kind: 'error', error: { code: -32021, data: { requiredCapabilities: URL_MODE } } });
+  });
+
+  it('from a task: input_required for a call answered in its request, -32603 for a task handed over', async () => {
+    expect(
+      await core.request('tools/call', { name: 'durable_needs_connection', arguments: {} }, modern(URL_MODE)),
+    ).toMatchObject({ kind: 'result', result: { resultType: 'input_required', inputRequests: ASKED } });
+
+    const withTasks = { ...URL_MODE, extensions: { [TASKS_EXTENSION]: {} } };
+    const inRequest = await core.request(
+      'tools/call',
+      { name: 'durable_needs_connection', arguments: {} },
+      modern(withTasks),
+    );
+    const internal = { code: -32603, data: { originalCode: -32042, elicitations: [ELICITATION] } };
+    expect(inRequest).toMatchObject({ kind: 'error', error: internal });
+    const failed = (await platform.service.list('default', { limit: 100 })).tasks.find(
+      (task) => task.tool === 'durable_needs_connection' && task.mode === 'task',
+    );
+    const detail = await core.request('tasks/get', { taskId: failed?.id }, modern(withTasks));
+    expect(detail).toMatchObject({ kind: 'result', result: { status: 'failed', error: internal } });
+  });
+});
+
+describe('the SDK v1 client (2025-11-25) declaring elicitation.url', () => {
+  it('gets its UrlElicitationRequiredError with the elicitations, and hears a completion', async () => {
+    const client = new Client(
+      { name: 'url-interop', version: '1.0.0' },
+      { capabilities: { elicitation: { url: {} } } },
+    );
+    const completed: string[] = [];
+    client.setNotificationHandler(ElicitationCompleteNotificationSchema, (notification) => {
+      completed.push(notification.params.elicitationId);
+    });
+    await client.connect(new StreamableHTTPClientTransport(api.mcpUrl));
+    try {
+      const refused = await client.callTool({ name: 'needs_connection', arguments: {} }).catch((error) => error);
+      expect(refused).toBeInstanceOf(SdkUrlElicitationRequiredError);
+      expect((refused as SdkUrlElicitationRequiredError).elicitations).toEqual([ELICITATION]);
+      await client.callTool({ name: 'complete_elicitation', arguments: { id: 'e-sdk' } });
+      expect(completed).toEqual(['e-sdk']);
+    } finally {
+      await client.close();
+    }
+  });
+});
