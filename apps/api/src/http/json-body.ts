@@ -47,16 +47,38 @@ export function parseJsonBody(body: Buffer, request?: Pick<FastifyRequest, 'head
   });
 }
 
+/**
+ * The labels of UTF-8 (WHATWG Encoding Standard): `utf8` is what many clients send, and naming
+ * the encoding so is no different body; anything else is another encoding, or a garbled value.
+ */
+const UTF8_LABELS = new Set([
+  'utf-8',
+  'utf8',
+  'unicode-1-1-utf-8',
+  'unicode11utf8',
+  'unicode20utf8',
+  'x-unicode20utf8',
+]);
+
+/** A Content-Encoding that codes nothing: `identity`, alone or listed again (RFC 9110 lists). */
+function isIdentity(coding: string): boolean {
+  const codings = coding
+    .split(',')
+    .map((part) => part.trim().toLowerCase())
+    .filter((part) => part !== '');
+  return codings.length > 0 && codings.every((part) => part === 'identity');
+}
+
 function refuseCodingAndCharset(headers: FastifyRequest['headers']): void {
   const coding = headers['content-encoding'];
-  if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
+  if (coding !== undefined && !isIdentity(coding)) {
     throw new TaskgateError(
       'TG_CONTENT_ENCODING_UNSUPPORTED',
       `the request body's content coding ${JSON.stringify(coding.slice(0, 40))} is not supported; send it uncoded`,
     );
   }
   const charset = charsetOf(headers['content-type'] ?? '');
-  if (charset !== null && charset !== 'utf-8') {
+  if (charset !== null && !UTF8_LABELS.has(charset)) {
     throw new TaskgateError(
       'TG_UNSUPPORTED_MEDIA_TYPE',
       `the request body's charset ${JSON.stringify(charset.slice(0, 40))} is not supported; send UTF-8`,
