@@ -98,6 +98,45 @@ export class TaskRunner {
    */
   async run(claim: ClaimedAttempt | null): Promise<void> {
     if (!claim) return;
+    try {
+      await this.#run(claim);
+    } catch (error) {
+      if (!(error instanceof TaskReleasedError)) await this.#handBackFailed(claim.task, error);
+      throw error;
+    }
+  }
+
+  /**
+   * An attempt whose run failed without handing its task back (a decided write the database
+   * refused, or one that gave up through an outage) is over, but the row still names this worker,
+   * which lives on: a redelivery of its job would wait for it (awaitHolder) while nothing runs the
+   * task, and neither the sweeper's max clock nor a cancel ends a live worker's task. Handed back,
+   * fenced by the attempt, so the redelivery claims the next one (the tool's retry class decides
+   * whether it runs); asked to cancel, it ends cancelled, as a refused hand-back does. Best
+   * effort, once; not while stopping (the stopped instance row says this worker is lost).
+   */
+  async #handBackFailed(task: ClaimedAttempt['task'], failure: unknown): Promise<void> {
+    if (this.#stopping.signal.aborted) return;
+    const { db, logger, announcer } = this.#options;
+    const writer = announcer.writer(db);
+    const why = `the attempt failed: ${failure instanceof Error ? failure.message : String(failure)}`;
+    try {
+      if (await releaseAttempt(writer, task.id, task.attempt, why)) return;
+      // Refused: a cancel was requested, or the attempt no longer holds the task (then a no-op).
+      await finishAttempt(writer, task.id, task.attempt, {
+        status: 'cancelled',
+        statusMessage: 'task cancelled',
+        reason: 'cancel observed: at the hand-back of a failed attempt',
+      });
+    } catch (error) {
+      logger.warn(
+        { taskId: task.id, attempt: task.attempt, error: (error as Error).message },
+        'a failed attempt could not hand its task back; a redelivery waits until this worker is lost',
+      );
+    }
+  }
+
+  async #run(claim: ClaimedAttempt): Promise<void> {
     const { db, logger, announcer } = this.#options;
     const tools = this.#tools;
     const writer = announcer.writer(db);
