@@ -75,3 +75,42 @@ describe('awaitHolder', () => {
     expect(claims).toBe(0);
   });
 });
+
+describe('awaitHolder through a database blip', () => {
+  it('tries again at the next recheck when the claim finds the database unreachable', async () => {
+    // A rejection here would fail the job back to the queue: a pg-boss retry spent on every blip
+    // while the holder runs, until the retries run out and the sweeper fails a live holder's task.
+    const answers: (() => Promise<ClaimedAttempt | null | 'held'>)[] = [
+      () => Promise.reject(Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })),
+      async () => 'held',
+      async () => null,
+    ];
+    const { sleep, step } = steppedSleep();
+    const waited = awaitHolder({
+      taskId: 't1',
+      holder: 'w1',
+      signal: new AbortController().signal,
+      sleep,
+      claim: () => (answers.shift() as () => Promise<ClaimedAttempt | null | 'held'>)(),
+    });
+    await step();
+    await step();
+    await step();
+    await expect(waited).resolves.toBeNull();
+    expect(answers).toEqual([]);
+  });
+
+  it('still fails on an error that is not an outage', async () => {
+    const { sleep, step } = steppedSleep();
+    const waited = awaitHolder({
+      taskId: 't1',
+      holder: 'w1',
+      signal: new AbortController().signal,
+      sleep,
+      claim: () => Promise.reject(new Error('column "nope" does not exist')),
+    });
+    const settled = expect(waited).rejects.toThrow('column "nope" does not exist');
+    await step();
+    await settled;
+  });
+});

@@ -1,4 +1,4 @@
-import type { ClaimedAttempt } from '@taskgate/db';
+import { type ClaimedAttempt, isDatabaseUnavailable } from '@taskgate/db';
 import { TaskReleasedError } from '@taskgate/sdk';
 
 /** How often a delivery of a task a live worker holds tries the claim again. */
@@ -28,8 +28,10 @@ export interface HeldDeliveryOptions {
  * Taskgate's instance heartbeat, not pg-boss's job heartbeat, says whether a holder is alive, so
  * the delivery waits instead: it tries the claim again every `recheckMs` and resolves with the
  * attempt once the holder is judged lost (the sweeper's rule), or with null once the task needs no
- * run. Bounded: the holder ends the task by its max clock at the latest, or is lost. A draining
- * worker hands the delivery back (TaskReleasedError: the pump fails it back to the queue).
+ * run; a claim that finds the database unreachable is tried again at the next recheck. Bounded:
+ * the holder ends the task by its max clock at the latest, hands it back if its attempt fails
+ * (TaskRunner), or is lost. A draining worker hands the delivery back (TaskReleasedError: the pump
+ * fails it back to the queue).
  */
 export async function awaitHolder(options: HeldDeliveryOptions): Promise<ClaimedAttempt | null> {
   const sleep = options.sleep ?? abortableSleep;
@@ -38,7 +40,13 @@ export async function awaitHolder(options: HeldDeliveryOptions): Promise<Claimed
     if (options.signal.aborted) {
       throw new TaskReleasedError(`the worker is stopping; task ${options.taskId} is held by ${options.holder}`);
     }
-    const claim = await options.claim(options.taskId);
+    // The database unreachable is no answer: asked again at the next recheck. Thrown, it would
+    // fail the job back to the queue and spend one of its retries on each blip while the holder
+    // runs, until they run out and the sweeper fails the live holder's task (failOrphanedByEndedJobs).
+    const claim = await options.claim(options.taskId).catch((error: unknown) => {
+      if (isDatabaseUnavailable(error)) return 'held' as const;
+      throw error;
+    });
     if (claim !== 'held') return claim;
   }
 }
