@@ -242,8 +242,10 @@ describe('LegacySessions GET stream resumption', () => {
     expect(await sessions.attachStream(id, 'acme', sessionStream(second.response, 60_000), lastRead)).toBe(true);
     sessions.notifyStreams(listChanged('resources'), 'resources');
     const stream = lastRead.split('.')[0];
-    // Each key once, its latest, in order; no priming (the client has an id); the same stream goes on.
+    // Primed again with the client's id; then each key once, its latest, in order; the same
+    // stream goes on.
     expect(second.events()).toEqual([
+      { id: lastRead, data: '' },
       { id: `${stream}.3`, data: updated('a://1') },
       { id: `${stream}.4`, data: listChanged('prompts') },
       { id: `${stream}.5`, data: listChanged('tools') },
@@ -253,7 +255,7 @@ describe('LegacySessions GET stream resumption', () => {
     const third = recorder();
     await sessions.attachStream(id, 'acme', sessionStream(third.response, 60_000), `${stream}.4`);
     expect(second.ended()).toBe(true);
-    expect(third.events().map((event) => event.id)).toEqual([`${stream}.5`, `${stream}.6`]);
+    expect(third.events().map((event) => event.id)).toEqual([`${stream}.4`, `${stream}.5`, `${stream}.6`]);
   });
 
   it('a resume another instance held, or one past the window, gets refetch hints for everything', async () => {
@@ -285,7 +287,7 @@ describe('LegacySessions GET stream resumption', () => {
     elsewhere.response.emit('close');
     const back = recorder();
     await other.attachStream(id, 'acme', sessionStream(back.response, 60_000), fresh);
-    expect(back.events()).toEqual([]);
+    expect(back.events()).toEqual([{ id: fresh, data: '' }]);
 
     // Past the window on the holder: its log is gone, so hints there too; so for a malformed id.
     now = RESUME_WINDOW_MS + 1;
@@ -296,6 +298,34 @@ describe('LegacySessions GET stream resumption', () => {
     const garbled = recorder();
     await holder.attachStream(id, 'acme', sessionStream(garbled.response, 60_000), 'not an id\u0000');
     expect(garbled.events().map((event) => event.data)).toEqual(hints);
+  });
+
+  it('a resumed 2025-11-25 stream is primed again: a second drop before any message still resumes', async () => {
+    // The SDK's client (1.32, StreamableHTTPClientTransport._handleSseStream) resumes from the last
+    // id seen on the connection that dropped, not on an earlier one: a resumed connection that
+    // carried no id makes its next reconnect a plain GET, a new stream, and what was sent between
+    // that drop and the GET is lost. So a resume starts with the client's own id again.
+    const sessions = new LegacySessions();
+    const id = await sessions.open('acme', '2025-11-25');
+    const first = recorder();
+    await sessions.attachStream(id, 'acme', sessionStream(first.response, 60_000));
+    const primed = first.events()[0]?.id as string;
+    first.response.emit('close');
+
+    const second = recorder();
+    await sessions.attachStream(id, 'acme', sessionStream(second.response, 60_000), primed);
+    // Nothing was missed, but the connection has an id to resume from.
+    expect(second.events()).toEqual([{ id: primed, data: '' }]);
+    second.response.emit('close');
+    sessions.notifyStreams(listChanged('tools'), 'tools');
+
+    const third = recorder();
+    const lastSeen = second.events().at(-1)?.id as string;
+    await sessions.attachStream(id, 'acme', sessionStream(third.response, 60_000), lastSeen);
+    expect(third.events()).toEqual([
+      { id: primed, data: '' },
+      { id: `${primed.split('.')[0]}.1`, data: listChanged('tools') },
+    ]);
   });
 
   it('a GET without Last-Event-ID is a new stream: nothing of the old one is replayed', async () => {

@@ -265,7 +265,12 @@ export class LegacySessions {
       local.resumableUntil = this.#now() + RESUME_WINDOW_MS;
     });
     const replay = local.replay as ReplayLog<Record<string, unknown>>;
+    const primes = scope.revision !== undefined && revisionInfo(scope.revision)?.ssePriming === true;
     if (missed !== null) {
+      // Primed again with the client's own id (checked by `after`): the SDK resumes from the last
+      // id seen on the connection that dropped, so one that carried none would reconnect without
+      // Last-Event-ID, as a new stream, losing what was sent between that drop and the GET.
+      if (primes) stream.prime(lastEventId as string);
       for (const { id, key, value } of missed) stream.push({ kind: 'replaceable', key, value: { id, data: value } });
     } else if (lastEventId !== undefined) {
       for (const kind of LIST_KINDS) {
@@ -278,7 +283,7 @@ export class LegacySessions {
           params: { uri },
         });
       }
-    } else if (scope.revision !== undefined && revisionInfo(scope.revision)?.ssePriming) {
+    } else if (primes) {
       stream.prime(replay.lastId);
     }
     this.#watch(local);
