@@ -243,6 +243,30 @@ describe('the task sweeper', () => {
     ]);
   });
 
+  it('leaves a task whose job ended to the live worker that holds it, and fails it once that worker is lost', async () => {
+    // A worker runs the task on while its job's retries were spent elsewhere (deliveries that
+    // waited for it and were handed back by draining workers): its result must still land.
+    await registerInstance(platform.db, { id: 'worker-holding', kind: 'worker', host: 'test', pid: 7 });
+    const task = await create();
+    await fetchJob(task.id);
+    await claimAttempt(platform.writer, task.id, 'worker-holding');
+    await sql`UPDATE pgboss.job SET state = 'failed', completed_on = now()
+              WHERE name = ${TASK_QUEUE} AND id = ${task.id}::uuid`.execute(platform.db);
+    const report = await sweeper({ fullCheckIntervalMs: 0 }).sweep();
+    expect(report.jobEnded).toBe(0);
+    expect((await findTask(platform.db, TENANT, task.id))?.status).toBe('working');
+    // A sweeper that has not watched the database long enough cannot judge it lost either.
+    await sql`UPDATE instances SET heartbeat_at = now() - interval '1 minute' WHERE id = 'worker-holding'`.execute(
+      platform.db,
+    );
+    expect((await sweeper({ reachableForMs: () => 0, fullCheckIntervalMs: 0 }).sweep()).jobEnded).toBe(0);
+    expect((await sweeper().sweep()).jobEnded).toBe(1);
+    expect(await findTask(platform.db, TENANT, task.id)).toMatchObject({
+      status: 'failed',
+      error: { data: { jobState: 'failed' } },
+    });
+  });
+
   it('leaves a cancel-requested task to the live worker that holds it', async () => {
     await registerInstance(platform.db, { id: 'worker-alive', kind: 'worker', host: 'test', pid: 1 });
     const task = await create();

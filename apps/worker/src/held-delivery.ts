@@ -42,7 +42,8 @@ export async function awaitHolder(options: HeldDeliveryOptions): Promise<Claimed
     }
     // The database unreachable is no answer: asked again at the next recheck. Thrown, it would
     // fail the job back to the queue and spend one of its retries on each blip while the holder
-    // runs, until they run out and the sweeper fails the live holder's task (failOrphanedByEndedJobs).
+    // runs (the sweeper leaves a live holder's task alone when they run out, but a holder that
+    // dies after that has no delivery left to run it again).
     const claim = await options.claim(options.taskId).catch((error: unknown) => {
       if (isDatabaseUnavailable(error)) return 'held' as const;
       throw error;

@@ -169,6 +169,7 @@ export async function cancelUnheld(
 export async function failOrphanedByEndedJobs(
   writer: TaskWriter,
   lookbackMs: number,
+  lostAfterMs: number | null,
   limit: number,
 ): Promise<TaskRecord[]> {
   // A job forwarded from the legacy queue is deleted there, never ended, so an ended job of the
@@ -185,6 +186,7 @@ export async function failOrphanedByEndedJobs(
     ), due AS (
       SELECT t.id, e.job_state, e.retry_limit FROM tasks t JOIN ended_jobs e ON t.id = e.task_id
       WHERE coalesce(t.job_id, t.id) = e.job_id AND t.status = 'working'
+        AND (t.worker_id IS NULL OR ${lostHolder(lostAfterMs, 't')})
         AND e.job_queue IN (${TOOL_QUEUE_PREFIX} || t.tool, ${LEGACY_TASK_QUEUE})
         AND NOT EXISTS (
           SELECT 1 FROM ${pgboss}.job l WHERE ${jobOfTask('l')} AND l.state IN ('created', 'retry', 'active'))
@@ -200,7 +202,11 @@ export async function failOrphanedByEndedJobs(
  * longer ago than failOrphanedByEndedJobs looks, or was deleted. A full pass over the open tasks,
  * so it runs rarely; the recent-jobs sweep finds the usual case sooner.
  */
-export async function failWithoutLiveJob(writer: TaskWriter, limit: number): Promise<TaskRecord[]> {
+export async function failWithoutLiveJob(
+  writer: TaskWriter,
+  lostAfterMs: number | null,
+  limit: number,
+): Promise<TaskRecord[]> {
   // The task's job in its tool's queue or the legacy one, a live one first: only a task none of
   // whose jobs is live is given up, and the state named is that of the job it had.
   const { rows } = await sql<TaskRow>`
@@ -211,6 +217,7 @@ export async function failWithoutLiveJob(writer: TaskWriter, limit: number): Pro
         ORDER BY j.state IN ('created', 'retry', 'active') DESC LIMIT 1
       ) j ON true
       WHERE t.status = 'working' AND (j.state IS NULL OR j.state NOT IN ('created', 'retry', 'active'))
+        AND (t.worker_id IS NULL OR ${lostHolder(lostAfterMs, 't')})
       ORDER BY t.id LIMIT ${limit}
       FOR NO KEY UPDATE OF t SKIP LOCKED
     )
