@@ -34,8 +34,18 @@ const heldCharge = defineTool({
   },
 });
 
+const quickSum = defineTool({
+  name: 'quick_sum',
+  description: 'a safe tool that returns at once',
+  inputSchema: { type: 'object' },
+  retry: 'safe',
+  async handler() {
+    return { content: [{ type: 'text', text: 'summed' }] };
+  },
+});
+
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [heldCharge] as never });
+  platform = await startPlatform(database.url, { tools: [heldCharge, quickSum] as never });
   await platform.startWorker({ concurrency: 2 });
 });
 afterAll(async () => {
@@ -132,5 +142,47 @@ describe('claiming a task another worker holds', () => {
     const own = await heldBy('claimant-itself');
     await beat('claimant-itself', 60_000);
     expect(await claimAttempt(platform.writer, own, 'claimant-itself', rule)).toBeNull();
+  });
+});
+
+// A task the database says a worker holds, which no run of that worker has: a previous process
+// with the same worker id died holding it (the row's worker is "alive" again, so no claim and no
+// sweep would end it), or an attempt ended without its final write and its hand-back. The worker
+// audits itself: at start, and every so often after.
+describe('tasks a worker holds but does not run', () => {
+  it('are handed back by its audit: at start (and run again), and later while it runs', async () => {
+    const atStart = await platform.service.create('default', { tool: 'quick_sum', arguments: {} });
+    expect(await claimAttempt(platform.writer, atStart.id, 'worker-reused')).not.toBeNull();
+    const worker = await platform.startWorker({ workerId: 'worker-reused', strayAuditIntervalMs: 100 });
+    try {
+      const first = await waitForTask(
+        () => platform.service.get('default', atStart.id),
+        (task) => task?.status === 'completed',
+      );
+      expect(first).toMatchObject({ attempt: 2, result: { content: [{ type: 'text', text: 'summed' }] } });
+
+      // Later: a task left under this worker's id while it runs (as a failed hand-back leaves it),
+      // quiet past the audit's bound.
+      const later = await platform.service.create('default', { tool: 'quick_sum', arguments: {} });
+      await sql`UPDATE pgboss.job SET state = 'cancelled' WHERE data->>'taskId' = ${later.id}`.execute(platform.db);
+      await sql`UPDATE tasks SET attempt = 1, worker_id = 'worker-reused', started_at = now(),
+                  heartbeat_at = now() - interval '1 minute'
+                WHERE id = ${later.id}::uuid`.execute(platform.db);
+      await waitForTask(
+        () => platform.service.get('default', later.id),
+        (task) => task !== null && task.status === 'working',
+      );
+      const released = await waitForTask(
+        () =>
+          sql<{ worker_id: string | null }>`SELECT worker_id FROM tasks WHERE id = ${later.id}::uuid`
+            .execute(platform.db)
+            .then(({ rows }) => rows[0]),
+        (row) => row?.worker_id === null,
+      );
+      expect(released).toEqual({ worker_id: null });
+    } finally {
+      await worker.stop();
+      platform.worker = null;
+    }
   });
 });

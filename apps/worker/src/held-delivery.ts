@@ -30,8 +30,8 @@ export interface HeldDeliveryOptions {
  * attempt once the holder is judged lost (the sweeper's rule), or with null once the task needs no
  * run; a claim that finds the database unreachable is tried again at the next recheck. Bounded:
  * the holder ends the task by its max clock at the latest, hands it back if its attempt fails
- * (TaskRunner), or is lost. A draining worker hands the delivery back (TaskReleasedError: the pump
- * fails it back to the queue).
+ * (TaskRunner; its audit, handBackStrays, if that hand-back failed too), or is lost. A
+ * draining worker hands the delivery back (TaskReleasedError: the pump fails it back to the queue).
  */
 export async function awaitHolder(options: HeldDeliveryOptions): Promise<ClaimedAttempt | null> {
   const sleep = options.sleep ?? abortableSleep;

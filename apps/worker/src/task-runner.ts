@@ -9,6 +9,7 @@ import {
   recordCancelObserved,
   releaseAttempt,
   retryWhileUnavailable,
+  strayAttempts,
   type TaskAnnouncer,
   type TaskRecord,
 } from '@taskgate/db';
@@ -59,6 +60,8 @@ export class TaskRunner {
   readonly #options: TaskRunnerOptions;
   readonly #completions: Batcher<Completion, TaskRecord | null>;
   readonly #inFlight = new Map<string, ToolRun>();
+  /** Every task a run() here has, from its first line to its last (wider than #inFlight). */
+  readonly #claimed = new Set<string>();
   readonly #idleWaiters = new Set<() => void>();
   /** Aborted when the grace period is over: writes still retrying through an outage give up. */
   readonly #stopping = new AbortController();
@@ -98,12 +101,40 @@ export class TaskRunner {
    */
   async run(claim: ClaimedAttempt | null): Promise<void> {
     if (!claim) return;
+    this.#claimed.add(claim.task.id);
     try {
       await this.#run(claim);
     } catch (error) {
       if (!(error instanceof TaskReleasedError)) await this.#handBackFailed(claim.task, error);
       throw error;
+    } finally {
+      this.#claimed.delete(claim.task.id);
     }
+  }
+
+  /**
+   * Hands back the tasks the database says this worker holds but no run here has: an attempt
+   * whose run ended without its final write and whose hand-back failed too, or tasks left under
+   * this worker id by a previous process that used it. Nothing else would end them — a live
+   * holder's task is neither claimed (awaitHolder) nor swept — so the worker audits itself, at
+   * start and then every so often. A claim younger than `quietForMs` is left alone: its run may
+   * not have begun yet (the fetch commits before the pump starts it). Returns how many.
+   */
+  async handBackStrays(workerId: string, quietForMs: number): Promise<number> {
+    if (this.#stopping.signal.aborted) return 0;
+    const strays = await strayAttempts(this.#options.db, workerId, [...this.#claimed], quietForMs);
+    for (const { id, attempt } of strays) {
+      // Claimed here since the read: running now, not a stray.
+      if (this.#claimed.has(id)) continue;
+      await this.#handBackFailed({ id, attempt }, new Error('held by this worker, but no run of it is here'));
+    }
+    if (strays.length > 0) {
+      this.#options.logger.warn(
+        { workerId, tasks: strays.length },
+        'handed back tasks this worker held but did not run',
+      );
+    }
+    return strays.length;
   }
 
   /**
@@ -115,7 +146,7 @@ export class TaskRunner {
    * whether it runs); asked to cancel, it ends cancelled, as a refused hand-back does. Best
    * effort, once; not while stopping (the stopped instance row says this worker is lost).
    */
-  async #handBackFailed(task: ClaimedAttempt['task'], failure: unknown): Promise<void> {
+  async #handBackFailed(task: Pick<ClaimedAttempt['task'], 'id' | 'attempt'>, failure: unknown): Promise<void> {
     if (this.#stopping.signal.aborted) return;
     const { db, logger, announcer } = this.#options;
     const writer = announcer.writer(db);
@@ -131,7 +162,7 @@ export class TaskRunner {
     } catch (error) {
       logger.warn(
         { taskId: task.id, attempt: task.attempt, error: (error as Error).message },
-        'a failed attempt could not hand its task back; a redelivery waits until this worker is lost',
+        "a failed attempt could not hand its task back; the worker's audit tries again (handBackStrays)",
       );
     }
   }

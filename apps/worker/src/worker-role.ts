@@ -31,6 +31,9 @@ import { DEFAULT_OUTBOX_RETENTION_MS, RetentionSweeper } from './retention-sweep
 import type { AttemptHooks } from './task-row-store.ts';
 import { TaskRunner } from './task-runner.ts';
 
+/** A claim this young may not have started its run yet: the stray audit leaves it alone. */
+const STRAY_QUIET_MS = 10_000;
+
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
 export interface WorkerRoleOptions {
@@ -56,6 +59,8 @@ export interface WorkerRoleOptions {
   readonly toolConcurrency?: ReadonlyMap<string, number>;
   /** Between moves of jobs out of the legacy single queue (default 30 s; LegacyQueueDrain). */
   readonly legacyDrainIntervalMs?: number;
+  /** Between audits of the tasks this worker holds but does not run (default 30 s; handBackStrays). */
+  readonly strayAuditIntervalMs?: number;
   readonly checkpointReadIntervalMs?: number;
   /** LISTEN for cancels (default: listenNotify). Off, cancels arrive by poll and checkpoint reads only. */
   readonly listenForCancels?: boolean;
@@ -198,6 +203,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     holderLostAfterMs: upkeep.heartbeat.reachableForMs() > lostAfterMs ? lostAfterMs : null,
   });
   const draining = new AbortController();
+  let strayAudit: NodeJS.Timeout | undefined;
   const runner = new TaskRunner({
     db,
     announcer,
@@ -332,11 +338,21 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     await upkeep.start();
     await listener?.start();
     watcher.start();
+    // Before the first fetch, nothing here runs: whatever the database says this worker id holds
+    // was left by a process before this one.
+    await runner.handBackStrays(workerId, 0);
+    strayAudit = setInterval(() => {
+      runner.handBackStrays(workerId, STRAY_QUIET_MS).catch((error: Error) => {
+        logger.warn({ error: error.message }, 'auditing the tasks this worker holds failed; tried again later');
+      });
+    }, options.strayAuditIntervalMs ?? 30_000);
+    strayAudit.unref();
     pump.start();
     sweeper.start();
     legacyDrain.start();
     await contentWatches?.start();
   } catch (error) {
+    clearInterval(strayAudit);
     watcher.stop();
     await contentWatches?.stop();
     await Promise.allSettled([listener?.stop(), upkeep.stop(), boss.stop({ graceful: false, close: true })]);
@@ -381,6 +397,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       // deliveries waiting on another worker's task go back to the queue.
       runner.beginDrain();
       draining.abort();
+      clearInterval(strayAudit);
       await pump.stopFetching();
       // 2. The grace period for them to get there (or to finish).
       const drained = await runner.settled(options.graceMs);

@@ -189,6 +189,7 @@ export {
   recordCancelObserved,
   recordProgress,
   releaseAttempt,
+  strayAttempts,
 } from './tasks/task-attempts.ts';
 export { TaskListener, type TaskListenerOptions } from './tasks/task-listener.ts';
 export {

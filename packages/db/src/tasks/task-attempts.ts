@@ -99,6 +99,26 @@ export async function claimAttempt(
   return claim ?? null;
 }
 
+/**
+ * The working tasks `workerId` holds that it is not running (not in `running`), claimed or last
+ * progressed more than `quietForMs` ago — so that a claim just made in a fetch, whose run has not
+ * started yet, is not among them. What a worker's own audit hands back: an attempt that ended
+ * without its final write, or a previous process that used the same worker id.
+ */
+export async function strayAttempts(
+  db: Db,
+  workerId: string,
+  running: readonly string[],
+  quietForMs: number,
+): Promise<{ readonly id: string; readonly attempt: number }[]> {
+  const { rows } = await sql<{ id: string; attempt: number }>`
+    SELECT id, attempt FROM tasks
+    WHERE worker_id = ${workerId} AND status = 'working' AND NOT (id = ANY(${[...running]}::uuid[]))
+      AND heartbeat_at < now() - ${quietForMs} * interval '1 millisecond'
+    ORDER BY id LIMIT 1000`.execute(db);
+  return rows;
+}
+
 /** Of `ids`, the tasks still working under a holder, with the worker that holds each. */
 export async function heldTasks(db: Db, ids: readonly string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();
