@@ -256,6 +256,8 @@ export class LegacySessions {
     const local = this.#local.get(sessionId);
     if (!local) return false;
     local.stream?.close();
+    // Past the window the log is no longer the stream's whole story (the sweep may not have run yet).
+    if (local.replay && !local.stream && this.#now() > local.resumableUntil) local.replay = null;
     const missed = lastEventId === undefined ? null : (local.replay?.after(lastEventId) ?? null);
     if (missed === null) local.replay = new ReplayLog(randomUUID(), MAX_STREAM_KEYS);
     local.stream = stream;
