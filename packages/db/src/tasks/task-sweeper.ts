@@ -144,13 +144,18 @@ export class TaskSweeper {
       this.#lastJobSweepAt === null
         ? JOB_LOOKBACK_LIMIT_MS
         : Math.min(JOB_LOOKBACK_LIMIT_MS, startedAt - this.#lastJobSweepAt + JOB_LOOKBACK_OVERLAP_MS);
-    const jobEnded = await drain((limit) => failOrphanedByEndedJobs(writer, lookbackMs, mayJudgeLoss ? lostAfterMs : null, limit), batch);
+    const jobEnded = await drain(
+      (limit) => failOrphanedByEndedJobs(writer, lookbackMs, mayJudgeLoss ? lostAfterMs : null, limit),
+      batch,
+    );
     this.#lastJobSweepAt = startedAt;
     if (
       this.#lastFullCheckAt === null ||
       startedAt - this.#lastFullCheckAt >= (this.#options.fullCheckIntervalMs ?? 60_000)
     ) {
-      jobEnded.push(...(await drain((limit) => failWithoutLiveJob(writer, mayJudgeLoss ? lostAfterMs : null, limit), batch)));
+      jobEnded.push(
+        ...(await drain((limit) => failWithoutLiveJob(writer, mayJudgeLoss ? lostAfterMs : null, limit), batch)),
+      );
       this.#lastFullCheckAt = startedAt;
     }
 
