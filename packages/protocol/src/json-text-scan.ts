@@ -85,13 +85,14 @@ export function scanJsonText(text: string): JsonTextScanProblem | null {
   return null;
 }
 
-function escaped(text: string, quote: number): boolean {
+/** Whether the quote at `quote` is escaped (an odd run of backslashes before it). */
+export function escaped(text: string, quote: number): boolean {
   let backslashes = 0;
   for (let at = quote - 1; text.charCodeAt(at) === 0x5c; at--) backslashes++;
   return backslashes % 2 === 1;
 }
 
-function isNumberChar(char: number): boolean {
+export function isNumberChar(char: number): boolean {
   // Digits, '.', 'e', 'E', '+', '-': what may follow a number's first character.
   return (
     (char >= 0x30 && char <= 0x39) || char === 0x2e || char === 0x65 || char === 0x45 || char === 0x2b || char === 0x2d

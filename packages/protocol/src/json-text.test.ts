@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type JsonTextProblem, parseJsonText } from './json-text.ts';
+import { scanJsonText } from './json-text-scan.ts';
 
 function refusal(text: string): JsonTextProblem {
   const parsed = parseJsonText(text);
@@ -135,5 +137,38 @@ describe('parseJsonText: numbers', () => {
 
   it('refuses a bare number body as well as one inside a document', () => {
     expect(refusal('0.9999999999999999999')).toMatchObject({ code: 'TG_JSON_NUMBER_INVALID', path: '' });
+  });
+});
+
+describe('parseJsonText: the full scan is skipped only where it would find nothing', () => {
+  // String contents and number literals that are hard on the one pass that decides: escaped quotes
+  // and backslashes, colons and digits inside strings, keys spelled with escapes, long literals.
+  const STRINGS = ['a', 'b', 'a ', '\\u0061', 'k\\\\', 'x\\"y', 'c:', '\\":', '1e5', '9007199254740993', 'é'];
+  const NUMBERS = ['0', '-0', '12345', '0.1', '1e5', '-1.5E3'];
+  const LONG = ['9007199254740993', '9007199254740992', '0.9999999999999999999', '-123456789012345', '1e-400'];
+  const space = fc.constantFrom('', ' ', '\n', '\t', '\r\n');
+  const { text } = fc.letrec<{ text: string; leaf: string; array: string; object: string }>((tie) => ({
+    text: fc.oneof({ depthSize: 'small' }, tie('leaf'), tie('array'), tie('object')),
+    leaf: fc.oneof(
+      fc.constantFrom(...NUMBERS, ...LONG, 'true', 'null'),
+      fc.constantFrom(...STRINGS).map((s) => `"${s}"`),
+    ),
+    array: fc
+      .tuple(fc.array(tie('text'), { maxLength: 4 }), space)
+      .map(([items, gap]) => `[${gap}${items.join(`${gap},`)}]`),
+    object: fc
+      .tuple(fc.array(fc.tuple(fc.constantFrom(...STRINGS), tie('text')), { maxLength: 5 }), space)
+      .map(([members, gap]) => `{${members.map(([key, item]) => `"${key}"${gap}:${gap}${item}`).join(',')}${gap}}`),
+  }));
+
+  it('refuses a repeated key or a rounded number exactly when the scan finds one', () => {
+    fc.assert(
+      fc.property(text, (document) => {
+        const found = scanJsonText(document);
+        const parsed = parseJsonText(document);
+        expect(parsed.ok ? null : parsed.problem).toEqual(found);
+      }),
+      { numRuns: 2_000 },
+    );
   });
 });
