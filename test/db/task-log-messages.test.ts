@@ -69,9 +69,9 @@ describe('appendLogMessages and readLogMessages', () => {
     ).toBe(2);
     expect(await append(id, [{ level: 'warning', data: [3] }])).toBe(1);
     expect(await read(id)).toEqual([
-      { seq: 1, level: 'info', logger: null, data: 'a' },
-      { seq: 2, level: 'error', logger: 'db', data: { n: 2 } },
-      { seq: 3, level: 'warning', logger: null, data: [3] },
+      { seq: 1, kind: 'log', level: 'info', logger: null, data: 'a' },
+      { seq: 2, kind: 'log', level: 'error', logger: 'db', data: { n: 2 } },
+      { seq: 3, kind: 'log', level: 'warning', logger: null, data: [3] },
     ]);
     expect((await read(id, 2)).map((message) => message.seq)).toEqual([3]);
     expect(await countOf(id)).toBe(3);
@@ -115,6 +115,57 @@ describe('appendLogMessages and readLogMessages', () => {
     const { rows } = await sql<{ n: number }>`
       SELECT count(*)::int AS n FROM task_log_messages WHERE task_id = ${id}::uuid`.execute(db);
     expect(rows[0]?.n).toBe(0);
+  });
+
+  it('keeps completions in the same numbering, also for a caller that asked for no level', async () => {
+    const id = await task();
+    expect(
+      await appendLogMessages(writer(), {
+        taskId: id,
+        attempt: 2,
+        messages: [
+          { level: 'info', data: 'before' },
+          { kind: 'elicitation_complete', elicitationId: 'e-1' },
+        ],
+      }),
+    ).toBe(2);
+    expect(await read(id)).toEqual([
+      { seq: 1, kind: 'log', level: 'info', logger: null, data: 'before' },
+      { seq: 2, kind: 'elicitation_complete', elicitationId: 'e-1' },
+    ]);
+
+    // No level: its log messages are left out, with no gap in the numbers the completions take.
+    const quiet = await task({ logLevel: null });
+    const completions = (...ids: string[]) =>
+      ids.map((elicitationId) => ({ kind: 'elicitation_complete' as const, elicitationId }));
+    expect(
+      await appendLogMessages(writer(), {
+        taskId: quiet,
+        attempt: 2,
+        messages: [{ level: 'info', data: 'nobody hears this' }, ...completions('e-2')],
+      }),
+    ).toBe(1);
+    expect(await appendLogMessages(writer(), { taskId: quiet, attempt: 2, messages: completions('e-3') })).toBe(1);
+    expect(await read(quiet)).toEqual([
+      { seq: 1, kind: 'elicitation_complete', elicitationId: 'e-2' },
+      { seq: 2, kind: 'elicitation_complete', elicitationId: 'e-3' },
+    ]);
+    expect(await countOf(quiet)).toBe(2);
+    // Still only the attempt that holds a working task writes.
+    expect(await appendLogMessages(writer(), { taskId: quiet, attempt: 1, messages: completions('e-4') })).toBe(0);
+  });
+
+  it('refuses a completion with a level or without a string id, and a kind it does not know', async () => {
+    const id = await task();
+    const insert = (kind: string, level: string | null, data: string) =>
+      sql`INSERT INTO task_log_messages (tenant_id, task_id, seq, attempt, kind, level, data)
+          VALUES ('acme', ${id}::uuid, 1, 2, ${kind}, ${level}, ${data}::jsonb)`.execute(db);
+    await expect(insert('elicitation_complete', 'info', '"e"')).rejects.toThrow(/task_log_messages_kind_fields_check/);
+    await expect(insert('elicitation_complete', null, '{"id":"e"}')).rejects.toThrow(
+      /task_log_messages_kind_fields_check/,
+    );
+    await expect(insert('log', null, '"x"')).rejects.toThrow(/task_log_messages_kind_fields_check/);
+    await expect(insert('shout', null, '"x"')).rejects.toThrow(/task_log_messages_kind_check/);
   });
 
   it('refuses a level MCP does not have, in the table itself', async () => {

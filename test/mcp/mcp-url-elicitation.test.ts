@@ -46,6 +46,7 @@ const needsConnection = (ctx: { tenant: string }) => {
 
 /** Held until the test says the user has finished on the page (the out-of-band part). */
 const outOfBand = barrier();
+const durableOutOfBand = barrier();
 
 const tools = [
   defineTool({
@@ -82,6 +83,20 @@ const tools = [
     async handler({ id }, ctx) {
       ctx.elicitationComplete(id);
       return { content: [{ type: 'text', text: 'told' }] };
+    },
+  }),
+  defineTool({
+    name: 'durable_link_then_complete',
+    description: 'a task that sends the user to a page, waits until they are done there, and says so',
+    inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+    retry: 'safe',
+    async handler(_input, ctx) {
+      const { link } = await ctx.input({
+        link: { method: 'elicitation/create', params: { ...ELICITATION, elicitationId: 'e-durable' } },
+      });
+      await durableOutOfBand.promise;
+      ctx.elicitationComplete('e-durable');
+      return { content: [{ type: 'text', text: `link: ${(link as { action: string }).action}` }] };
     },
   }),
   defineTool({
@@ -231,15 +246,66 @@ describe('notifications/elicitation/complete', () => {
       modern({ elicitation: { url: {} } }, (message) => sent.push(message)),
     );
     expect(outcome).toMatchObject({ kind: 'result', result: { content: [{ text: 'told' }] } });
+    const durable = await core.request(
+      'tools/call',
+      { name: 'durable_complete_elicitation', arguments: { id: 'e-9b' } },
+      modern({ elicitation: { url: {} } }, (message) => sent.push(message)),
+    );
+    expect(durable).toMatchObject({ kind: 'result', result: { content: [{ text: 'told' }] } });
     expect(sent).toEqual([]);
   });
 
-  it('is not sent from a task, whose worker has no stream to send it on, and the task completes', async () => {
+  it('from a task answered in its request: kept with the task, sent on the call’s stream before its result', async () => {
     const client = await initialized({ elicitation: { url: {} } });
     client.send(call(5, 'durable_complete_elicitation', { id: 'e-10' }));
-    expect(await client.answerTo(5)).toMatchObject({ result: { content: [{ text: 'told' }] } });
-    expect(client.received.some(isCompletion)).toBe(false);
+    const answer = await client.answerTo(5);
+    expect(answer).toMatchObject({ result: { content: [{ text: 'told' }] } });
+    const completion = client.received.findIndex(isCompletion);
+    expect(client.received[completion]).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/elicitation/complete',
+      params: { elicitationId: 'e-10' },
+    });
+    expect(completion).toBeLessThan(client.received.indexOf(answer));
     await closed(client);
+
+    // A client that cannot hear it is not sent it (the task keeps it, and completes).
+    const form = await initialized({ elicitation: { form: {} } });
+    form.send(call(6, 'durable_complete_elicitation', { id: 'e-11' }));
+    expect(await form.answerTo(6)).toMatchObject({ result: { content: [{ text: 'told' }] } });
+    expect(form.received.some(isCompletion)).toBe(false);
+    await closed(form);
+  });
+
+  it('from a task over Streamable HTTP: on the call’s SSE answer, after the URL elicitation it completes', async () => {
+    const session = await httpSession({ elicitation: { url: {} } });
+    const answer = openSse(api.mcpUrl, {
+      method: 'POST',
+      headers: headers(session),
+      body: JSON.stringify(call(7, 'durable_link_then_complete')),
+    });
+    const [asked] = (await answer.until((all) => all.some((m) => m.method === 'elicitation/create'))).filter(
+      (m) => m.method === 'elicitation/create',
+    ) as { id: string; params: Record<string, unknown> }[];
+    expect(asked?.params).toMatchObject({ mode: 'url', elicitationId: 'e-durable' });
+    const answered = await fetch(api.mcpUrl, {
+      method: 'POST',
+      headers: headers(session),
+      body: JSON.stringify({ jsonrpc: '2.0', id: asked?.id, result: { action: 'accept' } }),
+    });
+    expect(answered.status).toBe(202);
+    // The user finishes on the page only now: nothing said it before.
+    expect(answer.messages.some(isCompletion)).toBe(false);
+    durableOutOfBand.resolve();
+    const messages = await answer.until((all) => all.some((m) => m.id === 7));
+    const completion = messages.findIndex(isCompletion);
+    expect(messages[completion]).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/elicitation/complete',
+      params: { elicitationId: 'e-durable' },
+    });
+    expect(completion).toBeLessThan(messages.findIndex((m) => m.id === 7));
+    expect(messages.find((m) => m.id === 7)).toMatchObject({ result: { content: [{ text: 'link: accept' }] } });
   });
 
   it('refuses an elicitationId that is not a non-empty string, failing the call', async () => {

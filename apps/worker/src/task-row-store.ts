@@ -7,6 +7,7 @@ import {
   finishIrreversibleStep,
   isDatabaseUnavailable,
   lockForCompletion,
+  type NewLogMessage,
   type OutageRetryOptions,
   type OutboxEvent,
   parkForInput,
@@ -71,7 +72,7 @@ export class TaskRowStore implements RunStore {
   readonly #options: TaskRowStoreOptions;
   readonly #writer: TaskWriter;
   /** ctx.log() messages not written yet, and the write under way. */
-  readonly #logQueue: LogEntry[] = [];
+  readonly #logQueue: NewLogMessage[] = [];
   #logWrite: Promise<void> | null = null;
 
   constructor(task: TaskRecord, options: TaskRowStoreOptions) {
@@ -116,6 +117,17 @@ export class TaskRowStore implements RunStore {
    */
   log(entry: LogEntry): void {
     this.#logQueue.push(entry);
+    this.#logWrite ??= this.#writeLogs();
+  }
+
+  /**
+   * Keeps ctx.elicitationComplete() with the task, in order with its log messages, for the request
+   * that waits for it to send as notifications/elicitation/complete (where its client can hear
+   * one). Best effort as a log is: the notification is optional, and a client that misses it
+   * still retries or reads the task.
+   */
+  elicitationComplete(elicitationId: string): void {
+    this.#logQueue.push({ kind: 'elicitation_complete', elicitationId });
     this.#logWrite ??= this.#writeLogs();
   }
 

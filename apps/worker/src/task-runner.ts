@@ -280,6 +280,8 @@ export class TaskRunner {
       progressWriteIntervalMs: this.#options.progressWriteIntervalMs,
       now: this.#options.now ?? Date.now,
       resultProblem: (result) => tools.resultProblem(task.tool, result),
+      // Kept for the request that waits for the task, which sends it where its client can hear it.
+      onElicitationComplete: (elicitationId: string) => store.elicitationComplete(elicitationId),
       // The calling request asked for a level: what passes it is kept for that request to hear.
       ...(isLogLevel(task.logLevel)
         ? {

@@ -123,13 +123,16 @@ export interface TaskStepsTable {
   created_at: GeneratedTimestamp;
 }
 
-/** ctx.log() messages of durable tasks (migration 0012; owner: tasks/task-log-messages.ts). */
+/** ctx.log() messages and elicitation completions of durable tasks (migrations 0012, 0022; owner: tasks/task-log-messages.ts). */
 export interface TaskLogMessagesTable {
   tenant_id: string;
   task_id: string;
   seq: number;
   attempt: number;
-  level: string;
+  /** 'log' | 'elicitation_complete' (migration 0022). */
+  kind: ColumnType<string, string | undefined, string>;
+  /** Null for a completion. */
+  level: string | null;
   logger: string | null;
   data: Json;
   created_at: GeneratedTimestamp;

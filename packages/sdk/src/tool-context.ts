@@ -279,8 +279,10 @@ export interface ToolContext<DB = unknown> extends TaskScope {
    * its response. Give the elicitation an `elicitationId` of your own (in its params, or in
    * UrlElicitationRequiredError) to have one to name here. Sent only where the revision has it
    * (2025-11-25; 2026-07-28 dropped it: its client learns the outcome by retrying), only to a
-   * client that declared `elicitation.url`, and only from an inline tool's call answered in its
-   * request; elsewhere nothing is sent (a durable task's worker has no stream to send it on).
+   * client that declared `elicitation.url`, and only on a call answered in its request: an inline
+   * tool's at once, a durable task's through the task (kept in order with its ctx.log() messages,
+   * sent by the request that waits for it). Elsewhere nothing is sent (a task handed to the
+   * client has no call stream).
    */
   elicitationComplete(elicitationId: string): void;
   /**

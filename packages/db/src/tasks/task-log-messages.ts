@@ -3,9 +3,11 @@ import type { Database } from '../schema.ts';
 import type { TaskWriter } from './task-writer.ts';
 
 /**
- * ctx.log() messages of durable tasks (migration 0012): written by the attempt that holds the
- * task, read by the API instance whose request waits for it. The task row counts them
- * (tasks.log_count), so a reader that sees the count grow fetches only what it has not sent yet.
+ * What a durable task tells the request that waits for it (migrations 0012, 0022): its ctx.log()
+ * messages and its ctx.elicitationComplete() notices, in the order the handler made them. Written
+ * by the attempt that holds the task, read by the API instance whose request waits for it. The
+ * task row counts them (tasks.log_count), so a reader that sees the count grow fetches only what it
+ * has not sent yet.
  */
 
 type Db = Kysely<Database>;
@@ -13,24 +15,27 @@ type Db = Kysely<Database>;
 /** Most messages one task keeps, over all its attempts (each attempt sends at most 200). */
 export const MAX_TASK_LOG_MESSAGES = 1_000;
 
-export interface TaskLogMessage {
-  /** 1, 2, ... in the order the handler logged them. */
-  readonly seq: number;
-  readonly level: string;
-  readonly logger: string | null;
-  readonly data: unknown;
-}
+/** A task's message as read back: a ctx.log() message, or the completion of a URL elicitation. */
+export type TaskLogMessage =
+  | {
+      /** 1, 2, ... in the order the handler made them. */
+      readonly seq: number;
+      readonly kind: 'log';
+      readonly level: string;
+      readonly logger: string | null;
+      readonly data: unknown;
+    }
+  | { readonly seq: number; readonly kind: 'elicitation_complete'; readonly elicitationId: string };
 
-export interface NewLogMessage {
-  readonly level: string;
-  readonly logger?: string | undefined;
-  readonly data: unknown;
-}
+export type NewLogMessage =
+  | { readonly kind?: 'log'; readonly level: string; readonly logger?: string | undefined; readonly data: unknown }
+  | { readonly kind: 'elicitation_complete'; readonly elicitationId: string };
 
 /**
- * Appends messages to a task that this attempt still runs and whose caller asked for a log level;
- * anything past MAX_TASK_LOG_MESSAGES is dropped. Returns how many were kept (0: the task moved
- * on, asked for no messages, or is full). Announced as a `log` change.
+ * Appends messages to a task that this attempt still runs; anything past MAX_TASK_LOG_MESSAGES is
+ * dropped. A log message is kept only when the caller asked for a level (none would hear it
+ * otherwise); a completion whatever the level, since the request decides whether its client can
+ * hear one. Returns how many were kept (0: the task moved on, or is full). Announced as a `log` change.
  */
 export async function appendLogMessages(
   writer: TaskWriter,
@@ -38,22 +43,30 @@ export async function appendLogMessages(
 ): Promise<number> {
   if (input.messages.length === 0) return 0;
   const messages = JSON.stringify(
-    input.messages.map((message) => ({ level: message.level, logger: message.logger ?? null, data: message.data })),
+    input.messages.map((message) =>
+      message.kind === 'elicitation_complete'
+        ? { kind: message.kind, level: null, logger: null, data: message.elicitationId }
+        : { kind: 'log', level: message.level, logger: message.logger ?? null, data: message.data },
+    ),
   );
   // One statement: the row lock orders concurrent appends (there are none from one attempt, but a
-  // stale attempt may still be writing), the insert takes the next numbers, the count follows.
+  // stale attempt may still be writing), the insert takes the next numbers (row_number over the
+  // messages kept, so a log message left out leaves no gap), the count follows.
   const { rows } = await sql<{ id: string; tenant_id: string; kept: number }>`
     WITH task AS (
-      SELECT id, tenant_id, log_count FROM tasks
+      SELECT id, tenant_id, log_count, log_level FROM tasks
       WHERE id = ${input.taskId}::uuid AND attempt = ${input.attempt} AND status = 'working'
-        AND log_level IS NOT NULL
       FOR UPDATE
-    ), inserted AS (
-      INSERT INTO task_log_messages (tenant_id, task_id, seq, attempt, level, logger, data)
-      SELECT task.tenant_id, task.id, task.log_count + m.ord, ${input.attempt},
-             m.message->>'level', m.message->>'logger', coalesce(m.message->'data', 'null'::jsonb)
+    ), numbered AS (
+      SELECT task.tenant_id, task.id, (task.log_count + row_number() OVER (ORDER BY m.ord))::int AS seq, m.message
       FROM task, jsonb_array_elements(${messages}::jsonb) WITH ORDINALITY AS m(message, ord)
-      WHERE task.log_count + m.ord <= ${MAX_TASK_LOG_MESSAGES}
+      WHERE m.message->>'kind' = 'elicitation_complete' OR task.log_level IS NOT NULL
+    ), inserted AS (
+      INSERT INTO task_log_messages (tenant_id, task_id, seq, attempt, kind, level, logger, data)
+      SELECT tenant_id, id, seq, ${input.attempt}, message->>'kind', message->>'level', message->>'logger',
+             coalesce(message->'data', 'null'::jsonb)
+      FROM numbered
+      WHERE seq <= ${MAX_TASK_LOG_MESSAGES}
       RETURNING seq
     ), counted AS (
       SELECT count(*)::int AS kept FROM inserted
@@ -74,10 +87,14 @@ export async function readLogMessages(
   db: Db,
   input: { readonly tenantId: string; readonly taskId: string; readonly afterSeq: number; readonly limit: number },
 ): Promise<TaskLogMessage[]> {
-  const { rows } = await sql<TaskLogMessage>`
-    SELECT seq, level, logger, data FROM task_log_messages
+  const { rows } = await sql<{ seq: number; kind: string; level: string; logger: string | null; data: unknown }>`
+    SELECT seq, kind, level, logger, data FROM task_log_messages
     WHERE tenant_id = ${input.tenantId} AND task_id = ${input.taskId}::uuid AND seq > ${input.afterSeq}
     ORDER BY seq
     LIMIT ${input.limit}`.execute(db);
-  return rows;
+  return rows.map(({ seq, kind, level, logger, data }) =>
+    kind === 'elicitation_complete'
+      ? { seq, kind, elicitationId: data as string }
+      : { seq, kind: 'log', level, logger, data },
+  );
 }

@@ -17,14 +17,20 @@ export interface RevisionInfo {
    */
   readonly batches?: boolean;
   /**
-   * The optional fields of an Implementation (serverInfo) the revision defines besides name and
-   * version: 2025-06-18's `title`; from 2025-11-25 also `description`, `icons`, `websiteUrl`.
-   */
-  /**
    * A resumable SSE stream starts with a priming event (an id and empty data) so the client has an
    * id to resume from before any message (transports, SEP-1699): 2025-11-25. An earlier client
    * parses the empty data as a message and reports an error, so it gets ids on messages only.
    */
   readonly ssePriming?: boolean;
+  /**
+   * URL-mode elicitation's notifications/elicitation/complete (client/elicitation "Completion
+   * Notifications for URL Mode Elicitation"): 2025-11-25 only; 2026-07-28 removed it (its client
+   * learns the outcome by retrying).
+   */
+  readonly elicitationCompleteNotification?: boolean;
+  /**
+   * The optional fields of an Implementation (serverInfo) the revision defines besides name and
+   * version: 2025-06-18's `title`; from 2025-11-25 also `description`, `icons`, `websiteUrl`.
+   */
   readonly implementationFields?: readonly ('title' | 'description' | 'icons' | 'websiteUrl')[];
 }

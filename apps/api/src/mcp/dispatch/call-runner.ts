@@ -141,9 +141,8 @@ export class CallRunner {
         if (!logLevelPasses(entry.level, context.logLevel)) return;
         context.onLog?.({ jsonrpc: '2.0', method: 'notifications/message', params: { ...entry } });
       },
-      // A revision of multi round-trip requests has no completion notification: its client learns
-      // the outcome by retrying.
-      onElicitationComplete: round ? undefined : elicitationCompleter(context),
+      // Only where the revision has the notification (2026-07-28's client learns by retrying).
+      onElicitationComplete: elicitationCompleter(context),
       clientCapabilities: context.clientCapabilities,
     });
     if (outcome === null || 'kind' in outcome) return outcome;
@@ -421,15 +420,22 @@ export class CallRunner {
     };
   }
 
-  /** The relay of a task's log messages to its request, when the task keeps them for it. */
+  /**
+   * The relay of a task's messages to its request: its log messages, when the task keeps them
+   * for it, and its elicitation completions, when the request's client can hear them.
+   */
   #logRelay(task: TaskRecord, context: RequestContext): TaskLogRelay | null {
     const { onLog, logLevel } = context;
-    if (!onLog || !logLevel || task.logLevel === null) return null;
+    if (!onLog) return null;
+    const level = logLevel && task.logLevel !== null ? logLevel : undefined;
+    const completeElicitation = elicitationCompleter(context);
+    if (!level && !completeElicitation) return null;
     const { service } = this.options;
     return new TaskLogRelay({
       read: (afterSeq, limit) => service.logMessages(context.tenantId, task.id, afterSeq, limit),
       send: onLog,
-      level: logLevel,
+      ...(level ? { level } : {}),
+      ...(completeElicitation ? { completeElicitation } : {}),
       ...(context.log ? { log: context.log } : {}),
     });
   }

@@ -18,7 +18,13 @@ function heldReads() {
   return { pending, read };
 }
 
-const message = (seq: number, level = 'info'): TaskLogMessage => ({ seq, level, logger: null, data: `m${seq}` });
+const message = (seq: number, level = 'info'): TaskLogMessage => ({
+  seq,
+  kind: 'log',
+  level,
+  logger: null,
+  data: `m${seq}`,
+});
 const flush = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('TaskLogRelay', () => {
@@ -58,6 +64,53 @@ describe('TaskLogRelay', () => {
     await drained;
     expect(sent.map((n) => (n as { params: { level: string } }).params.level)).toEqual(['error']);
     expect(logged).toEqual(["a durable task's log messages could not be read"]);
+  });
+});
+
+describe('TaskLogRelay with elicitation completions', () => {
+  const completion = (seq: number, elicitationId: string): TaskLogMessage => ({
+    seq,
+    kind: 'elicitation_complete',
+    elicitationId,
+  });
+
+  it('sends a completion in order with the log messages, through the completer', async () => {
+    const reads = heldReads();
+    const order: string[] = [];
+    const relay = new TaskLogRelay({
+      read: reads.read,
+      send: (n) => order.push(`message ${(n.params as { data: string }).data}`),
+      level: 'info',
+      completeElicitation: (id) => order.push(`complete ${id}`),
+    });
+    const drained = relay.drain(3);
+    reads.pending[0]?.answer([message(1), completion(2, 'e-1'), message(3)]);
+    await drained;
+    expect(order).toEqual(['message m1', 'complete e-1', 'message m3']);
+  });
+
+  it('sends completions to a request that asked for no level, and nothing without a completer', async () => {
+    const reads = heldReads();
+    const order: string[] = [];
+    const noLevel = new TaskLogRelay({
+      read: reads.read,
+      send: (n) => order.push(`message ${(n.params as { data: string }).data}`),
+      completeElicitation: (id) => order.push(`complete ${id}`),
+    });
+    const drained = noLevel.drain(2);
+    reads.pending[0]?.answer([message(1, 'error'), completion(2, 'e-2')]);
+    await drained;
+    expect(order).toEqual(['complete e-2']);
+
+    const noCompleter = new TaskLogRelay({
+      read: reads.read,
+      send: (n) => order.push(String(n.method)),
+      level: 'info',
+    });
+    const second = noCompleter.drain(2);
+    reads.pending[1]?.answer([completion(1, 'e-3'), message(2)]);
+    await second;
+    expect(order).toEqual(['complete e-2', 'notifications/message']);
   });
 });
 

@@ -7,15 +7,24 @@ const READ_LIMIT = 100;
 export interface TaskLogRelayOptions {
   /** The task's messages after `afterSeq`, oldest first (TaskService.logMessages). */
   readonly read: (afterSeq: number, limit: number) => Promise<TaskLogMessage[]>;
-  /** The request's notifications/message (its response stream, or the pipe). */
+  /** The request's notifications (its response stream, or the pipe). */
   readonly send: (notification: Record<string, unknown>) => void;
-  /** The request's level: the worker keeps only what passes it, and this checks again. */
-  readonly level: LogLevel;
+  /**
+   * The request's level: the worker keeps only what passes it, and this checks again. Absent:
+   * the request asked for none, and log messages are not sent.
+   */
+  readonly level?: LogLevel;
+  /**
+   * Sends an elicitation's completion (url-elicitations.ts elicitationCompleter: only where the
+   * revision has the notification and the client declared elicitation.url). Absent: not sent.
+   */
+  readonly completeElicitation?: (elicitationId: string) => void;
   readonly log?: (fields: Record<string, unknown>, message: string) => void;
 }
 
 /**
- * Carries a durable task's ctx.log() messages to the request that waits for it. Each reading of
+ * Carries a durable task's ctx.log() messages, and its ctx.elicitationComplete() notices, to the
+ * request that waits for it. Each reading of
  * the task says how many messages it has (logCount); the relay fetches the ones it has not sent,
  * one read at a time, so messages go out once each and in the handler's order. drain() sends the
  * rest before the call's answer: the worker writes its messages before the task's final status,
@@ -50,7 +59,12 @@ export class TaskLogRelay {
         if (messages.length === 0) return;
         for (const message of messages) {
           this.#sent = Math.max(this.#sent, message.seq);
-          if (!isLogLevel(message.level) || !logLevelPasses(message.level, this.#options.level)) continue;
+          if (message.kind === 'elicitation_complete') {
+            this.#options.completeElicitation?.(message.elicitationId);
+            continue;
+          }
+          const { level } = this.#options;
+          if (!level || !isLogLevel(message.level) || !logLevelPasses(message.level, level)) continue;
           this.#options.send({
             jsonrpc: '2.0',
             method: 'notifications/message',

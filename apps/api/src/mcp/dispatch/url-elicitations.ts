@@ -1,4 +1,4 @@
-import { ErrorCode, type JsonRpcError } from '@taskgate/protocol';
+import { ErrorCode, type JsonRpcError, revisionInfo } from '@taskgate/protocol';
 import { type InputRequest, URL_ELICITATION_REQUIRED } from '@taskgate/sdk';
 import type { RequestContext } from '../mcp-core.ts';
 import { type MethodOutcome, missingCapability } from '../mcp-methods.ts';
@@ -18,14 +18,16 @@ function declaresUrlMode(context: RequestContext): boolean {
 }
 
 /**
- * Where an inline handler's ctx.elicitationComplete() goes in a handshake revision: the call's
- * own stream, which its URL elicitations went out on — the notification MUST go only to the
- * client that was sent the elicitation ("Completion Notifications for URL Mode Elicitation") —
- * and only to a client that declared `elicitation.url`, the one kind that has such elicitations.
+ * Where a handler's ctx.elicitationComplete() goes — an inline handler's at once, a durable
+ * task's through its messages (TaskLogRelay) — in the revision that has the notification: the
+ * call's own stream, which its URL elicitations went out on — the notification MUST go only to
+ * the client that was sent the elicitation ("Completion Notifications for URL Mode Elicitation")
+ * — and only to a client that declared `elicitation.url`, the one kind that has such elicitations.
  */
 export function elicitationCompleter(context: RequestContext): ((elicitationId: string) => void) | undefined {
   const send = context.onLog;
-  if (!send) return undefined;
+  if (!send || context.revision === undefined) return undefined;
+  if (revisionInfo(context.revision)?.elicitationCompleteNotification !== true) return undefined;
   // Checked when the handler completes one, not per call: most calls never do.
   return (elicitationId) => {
     if (!declaresUrlMode(context)) return;

@@ -8,5 +8,6 @@ export const REVISION: RevisionInfo = {
   versionHeader: true,
   tasks: true,
   ssePriming: true,
+  elicitationCompleteNotification: true,
   implementationFields: ['title', 'description', 'icons', 'websiteUrl'],
 };
