@@ -357,6 +357,17 @@ describe('tokens that are refused, with nothing run', () => {
     expect(admin.status).toBe(403);
     expect(challengeOf(admin.headers)).toContain('scope="taskgate:admin"');
     expect((await rest(await token({ scope: 'taskgate:admin' }), 'GET', '/v1/reconciliation-items')).status).toBe(200);
+
+    // Saying a URL elicitation is done speaks for the server to its clients: admin too.
+    const completion = await rest(
+      await token({ scope: 'taskgate:tools taskgate:tasks' }),
+      'POST',
+      '/v1/elicitations/e-1/complete',
+    );
+    expect(completion.status).toBe(403);
+    expect(challengeOf(completion.headers)).toContain('scope="taskgate:admin"');
+    const unknown = await rest(await token({ scope: 'taskgate:admin' }), 'POST', '/v1/elicitations/e-1/complete');
+    expect([unknown.status, unknown.body.code]).toEqual([404, 'TG_ELICITATION_NOT_FOUND']);
   });
 });
 

@@ -360,6 +360,7 @@ describe('the OpenAPI document', () => {
       '/metrics',
       '/readyz',
       '/v1/accounts/{account}/charges',
+      '/v1/elicitations/{elicitationId}/complete',
       '/v1/idempotency-keys/{key}',
       '/v1/inventory/{sku}',
       '/v1/inventory/{sku}/reservations',

@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import {
+  completeMcpSessionElicitation,
   createKysely,
   createPool,
   type Database,
   findMcpSession,
   insertMcpSession,
   MAX_MCP_SESSION_RESOURCES,
+  MAX_MCP_SESSION_URL_ELICITATIONS,
+  noteMcpSessionElicitations,
   subscribeMcpSessionResource,
   unsubscribeMcpSessionResource,
 } from '@taskgate/db';
@@ -74,5 +77,50 @@ describe('subscribeMcpSessionResource', () => {
     // Another tenant's session, and none, hold nothing.
     expect(await subscribeMcpSessionResource(db, id, 'globex', 'test://x')).toBeNull();
     expect(await unsubscribeMcpSessionResource(db, randomUUID(), 'acme', 'test://x')).toBeNull();
+  });
+});
+
+describe('noteMcpSessionElicitations and completeMcpSessionElicitation', () => {
+  const held = async (id: string) => {
+    const { rows } = await sql<{ url_elicitations: string[] }>`
+      SELECT url_elicitations FROM mcp_sessions WHERE id = ${id}::uuid`.execute(db);
+    return rows[0]?.url_elicitations;
+  };
+
+  it('keeps each id once, newest last, and at most the bound, newest kept', async () => {
+    const id = await open('initech', 100);
+    expect(await noteMcpSessionElicitations(db, id, 'initech', ['a', 'b'])).toBe(true);
+    expect(await noteMcpSessionElicitations(db, id, 'initech', ['a', 'c', 'c'])).toBe(true);
+    expect(await held(id)).toEqual(['b', 'a', 'c']);
+    const many = Array.from({ length: MAX_MCP_SESSION_URL_ELICITATIONS + 5 }, (_, n) => `e${n}`);
+    await noteMcpSessionElicitations(db, id, 'initech', many);
+    expect(await held(id)).toEqual(many.slice(5));
+    // Another tenant's session, or no session: nothing kept.
+    expect(await noteMcpSessionElicitations(db, id, 'globex', ['x'])).toBe(false);
+    expect(await noteMcpSessionElicitations(db, randomUUID(), 'initech', ['x'])).toBe(false);
+    expect(await noteMcpSessionElicitations(db, 'not-a-uuid', 'initech', ['x'])).toBe(false);
+  });
+
+  it('finds the tenant’s live sessions that were sent an id, once each, and no other', async () => {
+    const first = await open('umbrella', 100);
+    const second = await open('umbrella', 100);
+    const stale = await open('umbrella', 100);
+    const elsewhere = await open('hooli', 100);
+    for (const id of [first, second, stale]) await noteMcpSessionElicitations(db, id, 'umbrella', ['e-1', 'e-2']);
+    await noteMcpSessionElicitations(db, elsewhere, 'hooli', ['e-1']);
+    await sql`UPDATE mcp_sessions SET last_seen_at = now() - interval '2 hours' WHERE id = ${stale}::uuid`.execute(db);
+    expect((await completeMcpSessionElicitation(db, 'umbrella', 'e-1')).sort()).toEqual([first, second].sort());
+    expect(await completeMcpSessionElicitation(db, 'umbrella', 'e-1')).toEqual([]);
+    expect(await held(first)).toEqual(['e-2']);
+    expect(await held(elsewhere)).toEqual(['e-1']);
+    expect(await completeMcpSessionElicitation(db, 'umbrella', 'never-sent')).toEqual([]);
+  });
+
+  it('refuses more than the bound in the table itself', async () => {
+    const id = await open('initech', 100);
+    const over = Array.from({ length: MAX_MCP_SESSION_URL_ELICITATIONS + 1 }, (_, n) => `o${n}`);
+    await expect(
+      sql`UPDATE mcp_sessions SET url_elicitations = ${over}::text[] WHERE id = ${id}::uuid`.execute(db),
+    ).rejects.toThrow(/mcp_sessions_url_elicitations_check/);
   });
 });

@@ -11,7 +11,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { openSse } from '../support/sse-client.ts';
 import { initializedStdio, type StdioClient, testCore } from '../support/stdio-client.ts';
-import { barrier, type Platform, serveApi, silentLogger, startPlatform } from '../support/task-platform.ts';
+import {
+  barrier,
+  type Platform,
+  serveApi,
+  silentLogger,
+  startPlatform,
+  waitForTask,
+} from '../support/task-platform.ts';
 
 // URL-mode elicitation past ctx.input() (MCP 2025-11-25 client/elicitation): a handler's
 // ctx.elicitationComplete() as notifications/elicitation/complete on the call's own stream, and a
@@ -418,6 +425,61 @@ describe('URLElicitationRequiredError in 2026-07-28, which has no -32042', () =>
   });
 });
 
+describe('POST /v1/elicitations/{elicitationId}/complete, after -32042 ended the call', () => {
+  const complete = (on: { mcpUrl: URL }, elicitationId: string) =>
+    fetch(new URL(`/v1/elicitations/${encodeURIComponent(elicitationId)}/complete`, on.mcpUrl), { method: 'POST' });
+  const getStream = (on: { mcpUrl: URL }, session: string) =>
+    openSse(on.mcpUrl, { method: 'GET', headers: { ...headers(session), accept: 'text/event-stream' } });
+  const callOn = async (on: { mcpUrl: URL }, session: string, id: number, name: string) =>
+    (await fetch(on.mcpUrl, {
+      method: 'POST',
+      headers: headers(session),
+      body: JSON.stringify(call(id, name)),
+    }).then((response) => response.json())) as Record<string, unknown>;
+
+  it('tells the session’s GET stream once, on the instance holding it, and 404s what no session was sent', async () => {
+    const other = await serveApi(platform, database.url);
+    try {
+      const session = await httpSession({ elicitation: { url: {} } });
+      // The stream is on the other instance; the call and the completion land here.
+      // Earlier tests' sessions were sent this elicitation too: told first, so the counts below are this test's.
+      await complete(api, 'e-connect');
+      const stream = getStream(other, session);
+      await stream.firstId;
+      expect(await callOn(api, session, 1, 'needs_connection')).toEqual({ jsonrpc: '2.0', id: 1, error: REQUIRED });
+      const told = await complete(api, 'e-connect');
+      expect(told.status).toBe(202);
+      expect(await told.json()).toEqual({ sessions: 1 });
+      const messages = await stream.until((all) => all.some(isCompletion));
+      expect(messages.filter(isCompletion)).toEqual([
+        { jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId: 'e-connect' } },
+      ]);
+      // Once per session: told already.
+      const again = await complete(api, 'e-connect');
+      expect(again.status).toBe(404);
+      expect(await again.json()).toMatchObject({ code: 'TG_ELICITATION_NOT_FOUND' });
+      // A client that did not declare elicitation.url was answered -32021 and sent nothing.
+      const form = await httpSession({ elicitation: { form: {} } });
+      expect(await callOn(api, form, 2, 'needs_connection')).toMatchObject({ error: { code: -32021 } });
+      expect((await complete(api, 'e-connect')).status).toBe(404);
+      expect((await complete(api, 'never-sent')).status).toBe(404);
+      stream.close();
+
+      // A session with no GET stream open yet: the completion waits for the one it opens here.
+      const late = await httpSession({ elicitation: { url: {} } });
+      expect(await callOn(api, late, 3, 'needs_connection')).toMatchObject({ error: { code: -32042 } });
+      expect((await complete(api, 'e-connect')).status).toBe(202);
+      const opened = getStream(api, late);
+      expect((await opened.until((all) => all.some(isCompletion))).filter(isCompletion)).toEqual([
+        { jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId: 'e-connect' } },
+      ]);
+      opened.close();
+    } finally {
+      await other.close();
+    }
+  });
+});
+
 describe('the SDK v1 client (2025-11-25) declaring elicitation.url', () => {
   it('gets its UrlElicitationRequiredError with the elicitations, and hears a completion', async () => {
     const client = new Client(
@@ -435,6 +497,16 @@ describe('the SDK v1 client (2025-11-25) declaring elicitation.url', () => {
       expect((refused as SdkUrlElicitationRequiredError).elicitations).toEqual([ELICITATION]);
       await client.callTool({ name: 'complete_elicitation', arguments: { id: 'e-sdk' } });
       expect(completed).toEqual(['e-sdk']);
+      // The operator's page says the user is done: the client hears it on its GET stream, which
+      // the SDK opens after initialize (if it has not yet, the completion waits for it).
+      const told = await fetch(new URL('/v1/elicitations/e-connect/complete', api.mcpUrl), { method: 'POST' });
+      expect(told.status).toBe(202);
+      expect(await told.json()).toEqual({ sessions: 1 });
+      await waitForTask(
+        async () => completed,
+        (heard) => heard.length === 2,
+      );
+      expect(completed).toEqual(['e-sdk', 'e-connect']);
     } finally {
       await client.close();
     }

@@ -13,6 +13,11 @@ export interface SseClient {
   ): Promise<Record<string, unknown>[]>;
   /** Resolves when the server ends the stream (or it is closed). */
   readonly ended: Promise<void>;
+  /**
+   * The first event id (a 2025-11-25 GET stream's priming event comes once the server has
+   * attached the stream to its session): waiting for it orders a test after the attach.
+   */
+  readonly firstId: Promise<string>;
   close(): void;
 }
 
@@ -26,6 +31,10 @@ export function openSse(
   let resolveStatus!: (status: number) => void;
   const status = new Promise<number>((resolve) => {
     resolveStatus = resolve;
+  });
+  let resolveFirstId!: (id: string) => void;
+  const firstId = new Promise<string>((resolve) => {
+    resolveFirstId = resolve;
   });
   const outgoing = http.request({
     host: url.hostname,
@@ -47,6 +56,11 @@ export function openSse(
         const frames = text.split('\n\n');
         text = frames.pop() ?? '';
         for (const frame of frames) {
+          const id = frame
+            .split('\n')
+            .find((line) => line.startsWith('id: '))
+            ?.slice(4);
+          if (id !== undefined) resolveFirstId(id);
           const data = frame
             .split('\n')
             .find((line) => line.startsWith('data: '))
@@ -62,6 +76,7 @@ export function openSse(
     status,
     messages,
     ended,
+    firstId,
     until: (predicate, timeoutMs = 20_000) => waitForTask(async () => messages, predicate, timeoutMs),
     close: () => outgoing.destroy(),
   };

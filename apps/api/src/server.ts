@@ -21,6 +21,7 @@ import type { RemoteWatches } from './mcp/remote-watches.ts';
 import { registerMetricsRoute } from './metrics-route.ts';
 import { registerModuleRoutes } from './modules/module-routes.ts';
 import { registerRootRoute } from './root-route.ts';
+import { registerElicitationRoutes } from './routes/elicitation-routes.ts';
 import { registerReconciliationRoutes } from './routes/reconciliation-routes.ts';
 import { ProblemSchema, TaskSchema } from './routes/task-schemas.ts';
 import { registerTaskRoutes } from './routes/tasks-routes.ts';
@@ -190,7 +191,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
     }
   });
   if (tasks.mcp) {
-    registerMcpRoute(app, {
+    const mcp = registerMcpRoute(app, {
       core: new McpCore({
         service: tasks.service,
         hub: tasks.hub,
@@ -211,6 +212,12 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
       ...(tasks.mcp.shutdownGraceMs === undefined ? {} : { shutdownGraceMs: tasks.mcp.shutdownGraceMs }),
       ...(tasks.mcp.sessions ? { sessions: tasks.mcp.sessions } : {}),
       ...(tasks.mcp.signals ? { signals: tasks.mcp.signals } : {}),
+    });
+    // Beside /v1's other routes, authenticated the same way; it needs the MCP sessions above.
+    await app.register(async (v1) => {
+      authenticateScope(v1, tasks.auth);
+      checkDecodedInput(v1);
+      registerElicitationRoutes(v1, { complete: mcp.completeElicitation });
     });
   }
   return app;

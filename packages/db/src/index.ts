@@ -134,14 +134,17 @@ export {
   type SessionSignals,
 } from './sessions/mcp-session-signals.ts';
 export {
+  completeMcpSessionElicitation,
   deleteIdleMcpSessions,
   deleteMcpSession,
   findMcpSession,
   insertMcpSession,
   MAX_MCP_SESSION_RESOURCES,
+  MAX_MCP_SESSION_URL_ELICITATIONS,
   MAX_MCP_SESSIONS_PER_TENANT,
   MCP_SESSION_IDLE_MS,
   type McpSessionRecord,
+  noteMcpSessionElicitations,
   setMcpSessionLogLevel,
   subscribeMcpSessionResource,
   unsubscribeMcpSessionResource,

@@ -229,6 +229,8 @@ export interface McpSessionsTable {
   last_seen_at: GeneratedTimestamp;
   log_level: string | null;
   resource_subscriptions: Generated<string[]>;
+  /** Migration 0023: URL elicitations its client was sent in a -32042, newest last. */
+  url_elicitations: Generated<string[]>;
 }
 
 export interface Database {

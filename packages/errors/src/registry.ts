@@ -76,6 +76,7 @@ export const errorRegistry = {
     exitCode: 65,
   },
   TG_TASK_NOT_FOUND: { title: 'Task not found', httpStatus: 404, exitCode: 65 },
+  TG_ELICITATION_NOT_FOUND: { title: 'No session was sent this elicitation', httpStatus: 404, exitCode: 65 },
   TG_CURSOR_INVALID: { title: 'Invalid pagination cursor', httpStatus: 400, exitCode: 65 },
   TG_IDEMPOTENCY_KEY_MISSING: { title: 'Idempotency key required', httpStatus: 400, exitCode: 65 },
   TG_IDEMPOTENCY_KEY_INVALID: { title: 'Idempotency key not usable here', httpStatus: 400, exitCode: 65 },

@@ -31,6 +31,10 @@ export async function registerOpenApi(app: FastifyInstance, version: string): Pr
       tags: [
         { name: 'tasks', description: 'Tool calls as durable tasks' },
         { name: 'tools', description: 'The tools offered: the catalog the workers publish' },
+        {
+          name: 'elicitations',
+          description: "URL elicitations: telling an MCP client the user is done on the server's page",
+        },
       ],
     },
   });

@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import {
+  completeMcpSessionElicitation,
   type Database,
   deleteMcpSession,
   findMcpSession,
   insertMcpSession,
+  MAX_MCP_SESSION_URL_ELICITATIONS,
   MCP_SESSION_IDLE_MS,
   type McpSessionRecord,
+  noteMcpSessionElicitations,
   type SessionSignal,
   type SessionSignals,
   setMcpSessionLogLevel,
@@ -73,6 +76,10 @@ export interface SessionStore {
   subscribeResource(id: string, tenantId: string, uri: string): Promise<readonly string[] | 'full' | null>;
   /** resources/unsubscribe: the session's URIs after it, null when it is gone. */
   unsubscribeResource(id: string, tenantId: string, uri: string): Promise<readonly string[] | null>;
+  /** A -32042 sent the session's client these URL elicitations (kept for a later completion). */
+  noteElicitations(id: string, tenantId: string, elicitationIds: readonly string[]): Promise<void>;
+  /** A URL elicitation is done: the tenant's live sessions whose client was sent it, each forgetting it. */
+  completeElicitation(tenantId: string, elicitationId: string): Promise<readonly string[]>;
 }
 
 /** Sessions in Postgres (mcp_sessions), shared by every API instance. */
@@ -84,6 +91,10 @@ export function databaseSessionStore(db: Kysely<Database>): SessionStore {
     setLogLevel: (id, tenantId, level) => setMcpSessionLogLevel(db, id, tenantId, level),
     subscribeResource: (id, tenantId, uri) => subscribeMcpSessionResource(db, id, tenantId, uri),
     unsubscribeResource: (id, tenantId, uri) => unsubscribeMcpSessionResource(db, id, tenantId, uri),
+    noteElicitations: async (id, tenantId, elicitationIds) => {
+      await noteMcpSessionElicitations(db, id, tenantId, elicitationIds);
+    },
+    completeElicitation: (tenantId, elicitationId) => completeMcpSessionElicitation(db, tenantId, elicitationId),
   };
 }
 
@@ -93,6 +104,8 @@ export function memorySessionStore(options: { idleMs?: number; max?: number; now
   const max = options.max ?? 10_000;
   const now = options.now ?? Date.now;
   const sessions = new Map<string, { record: McpSessionRecord; lastSeen: number }>();
+  /** Each session's URL elicitations, newest last (noteElicitations). */
+  const elicitations = new Map<string, string[]>();
   return {
     insert: async (record) => {
       for (const [id, entry] of sessions) if (now() - entry.lastSeen > idleMs) sessions.delete(id);
@@ -109,6 +122,7 @@ export function memorySessionStore(options: { idleMs?: number; max?: number; now
       const entry = sessions.get(id);
       if (!entry || entry.record.tenantId !== tenantId) return false;
       sessions.delete(id);
+      elicitations.delete(id);
       return true;
     },
     setLogLevel: async (id, tenantId, level) => {
@@ -134,6 +148,27 @@ export function memorySessionStore(options: { idleMs?: number; max?: number; now
         resourceSubscriptions: (entry.record.resourceSubscriptions ?? []).filter((held) => held !== uri),
       };
       return entry.record.resourceSubscriptions as readonly string[];
+    },
+    noteElicitations: async (id, tenantId, elicitationIds) => {
+      const entry = sessions.get(id);
+      if (!entry || entry.record.tenantId !== tenantId) return;
+      const given = new Set(elicitationIds);
+      const held = (elicitations.get(id) ?? []).filter((elicitationId) => !given.has(elicitationId));
+      elicitations.set(id, [...held, ...given].slice(-MAX_MCP_SESSION_URL_ELICITATIONS));
+    },
+    completeElicitation: async (tenantId, elicitationId) => {
+      const found: string[] = [];
+      for (const [id, held] of elicitations) {
+        const entry = sessions.get(id);
+        if (!entry || entry.record.tenantId !== tenantId || now() - entry.lastSeen > idleMs) continue;
+        if (!held.includes(elicitationId)) continue;
+        elicitations.set(
+          id,
+          held.filter((kept) => kept !== elicitationId),
+        );
+        found.push(id);
+      }
+      return found;
     },
   };
 }
@@ -161,6 +196,11 @@ interface Local {
   readonly watched: Set<string>;
   /** The signal-driven re-reads of the store, one after another. */
   refreshing: Promise<void>;
+  /**
+   * Elicitation completions for the session while no GET stream of it is here: sent on the next
+   * one opened here (a client may open it late, after the -32042 that named them).
+   */
+  readonly pendingCompletions: Set<string>;
 }
 
 /**
@@ -288,6 +328,9 @@ export class LegacySessions {
     } else if (primes) {
       stream.prime(replay.lastId);
     }
+    const pending = [...local.pendingCompletions];
+    local.pendingCompletions.clear();
+    for (const elicitationId of pending) this.#completed(local, elicitationId);
     this.#watch(local);
     return true;
   }
@@ -445,6 +488,7 @@ export class LegacySessions {
       this.#refresh(local, signal.sessionId);
       return local.stream !== null;
     }
+    if (signal.kind === 'elicitation_complete') return this.#completed(local, signal.elicitationId);
     if (signal.kind === 'response') return local.scope.clientRequests.answer(signal.message as Record<string, unknown>);
     return cancelRequest(local.scope, signal.requestId, signal.reason ?? null).cancelled;
   }
@@ -457,6 +501,54 @@ export class LegacySessions {
    */
   requestScope(): CallScope {
     return newScope();
+  }
+
+  /**
+   * A -32042 of a request of the session sent its client these URL elicitations: kept with the
+   * session, so a completion (completeElicitation) knows which client to tell, whichever instance
+   * it lands on. Best effort: a write that fails costs the optional notification, not the answer.
+   */
+  async noteElicitations(sessionId: string, tenantId: string, elicitationIds: readonly string[]): Promise<void> {
+    try {
+      await this.#store.noteElicitations(sessionId, tenantId, elicitationIds);
+    } catch {
+      // The store away: the client still retries by hand once the user is done.
+    }
+  }
+
+  /**
+   * A URL elicitation is done (the operator's page says so): notifications/elicitation/complete
+   * to each live session of the tenant whose client was sent it in a -32042, once — on its GET
+   * stream, here or on the instance that holds it (a signal), recorded for a resume like any of
+   * the stream's messages. The number of sessions told; 0 when no session was sent it (or every
+   * one was told already).
+   */
+  async completeElicitation(tenantId: string, elicitationId: string): Promise<number> {
+    const sessionIds = await this.#store.completeElicitation(tenantId, elicitationId);
+    for (const sessionId of sessionIds) {
+      const local = this.#local.get(sessionId);
+      if (local && local.tenantId === tenantId && this.#completed(local, elicitationId)) continue;
+      this.#signals?.send({ kind: 'elicitation_complete', tenantId, sessionId, elicitationId });
+    }
+    return sessionIds.length;
+  }
+
+  /**
+   * The completion on the session's GET stream, if it is (or may be resumed) here; else kept for
+   * the next one opened here (false: another instance may hold it, and is signalled too — a
+   * client told twice ignores the second, as it MUST an already-completed id).
+   */
+  #completed(local: Local, elicitationId: string): boolean {
+    if (!local.replay) {
+      if (local.pendingCompletions.size < MAX_PENDING_COMPLETIONS) local.pendingCompletions.add(elicitationId);
+      return false;
+    }
+    this.#send(local, `elicitation ${elicitationId}`, {
+      jsonrpc: '2.0',
+      method: 'notifications/elicitation/complete',
+      params: { elicitationId },
+    });
+    return true;
   }
 
   /** logging/setLevel for the session, for every instance's later requests of it. */
@@ -587,6 +679,9 @@ function unwatch(local: Local): void {
   local.watched.clear();
 }
 
+/** Completions a session without a GET stream here keeps for one, at most (as many as it may be sent). */
+const MAX_PENDING_COMPLETIONS = MAX_MCP_SESSION_URL_ELICITATIONS;
+
 function newLocal(tenantId: string, now: number, scope: CallScope): Local {
   return {
     tenantId,
@@ -600,6 +695,7 @@ function newLocal(tenantId: string, now: number, scope: CallScope): Local {
     resources: null,
     watched: new Set(),
     refreshing: Promise.resolve(),
+    pendingCompletions: new Set(),
   };
 }
 
@@ -649,6 +745,8 @@ export function sessionConnection(
             setLogLevel: async (level: LogLevel) => {
               await sessions.setLogLevel(sessionId, tenantId, level);
             },
+            onUrlElicitations: (elicitationIds: readonly string[]) =>
+              sessions.noteElicitations(sessionId, tenantId, elicitationIds),
           }),
       ...(resources ? { resourceSubscriptions: resources } : {}),
     },

@@ -119,6 +119,11 @@ export interface RequestContext {
   readonly headers?: () => RequestHeaders;
   /** The connection's resources/subscribe set (handshake revisions; absent: none to keep it in). */
   readonly resourceSubscriptions?: SubscriptionSet;
+  /**
+   * A -32042 of a request sent the client these URL elicitations: kept with the session, for a
+   * later completion to reach it (POST /v1/elicitations/{id}/complete). Absent: nowhere to keep them.
+   */
+  readonly onUrlElicitations?: (elicitationIds: readonly string[]) => Promise<void>;
   /** logging/setLevel: keeps the level for the connection's later requests (handshake revisions). */
   readonly setLogLevel?: (level: LogLevel) => Promise<void> | void;
   /** Sees each status change of the task a 2025-11-25 tasks/result waits for, as its notification. */

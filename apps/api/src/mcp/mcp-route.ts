@@ -113,7 +113,10 @@ function goneOf(request: FastifyRequest): AbortController {
  * before the answer is the cancellation signal (basic/transports/streamable-http "Cancellation"):
  * the task is cancelled and nothing more is written for that request.
  */
-export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions): void {
+export function registerMcpRoute(
+  app: FastifyInstance,
+  options: McpRouteOptions,
+): { readonly completeElicitation: (tenantId: string, elicitationId: string) => Promise<number> } {
   const sessions = new LegacySessions({
     ...(options.sessions ? { store: options.sessions } : {}),
     ...(options.signals ? { signals: options.signals } : {}),
@@ -223,6 +226,8 @@ export function registerMcpRoute(app: FastifyInstance, options: McpRouteOptions)
       shutdownGraceMs: options.shutdownGraceMs ?? 3_000,
     });
   });
+  // The REST route that says a URL elicitation is done reaches the sessions through this.
+  return { completeElicitation: (tenantId, elicitationId) => sessions.completeElicitation(tenantId, elicitationId) };
 }
 
 async function handle(

@@ -11,6 +11,8 @@ type LogFn = (fields: Record<string, unknown>, message: string) => void;
  * balancer any instance may take the POST, and only the instance holding the request can act on it.
  * `resources`: the session's resources/subscribe URIs changed (they are kept in mcp_sessions): the
  * instance holding its GET stream reads them again now, rather than at the session's next request.
+ * `elicitation_complete`: a URL elicitation its client was sent in a -32042 is done (POST
+ * /v1/elicitations/{id}/complete): the instance holding its GET stream tells the client there.
  */
 export type SessionSignal =
   | {
@@ -26,7 +28,13 @@ export type SessionSignal =
       readonly sessionId: string;
       readonly message: Readonly<Record<string, unknown>>;
     }
-  | { readonly kind: 'resources'; readonly tenantId: string; readonly sessionId: string };
+  | { readonly kind: 'resources'; readonly tenantId: string; readonly sessionId: string }
+  | {
+      readonly kind: 'elicitation_complete';
+      readonly tenantId: string;
+      readonly sessionId: string;
+      readonly elicitationId: string;
+    };
 
 /** Carries session signals to every API instance (each acts only on the requests it holds). */
 export interface SessionSignals {
@@ -135,6 +143,9 @@ function parseSignal(payload: string | undefined): (SessionSignal & { origin?: u
     return value as unknown as SessionSignal;
   }
   if (value.kind === 'resources') return value as unknown as SessionSignal;
+  if (value.kind === 'elicitation_complete' && typeof value.elicitationId === 'string') {
+    return value as unknown as SessionSignal;
+  }
   if (value.kind === 'response' && typeof value.message === 'object' && value.message !== null) {
     return value as unknown as SessionSignal;
   }

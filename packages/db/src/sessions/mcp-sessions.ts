@@ -130,6 +130,52 @@ export async function unsubscribeMcpSessionResource(
   return rows[0]?.resource_subscriptions ?? null;
 }
 
+/** The most URL elicitations a session keeps for a later completion (the column's CHECK says the same). */
+export const MAX_MCP_SESSION_URL_ELICITATIONS = 100;
+
+/**
+ * A -32042 sent the session's client these URL elicitations: kept, newest last, for a completion
+ * to find (completeMcpSessionElicitation); past MAX_MCP_SESSION_URL_ELICITATIONS the oldest go.
+ * False when there is no such session of this tenant.
+ */
+export async function noteMcpSessionElicitations(
+  db: Kysely<Database>,
+  id: string,
+  tenantId: string,
+  elicitationIds: readonly string[],
+): Promise<boolean> {
+  if (!UUID.test(id) || elicitationIds.length === 0) return false;
+  // Each id once, where it was last given: the newest are kept when the list is cut.
+  const given = [...new Set([...elicitationIds].reverse())].reverse();
+  const result = await sql`
+    UPDATE mcp_sessions SET url_elicitations = (
+      SELECT merged[greatest(1, cardinality(merged) - ${MAX_MCP_SESSION_URL_ELICITATIONS - 1}):]
+      FROM (SELECT array_cat(
+        ARRAY(SELECT held FROM unnest(url_elicitations) WITH ORDINALITY AS h(held, ord)
+              WHERE held <> ALL (${given}::text[]) ORDER BY ord),
+        ${given}::text[]) AS merged) m)
+    WHERE id = ${id}::uuid AND tenant_id = ${tenantId}`.execute(db);
+  return (result.numAffectedRows ?? 0n) > 0n;
+}
+
+/**
+ * The operator's page says a URL elicitation is done: the tenant's live sessions whose client was
+ * sent it, each forgetting it (one completion per elicitation and session). Empty when none was.
+ */
+export async function completeMcpSessionElicitation(
+  db: Kysely<Database>,
+  tenantId: string,
+  elicitationId: string,
+  idleMs = MCP_SESSION_IDLE_MS,
+): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`
+    UPDATE mcp_sessions SET url_elicitations = array_remove(url_elicitations, ${elicitationId}::text)
+    WHERE tenant_id = ${tenantId} AND ${elicitationId}::text = ANY (url_elicitations)
+      AND last_seen_at > now() - make_interval(secs => ${idleMs / 1000})
+    RETURNING id`.execute(db);
+  return rows.map((row) => row.id);
+}
+
 /** logging/setLevel: false when there is no such live session of this tenant. */
 export async function setMcpSessionLogLevel(
   db: Kysely<Database>,

@@ -33,6 +33,11 @@ export interface Handshake {
   /** The connection's resources/subscribe set. Absent: no stream to notify on. */
   readonly resourceSubscriptions?: SubscriptionSet;
   /**
+   * A -32042 of a request sent the client these URL elicitations: kept with the session, for a
+   * later completion to reach it (POST /v1/elicitations/{id}/complete). Absent: nowhere to keep them.
+   */
+  readonly onUrlElicitations?: (elicitationIds: readonly string[]) => Promise<void>;
+  /**
    * A task the connection created (a tools/call with the revision's `task` param): the connection
    * follows its status on a stream of its own (a pipe's stdout). Absent: a tasks/result that
    * waits for the task carries its status changes on its own response instead.
@@ -224,6 +229,7 @@ export class McpDispatcher {
         logLevel: handshake.logLevel,
         ...(handshake.setLogLevel ? { setLogLevel: handshake.setLogLevel } : {}),
         ...(handshake.resourceSubscriptions ? { resourceSubscriptions: handshake.resourceSubscriptions } : {}),
+        ...(handshake.onUrlElicitations ? { onUrlElicitations: handshake.onUrlElicitations } : {}),
         ...(handshake.onTaskCreated
           ? {
               // Followed once the answer that names it goes out, not for a request cancelled

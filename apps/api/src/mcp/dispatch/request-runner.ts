@@ -134,6 +134,7 @@ export async function runRequest(
       log: given.log,
       headers: given.headers,
       resourceSubscriptions: given.resourceSubscriptions,
+      onUrlElicitations: given.onUrlElicitations,
       setLogLevel: given.setLogLevel,
       onTaskStatus: given.onTaskStatus,
       onTaskCreated: given.onTaskCreated,

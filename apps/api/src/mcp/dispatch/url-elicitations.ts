@@ -75,14 +75,22 @@ function internal(outcome: MethodOutcome & { kind: 'error' }): MethodOutcome {
  * A handshake tools/call answered URLElicitationRequiredError: unchanged (it is the revision's
  * own error, for the client to open the pages and retry) to a client that declared
  * `elicitation.url`; to one that did not, -32021 naming it, as ctx.input() of a URL elicitation
- * is answered — a server must not send a client elicitations of a mode it did not declare.
+ * is answered — a server must not send a client elicitations of a mode it did not declare. The
+ * elicitations sent are kept with the client's session (onUrlElicitations) before the answer
+ * goes, so a completion that follows at once finds the client to tell.
  */
-export function urlElicitationRequired(outcome: MethodOutcome | null, context: RequestContext): MethodOutcome | null {
+export async function urlElicitationRequired(
+  outcome: MethodOutcome | null,
+  context: RequestContext,
+): Promise<MethodOutcome | null> {
   const elicitations = elicitationsOf(outcome);
   if (elicitations === null) return outcome;
   const error = outcome as MethodOutcome & { kind: 'error' };
   if (elicitations === 'malformed') return internal(error);
-  if (declaresUrlMode(context)) return outcome;
+  if (declaresUrlMode(context)) {
+    await context.onUrlElicitations?.(elicitations.map((elicitation) => elicitation.elicitationId as string));
+    return outcome;
+  }
   return missingCapability(
     { elicitation: { url: {} } },
     `${error.error.message} (the client did not declare elicitation.url, which URL elicitations need)`,

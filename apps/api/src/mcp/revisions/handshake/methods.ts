@@ -68,7 +68,7 @@ export function handshakeMethods(
           onProgress && !profile.progressMessages
             ? { ...context, onProgress: (progress: TaskProgress) => onProgress({ ...progress, message: null }) }
             : context;
-        const outcome = urlElicitationRequired(
+        const outcome = await urlElicitationRequired(
           await callTool(runner, read.tool, read.call, params, shaped, profile.tasks),
           context,
         );
