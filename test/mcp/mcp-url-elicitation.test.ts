@@ -463,6 +463,15 @@ describe('POST /v1/elicitations/{elicitationId}/complete, after -32042 ended the
       expect(await callOn(api, form, 2, 'needs_connection')).toMatchObject({ error: { code: -32021 } });
       expect((await complete(api, 'e-connect')).status).toBe(404);
       expect((await complete(api, 'never-sent')).status).toBe(404);
+      // Input is refused, not looked up: a NUL byte (400), an id past 100 characters (414).
+      for (const [bad, status] of [
+        ['e\u0000x', 400],
+        ['e'.repeat(101), 414],
+      ] as const) {
+        const refused = await complete(api, bad);
+        expect(refused.status).toBe(status);
+        expect(refused.headers.get('content-type')).toContain('application/problem+json');
+      }
       stream.close();
 
       // A session with no GET stream open yet: the completion waits for the one it opens here.

@@ -30,7 +30,8 @@ export function registerElicitationRoutes(app: FastifyInstance, options: Elicita
           "Sends notifications/elicitation/complete to each MCP session (2025-11-25, Streamable HTTP) of your tenant whose client was sent this elicitationId in a -32042 answer, on its GET stream, once. The session's client must have its GET stream open (or resume it within two minutes) to hear it.",
         tags: ['elicitations'],
         security: [{ bearer: [] }],
-        params: Type.Object({ elicitationId: Type.String({ minLength: 1, maxLength: 255 }) }),
+        // Fastify's maxParamLength (100) answers a longer path parameter 414 before the schema runs.
+        params: Type.Object({ elicitationId: Type.String({ minLength: 1, maxLength: 100 }) }),
         response: {
           202: Type.Object(
             { sessions: Type.Integer({ description: 'how many sessions were told' }) },
