@@ -430,12 +430,25 @@ describe('POST /v1/elicitations/{elicitationId}/complete, after -32042 ended the
     fetch(new URL(`/v1/elicitations/${encodeURIComponent(elicitationId)}/complete`, on.mcpUrl), { method: 'POST' });
   const getStream = (on: { mcpUrl: URL }, session: string) =>
     openSse(on.mcpUrl, { method: 'GET', headers: { ...headers(session), accept: 'text/event-stream' } });
-  const callOn = async (on: { mcpUrl: URL }, session: string, id: number, name: string) =>
-    (await fetch(on.mcpUrl, {
+  const callOn = async (
+    on: { mcpUrl: URL },
+    session: string,
+    id: number,
+    name: string,
+    extra: Record<string, unknown> = {},
+  ) => {
+    const body = call(id, name);
+    return (await fetch(on.mcpUrl, {
       method: 'POST',
       headers: headers(session),
-      body: JSON.stringify(call(id, name)),
+      body: JSON.stringify({ ...body, params: { ...body.params, ...extra } }),
     }).then((response) => response.json())) as Record<string, unknown>;
+  };
+  /** How many sessions a completion told (0 for a 404). */
+  const sessionsTold = async (on: { mcpUrl: URL }, elicitationId: string) => {
+    const response = await complete(on, elicitationId);
+    return response.status === 202 ? ((await response.json()) as { sessions: number }).sessions : 0;
+  };
 
   it('tells the session’s GET stream once, on the instance holding it, and 404s what no session was sent', async () => {
     const other = await serveApi(platform, database.url);
@@ -483,6 +496,39 @@ describe('POST /v1/elicitations/{elicitationId}/complete, after -32042 ended the
         { jsonrpc: '2.0', method: 'notifications/elicitation/complete', params: { elicitationId: 'e-connect' } },
       ]);
       opened.close();
+
+      // A task's -32042, through tasks/result: kept for the completion as a call's is.
+      const tasksClient = await httpSession({ elicitation: { url: {} }, tasks: {} });
+      const created = (await callOn(api, tasksClient, 4, 'durable_needs_connection', { task: {} })) as {
+        result: { task: { taskId: string } };
+      };
+      const taskId = created.result.task.taskId;
+      await waitForTask(
+        () => platform.service.get('default', taskId),
+        (task) => task.status === 'failed',
+      );
+      const rpcOn = (session: string, id: number, method: string, params: Record<string, unknown>) =>
+        fetch(api.mcpUrl, {
+          method: 'POST',
+          headers: headers(session),
+          body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+        }).then((response) => response.json());
+      expect(await rpcOn(tasksClient, 5, 'tasks/result', { taskId })).toMatchObject({
+        error: { code: -32042, data: { elicitations: [ELICITATION] } },
+      });
+      expect(await sessionsTold(api, 'e-connect')).toBe(1);
+      // A client that did not declare elicitation.url gets -32021 for it, as for the call.
+      const formTasks = await httpSession({ elicitation: { form: {} }, tasks: {} });
+      const formCreated = (await callOn(api, formTasks, 6, 'durable_needs_connection', { task: {} })) as {
+        result: { task: { taskId: string } };
+      };
+      await waitForTask(
+        () => platform.service.get('default', formCreated.result.task.taskId),
+        (task) => task.status === 'failed',
+      );
+      expect(await rpcOn(formTasks, 7, 'tasks/result', { taskId: formCreated.result.task.taskId })).toMatchObject({
+        error: { code: -32021 },
+      });
     } finally {
       await other.close();
     }

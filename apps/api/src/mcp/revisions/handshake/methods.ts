@@ -99,9 +99,15 @@ export function handshakeMethods(
   ]);
   if (profile.tasks) {
     const tasks = new LegacyTaskMethods({ service, watcher, server, pollMs });
-    for (const method of ['tasks/get', 'tasks/cancel', 'tasks/result', 'tasks/list']) {
+    for (const method of ['tasks/get', 'tasks/cancel', 'tasks/list']) {
       methods.set(method, (params, context) => tasks.request(method, params, context));
     }
+    // A task's -32042 reaches its client as the call's would have (tasks/result is the call's
+    // answer): unchanged to a client that declared elicitation.url, kept for a completion; -32021
+    // to one that did not.
+    methods.set('tasks/result', async (params, context) =>
+      urlElicitationRequired(await tasks.request('tasks/result', params, context), context),
+    );
   }
   return new Map([...methods].map(([method, handler]) => [method, inHandshakeShape(method, handler)]));
 }
