@@ -27,7 +27,7 @@ export function registerElicitationRoutes(app: FastifyInstance, options: Elicita
       schema: {
         summary: 'Tell the client a URL elicitation sent in a URLElicitationRequiredError is complete',
         description:
-          "Sends notifications/elicitation/complete to each MCP session (2025-11-25, Streamable HTTP) of your tenant whose client was sent this elicitationId in a -32042 answer, on its GET stream, once. The session's client must have its GET stream open (or resume it within two minutes) to hear it.",
+          "Sends notifications/elicitation/complete to each MCP session (Streamable HTTP, of the revision that has the notification) of your tenant whose client was sent this elicitationId in a -32042 answer, on its GET stream, once. The session's client must have its GET stream open (or resume it within two minutes) to hear it.",
         tags: ['elicitations'],
         security: [{ bearer: [] }],
         // Fastify's maxParamLength (100) answers a longer path parameter 414 before the schema runs.
