@@ -2,7 +2,7 @@
 // `node scripts/pack-packages.ts --out DIR`. A checkout runs the TypeScript sources directly, but
 // Node strips no types under node_modules, so an installed package must be JavaScript: the sources
 // are compiled once (tsconfig.build.json: JavaScript plus declarations), each package is staged
-// with its compiled dist/, its own files (the db package's migrations, the CLI's launcher) and a
+// with its compiled dist/, its own files (the db package's migrations, the CLI's launcher, the console's assets) and a
 // manifest whose exports point at dist/, and `npm pack` turns each stage into a tarball. Nothing
 // is written into the source tree except the output folder.
 import { execFileSync } from 'node:child_process';
@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Folders a package ships besides dist/ and package.json, when it has them. */
-const SHIPPED = ['bin', 'migrations', 'README.md'];
+const SHIPPED = ['bin', 'migrations', 'console-assets', 'README.md'];
 
 interface Manifest {
   name: string;

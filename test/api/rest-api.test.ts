@@ -155,7 +155,7 @@ describe('GET /v1/tasks', () => {
       'TG_REQUEST_INVALID',
     );
     expectProblem(
-      await app.inject({ method: 'GET', url: '/v1/tasks?limit=101', headers: auth() }),
+      await app.inject({ method: 'GET', url: '/v1/tasks?limit=1001', headers: auth() }),
       400,
       'TG_REQUEST_INVALID',
     );
@@ -317,14 +317,14 @@ describe('GET /v1/tools', () => {
 });
 
 describe('GET /', () => {
-  it('redirects a browser to the docs and tells a JSON client where everything is', async () => {
+  it('redirects a browser to the console and tells a JSON client where everything is', async () => {
     const browser = await app.inject({
       method: 'GET',
       url: '/',
       headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' },
     });
     expect(browser.statusCode).toBe(302);
-    expect(browser.headers.location).toBe('/docs');
+    expect(browser.headers.location).toBe('/ui');
     const page = await app.inject({ method: 'GET', url: String(browser.headers.location) });
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toContain('text/html');
@@ -338,7 +338,7 @@ describe('GET /', () => {
     // Every link leads somewhere: nothing it names is an unknown endpoint.
     const { links } = (await app.inject({ method: 'GET', url: '/' })).json() as { links: Record<string, string> };
     expect(Object.keys(links).sort()).toEqual(
-      ['docs', 'health', 'mcp', 'metrics', 'openapi', 'ready', 'tasks', 'tools'].sort(),
+      ['console', 'docs', 'health', 'mcp', 'metrics', 'openapi', 'ready', 'tasks', 'tools'].sort(),
     );
     for (const [name, url] of Object.entries(links)) {
       if (name === 'mcp') continue; // GET /mcp is a stream; its POST is tested in test/mcp
@@ -359,6 +359,7 @@ describe('the OpenAPI document', () => {
       '/healthz',
       '/metrics',
       '/readyz',
+      '/ui/session',
       '/v1/accounts/{account}/charges',
       '/v1/elicitations/{elicitationId}/complete',
       '/v1/idempotency-keys/{key}',
@@ -368,9 +369,13 @@ describe('the OpenAPI document', () => {
       '/v1/reconciliation-items/{id}',
       '/v1/reconciliation-items/{id}/resolve',
       '/v1/tasks',
+      '/v1/tasks/events',
       '/v1/tasks/{id}',
       '/v1/tasks/{id}/cancel',
       '/v1/tasks/{id}/events',
+      '/v1/tasks/{id}/logs',
+      '/v1/tasks/{id}/steps',
+      '/v1/tasks/{id}/timeline',
       '/v1/tools',
     ]);
     expect(document.paths['/v1/tools'].get.responses['200']).toBeDefined();

@@ -6,6 +6,8 @@ export interface SseClient {
   readonly status: Promise<number>;
   /** Every `data:` message, parsed, in order. */
   readonly messages: Record<string, unknown>[];
+  /** The same, each with its `event:` name (`message` when it has none). */
+  readonly events: { readonly event: string; readonly data: Record<string, unknown> }[];
   /** Every message, once `predicate` holds for them. */
   until(
     predicate: (messages: Record<string, unknown>[]) => boolean,
@@ -27,6 +29,7 @@ export function openSse(
   request: { method: 'GET' | 'POST'; headers: Record<string, string>; body?: string },
 ): SseClient {
   const messages: Record<string, unknown>[] = [];
+  const events: { event: string; data: Record<string, unknown> }[] = [];
   let text = '';
   let resolveStatus!: (status: number) => void;
   const status = new Promise<number>((resolve) => {
@@ -39,7 +42,7 @@ export function openSse(
   const outgoing = http.request({
     host: url.hostname,
     port: url.port,
-    path: url.pathname,
+    path: url.pathname + url.search,
     method: request.method,
     headers: {
       ...request.headers,
@@ -65,7 +68,15 @@ export function openSse(
             .split('\n')
             .find((line) => line.startsWith('data: '))
             ?.slice(6);
-          if (data !== undefined && data !== '') messages.push(JSON.parse(data));
+          if (data !== undefined && data !== '') {
+            const parsed = JSON.parse(data);
+            messages.push(parsed);
+            const event = frame
+              .split('\n')
+              .find((line) => line.startsWith('event: '))
+              ?.slice(7);
+            events.push({ event: event ?? 'message', data: parsed });
+          }
         }
       });
       response.on('end', () => resolve());
@@ -75,6 +86,7 @@ export function openSse(
   return {
     status,
     messages,
+    events,
     ended,
     firstId,
     until: (predicate, timeoutMs = 20_000) => waitForTask(async () => messages, predicate, timeoutMs),

@@ -4,6 +4,7 @@ import {
   type ApiRole,
   type ApiRoleOptions,
   type Authenticator,
+  ConsoleSessions,
   createApiServer,
   createAuthenticator,
   databaseSessionStore,
@@ -198,6 +199,8 @@ export async function startApi(
     logger: silentLogger,
   });
   await signals.start();
+  // As the api role has them: console sign-ins in Postgres.
+  const consoleSessions = new ConsoleSessions(platform.db);
   const app = await createApiServer({
     logger: options.logger ?? silentLogger,
     ...(options.metrics ? { metrics: options.metrics } : {}),
@@ -214,7 +217,13 @@ export async function startApi(
         idempotencyRetentionMs: 24 * 3600 * 1000,
       },
       auth:
-        options.auth ?? createAuthenticator({ tokens: options.tokens ?? new Map(), unauthenticatedTenant: 'default' }),
+        options.auth ??
+        createAuthenticator({
+          tokens: options.tokens ?? new Map(),
+          unauthenticatedTenant: 'default',
+          sessions: consoleSessions,
+        }),
+      consoleSessions,
       ...(options.events ? { events: options.events } : {}),
       mcp: {
         tools: options.tools ?? platform.tools,

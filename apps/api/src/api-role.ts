@@ -3,6 +3,7 @@ import { TaskgateError } from '@taskgate/errors';
 import { processMetrics } from '@taskgate/metrics';
 import type { ToolModule, ToolRegistry } from '@taskgate/tools';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { ConsoleSessions } from './console/console-sessions.ts';
 import { type CheckState, RECENT_WORK_MS, type ReadinessReport, readinessReport } from './health-routes.ts';
 import { createAuthenticator } from './http/auth.ts';
 import { createTokenVerifier, type OAuthSettings } from './http/oauth/token-verifier.ts';
@@ -109,6 +110,7 @@ export async function prepareApiRole(options: ApiRoleOptions): Promise<PreparedA
     unwatch();
     await services.stop();
   };
+  const consoleSessions = new ConsoleSessions(services.db);
   let app: FastifyInstance;
   try {
     app = await createApiServer({
@@ -133,7 +135,9 @@ export async function prepareApiRole(options: ApiRoleOptions): Promise<PreparedA
           unauthenticatedTenant: options.unauthenticatedTenant,
           oauth: options.oauth ? { settings: options.oauth, verifier: createTokenVerifier(options.oauth) } : null,
           metricsToken: options.metricsToken ?? null,
+          sessions: consoleSessions,
         }),
+        consoleSessions,
         events: { pollMs: options.listenNotify ? 1_000 : 250 },
         mcp: {
           tools: services.tools,

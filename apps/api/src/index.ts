@@ -1,4 +1,7 @@
 export { type ApiRole, type ApiRoleOptions, type PreparedApiRole, prepareApiRole, startApiRole } from './api-role.ts';
+export { CONSOLE_CSP, registerConsoleRoutes } from './console/console-routes.ts';
+export { ConsoleSessions } from './console/console-sessions.ts';
+export { CSRF_HEADER } from './console/csrf.ts';
 export {
   type CheckState,
   RECENT_WORK_MS,

@@ -1,14 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 
-/** Where GET / sends a browser: the API's browsable documentation (the console, once there is one). */
-export const BROWSER_HOME = '/docs';
-
 export interface RootLinks {
-  readonly [name: string]: string;
+  readonly [name: string]: string | undefined;
 }
 
 /**
- * GET /: a browser (its Accept prefers text/html) is redirected to the documentation; any other
+ * GET /: a browser (its Accept prefers text/html) is redirected to the console; any other
  * client gets a JSON index of where things are, so that `curl localhost:8080` leads somewhere
  * instead of a 404.
  */
@@ -18,7 +15,9 @@ export function registerRootRoute(
 ): void {
   app.get('/', { schema: { hide: true } }, async (request, reply) => {
     reply.header('vary', 'accept');
-    if (prefersHtml(request.headers.accept)) return reply.redirect(BROWSER_HOME, 302);
+    // The operations console where this server has one, otherwise the API's documentation.
+    if (prefersHtml(request.headers.accept))
+      return reply.redirect(index.links.console ?? index.links.docs ?? '/docs', 302);
     return {
       name: index.name,
       version: index.version,

@@ -4,6 +4,8 @@ import { processMetrics, processTracing, type TaskgateMetrics } from '@taskgate/
 import type { ContentSet, ToolCatalog, ToolModule } from '@taskgate/tools';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
+import { registerConsoleRoutes } from './console/console-routes.ts';
+import type { ConsoleSessions } from './console/console-sessions.ts';
 import { type ReadinessProbe, registerHealthRoutes } from './health-routes.ts';
 import { type Authenticator, authenticateScope } from './http/auth.ts';
 import { checkDecodedInput } from './http/decoded-input.ts';
@@ -23,6 +25,7 @@ import { registerModuleRoutes } from './modules/module-routes.ts';
 import { registerRootRoute } from './root-route.ts';
 import { registerElicitationRoutes } from './routes/elicitation-routes.ts';
 import { registerReconciliationRoutes } from './routes/reconciliation-routes.ts';
+import { registerTaskDetailRoutes } from './routes/task-detail-routes.ts';
 import { ProblemSchema, TaskSchema } from './routes/task-schemas.ts';
 import { registerTaskRoutes } from './routes/tasks-routes.ts';
 import { registerToolRoutes, ToolSchema } from './routes/tools-routes.ts';
@@ -43,6 +46,8 @@ export interface ApiServerOptions {
     readonly hub: TaskEventsHub;
     /** Who may call: static tokens, OAuth access tokens, or (loopback only) anyone. */
     readonly auth: Authenticator;
+    /** Console sign-in sessions (null or absent: the console can be used only without tokens). */
+    readonly consoleSessions?: ConsoleSessions | null;
     readonly events?: { readonly keepaliveMs?: number; readonly pollMs?: number };
     /** Tool modules whose routes this API serves under /v1 (with the pool their routes use). */
     readonly modules?: {
@@ -155,7 +160,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
     links: {
       docs: '/docs',
       openapi: '/openapi.json',
-      ...(options.tasks ? { tasks: '/v1/tasks', tools: '/v1/tools' } : {}),
+      ...(options.tasks ? { console: '/ui', tasks: '/v1/tasks', tools: '/v1/tools' } : {}),
       ...(options.tasks?.mcp ? { mcp: '/mcp' } : {}),
       health: '/healthz',
       ready: '/readyz',
@@ -166,6 +171,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
   if (!tasks) return app;
   if (tasks.auth.oauth) registerProtectedResourceRoutes(app, tasks.auth.oauth);
   const server = { name: 'taskgate', version: options.version ?? '0.1.0' };
+  await registerConsoleRoutes(app, { auth: tasks.auth, sessions: tasks.consoleSessions ?? null });
   // /v1: the tenant is resolved as the request arrives (401 before any 400, 413 or 415), and every
   // decoded value is checked before the schema runs.
   await app.register(async (v1) => {
@@ -180,6 +186,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
         capacity: 4,
       },
     });
+    registerTaskDetailRoutes(v1, { service: tasks.service });
     registerToolRoutes(v1, { tools: tasks.service.tools });
     registerReconciliationRoutes(v1, { ledger: tasks.ledger });
     if (tasks.modules) {

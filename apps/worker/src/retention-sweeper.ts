@@ -1,6 +1,7 @@
 import {
   type Database,
   deleteDeliveredOutbox,
+  deleteEndedConsoleSessions,
   deleteExpiredKeys,
   deleteExpiredTasks,
   deleteIdleMcpSessions,
@@ -65,13 +66,15 @@ export class RetentionSweeper {
       // A few rows per deployment and restart: one statement, no batches.
       const instances = await deleteStaleInstances(this.#db, INSTANCE_RETENTION_MS);
       const sessions = await this.#drain((limit) => deleteIdleMcpSessions(this.#db, limit), batch);
-      if (tasks + keys + outbox + instances + sessions > 0) {
+      const consoleSessions = await this.#drain((limit) => deleteEndedConsoleSessions(this.#db, limit), batch);
+      const total = tasks + keys + outbox + instances + sessions + consoleSessions;
+      if (total > 0) {
         this.#logger.info(
-          { tasks, idempotencyKeys: keys, deliveredOutbox: outbox, instances, mcpSessions: sessions },
+          { tasks, idempotencyKeys: keys, deliveredOutbox: outbox, instances, mcpSessions: sessions, consoleSessions },
           'expired rows deleted',
         );
       }
-      return tasks + keys + outbox + instances + sessions;
+      return total;
     })().finally(() => {
       this.#running = null;
     });

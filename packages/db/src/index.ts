@@ -39,6 +39,15 @@ export {
 } from './connection.ts';
 export { isDatabaseUnavailable } from './connection-errors.ts';
 export {
+  CONSOLE_SESSION_IDLE_MS,
+  CONSOLE_SESSION_MAX_MS,
+  type ConsoleSession,
+  deleteEndedConsoleSessions,
+  endConsoleSession,
+  findConsoleSession,
+  insertConsoleSession,
+} from './console-sessions/console-sessions.ts';
+export {
   type EmbeddedPostgres,
   type EmbeddedPostgresOptions,
   startEmbeddedPostgres,
@@ -194,6 +203,14 @@ export {
   releaseAttempt,
   strayAttempts,
 } from './tasks/task-attempts.ts';
+export {
+  readTaskClocks,
+  readTaskEvents,
+  readTaskSteps,
+  type TaskClocks,
+  type TaskEventRecord,
+  type TaskStepRecord,
+} from './tasks/task-history.ts';
 export { TaskListener, type TaskListenerOptions } from './tasks/task-listener.ts';
 export {
   appendLogMessages,
@@ -228,6 +245,7 @@ export {
   type ListQuery,
   listTaskEvents,
   listTasks,
+  listTasksStatement,
   type NewTask,
   requestCancel,
   type TaskCursor,

@@ -233,7 +233,21 @@ export interface McpSessionsTable {
   url_elicitations: Generated<string[]>;
 }
 
+/** A signed-in console session (migration 0024); packages/db/src/console-sessions/ owns it. */
+export interface ConsoleSessionsTable {
+  id_digest: Buffer;
+  tenant_id: string;
+  scopes: string[] | null;
+  token_digest: string | null;
+  csrf_token: string;
+  created_at: GeneratedTimestamp;
+  last_seen_at: GeneratedTimestamp;
+  expires_at: Timestamp;
+  ended_at: Timestamp | null;
+}
+
 export interface Database {
+  console_sessions: ConsoleSessionsTable;
   content_watch_leases: ContentWatchLeasesTable;
   content_watches: ContentWatchesTable;
   instances: InstancesTable;

@@ -33,6 +33,16 @@ export const errorRegistry = {
   TG_INSTANCE_NOT_REGISTERED: { title: 'Instance not registered', httpStatus: 500, exitCode: 70 },
   TG_UNAUTHORIZED: { title: 'Missing or invalid bearer token', httpStatus: 401, exitCode: 77 },
   TG_INSUFFICIENT_SCOPE: { title: 'The access token lacks a scope this request needs', httpStatus: 403, exitCode: 77 },
+  TG_CSRF_REFUSED: {
+    title: 'A signed-in console request that changes state did not come from the console',
+    httpStatus: 403,
+    exitCode: 77,
+  },
+  TG_SIGN_IN_NOT_NEEDED: {
+    title: 'This server asks for no token: there is nothing to sign in to',
+    httpStatus: 409,
+    exitCode: 65,
+  },
   TG_TOKEN_IN_QUERY: { title: 'Access token sent in the URL', httpStatus: 400, exitCode: 64 },
   TG_ISSUER_UNAVAILABLE: {
     title: "The authorization server's metadata or keys cannot be read",

@@ -1,6 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { TaskgateError } from '@taskgate/errors';
+import type { ConsoleSession } from '@taskgate/db';
+import { isTaskgateError, TaskgateError } from '@taskgate/errors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { checkCsrf } from '../console/csrf.ts';
 import { bearerChallenge, type Challenge, metadataUrlFor } from './oauth/protected-resource.ts';
 import { MCP_SCOPES, restScopeOf, type ScopeGroup, scopeName } from './oauth/scopes.ts';
 import { IssuerUnavailable, type OAuthSettings, TokenRejected, type TokenVerifier } from './oauth/token-verifier.ts';
@@ -11,6 +13,19 @@ export interface Caller {
   readonly tenant: string;
   /** An OAuth token's scopes; null for a static token, which may do everything its tenant can. */
   readonly scopes: ReadonlySet<string> | null;
+  /**
+   * Set when the request was authenticated by a console session's cookie rather than a bearer
+   * token: a browser sends the cookie on its own, so a state change also needs the session's CSRF
+   * token and a same-origin Origin (console/csrf.ts).
+   */
+  readonly session?: { readonly csrfToken: string };
+}
+
+/** Where console sessions are looked up (console_sessions; console/console-sessions.ts). */
+export interface SessionLookup {
+  /** The session id in this request's cookie, or null. */
+  idOf(request: FastifyRequest): string | null;
+  find(sessionId: string): Promise<ConsoleSession | null>;
 }
 
 /**
@@ -28,6 +43,13 @@ export interface Authenticator {
   authorize(request: FastifyRequest, caller: Caller, groups: readonly ScopeGroup[]): void;
   /** GET /metrics: its own token or scope, never a tenant's (the figures cover every tenant). */
   authenticateMetrics(request: FastifyRequest): Promise<void>;
+  /**
+   * A token pasted into /ui/login, judged as a bearer token would be (no request around it):
+   * the caller it stands for, and when it stops being valid (null: a static token, no end).
+   */
+  verifyToken(
+    token: string,
+  ): Promise<{ readonly caller: Caller; readonly expiresAt: number | null; readonly tokenDigest: string | null }>;
 }
 
 export interface AuthenticatorOptions {
@@ -38,6 +60,8 @@ export interface AuthenticatorOptions {
   readonly oauth?: { readonly settings: OAuthSettings; readonly verifier: TokenVerifier } | null;
   /** TASKGATE_METRICS_TOKEN: the token a scraper sends to /metrics. */
   readonly metricsToken?: string | null;
+  /** Console sessions: a request without an Authorization header may carry a session's cookie. */
+  readonly sessions?: SessionLookup | null;
 }
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
@@ -92,6 +116,8 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     }
     const token = tokenOf(request);
     if (token === null) {
+      const session = await sessionCaller(request);
+      if (session !== null) return session;
       throw refuse(
         request,
         'TG_UNAUTHORIZED',
@@ -122,6 +148,41 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     }
   };
 
+  /** The caller a console session's cookie stands for, or null (no cookie, or no live session). */
+  const sessionCaller = async (request: FastifyRequest): Promise<Caller | null> => {
+    const sessions = options.sessions;
+    const id = sessions?.idOf(request) ?? null;
+    if (sessions === undefined || sessions === null || id === null) return null;
+    const session = await sessions.find(id);
+    if (session === null) return null;
+    // A static token taken out of TASKGATE_TOKENS ends the sessions it opened.
+    if (session.tokenDigest !== null && !byDigest.has(session.tokenDigest)) return null;
+    return {
+      tenant: session.tenantId,
+      scopes: session.scopes === null ? null : new Set(session.scopes),
+      session: { csrfToken: session.csrfToken },
+    };
+  };
+
+  const verifyToken = async (token: string) => {
+    const tokenDigest = digest(token);
+    const tenant = byDigest.get(tokenDigest);
+    if (tenant !== undefined) return { caller: { tenant, scopes: null }, expiresAt: null, tokenDigest };
+    if (!oauth) throw new TaskgateError('TG_UNAUTHORIZED', 'the token is not valid');
+    try {
+      const verified = await oauth.verifier.verifyUncached(token);
+      return {
+        caller: { tenant: verified.token.tenant, scopes: verified.token.scopes },
+        expiresAt: verified.expiresAt,
+        tokenDigest: null,
+      };
+    } catch (error) {
+      if (error instanceof TokenRejected) throw new TaskgateError('TG_UNAUTHORIZED', error.message);
+      if (error instanceof IssuerUnavailable) throw new TaskgateError('TG_ISSUER_UNAVAILABLE', error.message);
+      throw error;
+    }
+  };
+
   const authorize = (request: FastifyRequest, caller: Caller, groups: readonly ScopeGroup[]): void => {
     if (caller.scopes === null) return;
     const missing = groups.map(scopeName).filter((scope) => !caller.scopes?.has(scope));
@@ -144,6 +205,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     oauth: oauth?.settings ?? null,
     authenticate,
     authorize,
+    verifyToken,
     async authenticateMetrics(request) {
       // Open exactly where the API is: with no token configured at all (loopback only). A server
       // that asks callers for tokens asks scrapers too, even when no metrics token is configured:
@@ -193,8 +255,11 @@ export function authenticateScope(scope: FastifyInstance, auth: Authenticator): 
     try {
       const caller = await auth.authenticate(request);
       auth.authorize(request, caller, [restScopeOf(request.method, request.routeOptions.url)]);
+      if (caller.session !== undefined) checkCsrf(request, caller.session.csrfToken);
       callers.set(request, caller);
     } catch (error) {
+      if (isTaskgateError(error, 'TG_CSRF_REFUSED'))
+        return sendProblem(reply, problem(error.code, error.message, request.url));
       const challenge = challengeOf(error);
       if (challenge === null || !(error instanceof TaskgateError)) throw error;
       reply.header('www-authenticate', challenge);

@@ -1,4 +1,4 @@
-import type { TaskRecord } from '@taskgate/db';
+import type { TaskRecord, TaskStatus } from '@taskgate/db';
 import { type Static, Type } from 'typebox';
 import { MAX_TTL_MS } from '../tasks/task-limits.ts';
 
@@ -80,14 +80,48 @@ export const ListTasksQuery = Type.Object(
     status: Type.Optional(TaskStatusSchema),
     limit: Type.Optional(
       Type.String({
-        pattern: '^(?:[1-9][0-9]?|100)$',
-        description: `page size: a decimal integer from 1 to 100 (default ${DEFAULT_LIST_LIMIT})`,
+        pattern: '^(?:[1-9][0-9]{0,2}|1000)$',
+        description: `page size: a decimal integer from 1 to 1000 (default ${DEFAULT_LIST_LIMIT})`,
       }),
     ),
     cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })),
+    tool: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: "only this tool's tasks" })),
+    createdAfter: Type.Optional(
+      Type.String({ format: 'date-time', description: 'only tasks created at or after this instant (RFC 3339)' }),
+    ),
+    createdBefore: Type.Optional(
+      Type.String({ format: 'date-time', description: 'only tasks created before this instant (RFC 3339)' }),
+    ),
+    id: Type.Optional(Type.String({ format: 'uuid', description: 'the task with this id, if it is yours' })),
+    idempotencyKey: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        description: 'the task this idempotency key named, while the ledger remembers the key',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
+
+/** The filters of a query ListTasksQuery accepted, as TaskService.list takes them. */
+export function listFilters(query: {
+  status?: TaskStatus;
+  tool?: string;
+  createdAfter?: string;
+  createdBefore?: string;
+  id?: string;
+  idempotencyKey?: string;
+}) {
+  return {
+    ...(query.status ? { status: query.status } : {}),
+    ...(query.tool === undefined ? {} : { tool: query.tool }),
+    ...(query.createdAfter === undefined ? {} : { createdAfter: new Date(query.createdAfter) }),
+    ...(query.createdBefore === undefined ? {} : { createdBefore: new Date(query.createdBefore) }),
+    ...(query.id === undefined ? {} : { id: query.id }),
+    ...(query.idempotencyKey === undefined ? {} : { idempotencyKey: query.idempotencyKey }),
+  };
+}
 
 /** The page size of a query ListTasksQuery accepted. */
 export function listLimit(limit: string | undefined): number {

@@ -8,10 +8,12 @@ import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { TaskWatcher } from '../tasks/task-watch.ts';
 import { IdempotencyHeaders, sendSubmission, submitWithKey } from './idempotent-submit.ts';
+import { streamTaskList } from './task-list-events.ts';
 import {
   CancelTaskBody,
   CreateTaskBody,
   ListTasksQuery,
+  listFilters,
   listLimit,
   TaskIdParams,
   TaskListSchema,
@@ -71,7 +73,8 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
     {
       schema: {
         summary: 'List tasks, newest first',
-        description: 'Keyset pagination: pass nextCursor back as cursor for the next page.',
+        description:
+          'Keyset pagination: pass nextCursor back as cursor for the next page, with the same filters. Filters combine (all must hold).',
         tags: ['tasks'],
         security,
         querystring: ListTasksQuery,
@@ -79,13 +82,50 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
       },
     },
     async (request) => {
-      const query = request.query as { status?: TaskRecord['status']; limit?: string; cursor?: string };
+      const query = request.query as Parameters<typeof listFilters>[0] & { limit?: string; cursor?: string };
       const listing = await service.list(tenantOf(request), {
         limit: listLimit(query.limit),
-        ...(query.status ? { status: query.status } : {}),
+        ...listFilters(query),
         ...(query.cursor ? { cursor: query.cursor } : {}),
       });
       return { tasks: listing.tasks.map(taskBody), nextCursor: listing.nextCursor };
+    },
+  );
+
+  app.get(
+    '/v1/tasks/events',
+    {
+      schema: {
+        summary: 'Watch a list of tasks (Server-Sent Events): the tasks page of the console, live',
+        description:
+          'Takes the query of GET /v1/tasks. Events: `snapshot` (that page: tasks and nextCursor), then `task` (a task of the page changed; the whole task), `created` (a new task matching the filters; without a cursor it enters the page, whose oldest task leaves), `gone` (a task of the page expired: id), `refetch` (the reader fell behind and changes were dropped: read the page again). `:` comments keep quiet streams open.',
+        tags: ['tasks'],
+        security,
+        querystring: ListTasksQuery,
+        response: { 200: { content: { 'text/event-stream': { schema: Type.String() } } }, ...problems(400, 401) },
+      },
+    },
+    async (request, reply) => {
+      const tenantId = tenantOf(request);
+      const query = request.query as Parameters<typeof listFilters>[0] & { limit?: string; cursor?: string };
+      const listQuery = {
+        limit: listLimit(query.limit),
+        ...listFilters(query),
+        ...(query.cursor ? { cursor: query.cursor } : {}),
+      };
+      const first = await service.list(tenantId, listQuery);
+      reply.hijack();
+      const stream = streamTaskList(reply.raw, tenantId, listQuery, first, {
+        service,
+        hub: options.hub,
+        watcher,
+        keepaliveMs: options.events.keepaliveMs,
+        pollMs: options.events.pollMs,
+      });
+      if (!stream.closed) {
+        watching.add(stream);
+        stream.onClose(() => watching.delete(stream));
+      }
     },
   );
 

@@ -14,6 +14,8 @@ const RECENT_TERMINAL = 4_096;
 export class TaskEventsHub {
   readonly #listener: TaskListener | null;
   readonly #subscribers = new Map<string, Set<(notification: TaskNotification | null) => void>>();
+  /** By tenant: every notification of the tenant's tasks (the console's live list hears new tasks). */
+  readonly #tenantSubscribers = new Map<string, Set<(notification: TaskNotification | null) => void>>();
   /**
    * The latest terminal notifications, oldest first. A caller subscribes after its task was
    * created, and a fast worker's terminal NOTIFY may arrive before that: the subscriber is told at
@@ -32,11 +34,13 @@ export class TaskEventsHub {
     this.#listener?.onNotification((notification) => {
       if (isTerminalStatus(notification.status)) this.#remember(notification);
       for (const handler of this.#subscribers.get(notification.id) ?? []) handler(notification);
+      for (const handler of this.#tenantSubscribers.get(notification.tenant) ?? []) handler(notification);
     });
     // The LISTEN connection was lost and is back: whatever changed meanwhile went unheard, so every
     // watcher re-reads now instead of at its next poll (null: "something may have changed").
     this.#listener?.onReconnect(() => {
       for (const handlers of this.#subscribers.values()) for (const handler of handlers) handler(null);
+      for (const handlers of this.#tenantSubscribers.values()) for (const handler of handlers) handler(null);
     });
   }
 
@@ -75,6 +79,23 @@ export class TaskEventsHub {
     return () => {
       handlers.delete(onChange);
       if (handlers.size === 0) this.#subscribers.delete(taskId);
+    };
+  }
+
+  /**
+   * Calls `onNotification` with every notification of the tenant's tasks (null: the listener
+   * reconnected, some may have been missed). Returns the unsubscribe function.
+   */
+  subscribeTenant(tenant: string, onNotification: (notification: TaskNotification | null) => void): () => void {
+    let handlers = this.#tenantSubscribers.get(tenant);
+    if (!handlers) {
+      handlers = new Set();
+      this.#tenantSubscribers.set(tenant, handlers);
+    }
+    handlers.add(onNotification);
+    return () => {
+      handlers.delete(onNotification);
+      if (handlers.size === 0) this.#tenantSubscribers.delete(tenant);
     };
   }
 

@@ -11,17 +11,23 @@ import {
   insertTasks,
   type KeyRecord,
   keyFingerprint,
+  type ListQuery,
   listTasks,
   type NewTask,
   readLogMessages,
+  readTaskClocks,
+  readTaskEvents,
+  readTaskSteps,
   requestCancel,
   type TaskAnnouncer,
+  type TaskClocks,
+  type TaskEventRecord,
   type TaskJobData,
   type TaskLogMessage,
   type TaskMode,
   TaskQueues,
   type TaskRecord,
-  type TaskStatus,
+  type TaskStepRecord,
   type TaskWriter,
   toolQueue,
 } from '@taskgate/db';
@@ -119,6 +125,9 @@ export function cappedClocks(
 
 export const DEFAULT_IDEMPOTENCY_RETENTION_MS = 24 * 60 * 60 * 1000;
 const MAX_KEY_LENGTH = 255;
+
+/** GET /v1/tasks's query: its filters, and the cursor of the page before. */
+export type TaskListQuery = Omit<ListQuery, 'after'> & { readonly cursor?: string };
 
 export interface TaskListing {
   readonly tasks: TaskRecord[];
@@ -388,17 +397,33 @@ export class TaskService {
   }
 
   /** The task's ctx.log() messages after `afterSeq`, oldest first, at most `limit`. */
+  /** The task's events after `afterId`, with its clocks, trace and holder (the console's task page). */
+  async timeline(
+    tenantId: string,
+    id: string,
+    afterId: string,
+    limit: number,
+  ): Promise<{ readonly clocks: TaskClocks; readonly events: TaskEventRecord[] }> {
+    await this.get(tenantId, id); // 404 for an id that is no task of this tenant's, a malformed one included
+    const clocks = await readTaskClocks(this.#options.db, tenantId, id);
+    if (clocks === null) throw notFound(id);
+    return { clocks, events: await readTaskEvents(this.#options.db, { tenantId, taskId: id, afterId, limit }) };
+  }
+
+  /** The task's durable steps (404 for a task this tenant does not have). */
+  async steps(tenantId: string, id: string, limit: number): Promise<TaskStepRecord[]> {
+    await this.get(tenantId, id);
+    return readTaskSteps(this.#options.db, tenantId, id, limit);
+  }
+
   logMessages(tenantId: string, id: string, afterSeq: number, limit: number): Promise<TaskLogMessage[]> {
     return readLogMessages(this.#options.db, { tenantId, taskId: id, afterSeq, limit });
   }
 
-  async list(tenantId: string, query: { status?: TaskStatus; limit: number; cursor?: string }): Promise<TaskListing> {
-    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
-    const page = await listTasks(this.#options.db, tenantId, {
-      limit: query.limit,
-      ...(query.status ? { status: query.status } : {}),
-      ...(after ? { after } : {}),
-    });
+  async list(tenantId: string, query: TaskListQuery): Promise<TaskListing> {
+    const { cursor, ...filters } = query;
+    const after = cursor === undefined ? undefined : decodeCursor(cursor);
+    const page = await listTasks(this.#options.db, tenantId, { ...filters, ...(after ? { after } : {}) });
     return { tasks: page.tasks, nextCursor: page.next ? encodeCursor(page.next) : null };
   }
 

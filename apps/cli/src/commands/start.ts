@@ -200,7 +200,12 @@ export async function bootTaskgate(
       }
     }
 
-    logger.info({ roles: args.roles, url, database: database.description }, 'taskgate started');
+    // The console's address first: it is what a person starting Taskgate opens next. The message
+    // stays 'taskgate started' (scripts wait for it).
+    logger.info(
+      { ...(url === null ? {} : { console: `${url}/ui` }), roles: args.roles, url, database: database.description },
+      'taskgate started',
+    );
     return { url, modules };
   } catch (error) {
     // Start-up failed part-way: stop what did start, then report the original error.

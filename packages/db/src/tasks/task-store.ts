@@ -130,6 +130,16 @@ export interface ListQuery {
   readonly status?: TaskStatus;
   readonly limit: number;
   readonly after?: TaskCursor;
+  /** Only this tool's tasks (index tasks_tenant_tool_created_idx, migration 0025). */
+  readonly tool?: string;
+  /** Created at or after this instant. */
+  readonly createdAfter?: Date;
+  /** Created before this instant. */
+  readonly createdBefore?: Date;
+  /** The task with this id (at most one row). */
+  readonly id?: string;
+  /** The task an idempotency key names while the ledger remembers the key (its primary key). */
+  readonly idempotencyKey?: string;
 }
 
 /** Keyset position: created_at exactly as Postgres prints it (microseconds intact), then id. */
@@ -145,24 +155,43 @@ export interface TaskPage {
 
 /** Newest first, `limit` at a time, continuing strictly after the cursor. */
 export async function listTasks(db: Db, tenantId: string, query: ListQuery): Promise<TaskPage> {
-  const status = query.status ? sql`AND status = ${query.status}` : sql``;
-  const after = query.after
-    ? sql`AND (created_at, id) < (${query.after.createdAt}::timestamptz, ${query.after.id}::uuid)`
-    : sql``;
-  const { rows } = await sql<TaskRow & { cursor_created_at: string }>`
-    SELECT *, created_at::text AS cursor_created_at FROM tasks
-    WHERE tenant_id = ${tenantId} ${status} ${after}
-      AND (expires_at IS NULL OR expires_at > now())
-      -- The platform's own tasks (a remote resource read) are not the client's to list.
-      AND tool NOT LIKE 'taskgate.%'
-    ORDER BY created_at DESC, id DESC
-    LIMIT ${query.limit + 1}`.execute(db);
+  const { rows } = await listTasksStatement(tenantId, query).execute(db);
   const page = rows.slice(0, query.limit);
   const last = page.at(-1);
   return {
     tasks: page.map(toTaskRecord),
     next: rows.length > query.limit && last ? { createdAt: last.cursor_created_at, id: last.id } : null,
   };
+}
+
+/**
+ * The statement listTasks runs, one row more than the page (that row says there is a next page):
+ * apart so that a test can EXPLAIN exactly it (test/api/task-list-filters.test.ts asserts that
+ * every filter is served by an index).
+ */
+export function listTasksStatement(tenantId: string, query: ListQuery) {
+  const status = query.status ? sql`AND status = ${query.status}` : sql``;
+  const tool = query.tool === undefined ? sql`` : sql`AND tool = ${query.tool}`;
+  const createdAfter = query.createdAfter === undefined ? sql`` : sql`AND created_at >= ${query.createdAfter}`;
+  const createdBefore = query.createdBefore === undefined ? sql`` : sql`AND created_at < ${query.createdBefore}`;
+  const id = query.id === undefined ? sql`` : sql`AND id = ${query.id}::uuid`;
+  // The key's task id from idempotency_keys' primary key (tenant_id, key): tasks.idempotency_key
+  // has no index, and a search must not read millions of rows.
+  const key =
+    query.idempotencyKey === undefined
+      ? sql``
+      : sql`AND id = (SELECT task_id FROM idempotency_keys WHERE tenant_id = ${tenantId} AND key = ${query.idempotencyKey})`;
+  const after = query.after
+    ? sql`AND (created_at, id) < (${query.after.createdAt}::timestamptz, ${query.after.id}::uuid)`
+    : sql``;
+  return sql<TaskRow & { cursor_created_at: string }>`
+    SELECT *, created_at::text AS cursor_created_at FROM tasks
+    WHERE tenant_id = ${tenantId} ${status} ${tool} ${createdAfter} ${createdBefore} ${id} ${key} ${after}
+      AND (expires_at IS NULL OR expires_at > now())
+      -- The platform's own tasks (a remote resource read) are not the client's to list.
+      AND tool NOT LIKE 'taskgate.%'
+    ORDER BY created_at DESC, id DESC
+    LIMIT ${query.limit + 1}`;
 }
 
 export interface CancelOutcome {

@@ -1,0 +1,118 @@
+// @ts-check
+// The console's shell: a router over history.pushState (every page has its own URL and
+// reloads), the sign-in gate, the navigation and sign-out. Each page is a module with
+// `render(main, params)` that returns what ends it (its live stream) when the page changes.
+import { request, session, setSession } from './api.js';
+import { h, problemBox, refreshTimes, replaceChildren } from './dom.js';
+
+/**
+ * @typedef {{ url: URL, match: RegExpMatchArray, navigate: (href: string) => void }} PageContext
+ * @typedef {{ render(main: HTMLElement, context: PageContext): (void | (() => void)) | Promise<void | (() => void)>, title?: string }} PageModule
+ */
+
+/** @type {readonly [RegExp, string, () => Promise<PageModule>][]} */
+const ROUTES = [
+  [/^\/ui\/?$/, 'tasks', () => import('./tasks-page.js')],
+  [/^\/ui\/tasks\/([^/]+)\/?$/, 'tasks', () => import('./task-page.js')],
+  [/^\/ui\/login\/?$/, '', () => import('./login-page.js')],
+];
+
+const main = /** @type {HTMLElement} */ (document.getElementById('main'));
+/** @type {(() => void) | void} */
+let leave;
+let generation = 0;
+
+/** @param {string} href */
+function navigate(href) {
+  history.pushState(null, '', href);
+  void show();
+}
+
+async function show() {
+  const mine = ++generation;
+  if (typeof leave === 'function') leave();
+  leave = undefined;
+  const url = new URL(location.href);
+  const route = ROUTES.find(([pattern]) => pattern.test(url.pathname));
+  const who = await session().catch((error) => error);
+  if (mine !== generation) return;
+  if (who instanceof Error) {
+    replaceChildren(main, h('h1', {}, 'Taskgate'), problemBox(who));
+    return;
+  }
+  showWho(who);
+  if (route === undefined) {
+    document.title = 'Not found · Taskgate';
+    replaceChildren(
+      main,
+      h('h1', {}, 'No such page'),
+      h(
+        'p',
+        {},
+        'The console has no page at ',
+        h('code', {}, url.pathname),
+        '. ',
+        h('a', { href: '/ui', 'data-link': '' }, 'Go to the tasks'),
+        '.',
+      ),
+    );
+    return;
+  }
+  const [pattern, section, load] = route;
+  const isLogin = section === '';
+  // No session: show nothing of the data, lead to sign-in (and back here after it).
+  if (who.required && !who.signedIn && !isLogin) {
+    const next = url.pathname + url.search;
+    history.replaceState(null, '', `/ui/login?next=${encodeURIComponent(next)}`);
+    return show();
+  }
+  for (const link of document.querySelectorAll('#nav a')) {
+    if (link instanceof HTMLElement && link.dataset.section === section) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  const page = await load();
+  if (mine !== generation) return;
+  const match = /** @type {RegExpMatchArray} */ (url.pathname.match(pattern));
+  main.replaceChildren();
+  try {
+    leave = await page.render(main, { url, match, navigate });
+  } catch (error) {
+    replaceChildren(main, problemBox(error));
+  }
+  if (mine !== generation && typeof leave === 'function') leave();
+}
+
+/** @param {import('./api.js').Session} who */
+function showWho(who) {
+  const box = /** @type {HTMLElement} */ (document.getElementById('who'));
+  const tenant = /** @type {HTMLElement} */ (document.getElementById('who-tenant'));
+  const signOut = /** @type {HTMLButtonElement} */ (document.getElementById('sign-out'));
+  const nav = /** @type {HTMLElement} */ (document.getElementById('nav'));
+  box.hidden = !who.signedIn;
+  nav.hidden = !who.signedIn;
+  tenant.textContent = who.tenant === null ? '' : `Tenant ${who.tenant}`;
+  signOut.hidden = !who.required;
+}
+
+document.addEventListener('click', (event) => {
+  const target = event.target instanceof Element ? event.target.closest('a[data-link]') : null;
+  if (!(target instanceof HTMLAnchorElement)) return;
+  if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey)
+    return;
+  if (target.origin !== location.origin) return;
+  event.preventDefault();
+  navigate(target.pathname + target.search);
+});
+window.addEventListener('popstate', () => void show());
+
+document.getElementById('sign-out')?.addEventListener('click', async () => {
+  try {
+    await request('DELETE', '/ui/session');
+  } finally {
+    setSession(null);
+    navigate('/ui/login');
+  }
+});
+
+setInterval(refreshTimes, 10_000);
+void show();

@@ -1,0 +1,71 @@
+// Screenshots of every console page, light and dark, into docs/console/ (the README shows them):
+//   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres node scripts/console-screenshots.ts
+// On a scratch database (dropped afterwards): a worker runs the demo tools, a few tasks are started
+// so that each page has something to show — running with progress, completed, failed, cancelled —
+// and Chromium (/usr/bin/chromium, or CHROMIUM_PATH) photographs the pages at 1280 x 900.
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { benchDatabase } from '../bench/support/bench-database.ts';
+import { launchChromium } from '../test/support/browser.ts';
+import { serveApi, startPlatform, waitForTask } from '../test/support/task-platform.ts';
+
+const OUT = fileURLToPath(new URL('../docs/console/', import.meta.url));
+const database = await benchDatabase();
+const platform = await startPlatform(database.url);
+await platform.startWorker();
+const api = await serveApi(platform, database.url, { events: { pollMs: 200, keepaliveMs: 15_000 } });
+const signIn = await serveApi(platform, database.url, { tokens: new Map([['acme-screenshot-token-0123', 'acme']]) });
+const origin = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+const signInOrigin = `http://127.0.0.1:${(signIn.app.server.address() as AddressInfo).port}`;
+const browser = await launchChromium();
+try {
+  const tenant = 'default';
+  const finished = await platform.service.create(tenant, { tool: 'greet', arguments: { name: 'Ada' } });
+  const failed = await platform.service.create(tenant, { tool: 'protocol_error_job', arguments: {} });
+  const cancelled = await platform.service.create(tenant, { tool: 'slow_compute', arguments: { seconds: 60 } });
+  for (let n = 0; n < 4; n += 1) {
+    await platform.service.create(tenant, { tool: 'slow_compute', arguments: { seconds: 300, label: `batch ${n}` } });
+  }
+  const running = await platform.service.create(tenant, { tool: 'slow_compute', arguments: { seconds: 300 } });
+  await waitForTask(
+    () => platform.service.get(tenant, cancelled.id),
+    (task) => task.progress !== null,
+  );
+  await platform.service.cancel(tenant, cancelled.id, 'not needed any more', { signal: 'rest_cancel' });
+  for (const id of [finished.id, cancelled.id, failed.id]) {
+    await waitForTask(
+      () => platform.service.get(tenant, id),
+      (task) => task.finishedAt !== null,
+    );
+  }
+  await waitForTask(
+    () => platform.service.get(tenant, running.id),
+    (task) => (task.progress?.value ?? 0) > 40,
+  );
+  const pages: [string, string, string][] = [
+    ['tasks', `${origin}/ui`, 'tbody tr'],
+    ['task-running', `${origin}/ui/tasks/${running.id}`, 'ol.timeline li'],
+    ['task-cancelled', `${origin}/ui/tasks/${cancelled.id}`, 'text=Cancel observed by the worker'],
+    ['task-failed', `${origin}/ui/tasks/${failed.id}`, 'ol.timeline li'],
+    ['login', `${signInOrigin}/ui/login`, 'h1'],
+  ];
+  for (const colorScheme of ['light', 'dark'] as const) {
+    for (const [name, url, ready] of pages) {
+      const context = await browser.newContext({ colorScheme, viewport: { width: 1280, height: 900 } });
+      const page = await context.newPage();
+      await page.goto(url);
+      await page.locator(ready).first().waitFor();
+      const file = path.join(OUT, `${name}-${colorScheme}.png`);
+      await page.screenshot({ path: file, fullPage: name !== 'tasks' });
+      console.log(path.relative(process.cwd(), file));
+      await context.close();
+    }
+  }
+} finally {
+  await browser.close();
+  await signIn.close();
+  await api.close();
+  await platform.stop();
+  await database.drop();
+}

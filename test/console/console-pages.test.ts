@@ -1,0 +1,252 @@
+import type { AddressInfo } from 'node:net';
+import { CONSOLE_CSP } from '@taskgate/api';
+import { defineTool } from '@taskgate/sdk';
+import type { Browser } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { isFocused, launchChromium, type PageWatch, seriousViolations, watchedPage } from '../support/browser.ts';
+import { useTestDatabase } from '../support/databases.ts';
+import {
+  type Barrier,
+  barrier,
+  type Platform,
+  serveApi,
+  startPlatform,
+  waitForTask,
+} from '../support/task-platform.ts';
+
+// The console in a real browser (Debian's Chromium), on the open loopback server `npm start`
+// runs: the live tasks list, a task's page, cancelling with the button, keyboard use, and
+// axe-core on every page. Every change the page must show is made by the test, then awaited in
+// the DOM: nothing waits on a clock.
+const database = useTestDatabase();
+const gates = new Map<string, Barrier>();
+const gated = defineTool<{ gate: string }>({
+  name: 'gated',
+  description: 'Finishes when the test opens its gate.',
+  inputSchema: { type: 'object', properties: { gate: { type: 'string' } }, required: ['gate'] },
+  retry: 'safe',
+  async handler({ gate }) {
+    await gates.get(gate)?.promise;
+    return { content: [{ type: 'text', text: `gate ${gate} opened` }], structuredContent: { gate } };
+  },
+});
+
+let platform: Platform;
+let api: Awaited<ReturnType<typeof serveApi>>;
+let origin: string;
+let browser: Browser;
+let watch: (PageWatch & { context: { close(): Promise<void> } }) | null = null;
+
+beforeAll(async () => {
+  platform = await startPlatform(database.url, { tools: [gated] as never });
+  await platform.startWorker();
+  api = await serveApi(platform, database.url, {
+    mcp: { loopbackOnly: true },
+    events: { pollMs: 200, keepaliveMs: 15_000 },
+  });
+  origin = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
+  browser = await launchChromium();
+});
+afterEach(async () => {
+  // Whatever a test did, the page it used broke none of the console's rules.
+  const problems = watch?.problems ?? [];
+  await watch?.context.close();
+  watch = null;
+  expect(problems).toEqual([]);
+});
+afterAll(async () => {
+  for (const gate of gates.values()) gate.resolve();
+  await browser?.close();
+  await api?.close();
+  await platform?.stop();
+});
+
+async function open(path: string, options: Parameters<typeof watchedPage>[2] = {}) {
+  watch = await watchedPage(browser, origin, options);
+  const response = await watch.page.goto(`${origin}${path}`);
+  expect(response?.headers()['content-security-policy']).toBe(CONSOLE_CSP);
+  return watch.page;
+}
+
+const gate = (name: string) => {
+  const opened = barrier();
+  gates.set(name, opened);
+  return opened;
+};
+
+describe('the tasks page', () => {
+  it('shows new tasks and their status changes live, without a reload', async () => {
+    const page = await open('/ui');
+    await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+    await page.evaluate('window.notReloaded = true');
+    const held = gate('live-1');
+    const task = await platform.service.create('default', { tool: 'gated', arguments: { gate: 'live-1' } });
+    const row = page.locator(`tr[data-id="${task.id}"]`);
+    await row.waitFor();
+    await expect.poll(() => row.getAttribute('data-status')).toBe('working');
+    held.resolve();
+    await page.locator(`tr[data-id="${task.id}"][data-status="completed"]`).waitFor();
+    expect(await row.getByText('completed').count()).toBe(1);
+    expect(await page.evaluate('window.notReloaded')).toBe(true);
+  });
+
+  it('filters by status and tool from the form, and the filtered page has its own URL', async () => {
+    const held = gate('filter-1');
+    const working = await platform.service.create('default', { tool: 'gated', arguments: { gate: 'filter-1' } });
+    const greeted = await platform.service.create('default', { tool: 'greet', arguments: { name: 'filters' } });
+    await waitForTask(
+      () => platform.service.get('default', greeted.id),
+      (task) => task.status === 'completed',
+    );
+    const page = await open('/ui');
+    await page.locator(`tr[data-id="${greeted.id}"]`).waitFor();
+    await page.getByLabel('Status').selectOption('working');
+    await page.waitForURL(`${origin}/ui?status=working`);
+    await page.locator(`tr[data-id="${working.id}"]`).waitFor();
+    expect(await page.locator(`tr[data-id="${greeted.id}"]`).count()).toBe(0);
+    expect(await page.locator('tbody tr[data-status]:not([data-status="working"])').count()).toBe(0);
+
+    await page.goto(`${origin}/ui?tool=greet`);
+    await page.locator(`tr[data-id="${greeted.id}"]`).waitFor();
+    expect(await page.locator('tbody tr').evaluateAll((rows) => rows.map((row) => row.textContent))).toSatisfy(
+      (texts: string[]) => texts.every((text) => text.includes('greet')),
+    );
+    expect(await page.getByLabel('Tool').inputValue()).toBe('greet');
+    held.resolve();
+  });
+
+  it('searches by task id and by idempotency key', async () => {
+    const created = await api.app.inject({
+      method: 'POST',
+      url: '/v1/tasks',
+      headers: { 'idempotency-key': 'console-search-1' },
+      payload: { tool: 'charge_account', arguments: { account: 'search', cents: 5 } },
+    });
+    expect(created.statusCode).toBe(201);
+    const id = created.json().id as string;
+    const page = await open('/ui');
+    await page.getByLabel('Search').fill('console-search-1');
+    await page.getByLabel('Search').press('Enter');
+    await page.waitForURL(/q=console-search-1/);
+    await page.locator(`tr[data-id="${id}"]`).waitFor();
+    expect(await page.locator('tbody tr').count()).toBe(1);
+    await page.getByLabel('Search').fill(id);
+    await page.getByRole('button', { name: 'Apply' }).click();
+    await page.waitForURL(new RegExp(`q=${id}`));
+    await page.locator(`tr[data-id="${id}"]`).waitFor();
+    expect(await page.locator('tbody tr').count()).toBe(1);
+    await page.getByLabel('Search').fill('no-such-key-anywhere');
+    await page.getByLabel('Search').press('Enter');
+    await page.getByText('No tasks match.').waitFor();
+  });
+
+  it('pages older tasks with a link that survives a reload', async () => {
+    const tool = 'greet';
+    for (let n = 0; n < 55; n += 1)
+      await platform.service.create('default', { tool, arguments: { name: `page-${n}` } });
+    const page = await open('/ui?tool=greet&limit=50');
+    await page.locator('tbody tr').nth(49).waitFor();
+    expect(await page.locator('tbody tr').count()).toBe(50);
+    const firstOnPage1 = await page.locator('tbody tr').first().getAttribute('data-id');
+    await page.getByRole('link', { name: 'Older →' }).click();
+    await page.waitForURL(/cursor=/);
+    await page.getByRole('link', { name: '← Newest' }).waitFor();
+    const page2 = await page.locator('tbody tr').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-id')));
+    expect(page2.length).toBeGreaterThan(0);
+    expect(page2).not.toContain(firstOnPage1);
+    await page.reload();
+    await page.locator(`tr[data-id="${page2[0]}"]`).waitFor();
+  });
+
+  it('shows what a tool returned as text, never as markup, and folds a large value', async () => {
+    const markup = '<img src="http://evil.example/x.png" onerror="alert(1)"><script>alert(2)</script>';
+    const task = await platform.service.create('default', {
+      tool: 'gated',
+      arguments: { gate: markup, padding: 'x'.repeat(5_000) },
+    });
+    const page = await open(`/ui/tasks/${task.id}`);
+    await page.getByRole('heading', { name: 'Arguments' }).waitFor();
+    // Folded: the value is behind a disclosure, and its text (markup included) is shown as text.
+    const fold = page.locator('details.fold');
+    await fold.locator('summary').click();
+    expect(await fold.locator('pre').textContent()).toContain(JSON.stringify(markup));
+    expect(await page.locator('img[src*="evil.example"], script:not([src])').count()).toBe(0);
+    await platform.service.cancel('default', task.id, null, { signal: 'rest_cancel' });
+  });
+});
+
+describe('a task page', () => {
+  it('shows the task live and cancels it with the keyboard: Cancel task, Confirm, then cancelled', async () => {
+    const task = await platform.service.create('default', { tool: 'slow_compute', arguments: { seconds: 120 } });
+    await waitForTask(
+      () => platform.service.get('default', task.id),
+      (read) => read.progress !== null,
+    );
+    const page = await open(`/ui/tasks/${task.id}`);
+    await page.getByRole('heading', { name: /^Task/ }).waitFor();
+    await page.getByText('Attempt 1 started').waitFor();
+    await page.locator('.task-progress progress').waitFor();
+    await page.getByText(/Idle clock/).waitFor();
+
+    // Keyboard only: focus moves to the button by Tab, Enter presses it.
+    const cancel = page.getByRole('button', { name: 'Cancel task' });
+    await page.locator('body').focus();
+    for (let presses = 0; presses < 60; presses += 1) {
+      if (await isFocused(cancel)) break;
+      await page.keyboard.press('Tab');
+    }
+    expect(await isFocused(cancel)).toBe(true);
+    await page.keyboard.press('Enter');
+    const confirm = page.getByRole('button', { name: 'Confirm' });
+    await confirm.waitFor();
+    expect(await isFocused(confirm)).toBe(true);
+    await page.keyboard.press('Enter');
+
+    // The acknowledgement first, then the ending the worker observed.
+    await page.getByText('Cancel requested').first().waitFor();
+    await page.locator('.status-line .badge.status-cancelled').waitFor();
+    await page.getByText('Cancel observed by the worker').waitFor();
+    expect(await page.getByRole('button', { name: 'Cancel task' }).count()).toBe(0);
+    const ended = await platform.service.get('default', task.id);
+    expect(ended.status).toBe('cancelled');
+  });
+
+  it('answers an unknown or malformed id with a page that says so', async () => {
+    for (const id of ['0f8c7a4e-1111-4a4a-8b8b-123456789abc', 'not-a-task']) {
+      const page = await open(`/ui/tasks/${id}`);
+      await page.getByText(`There is no task ${id}`).waitFor();
+      await watch?.context.close();
+      expect(watch?.problems.filter((problem) => !problem.includes('404'))).toEqual([]);
+      watch = null;
+    }
+  });
+});
+
+describe('every page', () => {
+  it('has no serious or critical accessibility violation, light and dark, from 1024 px wide', {
+    timeout: 120_000,
+  }, async () => {
+    const task = await platform.service.create('default', { tool: 'greet', arguments: { name: 'axe' } });
+    await waitForTask(
+      () => platform.service.get('default', task.id),
+      (read) => read.status === 'completed',
+    );
+    for (const colorScheme of ['light', 'dark'] as const) {
+      for (const [path, ready] of [
+        ['/ui', 'tbody tr'],
+        [`/ui/tasks/${task.id}`, 'ol.timeline li'],
+        ['/ui/login', 'h1'],
+        ['/ui/no/such/page', 'h1'],
+      ] as const) {
+        const page = await open(path, { colorScheme, viewport: { width: 1024, height: 768 } });
+        await page.locator(ready).first().waitFor();
+        expect(await seriousViolations(page), `${path} (${colorScheme})`).toEqual([]);
+        // Usable at 1024 px: nothing wider than the window.
+        expect(await page.evaluate('document.documentElement.scrollWidth'), path).toBeLessThanOrEqual(1024);
+        await watch?.context.close();
+        expect(watch?.problems).toEqual([]);
+        watch = null;
+      }
+    }
+  });
+});
