@@ -5,7 +5,8 @@
 // writing the request to the last byte; and the page's first meaningful paint in Chromium (from
 // navigation start to the `taskgate:tasks-painted` mark the page sets after its first page of rows
 // is painted, a new browser context each time, so nothing is cached). The anchor is the same page
-// and the same queries on an empty database, in the same run.
+// and the same queries on an empty database, in the same run. The API runs without its sweeper:
+// the seeded working tasks have no worker, and recovering them is not what is measured.
 //   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench -- console-list
 
 import pg from 'pg';
@@ -18,8 +19,11 @@ const TASKS = Number(process.env.TASKS ?? 2_000_000);
 const SAMPLES = Number(process.env.SAMPLES ?? 40);
 const PAINTS = Number(process.env.PAINTS ?? 10);
 const ROUNDS = Number(process.env.ROUNDS ?? 20);
+const ROUND_MS = Number(process.env.ROUND_MS ?? 250);
 const CHUNK = 250_000;
 const rows: Record<string, string | number>[] = [];
+/** The 1,000-row page's figures, a table of their own (other columns). */
+const updateRows: Record<string, string | number>[] = [];
 
 /** Seeds `count` tasks of tenant "default" (the open server's), printing progress per chunk. */
 async function seed(url: string, count: number): Promise<void> {
@@ -47,8 +51,8 @@ async function seed(url: string, count: number): Promise<void> {
       );
     }
     await client.query(
-      `INSERT INTO idempotency_keys (tenant_id, key, operation, fingerprint, state, task_id, expires_at)
-       SELECT tenant_id, idempotency_key, 'tasks', repeat('0', 64), 'completed', id, now() + interval '1 day'
+      `INSERT INTO idempotency_keys (tenant_id, key, operation, fingerprint, state, task_id, completed_at, expires_at)
+       SELECT tenant_id, idempotency_key, 'tasks', repeat('0', 64), 'completed', id, now(), now() + interval '1 day'
        FROM tasks WHERE idempotency_key IS NOT NULL`,
     );
     // Statistics and the visibility map, as autovacuum leaves a table that has been there a while.
@@ -104,10 +108,11 @@ async function timeQuery(origin: string, query: string): Promise<{ p50: number; 
   return { p50, p99, rows: count };
 }
 
-async function timePaint(origin: string): Promise<{ p50: number; p99: number }> {
+async function timePaint(origin: string): Promise<{ p50: number; p99: number; shellP50: number }> {
   const browser = await launchChromium();
   try {
     const samples: number[] = [];
+    const shell: number[] = [];
     for (let sample = 0; sample < PAINTS + 1; sample += 1) {
       const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
       const page = await context.newPage();
@@ -118,11 +123,18 @@ async function timePaint(origin: string): Promise<{ p50: number; p99: number }> 
         { timeout: 30_000 },
       );
       const at = (await painted.jsonValue()) as number;
-      if (sample > 0) samples.push(at); // the first warms the server's and the browser's caches
+      // The browser's own first paint of the page (the shell, before any data): this machine's floor.
+      const contentful = (await page.evaluate(
+        () => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? Number.NaN,
+      )) as number;
+      if (sample > 0) {
+        samples.push(at); // the first warms the server's and the browser's caches
+        shell.push(contentful);
+      }
       await context.close();
     }
     const { p50, p99 } = summary(samples);
-    return { p50, p99 };
+    return { p50, p99, shellP50: summary(shell).p50 };
   } finally {
     await browser.close();
   }
@@ -133,7 +145,7 @@ async function measure(label: string, count: number) {
   try {
     if (count > 0) await seed(database.url, count);
     else await database.analyze();
-    const api = await startLoopbackApi(database.url);
+    const api = await startLoopbackApi(database.url, { sweep: false });
     try {
       const origin = new URL(api.url).origin;
       for (const [name, query] of await queries(origin)) {
@@ -147,6 +159,12 @@ async function measure(label: string, count: number) {
         'p50 ms': paint.p50,
         'p99 ms': paint.p99,
       });
+      rows.push({
+        path: `${label}: the browser's own first contentful paint (the shell, no data)`,
+        rows: '',
+        'p50 ms': paint.shellP50,
+        'p99 ms': '',
+      });
     } finally {
       await api.stop();
     }
@@ -156,9 +174,9 @@ async function measure(label: string, count: number) {
 }
 
 /**
- * A page of 1,000 working tasks whose progress changes ROUNDS times, every task each time, as fast
- * as the database takes the writes (each round one UPDATE of the 1,000 rows and their 1,000
- * progress notifications, as the worker's announcer sends them). Measured in the page: the longest
+ * A page of 1,000 working tasks whose progress changes ROUNDS times, every task each time, a
+ * round every ROUND_MS (each round one UPDATE of the 1,000 rows and their 1,000 progress
+ * notifications, as the workers' announcers send them): 4,000 row changes a second by default. Measured in the page: the longest
  * main-thread task (PerformanceObserver 'longtask', which reports tasks over 50 ms; none: under
  * 50), the 99th percentile of the interval between animation frames, and how long after the last
  * round every row shows it.
@@ -175,14 +193,14 @@ async function measureUpdates(): Promise<void> {
       [ROUNDS],
     );
     await database.analyze();
-    const api = await startLoopbackApi(database.url);
+    const api = await startLoopbackApi(database.url, { sweep: false });
     const browser = await launchChromium();
     try {
       const origin = new URL(api.url).origin;
       const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
       const page = await context.newPage();
       await page.goto(`${origin}/ui?limit=1000`);
-      await page.waitForFunction('performance.getEntriesByName("taskgate:tasks-painted").length > 0');
+      await page.waitForFunction(() => performance.getEntriesByName('taskgate:tasks-painted').length > 0);
       await page.locator('tbody tr').nth(999).waitFor();
       await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
       await page.evaluate(`(() => {
@@ -200,37 +218,50 @@ async function measureUpdates(): Promise<void> {
       const idleFrames = (await page.evaluate('window.frames.splice(0)')) as number[];
       let lastRoundAt = 0;
       for (let round = 1; round <= ROUNDS; round += 1) {
+        // Paced as a fleet reports: each task's progress four times a second.
+        if (round > 1) await new Promise((resolve) => setTimeout(resolve, ROUND_MS));
         await client.query(
           `WITH changed AS (
-             UPDATE tasks SET progress_value = $1, progress_message = 'round ' || $1
-             WHERE tenant_id = 'default' RETURNING id, tenant_id)
+             UPDATE tasks SET progress_value = $1::int, progress_message = 'round ' || $1::int
+             WHERE tenant_id = 'default' AND status = 'working' RETURNING id, tenant_id)
            SELECT count(pg_notify('taskgate_task', json_build_object('id', id, 'tenant', tenant_id,
              'event', 'progress', 'status', 'working',
-             'progress', json_build_object('value', $1::int, 'total', $2::int, 'message', 'round ' || $1))::text))
+             'progress', json_build_object('value', $1::int, 'total', $2::int, 'message', 'round ' || $1::int))::text))
            FROM changed`,
           [round, ROUNDS],
         );
         lastRoundAt = performance.now();
       }
-      // Every row shows the last round: the page has caught up.
-      await page.waitForFunction(
-        `document.querySelectorAll('tbody tr progress[value="${ROUNDS}"]').length === 1000`,
-        undefined,
-        { timeout: 60_000, polling: 50 },
-      );
+      // Every row on screen shows the last round: the page has caught up (rows off screen are
+      // drawn when they come into view; checked below). A function, not a string: the page's CSP
+      // forbids eval, which a string predicate needs.
+      type Row = { getBoundingClientRect(): { top: number }; querySelector(selector: string): unknown };
+      type Page = { document: { querySelectorAll(selector: string): Iterable<Row> }; innerHeight: number };
+      const shownUpTo = (rounds: number) => {
+        const view = globalThis as unknown as Page;
+        const visible = [...view.document.querySelectorAll('tbody tr')].filter(
+          (row) => row.getBoundingClientRect().top < view.innerHeight,
+        );
+        return visible.length > 0 && visible.every((row) => row.querySelector(`progress[value="${rounds}"]`) !== null);
+      };
+      await page.waitForFunction(shownUpTo, ROUNDS, { timeout: 60_000, polling: 50 });
       const caughtUpMs = performance.now() - lastRoundAt;
       const { longest, frames } = (await page.evaluate('({ longest: window.longest, frames: window.frames })')) as {
         longest: number;
         frames: number[];
       };
-      rows.push({
+      // A row that was off screen all along shows the last round once scrolled to.
+      const last = page.locator('tbody tr').nth(999);
+      await last.scrollIntoViewIfNeeded();
+      await last.locator(`progress[value="${ROUNDS}"]`).waitFor({ timeout: 10_000 });
+      updateRows.push({
         path: `1,000 rows, ${ROUNDS} rounds of 1,000 progress changes`,
         rows: 1000,
         'longest task ms': longest,
         'frame p99 ms': summary(frames).p99,
         'caught up ms': caughtUpMs,
       });
-      rows.push({
+      updateRows.push({
         path: '1,000 rows, nothing changing',
         rows: 1000,
         'longest task ms': '',
@@ -253,9 +284,10 @@ await measure('empty', 0);
 await measure(big, TASKS);
 await measureUpdates();
 printTable(`the console's tasks page: list queries (${SAMPLES} each) and first paint (${PAINTS})`, rows);
+printTable('a page of 1,000 working tasks, every row changing', updateRows);
 const worstList = (label: string) =>
   Math.max(...rows.filter((row) => String(row.path).startsWith(`${label}: list`)).map((row) => Number(row['p99 ms'])));
-reportGoals({ TASKS, SAMPLES, PAINTS, ROUNDS }, [
+reportGoals({ TASKS, SAMPLES, PAINTS, ROUNDS, ROUND_MS }, [
   {
     metric: `tasks page first meaningful paint p99, ${big}`,
     unit: 'ms',
@@ -267,8 +299,11 @@ reportGoals({ TASKS, SAMPLES, PAINTS, ROUNDS }, [
     metric: 'frame interval p99, a 1,000-row page while all its rows change',
     unit: 'ms',
     rule: below(50),
-    ours: figure(rows, `1,000 rows, ${ROUNDS} rounds`, 'frame p99 ms'),
-    anchor: { label: 'the same page, nothing changing', value: figure(rows, '1,000 rows, nothing', 'frame p99 ms') },
+    ours: figure(updateRows, `1,000 rows, ${ROUNDS} rounds`, 'frame p99 ms'),
+    anchor: {
+      label: 'the same page, nothing changing',
+      value: figure(updateRows, '1,000 rows, nothing', 'frame p99 ms'),
+    },
   },
   {
     metric: `slowest list or search query p99, ${big}`,

@@ -24,10 +24,12 @@ try {
   const finished = await platform.service.create(tenant, { tool: 'greet', arguments: { name: 'Ada' } });
   const failed = await platform.service.create(tenant, { tool: 'protocol_error_job', arguments: {} });
   const cancelled = await platform.service.create(tenant, { tool: 'slow_compute', arguments: { seconds: 60 } });
-  for (let n = 0; n < 4; n += 1) {
+  const running = await platform.service.create(tenant, { tool: 'slow_compute', arguments: { seconds: 300 } });
+  // Two more running beside these (the worker runs four at once), and a few queued behind them.
+  for (let n = 0; n < 5; n += 1) {
     await platform.service.create(tenant, { tool: 'slow_compute', arguments: { seconds: 300, label: `batch ${n}` } });
   }
-  const running = await platform.service.create(tenant, { tool: 'slow_compute', arguments: { seconds: 300 } });
+
   await waitForTask(
     () => platform.service.get(tenant, cancelled.id),
     (task) => task.progress !== null,
@@ -48,6 +50,7 @@ try {
     ['task-running', `${origin}/ui/tasks/${running.id}`, 'ol.timeline li'],
     ['task-cancelled', `${origin}/ui/tasks/${cancelled.id}`, 'text=Cancel observed by the worker'],
     ['task-failed', `${origin}/ui/tasks/${failed.id}`, 'ol.timeline li'],
+    ['workers', `${origin}/ui/workers`, 'tbody tr'],
     ['login', `${signInOrigin}/ui/login`, 'h1'],
   ];
   for (const colorScheme of ['light', 'dark'] as const) {

@@ -363,6 +363,7 @@ describe('the OpenAPI document', () => {
       '/v1/accounts/{account}/charges',
       '/v1/elicitations/{elicitationId}/complete',
       '/v1/idempotency-keys/{key}',
+      '/v1/instances',
       '/v1/inventory/{sku}',
       '/v1/inventory/{sku}/reservations',
       '/v1/reconciliation-items',

@@ -41,6 +41,8 @@ export async function watchedPage(
     viewport: options.viewport ?? { width: 1280, height: 900 },
   });
   const page = await context.newPage();
+  // A wait that will not end fails with what it waited for, before the test's own timeout hides it.
+  page.setDefaultTimeout(15_000);
   const problems: string[] = [];
   const requests: string[] = [];
   page.on('pageerror', (error) => problems.push(`script error: ${error.message}`));

@@ -209,6 +209,7 @@ export async function startApi(
     tasks: {
       service: platform.service,
       ledger: new LedgerService(platform.db),
+      db: platform.db,
       hub,
       // The example ledger's routes (charges, inventory), as `taskgate start` serves them by default.
       modules: {

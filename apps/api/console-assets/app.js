@@ -14,6 +14,7 @@ import { h, problemBox, refreshTimes, replaceChildren } from './dom.js';
 const ROUTES = [
   [/^\/ui\/?$/, 'tasks', () => import('./tasks-page.js')],
   [/^\/ui\/tasks\/([^/]+)\/?$/, 'tasks', () => import('./task-page.js')],
+  [/^\/ui\/workers\/?$/, 'workers', () => import('./workers-page.js')],
   [/^\/ui\/login\/?$/, '', () => import('./login-page.js')],
 ];
 
@@ -34,7 +35,11 @@ async function show() {
   leave = undefined;
   const url = new URL(location.href);
   const route = ROUTES.find(([pattern]) => pattern.test(url.pathname));
-  const who = await session().catch((error) => error);
+  // The page's module loads while the session is asked for (both are needed before anything shows).
+  const [who, page] = await Promise.all([
+    session().catch((error) => /** @type {Error} */ (error)),
+    route?.[2]().catch((error) => /** @type {Error} */ (error)),
+  ]);
   if (mine !== generation) return;
   if (who instanceof Error) {
     replaceChildren(main, h('h1', {}, 'Taskgate'), problemBox(who));
@@ -58,7 +63,7 @@ async function show() {
     );
     return;
   }
-  const [pattern, section, load] = route;
+  const [pattern, section] = route;
   const isLogin = section === '';
   // No session: show nothing of the data, lead to sign-in (and back here after it).
   if (who.required && !who.signedIn && !isLogin) {
@@ -70,8 +75,10 @@ async function show() {
     if (link instanceof HTMLElement && link.dataset.section === section) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
-  const page = await load();
-  if (mine !== generation) return;
+  if (page === undefined || page instanceof Error) {
+    replaceChildren(main, problemBox(page ?? new Error('the page did not load')));
+    return;
+  }
   const match = /** @type {RegExpMatchArray} */ (url.pathname.match(pattern));
   main.replaceChildren();
   try {

@@ -104,13 +104,25 @@ export function absolute(iso) {
  */
 export function shortId(id, options = {}) {
   const label = options.label ?? 'id';
-  const text = h('code', { title: id }, id.length > 12 ? id.slice(0, 8) : id);
+  const text = h('code', { title: id }, shorten(id));
   return h(
     'span',
     { class: 'id' },
     options.href ? h('a', { href: options.href, 'data-link': '', 'aria-label': `${label} ${id}` }, text) : text,
     copyButton(id, `Copy ${label} ${id}`),
   );
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A UUID or a 64-digit fingerprint by its first 8 characters; a name-like id (worker-1a2b3c4d)
+ * whole up to 24 characters, its start beyond.
+ * @param {string} id
+ */
+export function shorten(id) {
+  if (UUID.test(id) || /^[0-9a-f]{32,}$/i.test(id)) return id.slice(0, 8);
+  return id.length <= 24 ? id : `${id.slice(0, 20)}…`;
 }
 
 /**

@@ -76,15 +76,17 @@ export function openLive(url, events, onEvent, options = {}) {
  * thousand rows costs one layout, not a thousand.
  * @template T
  * @param {(batch: Map<string, T>) => void} apply
+ * @param {(earlier: T, later: T) => T} [merge] what a key's two updates in one frame become (the later)
  */
-export function frameBatcher(apply) {
+export function frameBatcher(apply, merge = (_earlier, later) => later) {
   /** @type {Map<string, T>} */
   let pending = new Map();
   let scheduled = false;
   return {
     /** @param {string} key @param {T} value */
     push(key, value) {
-      pending.set(key, value);
+      const earlier = pending.get(key);
+      pending.set(key, earlier === undefined ? value : merge(earlier, value));
       if (scheduled) return;
       scheduled = true;
       requestAnimationFrame(() => {

@@ -326,7 +326,12 @@ export async function render(main, { match }) {
       replaceChildren(failure);
       paintClocks();
       paintFacts();
-      replaceChildren(timeline, ...read.events.map(timelineEntry));
+      // In the order they happened: an event's id is the order it was written in, and some are
+      // written after the fact (a task's `created` event can follow its first cancel's id).
+      const events = [...read.events].sort(
+        (a, b) => Date.parse(a.at) - Date.parse(b.at) || Number(BigInt(a.id) - BigInt(b.id)),
+      );
+      replaceChildren(timeline, ...events.map(timelineEntry));
       replaceChildren(steps, stepsTable(readSteps.steps));
       replaceChildren(logs, logList(readLogs.messages));
     } catch (error) {

@@ -85,8 +85,46 @@ export function render(main, { url, navigate }) {
     pager,
   );
 
-  /** @type {Map<string, { row: HTMLTableRowElement, task: Task }>} */
+  /** Each row, the task it shows, and a change not drawn yet because the row is off screen. */
+  /** @type {Map<string, { row: HTMLTableRowElement, task: Task, pending: Task | null }>} */
   const rows = new Map();
+  // Only rows on screen (or near it) are redrawn as their tasks change; one off screen is redrawn
+  // when it comes into view. A thousand rows changing at once then cost the few dozen shown.
+  /** @type {Set<string>} */
+  const onScreen = new Set();
+  const visibility = new IntersectionObserver(
+    (entries) => {
+      for (const entry of entries) {
+        const id = String(/** @type {HTMLElement} */ (entry.target).dataset.id);
+        if (!entry.isIntersecting) {
+          onScreen.delete(id);
+          continue;
+        }
+        onScreen.add(id);
+        const shown = rows.get(id);
+        if (shown?.pending) {
+          fillRow(shown.row, shown.pending, shown.task);
+          shown.task = shown.pending;
+          shown.pending = null;
+        }
+      }
+    },
+    { rootMargin: '400px 0px' },
+  );
+  /** @param {string} id @param {HTMLTableRowElement} row @param {Task} task */
+  const track = (id, row, task) => {
+    rows.set(id, { row, task, pending: null });
+    visibility.observe(row);
+  };
+  /** @param {string} id */
+  const untrack = (id) => {
+    const shown = rows.get(id);
+    if (!shown) return;
+    visibility.unobserve(shown.row);
+    shown.row.remove();
+    rows.delete(id);
+    onScreen.delete(id);
+  };
   let newSinceOpened = 0;
   let painted = false;
   const limit = Number(query.get('limit'));
@@ -114,41 +152,47 @@ export function render(main, { url, navigate }) {
       for (const [id, change] of batch) {
         const shown = rows.get(id);
         if (change.kind === 'gone') {
-          shown?.row.remove();
-          rows.delete(id);
-        } else if (shown) {
+          untrack(id);
+        } else if (shown && onScreen.has(id)) {
+          fillRow(shown.row, change.task, shown.task);
           shown.task = change.task;
-          fillRow(shown.row, change.task);
+          shown.pending = null;
+        } else if (shown) {
+          // Not even its data-status: an attribute written on a thousand rows restyles them all.
+          shown.pending = change.task;
         } else if (change.kind === 'created' && onFirstPage) {
           const row = h('tr', { 'data-id': id });
           fillRow(row, change.task);
           insertByCreation(body, row, change.task, rows);
-          rows.set(id, { row, task: change.task });
+          track(id, row, change.task);
           // The page keeps its size: the oldest rows leave, as they do on the server's side.
-          while (rows.size > limit) {
-            const last = /** @type {HTMLTableRowElement} */ (body.lastElementChild);
-            rows.delete(String(last.dataset.id));
-            last.remove();
-          }
+          while (rows.size > limit) untrack(String(/** @type {HTMLElement} */ (body.lastElementChild).dataset.id));
         }
       }
       showEmpty();
     },
+    // A task created and changed within one frame is still new to the page.
+    (earlier, later) =>
+      earlier.kind === 'created' && later.kind === 'task'
+        ? { kind: /** @type {const} */ ('created'), task: later.task }
+        : later,
   );
 
   const live = openLive(
     `/v1/tasks/events?${query}`,
-    ['snapshot', 'task', 'created', 'gone', 'refetch'],
+    ['snapshot', 'tasks', 'created', 'gone', 'refetch'],
     (event, data) => {
       if (event === 'snapshot') {
         replaceChildren(failure);
+        visibility.disconnect();
         rows.clear();
+        onScreen.clear();
         body.replaceChildren();
         for (const task of /** @type {Task[]} */ (data.tasks)) {
           const row = h('tr', { 'data-id': task.id });
           fillRow(row, task);
           body.append(row);
-          rows.set(task.id, { row, task });
+          track(task.id, row, task);
         }
         renderPager(data.nextCursor);
         showEmpty();
@@ -171,8 +215,10 @@ export function render(main, { url, navigate }) {
           `${newSinceOpened} new ${newSinceOpened === 1 ? 'task' : 'tasks'} since this page was opened. `,
           h('a', { href: newest.pathname + newest.search, 'data-link': '' }, 'Show the newest'),
         );
+      } else if (event === 'tasks') {
+        for (const task of /** @type {Task[]} */ (data.tasks)) updates.push(task.id, { kind: 'task', task });
       } else {
-        updates.push(data.id, { kind: /** @type {'task' | 'created' | 'gone'} */ (event), task: data });
+        updates.push(data.id, { kind: /** @type {'created' | 'gone'} */ (event), task: data });
       }
     },
     {
@@ -192,32 +238,87 @@ export function render(main, { url, navigate }) {
       },
     },
   );
-  return () => live.close();
+  return () => {
+    live.close();
+    visibility.disconnect();
+  };
 }
 
 /**
+ * Draws a task's row, or brings a drawn one up to date in place: only the cells whose values
+ * changed are touched, and a progress bar moves rather than being built again — a thousand rows
+ * changing at once then cost a thousand small writes, not a thousand rows rebuilt.
  * @param {HTMLTableRowElement} row
  * @param {Task} task
+ * @param {Task} [before] what the row shows now
  */
-function fillRow(row, task) {
+function fillRow(row, task, before) {
   row.dataset.status = task.status;
-  replaceChildren(
-    row,
-    h('td', {}, shortId(task.id, { href: `/ui/tasks/${task.id}`, label: 'task' })),
-    h('td', {}, h('code', {}, task.tool)),
-    h(
-      'td',
-      {},
-      statusBadge(task.status),
-      task.cancelRequestedAt !== null && task.status === 'working'
-        ? h('span', { class: 'badge cancel-requested' }, 'cancel requested')
-        : null,
-      task.statusMessage ? h('span', { class: 'status-message', title: task.statusMessage }, task.statusMessage) : null,
-    ),
-    h('td', {}, progressBar(task.progress)),
-    h('td', {}, timeAgo(task.createdAt)),
-    h('td', {}, timeAgo(task.finishedAt ?? task.lastUpdatedAt)),
+  if (before === undefined || row.cells.length !== 6) {
+    // The cells that change hold a box of fixed size (console.css `.cell`): what changes inside it
+    // is laid out there, not across the whole table.
+    replaceChildren(
+      row,
+      h('td', {}, shortId(task.id, { href: `/ui/tasks/${task.id}`, label: 'task' })),
+      h('td', {}, h('code', {}, task.tool)),
+      h('td', {}, h('div', { class: 'cell' }, statusCell(task))),
+      h('td', {}, h('div', { class: 'cell' }, progressBar(task.progress))),
+      h('td', {}, timeAgo(task.createdAt)),
+      h('td', {}, h('div', { class: 'cell' }, timeAgo(task.finishedAt ?? task.lastUpdatedAt))),
+    );
+    return;
+  }
+  const [status, progress, updated] = [2, 3, 5].map(
+    (index) => /** @type {HTMLElement} */ (row.cells[index]?.firstElementChild),
   );
+  if (
+    before.status !== task.status ||
+    before.statusMessage !== task.statusMessage ||
+    (before.cancelRequestedAt === null) !== (task.cancelRequestedAt === null)
+  ) {
+    replaceChildren(/** @type {HTMLElement} */ (status), statusCell(task));
+  }
+  if (!moveProgress(/** @type {HTMLElement} */ (progress), before.progress, task.progress)) {
+    replaceChildren(/** @type {HTMLElement} */ (progress), progressBar(task.progress));
+  }
+  const when = task.finishedAt ?? task.lastUpdatedAt;
+  const time = updated?.querySelector('time');
+  if (time && time.getAttribute('datetime') !== when)
+    replaceChildren(/** @type {HTMLElement} */ (updated), timeAgo(when));
+}
+
+/** @param {Task} task */
+function statusCell(task) {
+  return [
+    statusBadge(task.status),
+    task.cancelRequestedAt !== null && task.status === 'working'
+      ? h('span', { class: 'badge cancel-requested' }, 'cancel requested')
+      : null,
+    task.statusMessage ? h('span', { class: 'status-message', title: task.statusMessage }, task.statusMessage) : null,
+  ];
+}
+
+/**
+ * Moves a drawn progress bar to new figures; false when it cannot (none drawn, or the shape changed).
+ * @param {HTMLElement} cell
+ * @param {Task['progress']} before
+ * @param {Task['progress']} after
+ */
+function moveProgress(cell, before, after) {
+  if (before === null || after === null || before.total === null || after.total === null || after.total <= 0) {
+    return JSON.stringify(before) === JSON.stringify(after);
+  }
+  const bar = cell.querySelector('progress');
+  const figure = cell.querySelector('.figure');
+  if (!bar || !figure || Boolean(before.message) !== Boolean(after.message)) return false;
+  const percent = Math.floor(Math.max(0, Math.min(100, (after.value / after.total) * 100)));
+  bar.max = after.total;
+  bar.value = after.value;
+  bar.setAttribute('aria-label', `${percent}% done`);
+  figure.textContent = `${percent}%`;
+  const message = cell.querySelector('.message');
+  if (message && after.message) message.textContent = after.message;
+  return true;
 }
 
 /**
@@ -225,7 +326,7 @@ function fillRow(row, task) {
  * @param {HTMLTableSectionElement} body
  * @param {HTMLTableRowElement} row
  * @param {Task} task
- * @param {Map<string, { row: HTMLTableRowElement, task: Task }>} rows
+ * @param {Map<string, { row: HTMLTableRowElement, task: Task, pending: Task | null }>} rows
  */
 function insertByCreation(body, row, task, rows) {
   for (const child of body.children) {

@@ -120,6 +120,7 @@ export async function prepareApiRole(options: ApiRoleOptions): Promise<PreparedA
       tasks: {
         service: services.service,
         ledger: services.ledger,
+        db: services.db,
         hub: services.hub,
         ...(options.modules
           ? {

@@ -24,6 +24,7 @@ import { registerMetricsRoute } from './metrics-route.ts';
 import { registerModuleRoutes } from './modules/module-routes.ts';
 import { registerRootRoute } from './root-route.ts';
 import { registerElicitationRoutes } from './routes/elicitation-routes.ts';
+import { registerInstanceRoutes } from './routes/instances-routes.ts';
 import { registerReconciliationRoutes } from './routes/reconciliation-routes.ts';
 import { registerTaskDetailRoutes } from './routes/task-detail-routes.ts';
 import { ProblemSchema, TaskSchema } from './routes/task-schemas.ts';
@@ -43,6 +44,8 @@ export interface ApiServerOptions {
   readonly tasks?: {
     readonly service: TaskService;
     readonly ledger: LedgerService;
+    /** The pool the operations routes read (/v1/instances). */
+    readonly db: Kysely<Database>;
     readonly hub: TaskEventsHub;
     /** Who may call: static tokens, OAuth access tokens, or (loopback only) anyone. */
     readonly auth: Authenticator;
@@ -187,6 +190,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
       },
     });
     registerTaskDetailRoutes(v1, { service: tasks.service });
+    registerInstanceRoutes(v1, { db: tasks.db });
     registerToolRoutes(v1, { tools: tasks.service.tools });
     registerReconciliationRoutes(v1, { ledger: tasks.ledger });
     if (tasks.modules) {

@@ -1,1 +1,2 @@
+DROP INDEX tasks_tenant_tool_status_created_idx;
 DROP INDEX tasks_tenant_tool_created_idx;

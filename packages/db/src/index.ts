@@ -27,6 +27,7 @@ export {
   listedToolNames,
   type PublishReport,
   publishTools,
+  toolsByInstance,
 } from './catalog/tool-catalog.ts';
 export { ChannelListener, type ChannelListenerOptions } from './channel-listener.ts';
 export {
@@ -62,6 +63,8 @@ export {
   deleteStaleInstances,
   heartbeatInstance,
   type InstanceIdentity,
+  type InstanceRecord,
+  listInstances,
   markInstanceStopped,
   registerInstance,
 } from './instances/instance-registry.ts';
@@ -192,6 +195,7 @@ export {
   claimAttempts,
   completeAttempts,
   finishAttempt,
+  heldTaskCounts,
   heldTasks,
   lockForCompletion,
   type Outcome,

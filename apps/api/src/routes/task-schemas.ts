@@ -163,3 +163,13 @@ export function taskBody(task: TaskRecord): TaskBody {
     idempotencyKey: task.idempotencyKey,
   };
 }
+
+/**
+ * A task as a list shows it: everything but its arguments, result and error, which can be large
+ * (a megabyte each) and which a row does not show. GET /v1/tasks/events sends these; the task
+ * itself (GET /v1/tasks/:id) has the rest.
+ */
+export function taskSummary(task: TaskRecord): Omit<TaskBody, 'arguments' | 'result' | 'error'> {
+  const { arguments: _arguments, result: _result, error: _error, ...summary } = taskBody(task);
+  return summary;
+}

@@ -98,7 +98,7 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
       schema: {
         summary: 'Watch a list of tasks (Server-Sent Events): the tasks page of the console, live',
         description:
-          'Takes the query of GET /v1/tasks. Events: `snapshot` (that page: tasks and nextCursor), then `task` (a task of the page changed; the whole task), `created` (a new task matching the filters; without a cursor it enters the page, whose oldest task leaves), `gone` (a task of the page expired: id), `refetch` (the reader fell behind and changes were dropped: read the page again). `:` comments keep quiet streams open.',
+          'Takes the query of GET /v1/tasks. Every task it sends is a summary: the Task without arguments, result and error (GET /v1/tasks/{id} has them). Events: `snapshot` (that page: tasks and nextCursor), then `tasks` (tasks of the page that changed, each whole, the latest of each, gathered over 50 ms), `created` (a new task matching the filters; without a cursor it enters the page, whose oldest task leaves), `gone` (a task of the page expired: id), `refetch` (the reader fell behind and changes were dropped: read the page again). `:` comments keep quiet streams open.',
         tags: ['tasks'],
         security,
         querystring: ListTasksQuery,

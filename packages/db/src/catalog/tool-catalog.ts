@@ -199,3 +199,22 @@ export async function listedToolNames(
     ORDER BY name`.execute(db);
   return rows.map((row) => row.name);
 }
+
+/** The tools each of these instances published, by instance, sorted by name (the workers page). */
+export async function toolsByInstance(
+  db: Db,
+  instanceIds: readonly string[],
+): Promise<Map<string, { readonly name: string; readonly fingerprint: string }[]>> {
+  const byInstance = new Map<string, { name: string; fingerprint: string }[]>();
+  if (instanceIds.length === 0) return byInstance;
+  const { rows } = await sql<{ instance_id: string; name: string; fingerprint: string }>`
+    SELECT instance_id, name, fingerprint FROM tool_catalog
+    WHERE instance_id = ANY(${[...instanceIds]}::text[])
+    ORDER BY instance_id, name COLLATE "C"`.execute(db);
+  for (const row of rows) {
+    const list = byInstance.get(row.instance_id) ?? [];
+    list.push({ name: row.name, fingerprint: row.fingerprint });
+    byInstance.set(row.instance_id, list);
+  }
+  return byInstance;
+}

@@ -42,3 +42,53 @@ export async function deleteStaleInstances(db: Kysely<Database>, olderThanMs: nu
     WHERE coalesce(stopped_at, heartbeat_at) < now() - ${olderThanMs} * interval '1 millisecond'`.execute(db);
   return Number(result.numAffectedRows ?? 0);
 }
+
+export interface InstanceRecord {
+  readonly id: string;
+  readonly kind: InstanceKind;
+  readonly host: string;
+  readonly pid: number;
+  readonly startedAt: Date;
+  readonly heartbeatAt: Date;
+  readonly stoppedAt: Date | null;
+  /** live: heartbeating within `liveWithinMs`; silent: not stopped, but its heartbeat is older; stopped. */
+  readonly state: 'live' | 'silent' | 'stopped';
+}
+
+/**
+ * The instances live now and those stopped or silent for less than `recentMs`, newest start
+ * first (the console's workers page). At most `limit`: a fleet is tens of instances, and old ones
+ * wait for retention.
+ */
+export async function listInstances(
+  db: Kysely<Database>,
+  options: { readonly liveWithinMs: number; readonly recentMs: number; readonly limit: number },
+): Promise<InstanceRecord[]> {
+  const { rows } = await sql<{
+    id: string;
+    kind: InstanceKind;
+    host: string;
+    pid: number;
+    started_at: Date;
+    heartbeat_at: Date;
+    stopped_at: Date | null;
+    live: boolean;
+  }>`
+    SELECT id, kind, host, pid, started_at, heartbeat_at, stopped_at,
+           stopped_at IS NULL AND heartbeat_at > now() - ${options.liveWithinMs} * interval '1 millisecond' AS live
+    FROM instances
+    WHERE (stopped_at IS NULL AND heartbeat_at > now() - ${options.liveWithinMs} * interval '1 millisecond')
+       OR coalesce(stopped_at, heartbeat_at) > now() - ${options.recentMs} * interval '1 millisecond'
+    ORDER BY started_at DESC, id
+    LIMIT ${options.limit}`.execute(db);
+  return rows.map((row) => ({
+    id: row.id,
+    kind: row.kind,
+    host: row.host,
+    pid: row.pid,
+    startedAt: row.started_at,
+    heartbeatAt: row.heartbeat_at,
+    stoppedAt: row.stopped_at,
+    state: row.stopped_at !== null ? 'stopped' : row.live ? 'live' : 'silent',
+  }));
+}

@@ -425,3 +425,16 @@ export async function releaseAttempt(
   );
   return rows.length > 0;
 }
+
+/**
+ * How many open tasks each of these workers holds now, across tenants (a count, no task of anyone's):
+ * the concurrency in use the console's workers page shows. Reads tasks_worker_active_idx.
+ */
+export async function heldTaskCounts(db: Db, workerIds: readonly string[]): Promise<Map<string, number>> {
+  if (workerIds.length === 0) return new Map();
+  const { rows } = await sql<{ worker_id: string; held: number }>`
+    SELECT worker_id, count(*)::int AS held FROM tasks
+    WHERE worker_id = ANY(${[...workerIds]}::text[]) AND status IN ('working', 'input_required')
+    GROUP BY worker_id`.execute(db);
+  return new Map(rows.map((row) => [row.worker_id, row.held]));
+}

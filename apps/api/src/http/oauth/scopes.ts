@@ -6,8 +6,9 @@
  *   tool module's own /v1 routes;
  * - tasks: read, watch and cancel tasks, and look a call's idempotency key up (MCP `tasks/*`,
  *   /v1/tasks other than POST, /v1/idempotency-keys);
- * - admin: reconciliation items (/v1/reconciliation-items), and saying a URL elicitation is
- *   complete (/v1/elicitations), which speaks for the server to its clients;
+ * - admin: reconciliation items (/v1/reconciliation-items), saying a URL elicitation is
+ *   complete (/v1/elicitations), which speaks for the server to its clients, and the fleet's
+ *   instances (/v1/instances, the console's workers page);
  * - metrics: GET /metrics.
  */
 export const SCOPE_GROUPS = ['tools', 'tasks', 'admin', 'metrics'] as const;
@@ -40,7 +41,12 @@ export function mcpScopeOf(method: string): ScopeGroup {
 export function restScopeOf(method: string, routeUrl: string | undefined): ScopeGroup {
   if (routeUrl === undefined) return 'tools';
   if (routeUrl === '/metrics') return 'metrics';
-  if (routeUrl.startsWith('/v1/reconciliation-items') || routeUrl.startsWith('/v1/elicitations')) return 'admin';
+  if (
+    routeUrl.startsWith('/v1/reconciliation-items') ||
+    routeUrl.startsWith('/v1/elicitations') ||
+    routeUrl === '/v1/instances'
+  )
+    return 'admin';
   if (routeUrl === '/v1/tasks' && method === 'POST') return 'tools';
   if (routeUrl.startsWith('/v1/tasks') || routeUrl.startsWith('/v1/idempotency-keys')) return 'tasks';
   return 'tools';
