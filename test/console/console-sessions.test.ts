@@ -155,6 +155,23 @@ describe('the session cookie on /v1', () => {
   });
 });
 
+describe('the session cookie elsewhere', () => {
+  it('does not authenticate /mcp: an MCP client sends its token, a browser page is no MCP client', async () => {
+    const { cookie } = await signIn();
+    const call = (headers: Headers) =>
+      inject(
+        'POST',
+        '/mcp',
+        { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        { jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} },
+      );
+    const withCookie = await call({ cookie, origin: ORIGIN });
+    expect(withCookie.statusCode).toBe(401);
+    const withToken = await call({ authorization: `Bearer ${ACME}` });
+    expect(withToken.statusCode).not.toBe(401);
+  });
+});
+
 describe('ending a session', () => {
   it('signs out: the cookie is cleared and stops working, and only the same origin may do it', async () => {
     const { cookie, csrf } = await signIn();

@@ -38,7 +38,12 @@ export interface Authenticator {
   /** No token needed (then every route also defends against DNS rebinding, see request-guards.ts). */
   readonly acceptsUnauthenticated: boolean;
   readonly oauth: OAuthSettings | null;
-  authenticate(request: FastifyRequest): Promise<Caller>;
+  /**
+   * `sessions`: a console session's cookie may stand for the token (the REST API's routes, which
+   * check CSRF for it). /mcp never takes one: an MCP client sends its token, and a browser's
+   * cookie must not make a page on another origin an MCP client of this tenant.
+   */
+  authenticate(request: FastifyRequest, options?: { readonly sessions?: boolean }): Promise<Caller>;
   /** Throws TG_INSUFFICIENT_SCOPE (403) unless the caller holds every group's scope. */
   authorize(request: FastifyRequest, caller: Caller, groups: readonly ScopeGroup[]): void;
   /** GET /metrics: its own token or scope, never a tenant's (the figures cover every tenant). */
@@ -109,14 +114,14 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     return match[1] as string;
   };
 
-  const authenticate = async (request: FastifyRequest): Promise<Caller> => {
+  const authenticate = async (request: FastifyRequest, how: { readonly sessions?: boolean } = {}): Promise<Caller> => {
     if (open) {
       tokenOf(request);
       return openCaller;
     }
     const token = tokenOf(request);
     if (token === null) {
-      const session = await sessionCaller(request);
+      const session = how.sessions === true ? await sessionCaller(request) : null;
       if (session !== null) return session;
       throw refuse(
         request,
@@ -253,7 +258,7 @@ const callers = new WeakMap<FastifyRequest, Caller>();
 export function authenticateScope(scope: FastifyInstance, auth: Authenticator): void {
   scope.addHook('onRequest', async (request, reply) => {
     try {
-      const caller = await auth.authenticate(request);
+      const caller = await auth.authenticate(request, { sessions: true });
       auth.authorize(request, caller, [restScopeOf(request.method, request.routeOptions.url)]);
       if (caller.session !== undefined) checkCsrf(request, caller.session.csrfToken);
       callers.set(request, caller);
