@@ -6,6 +6,7 @@
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { openReconciliationItem } from '@taskgate/db';
 import { benchDatabase } from '../bench/support/bench-database.ts';
 import { launchChromium } from '../test/support/browser.ts';
 import { serveApi, startPlatform, waitForTask } from '../test/support/task-platform.ts';
@@ -45,12 +46,20 @@ try {
     () => platform.service.get(tenant, running.id),
     (task) => (task.progress?.value ?? 0) > 40,
   );
+  // An item for the reconciliation pages, as a lost attempt of a charge would leave it.
+  const charge = await platform.service.create(tenant, {
+    tool: 'charge_account',
+    arguments: { account: 'acct-7', cents: 1200, idempotencyKey: 'checkout-7' },
+  });
+  await platform.service.cancel(tenant, charge.id, null, { signal: 'rest_cancel' });
+  await openReconciliationItem(platform.db, charge.id, 'attempt 1 was lost after the charge was sent');
   const pages: [string, string, string][] = [
     ['tasks', `${origin}/ui`, 'tbody tr'],
     ['task-running', `${origin}/ui/tasks/${running.id}`, 'ol.timeline li'],
     ['task-cancelled', `${origin}/ui/tasks/${cancelled.id}`, 'text=Cancel observed by the worker'],
     ['task-failed', `${origin}/ui/tasks/${failed.id}`, 'ol.timeline li'],
     ['workers', `${origin}/ui/workers`, 'tbody tr'],
+    ['reconciliation', `${origin}/ui/reconciliation`, 'tbody tr'],
     ['login', `${signInOrigin}/ui/login`, 'h1'],
   ];
   for (const colorScheme of ['light', 'dark'] as const) {

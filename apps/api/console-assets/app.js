@@ -15,6 +15,7 @@ const ROUTES = [
   [/^\/ui\/?$/, 'tasks', () => import('./tasks-page.js')],
   [/^\/ui\/tasks\/([^/]+)\/?$/, 'tasks', () => import('./task-page.js')],
   [/^\/ui\/workers\/?$/, 'workers', () => import('./workers-page.js')],
+  [/^\/ui\/reconciliation(?:\/([^/]+))?\/?$/, 'reconciliation', () => import('./reconciliation-page.js')],
   [/^\/ui\/login\/?$/, '', () => import('./login-page.js')],
 ];
 
