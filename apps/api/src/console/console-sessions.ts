@@ -96,6 +96,18 @@ function setCookie(reply: FastifyReply, secure: boolean, value: string, maxAgeSe
   reply.header('set-cookie', attributes.join('; '));
 }
 
+/** A live session as GET and POST /ui/session answer it. */
+function sessionJson(session: ConsoleSession) {
+  return {
+    required: true,
+    signedIn: true,
+    tenant: session.tenantId,
+    scopes: session.scopes === null ? null : [...session.scopes],
+    csrf: session.csrfToken,
+    expiresAt: session.expiresAt.toISOString(),
+  };
+}
+
 const SessionSchema = Type.Object({
   required: Type.Boolean({ description: 'whether this server asks for a token (false: loopback, no tokens)' }),
   signedIn: Type.Boolean(),
@@ -140,14 +152,7 @@ export function registerSessionRoutes(
       const id = sessions?.idOf(request) ?? null;
       const session = id === null ? null : await sessions?.find(id);
       if (!session) return { required: true, signedIn: false, tenant: null, scopes: null, csrf: null, expiresAt: null };
-      return {
-        required: true,
-        signedIn: true,
-        tenant: session.tenantId,
-        scopes: session.scopes === null ? null : [...session.scopes],
-        csrf: session.csrfToken,
-        expiresAt: session.expiresAt.toISOString(),
-      };
+      return sessionJson(session);
     },
   );
 
@@ -173,14 +178,7 @@ export function registerSessionRoutes(
       setCookie(reply, overHttps(request), opened.id, maxAge);
       request.log.info({ tenant: opened.session.tenantId }, 'console sign-in');
       reply.header('cache-control', 'no-store');
-      return reply.code(201).send({
-        required: true,
-        signedIn: true,
-        tenant: opened.session.tenantId,
-        scopes: opened.session.scopes === null ? null : [...opened.session.scopes],
-        csrf: opened.session.csrfToken,
-        expiresAt: opened.session.expiresAt.toISOString(),
-      });
+      return reply.code(201).send(sessionJson(opened.session));
     },
   );
 
