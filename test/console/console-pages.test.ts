@@ -31,6 +31,19 @@ const gated = defineTool<{ gate: string }>({
   },
 });
 
+// Stops only at the checkpoint after its gate opens: the test decides when the cancel is observed.
+const checkpointed = defineTool<{ gate: string }>({
+  name: 'checkpointed',
+  description: 'Passes a cancellation checkpoint when the test opens its gate.',
+  inputSchema: { type: 'object', properties: { gate: { type: 'string' } }, required: ['gate'] },
+  retry: 'safe',
+  async handler({ gate }, ctx) {
+    await gates.get(gate)?.promise;
+    await ctx.checkpoint();
+    return { content: [{ type: 'text', text: 'not cancelled' }] };
+  },
+});
+
 let platform: Platform;
 let api: Awaited<ReturnType<typeof serveApi>>;
 let origin: string;
@@ -38,7 +51,7 @@ let browser: Browser;
 let watch: (PageWatch & { context: { close(): Promise<void> } }) | null = null;
 
 beforeAll(async () => {
-  platform = await startPlatform(database.url, { tools: [gated] as never });
+  platform = await startPlatform(database.url, { tools: [gated, checkpointed] as never });
   await platform.startWorker();
   api = await serveApi(platform, database.url, {
     mcp: { loopbackOnly: true },
@@ -209,6 +222,51 @@ describe('a task page', () => {
     expect(await page.getByRole('button', { name: 'Cancel task' }).count()).toBe(0);
     const ended = await platform.service.get('default', task.id);
     expect(ended.status).toBe('cancelled');
+  });
+
+  it('keeps the newest timeline when a read made before the cancel was observed answers last', async () => {
+    const held = gate('late-read');
+    const task = await platform.service.create('default', { tool: 'checkpointed', arguments: { gate: 'late-read' } });
+    await waitForTask(
+      () => platform.service.get('default', task.id),
+      (read) => read.attempt === 1 && read.status === 'working',
+    );
+    const page = await open(`/ui/tasks/${task.id}`);
+    await page.getByText('Attempt 1 started').waitFor();
+
+    // Every timeline read made after the cancel that does not yet know it was observed is held
+    // until one that knows has reached the page, and only then answered.
+    let cancelAsked = false;
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && request.url().endsWith('/cancel')) cancelAsked = true;
+    });
+    const observedServed = barrier();
+    const stale: Promise<void>[] = [];
+    await page.route('**/timeline', async (route) => {
+      const response = await route.fetch();
+      const body = await response.text();
+      if (!cancelAsked || body.includes('"cancel_observed"')) {
+        await route.fulfill({ response, body });
+        if (body.includes('"cancel_observed"')) observedServed.resolve();
+        return;
+      }
+      const answered = observedServed.promise.then(() => route.fulfill({ response, body }));
+      stale.push(answered);
+      await answered;
+    });
+
+    await page.getByRole('button', { name: 'Cancel task' }).click();
+    await page.getByRole('button', { name: 'Confirm' }).click();
+    await page.locator('.badge.cancel-requested').waitFor();
+    await expect.poll(() => stale.length).toBeGreaterThan(0);
+    held.resolve();
+    await page.locator('.status-line .badge.status-cancelled').waitFor();
+    await page.getByText('Cancel observed by the worker').waitFor();
+    await Promise.all(stale);
+    // The late answers have reached the page; one more turn of its event loop lets it act on them.
+    await page.evaluate('new Promise((resolve) => setTimeout(() => setTimeout(resolve, 0), 0))');
+    expect(await page.getByText('Cancel observed by the worker').count()).toBe(1);
+    expect(await page.getByRole('button', { name: 'Cancel task' }).count()).toBe(0);
   });
 
   it('answers an unknown or malformed id with a page that says so', async () => {

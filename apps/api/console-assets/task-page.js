@@ -86,6 +86,20 @@ export async function render(main, { match }) {
   /** How far the browser's clock is ahead of the database's: what is left is the database's. */
   let skewMs = 0;
   let confirming = false;
+  /** Which read of the timeline is the newest asked for: an older one answering later is dropped. */
+  let detailReads = 0;
+
+  /**
+   * Takes a newer copy of the task. Copies arrive by two paths (the cancel's answer and the live
+   * stream), and the stream's first event can have been read before the cancel committed: a copy
+   * older than the one held would show the Cancel button again on a task being cancelled.
+   * @param {FullTask} next
+   */
+  const adopt = (next) => {
+    if (Date.parse(next.lastUpdatedAt) < Date.parse(task.lastUpdatedAt)) return false;
+    task = next;
+    return true;
+  };
 
   const paint = () => {
     replaceChildren(
@@ -187,8 +201,10 @@ export async function render(main, { match }) {
       confirm.disabled = true;
       try {
         const text = reason.value.trim();
-        task = /** @type {FullTask} */ (
-          await post(`/v1/tasks/${encodeURIComponent(task.id)}/cancel`, text ? { reason: text } : {})
+        adopt(
+          /** @type {FullTask} */ (
+            await post(`/v1/tasks/${encodeURIComponent(task.id)}/cancel`, text ? { reason: text } : {})
+          ),
         );
         confirming = false;
         paint();
@@ -313,6 +329,7 @@ export async function render(main, { match }) {
   const observedAt = () => detail?.events.find((event) => event.type === 'cancel_observed')?.at ?? null;
 
   const loadDetail = async () => {
+    const ticket = ++detailReads;
     try {
       const [read, readSteps, readLogs] = await Promise.all([
         /** @type {Promise<Timeline>} */ (get(`/v1/tasks/${encodeURIComponent(task.id)}/timeline`)),
@@ -321,6 +338,7 @@ export async function render(main, { match }) {
           get(`/v1/tasks/${encodeURIComponent(task.id)}/logs`)
         ),
       ]);
+      if (ticket !== detailReads) return;
       detail = read;
       skewMs = Date.now() - new Date(read.clocks.now).getTime();
       replaceChildren(failure);
@@ -335,7 +353,7 @@ export async function render(main, { match }) {
       replaceChildren(steps, stepsTable(readSteps.steps));
       replaceChildren(logs, logList(readLogs.messages));
     } catch (error) {
-      replaceChildren(failure, problemBox(error));
+      if (ticket === detailReads) replaceChildren(failure, problemBox(error));
     }
   };
 
@@ -348,7 +366,7 @@ export async function render(main, { match }) {
   if (!TERMINAL.has(task.status)) {
     live = openLive(`/v1/tasks/${encodeURIComponent(task.id)}/events`, ['status', 'progress'], (event, data) => {
       const statusChanged = data.status !== task.status || data.cancelRequestedAt !== task.cancelRequestedAt;
-      task = data;
+      if (!adopt(data)) return;
       if (event === 'progress' && !statusChanged) {
         replaceChildren(progress, progressBar(task.progress));
         return;
