@@ -6,7 +6,8 @@
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openReconciliationItem } from '@taskgate/db';
+import { addOutboxEvents, openReconciliationItem } from '@taskgate/db';
+import { sql } from 'kysely';
 import { benchDatabase } from '../bench/support/bench-database.ts';
 import { launchChromium } from '../test/support/browser.ts';
 import { serveApi, startPlatform, waitForTask } from '../test/support/task-platform.ts';
@@ -53,13 +54,46 @@ try {
   });
   await platform.service.cancel(tenant, charge.id, null, { signal: 'rest_cancel' });
   await openReconciliationItem(platform.db, charge.id, 'attempt 1 was lost after the charge was sent');
+  // An hour of history for the tools overview's charts, as a busy hour would leave it: greet ends
+  // often and fast, slow_compute seldom and slowly, with a few failures and cancels among them.
+  await sql`
+    INSERT INTO tasks (tenant_id, tool, status, attempt, started_at, finished_at, cancel_requested_at, created_at)
+    SELECT ${tenant}, tool, status, 1, ended - run, ended,
+           CASE WHEN status = 'cancelled' THEN ended - interval '180 milliseconds' END, ended - run - interval '2 seconds'
+    FROM (
+      SELECT CASE WHEN g % 5 = 0 THEN 'slow_compute' ELSE 'greet' END AS tool,
+             CASE WHEN g % 37 = 0 THEN 'failed' WHEN g % 5 = 0 AND g % 3 = 0 THEN 'cancelled' ELSE 'completed' END
+               AS status,
+             now() - make_interval(secs => 3600 * (g / 1200.0) ^ 1.3) AS ended,
+             CASE WHEN g % 5 = 0 THEN make_interval(secs => 20 + (g % 40)) ELSE make_interval(secs => 0.02 + (g % 9) / 100.0) END
+               AS run
+      FROM generate_series(1, 1200) AS g
+    ) AS history`.execute(platform.db);
+  // For the outbox page: an event the relay gave up on, as its last failed attempt leaves it (no
+  // relay runs here, so the charge's own events stay pending beside it).
+  const [dead] = await addOutboxEvents(platform.db, [
+    {
+      tenantId: tenant,
+      aggregateType: 'account',
+      aggregateId: 'acct-9',
+      eventType: 'account.charged',
+      payload: { account: 'acct-9', cents: 4200 },
+    },
+  ]);
+  await sql`
+    UPDATE outbox SET attempts = 10, leased_by = 'relay-1a2b3c4d', dead_at = now(),
+      last_error = 'HTTP 503 Service Unavailable (https://hooks.example.com/taskgate)'
+    WHERE id = ${dead}::bigint`.execute(platform.db);
   const pages: [string, string, string][] = [
     ['tasks', `${origin}/ui`, 'tbody tr'],
     ['task-running', `${origin}/ui/tasks/${running.id}`, 'ol.timeline li'],
     ['task-cancelled', `${origin}/ui/tasks/${cancelled.id}`, 'text=Cancel observed by the worker'],
     ['task-failed', `${origin}/ui/tasks/${failed.id}`, 'ol.timeline li'],
+    ['tools', `${origin}/ui/tools`, 'tr[data-tool="greet"]'],
+    ['catalog', `${origin}/ui/catalog`, 'section[data-tool="greet"]'],
     ['workers', `${origin}/ui/workers`, 'tbody tr'],
     ['reconciliation', `${origin}/ui/reconciliation`, 'tbody tr'],
+    ['outbox', `${origin}/ui/outbox`, 'table.outbox-events tbody tr'],
     ['login', `${signInOrigin}/ui/login`, 'h1'],
   ];
   for (const colorScheme of ['light', 'dark'] as const) {
@@ -69,7 +103,7 @@ try {
       await page.goto(url);
       await page.locator(ready).first().waitFor();
       const file = path.join(OUT, `${name}-${colorScheme}.png`);
-      await page.screenshot({ path: file, fullPage: name !== 'tasks' });
+      await page.screenshot({ path: file, fullPage: name !== 'tasks' && name !== 'catalog' });
       console.log(path.relative(process.cwd(), file));
       await context.close();
     }

@@ -366,6 +366,9 @@ describe('the OpenAPI document', () => {
       '/v1/instances',
       '/v1/inventory/{sku}',
       '/v1/inventory/{sku}/reservations',
+      '/v1/outbox',
+      '/v1/outbox/events',
+      '/v1/outbox/events/{id}/redeliver',
       '/v1/reconciliation-items',
       '/v1/reconciliation-items/{id}',
       '/v1/reconciliation-items/{id}/resolve',
@@ -378,6 +381,7 @@ describe('the OpenAPI document', () => {
       '/v1/tasks/{id}/steps',
       '/v1/tasks/{id}/timeline',
       '/v1/tools',
+      '/v1/tools/stats',
     ]);
     expect(document.paths['/v1/tools'].get.responses['200']).toBeDefined();
     expect(document.components.schemas.Tool.properties.retry).toBeDefined();

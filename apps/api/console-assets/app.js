@@ -14,8 +14,11 @@ import { h, problemBox, refreshTimes, replaceChildren } from './dom.js';
 const ROUTES = [
   [/^\/ui\/?$/, 'tasks', () => import('./tasks-page.js')],
   [/^\/ui\/tasks\/([^/]+)\/?$/, 'tasks', () => import('./task-page.js')],
+  [/^\/ui\/tools\/?$/, 'tools', () => import('./tools-page.js')],
+  [/^\/ui\/catalog\/?$/, 'catalog', () => import('./catalog-page.js')],
   [/^\/ui\/workers\/?$/, 'workers', () => import('./workers-page.js')],
   [/^\/ui\/reconciliation(?:\/([^/]+))?\/?$/, 'reconciliation', () => import('./reconciliation-page.js')],
+  [/^\/ui\/outbox\/?$/, 'outbox', () => import('./outbox-page.js')],
   [/^\/ui\/login\/?$/, '', () => import('./login-page.js')],
 ];
 
@@ -32,6 +35,7 @@ function navigate(href) {
 
 async function show() {
   const mine = ++generation;
+  shown = location.pathname + location.search;
   if (typeof leave === 'function') leave();
   leave = undefined;
   const url = new URL(location.href);
@@ -111,7 +115,12 @@ document.addEventListener('click', (event) => {
   event.preventDefault();
   navigate(target.pathname + target.search);
 });
-window.addEventListener('popstate', () => void show());
+// A link within the page (the catalog's index) changes only the fragment: the page stays.
+let shown = '';
+window.addEventListener('popstate', () => {
+  if (location.pathname + location.search === shown) return;
+  void show();
+});
 
 document.getElementById('sign-out')?.addEventListener('click', async () => {
   try {

@@ -144,32 +144,33 @@ export function copyButton(value, label) {
 
 /** Two overlapping sheets, drawn (no icon font: nothing is fetched from elsewhere). */
 function copyIcon() {
-  const ns = 'http://www.w3.org/2000/svg';
-  const svg = document.createElementNS(ns, 'svg');
-  svg.setAttribute('viewBox', '0 0 16 16');
-  svg.setAttribute('width', '13');
-  svg.setAttribute('height', '13');
-  svg.setAttribute('aria-hidden', 'true');
-  for (const [x, y] of [
-    [5, 1],
-    [1, 5],
-  ]) {
-    const rect = document.createElementNS(ns, 'rect');
-    for (const [name, value] of Object.entries({
-      x,
-      y,
-      width: 10,
-      height: 10,
-      rx: 2,
-      fill: 'none',
-      stroke: 'currentColor',
-      'stroke-width': 1.5,
-    })) {
-      rect.setAttribute(name, String(value));
-    }
-    svg.append(rect);
+  return svg(
+    'svg',
+    { viewBox: '0 0 16 16', width: 13, height: 13, 'aria-hidden': 'true' },
+    ...[
+      [5, 1],
+      [1, 5],
+    ].map(([x, y]) =>
+      svg('rect', { x, y, width: 10, height: 10, rx: 2, fill: 'none', stroke: 'currentColor', 'stroke-width': 1.5 }),
+    ),
+  );
+}
+
+/**
+ * An SVG element (the charts, the icons): attributes as given, children appended; strings become
+ * text, as in h().
+ * @param {string} tag
+ * @param {Record<string, string | number | null | undefined>} [attributes]
+ * @param {...(Child | Child[])} children
+ * @returns {SVGElement}
+ */
+export function svg(tag, attributes = {}, ...children) {
+  const element = /** @type {SVGElement} */ (document.createElementNS('http://www.w3.org/2000/svg', tag));
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value !== null && value !== undefined) element.setAttribute(name, String(value));
   }
-  return svg;
+  append(element, children);
+  return element;
 }
 
 /** @param {string} message */

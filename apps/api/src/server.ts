@@ -25,6 +25,7 @@ import { registerModuleRoutes } from './modules/module-routes.ts';
 import { registerRootRoute } from './root-route.ts';
 import { registerElicitationRoutes } from './routes/elicitation-routes.ts';
 import { registerInstanceRoutes } from './routes/instances-routes.ts';
+import { registerOutboxRoutes } from './routes/outbox-routes.ts';
 import { registerReconciliationRoutes } from './routes/reconciliation-routes.ts';
 import { registerTaskDetailRoutes } from './routes/task-detail-routes.ts';
 import { ProblemSchema, TaskSchema } from './routes/task-schemas.ts';
@@ -191,7 +192,8 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
     });
     registerTaskDetailRoutes(v1, { service: tasks.service });
     registerInstanceRoutes(v1, { db: tasks.db });
-    registerToolRoutes(v1, { tools: tasks.service.tools });
+    registerOutboxRoutes(v1, { db: tasks.db });
+    registerToolRoutes(v1, { tools: tasks.service.tools, db: tasks.db });
     registerReconciliationRoutes(v1, { ledger: tasks.ledger });
     if (tasks.modules) {
       await registerModuleRoutes(v1, tasks.modules.loaded, {

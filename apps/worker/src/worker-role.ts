@@ -129,6 +129,11 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
       logger.warn({ tool, limit }, 'TASKGATE_TOOL_CONCURRENCY names a tool this worker does not serve; ignored here');
     }
   }
+  // A tool's slots here. A module's resource reads and prompt gets take at most half the slots
+  // unless told otherwise, so a flood of slow reads cannot starve the tools.
+  const slotsOf = (tool: string) =>
+    options.toolConcurrency?.get(tool) ??
+    (tool.startsWith(CONTENT_TOOL_PREFIX) ? Math.max(1, Math.floor(concurrency / 2)) : concurrency);
   const boss = new PgBoss({
     connectionString: options.connectionString,
     schema: PGBOSS_SCHEMA,
@@ -176,7 +181,12 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
     const turn = publishing
       .catch(() => {})
       .then(async () => {
-        const report = await publishTools(db, workerId, entries);
+        const report = await publishTools(
+          db,
+          workerId,
+          // What the catalog page shows: never more than the cap over all tools together.
+          entries.map((entry) => ({ ...entry, concurrency: Math.min(slotsOf(entry.name), concurrency) })),
+        );
         logger.info({ workerId, tools: served, ...report }, 'tools published to the catalog');
       });
     publishing = turn;
@@ -252,11 +262,7 @@ export async function startWorkerRole(options: WorkerRoleOptions): Promise<Worke
   const pumpQueues = (names: readonly string[]) =>
     names.map((tool) => ({
       name: toolQueue(tool),
-      // A module's resource reads and prompt gets take at most half the slots unless told
-      // otherwise, so a flood of slow reads cannot starve the tools.
-      concurrency:
-        options.toolConcurrency?.get(tool) ??
-        (tool.startsWith(CONTENT_TOOL_PREFIX) ? Math.max(1, Math.floor(concurrency / 2)) : concurrency),
+      concurrency: slotsOf(tool),
     }));
   const pump = new JobPump({
     boss,

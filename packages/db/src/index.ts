@@ -22,9 +22,11 @@ export {
   CATALOG_CHANNEL,
   type CatalogTool,
   DEFAULT_CATALOG_WINDOW_MS,
+  type InstanceTool,
   type ListCatalogOptions,
   listCatalog,
   listedToolNames,
+  type PublishedTool,
   type PublishReport,
   publishTools,
   toolsByInstance,
@@ -113,6 +115,20 @@ export {
 } from './migrations/module-migrations.ts';
 export { PGBOSS_SCHEMA, type PgBossSchemaState, requiredPgBossVersion } from './migrations/pgboss-schema.ts';
 export { type OutageRetryOptions, retryWhileUnavailable } from './outage-retry.ts';
+export {
+  isOutboxEventId,
+  listOutboxEvents,
+  MAX_OUTBOX_PAGE,
+  type OutboxEventQuery,
+  type OutboxEventRecord,
+  type OutboxGroup,
+  type OutboxState,
+  outboxEventsStatement,
+  outboxSummary,
+  outboxSummaryStatement,
+  type RedeliverOutcome,
+  redeliverOutboxEvent,
+} from './outbox/outbox-admin.ts';
 export {
   type ClaimedOutboxEvent,
   claimDueOutbox,
@@ -279,3 +295,14 @@ export {
   type TaskChanges,
   type TaskWriter,
 } from './tasks/task-writer.ts';
+export {
+  type DurationPercentiles,
+  type EndedCounts,
+  type EndedToolStats,
+  endedToolStatsStatement,
+  type OpenToolCounts,
+  openToolCountsStatement,
+  readToolStats,
+  type ToolStats,
+  type ToolStatsWindow,
+} from './tasks/tool-stats.ts';

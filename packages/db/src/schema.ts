@@ -193,6 +193,8 @@ export interface ToolCatalogTable {
   fingerprint: string;
   definition: JSONColumnType<Record<string, unknown>, string, string>;
   published_at: GeneratedTimestamp;
+  /** The publishing worker's slots for the tool (migration 0027); null from an older worker. */
+  concurrency: number | null;
 }
 
 /** A subscription a worker watches (migration 0013); packages/db/src/catalog/content-watches.ts owns it. */

@@ -107,6 +107,8 @@ export const errorRegistry = {
   TG_DOWNSTREAM_UNAVAILABLE: { title: 'Downstream server unavailable', httpStatus: 503, exitCode: 69 },
   TG_RECONCILIATION_ITEM_NOT_FOUND: { title: 'Reconciliation item not found', httpStatus: 404, exitCode: 65 },
   TG_RECONCILIATION_ITEM_RESOLVED: { title: 'Reconciliation item already resolved', httpStatus: 409, exitCode: 65 },
+  TG_OUTBOX_EVENT_NOT_FOUND: { title: 'Outbox event not found', httpStatus: 404, exitCode: 65 },
+  TG_OUTBOX_EVENT_NOT_DEAD: { title: 'Outbox event is not dead-lettered', httpStatus: 409, exitCode: 65 },
   TG_SERVICE_UNAVAILABLE: { title: 'Service unavailable', httpStatus: 503, exitCode: 69 },
   TG_CALL_TIMEOUT: { title: "A client's clock for the call ran out", httpStatus: 504, exitCode: 75 },
   TG_CALL_CANCELLED: { title: 'The call was cancelled by its caller', httpStatus: 409, exitCode: 75 },

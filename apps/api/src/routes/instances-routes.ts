@@ -38,7 +38,15 @@ export function registerInstanceRoutes(app: FastifyInstance, options: { readonly
                 startedAt: Type.String({ format: 'date-time' }),
                 heartbeatAt: Type.String({ format: 'date-time' }),
                 stoppedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-                tools: Type.Array(Type.Object({ name: Type.String(), fingerprint: Type.String() })),
+                tools: Type.Array(
+                  Type.Object({
+                    name: Type.String(),
+                    fingerprint: Type.String(),
+                    concurrency: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+                      description: "how many of the tool's tasks this worker runs at once; null from an older worker",
+                    }),
+                  }),
+                ),
                 holding: Type.Integer({ description: 'open tasks this worker holds now (its concurrency in use)' }),
               }),
             ),

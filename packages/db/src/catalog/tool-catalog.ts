@@ -24,12 +24,17 @@ type Db = Kysely<Database>;
 
 export interface PublishReport {
   readonly added: number;
-  /** Served before under the same name with another fingerprint or definition. */
+  /** Served before under the same name with another fingerprint, definition or concurrency. */
   readonly changed: number;
   /** Served before and no longer: deleted. */
   readonly removed: number;
   /** Identical to what was published before: left as they were (published_at kept). */
   readonly unchanged: number;
+}
+
+/** A tool as a worker publishes it: its definition, and how many of its tasks the worker runs at once. */
+export interface PublishedTool extends ToolCatalogEntry {
+  readonly concurrency?: number | undefined;
 }
 
 /**
@@ -40,7 +45,7 @@ export interface PublishReport {
 export async function publishTools(
   db: Db,
   instanceId: string,
-  entries: readonly ToolCatalogEntry[],
+  entries: readonly PublishedTool[],
 ): Promise<PublishReport> {
   const names = new Set<string>();
   for (const entry of entries) {
@@ -53,9 +58,19 @@ export async function publishTools(
     if (toolFingerprint(entry.definition) !== entry.fingerprint) {
       throw new TypeError(`tool ${entry.name}: its fingerprint is not toolFingerprint of its definition`);
     }
+    if (entry.concurrency !== undefined && !(Number.isInteger(entry.concurrency) && entry.concurrency > 0)) {
+      throw new TypeError(`tool ${entry.name}: concurrency must be a positive integer`);
+    }
     names.add(entry.name);
   }
-  const rows = JSON.stringify(entries.map(({ name, fingerprint, definition }) => ({ name, fingerprint, definition })));
+  const rows = JSON.stringify(
+    entries.map(({ name, fingerprint, definition, concurrency }) => ({
+      name,
+      fingerprint,
+      definition,
+      concurrency: concurrency ?? null,
+    })),
+  );
   return db.transaction().execute(async (trx) => {
     // Two publishes of one instance (a start racing a re-registration) take turns, so the last one
     // wins whole. The lock is the one a heartbeat's UPDATE takes: a heartbeat waits one publish.
@@ -70,19 +85,24 @@ export async function publishTools(
     }
     const { rows: counts } = await sql<{ added: number; changed: number; removed: number }>`
       WITH incoming AS (
-        SELECT e.name, e.fingerprint, e.definition
-        FROM jsonb_to_recordset(${rows}::jsonb) AS e(name text, fingerprint text, definition jsonb)
+        SELECT e.name, e.fingerprint, e.definition, e.concurrency
+        FROM jsonb_to_recordset(${rows}::jsonb) AS e(name text, fingerprint text, definition jsonb, concurrency int)
       ), removed AS (
         DELETE FROM tool_catalog c
         WHERE c.instance_id = ${instanceId} AND c.name NOT IN (SELECT name FROM incoming)
         RETURNING 1
       ), upserted AS (
-        INSERT INTO tool_catalog (instance_id, name, fingerprint, definition)
-        SELECT ${instanceId}, name, fingerprint, definition FROM incoming
+        INSERT INTO tool_catalog (instance_id, name, fingerprint, definition, concurrency)
+        SELECT ${instanceId}, name, fingerprint, definition, concurrency FROM incoming
         ON CONFLICT (instance_id, name) DO UPDATE
-          SET fingerprint = EXCLUDED.fingerprint, definition = EXCLUDED.definition, published_at = now()
-          WHERE (tool_catalog.fingerprint, tool_catalog.definition)
-                IS DISTINCT FROM (EXCLUDED.fingerprint, EXCLUDED.definition)
+          SET fingerprint = EXCLUDED.fingerprint, definition = EXCLUDED.definition,
+              concurrency = EXCLUDED.concurrency,
+              -- When the definition changed: readers order servers by it, and slots are no version.
+              published_at = CASE WHEN (tool_catalog.fingerprint, tool_catalog.definition)
+                                       IS DISTINCT FROM (EXCLUDED.fingerprint, EXCLUDED.definition)
+                                  THEN now() ELSE tool_catalog.published_at END
+          WHERE (tool_catalog.fingerprint, tool_catalog.definition, tool_catalog.concurrency)
+                IS DISTINCT FROM (EXCLUDED.fingerprint, EXCLUDED.definition, EXCLUDED.concurrency)
         -- xmax is 0 on a row version this statement inserted, and set on one it updated.
         RETURNING xmax = 0 AS inserted
       )
@@ -200,20 +220,24 @@ export async function listedToolNames(
   return rows.map((row) => row.name);
 }
 
+export interface InstanceTool {
+  readonly name: string;
+  readonly fingerprint: string;
+  /** Its slots on that instance; null when the instance did not say (an older worker). */
+  readonly concurrency: number | null;
+}
+
 /** The tools each of these instances published, by instance, sorted by name (the workers page). */
-export async function toolsByInstance(
-  db: Db,
-  instanceIds: readonly string[],
-): Promise<Map<string, { readonly name: string; readonly fingerprint: string }[]>> {
-  const byInstance = new Map<string, { name: string; fingerprint: string }[]>();
+export async function toolsByInstance(db: Db, instanceIds: readonly string[]): Promise<Map<string, InstanceTool[]>> {
+  const byInstance = new Map<string, InstanceTool[]>();
   if (instanceIds.length === 0) return byInstance;
-  const { rows } = await sql<{ instance_id: string; name: string; fingerprint: string }>`
-    SELECT instance_id, name, fingerprint FROM tool_catalog
+  const { rows } = await sql<{ instance_id: string; name: string; fingerprint: string; concurrency: number | null }>`
+    SELECT instance_id, name, fingerprint, concurrency FROM tool_catalog
     WHERE instance_id = ANY(${[...instanceIds]}::text[])
     ORDER BY instance_id, name COLLATE "C"`.execute(db);
   for (const row of rows) {
     const list = byInstance.get(row.instance_id) ?? [];
-    list.push({ name: row.name, fingerprint: row.fingerprint });
+    list.push({ name: row.name, fingerprint: row.fingerprint, concurrency: row.concurrency });
     byInstance.set(row.instance_id, list);
   }
   return byInstance;

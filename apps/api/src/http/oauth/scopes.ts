@@ -5,10 +5,11 @@
  * - tools: discover and call tools, resources, prompts, completion, logging — MCP itself, and a
  *   tool module's own /v1 routes;
  * - tasks: read, watch and cancel tasks, and look a call's idempotency key up (MCP `tasks/*`,
- *   /v1/tasks other than POST, /v1/idempotency-keys);
+ *   /v1/tasks other than POST, /v1/idempotency-keys, and /v1/tools/stats, which counts tasks);
  * - admin: reconciliation items (/v1/reconciliation-items), saying a URL elicitation is
  *   complete (/v1/elicitations), which speaks for the server to its clients, and the fleet's
- *   instances (/v1/instances, the console's workers page);
+ *   instances (/v1/instances, the console's workers page), and the outbox with its redeliver
+ *   (/v1/outbox, the console's outbox page);
  * - metrics: GET /metrics.
  */
 export const SCOPE_GROUPS = ['tools', 'tasks', 'admin', 'metrics'] as const;
@@ -44,10 +45,13 @@ export function restScopeOf(method: string, routeUrl: string | undefined): Scope
   if (
     routeUrl.startsWith('/v1/reconciliation-items') ||
     routeUrl.startsWith('/v1/elicitations') ||
-    routeUrl === '/v1/instances'
+    routeUrl === '/v1/instances' ||
+    routeUrl.startsWith('/v1/outbox')
   )
     return 'admin';
   if (routeUrl === '/v1/tasks' && method === 'POST') return 'tools';
+  // The tools overview counts the tenant's tasks: reading tasks, not calling tools.
+  if (routeUrl === '/v1/tools/stats') return 'tasks';
   if (routeUrl.startsWith('/v1/tasks') || routeUrl.startsWith('/v1/idempotency-keys')) return 'tasks';
   return 'tools';
 }
