@@ -380,6 +380,7 @@ describe('the OpenAPI document', () => {
       '/v1/tasks/{id}/logs',
       '/v1/tasks/{id}/steps',
       '/v1/tasks/{id}/timeline',
+      '/v1/tenants',
       '/v1/tools',
       '/v1/tools/stats',
     ]);

@@ -101,6 +101,7 @@ describe('signing in', () => {
       required: true,
       signedIn: false,
       tenant: null,
+      operator: false,
       scopes: null,
       csrf: null,
       expiresAt: null,

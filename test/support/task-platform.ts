@@ -171,6 +171,8 @@ export async function startApi(
   url: string,
   options: {
     tokens?: ReadonlyMap<string, string>;
+    /** TASKGATE_OPERATOR_TOKENS. */
+    operatorTokens?: ReadonlySet<string>;
     /** Replaces `tokens`: OAuth, a metrics token. */
     auth?: Authenticator;
     /** The port serveApi listens on (default: one the system picks). */
@@ -221,6 +223,7 @@ export async function startApi(
         options.auth ??
         createAuthenticator({
           tokens: options.tokens ?? new Map(),
+          ...(options.operatorTokens ? { operatorTokens: options.operatorTokens } : {}),
           unauthenticatedTenant: 'default',
           sessions: consoleSessions,
         }),

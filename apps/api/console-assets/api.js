@@ -3,7 +3,7 @@
 // header on every request that changes state, and problem+json turned into errors that say why.
 
 /**
- * @typedef {{ required: boolean, signedIn: boolean, tenant: string | null, scopes: string[] | null, csrf: string | null, expiresAt: string | null }} Session
+ * @typedef {{ required: boolean, signedIn: boolean, tenant: string | null, operator: boolean, scopes: string[] | null, csrf: string | null, expiresAt: string | null }} Session
  */
 
 /** A refusal or failure from the API: the problem document's code and detail. */
@@ -34,6 +34,24 @@ export function setSession(value) {
   current = value;
 }
 
+/** The tenant an operator's session acts for on this page (from its URL), or null. */
+let acting = /** @type {string | null} */ (null);
+
+/** @param {string | null} tenant */
+export function setActingTenant(tenant) {
+  acting = tenant;
+}
+
+/**
+ * A /v1 path as this page sends it: an operator's requests name their tenant, in the query (an
+ * EventSource can send no header, and one way for every request is simpler to check).
+ * @param {string} path
+ */
+export function apiPath(path) {
+  if (acting === null || !path.startsWith('/v1/')) return path;
+  return `${path}${path.includes('?') ? '&' : '?'}tenant=${encodeURIComponent(acting)}`;
+}
+
 /**
  * @param {string} method
  * @param {string} path
@@ -47,7 +65,7 @@ export async function request(method, path, body) {
   if (method !== 'GET' && current?.csrf) headers['x-taskgate-csrf'] = current.csrf;
   let response;
   try {
-    response = await fetch(path, {
+    response = await fetch(apiPath(path), {
       method,
       headers,
       credentials: 'same-origin',

@@ -2,7 +2,7 @@
 // The console's shell: a router over history.pushState (every page has its own URL and
 // reloads), the sign-in gate, the navigation and sign-out. Each page is a module with
 // `render(main, params)` that returns what ends it (its live stream) when the page changes.
-import { request, session, setSession } from './api.js';
+import { request, session, setActingTenant, setSession } from './api.js';
 import { h, problemBox, refreshTimes, replaceChildren } from './dom.js';
 
 /**
@@ -19,6 +19,7 @@ const ROUTES = [
   [/^\/ui\/workers\/?$/, 'workers', () => import('./workers-page.js')],
   [/^\/ui\/reconciliation(?:\/([^/]+))?\/?$/, 'reconciliation', () => import('./reconciliation-page.js')],
   [/^\/ui\/outbox\/?$/, 'outbox', () => import('./outbox-page.js')],
+  [/^\/ui\/tenants\/?$/, 'tenants', () => import('./tenants-page.js')],
   [/^\/ui\/login\/?$/, '', () => import('./login-page.js')],
 ];
 
@@ -26,6 +27,11 @@ const main = /** @type {HTMLElement} */ (document.getElementById('main'));
 /** @type {(() => void) | void} */
 let leave;
 let generation = 0;
+
+/** Sections an operator's page shows without a tenant: the fleet's, and the choice of tenant. */
+const TENANTLESS = new Set(['workers', 'tenants', '']);
+/** The tenant an operator's pages act for: from the URL, kept while moving between pages. */
+let actingTenant = /** @type {string | null} */ (null);
 
 /** @param {string} href */
 function navigate(href) {
@@ -50,6 +56,25 @@ async function show() {
     replaceChildren(main, h('h1', {}, 'Taskgate'), problemBox(who));
     return;
   }
+  if (who.operator) {
+    // The URL names the tenant (a link carries it, a reload keeps it); a link within the console
+    // that does not is given the one the page had.
+    const named = url.searchParams.get('tenant');
+    if (named !== null && named !== '') actingTenant = named;
+    else if (actingTenant !== null && route?.[1] !== 'tenants') {
+      url.searchParams.set('tenant', actingTenant);
+      history.replaceState(null, '', url.pathname + url.search + url.hash);
+    }
+    setActingTenant(actingTenant);
+    if (actingTenant === null && route !== undefined && !TENANTLESS.has(route[1])) {
+      const next = url.pathname + url.search;
+      history.replaceState(null, '', `/ui/tenants?next=${encodeURIComponent(next)}`);
+      return show();
+    }
+  } else {
+    setActingTenant(null);
+  }
+  shown = location.pathname + location.search;
   showWho(who);
   if (route === undefined) {
     document.title = 'Not found · Taskgate';
@@ -102,7 +127,17 @@ function showWho(who) {
   const nav = /** @type {HTMLElement} */ (document.getElementById('nav'));
   box.hidden = !who.signedIn;
   nav.hidden = !who.signedIn;
-  tenant.textContent = who.tenant === null ? '' : `Tenant ${who.tenant}`;
+  if (who.operator) {
+    replaceChildren(
+      tenant,
+      'Operator',
+      actingTenant === null ? '' : [' · tenant ', h('code', {}, actingTenant)],
+      ' ',
+      h('a', { href: '/ui/tenants', 'data-link': '' }, actingTenant === null ? 'Choose a tenant' : 'Switch'),
+    );
+  } else {
+    tenant.textContent = who.tenant === null ? '' : `Tenant ${who.tenant}`;
+  }
   signOut.hidden = !who.required;
 }
 

@@ -6,6 +6,8 @@
 // same instant. Every (re)open starts with the server's snapshot, which the page re-renders
 // from: nothing missed while away stays missed.
 
+import { apiPath } from './api.js';
+
 const FIRST_DELAY_MS = 500;
 const MAX_DELAY_MS = 30_000;
 
@@ -32,7 +34,7 @@ export function openLive(url, events, onEvent, options = {}) {
 
   const open = () => {
     if (closed) return;
-    const opened = new EventSource(url);
+    const opened = new EventSource(apiPath(url));
     source = opened;
     opened.addEventListener('open', () => {
       attempt = 0;

@@ -20,6 +20,8 @@ export interface ApiRoleOptions {
   readonly host: string;
   readonly port: number;
   readonly tokens: ReadonlyMap<string, string>;
+  /** TASKGATE_OPERATOR_TOKENS: act for the tenant each request names (REST and the console only). */
+  readonly operatorTokens?: ReadonlySet<string>;
   readonly unauthenticatedTenant: string;
   /** TASKGATE_OAUTH_*: accept access tokens from this issuer too (null: static tokens only). */
   readonly oauth?: OAuthSettings | null;
@@ -133,6 +135,7 @@ export async function prepareApiRole(options: ApiRoleOptions): Promise<PreparedA
           : {}),
         auth: createAuthenticator({
           tokens: options.tokens,
+          ...(options.operatorTokens ? { operatorTokens: options.operatorTokens } : {}),
           unauthenticatedTenant: options.unauthenticatedTenant,
           oauth: options.oauth ? { settings: options.oauth, verifier: createTokenVerifier(options.oauth) } : null,
           metricsToken: options.metricsToken ?? null,

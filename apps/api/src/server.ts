@@ -30,6 +30,7 @@ import { registerReconciliationRoutes } from './routes/reconciliation-routes.ts'
 import { registerTaskDetailRoutes } from './routes/task-detail-routes.ts';
 import { ProblemSchema, TaskSchema } from './routes/task-schemas.ts';
 import { registerTaskRoutes } from './routes/tasks-routes.ts';
+import { registerTenantRoutes } from './routes/tenants-routes.ts';
 import { registerToolRoutes, ToolSchema } from './routes/tools-routes.ts';
 import type { TaskEventsHub } from './tasks/task-events-hub.ts';
 import type { ClockCaps, TaskService } from './tasks/task-service.ts';
@@ -192,6 +193,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
     });
     registerTaskDetailRoutes(v1, { service: tasks.service });
     registerInstanceRoutes(v1, { db: tasks.db });
+    registerTenantRoutes(v1, { db: tasks.db });
     registerOutboxRoutes(v1, { db: tasks.db });
     registerToolRoutes(v1, { tools: tasks.service.tools, db: tasks.db });
     registerReconciliationRoutes(v1, { ledger: tasks.ledger });

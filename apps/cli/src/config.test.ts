@@ -223,6 +223,31 @@ describe('loadConfig', () => {
     expect(JSON.stringify(found)).not.toContain(secret);
   });
 
+  it('takes operator tokens, refusing weak, repeated, tenant-shaped or shared ones without printing them', () => {
+    const operator = 'o'.repeat(24);
+    expect([...loadConfig({ TASKGATE_OPERATOR_TOKENS: ` ${operator} ,` }, '/').config.operatorTokens]).toEqual([
+      operator,
+    ]);
+    const secret = 'short-secret';
+    const found = problems({
+      TASKGATE_TOKENS: `${TOKEN}:acme`,
+      TASKGATE_OPERATOR_TOKENS: `${secret},${operator}:acme,${TOKEN},${operator},${operator},has space in it ok`,
+      TASKGATE_METRICS_TOKEN: operator,
+    });
+    expect(found.map((p) => `${p.field}: ${p.message}`)).toEqual([
+      'TASKGATE_OPERATOR_TOKENS: entry 1 must be 16+ characters without spaces',
+      "TASKGATE_OPERATOR_TOKENS: entry 2 has a ':' (a tenant's token:tenant goes in TASKGATE_TOKENS)",
+      "TASKGATE_OPERATOR_TOKENS: entry 3 is also a tenant's token in TASKGATE_TOKENS",
+      'TASKGATE_OPERATOR_TOKENS: entry 5 repeats a token already given',
+      'TASKGATE_OPERATOR_TOKENS: entry 6 must be 16+ characters without spaces',
+      'TASKGATE_METRICS_TOKEN: must not be one of the tokens in TASKGATE_TOKENS or TASKGATE_OPERATOR_TOKENS',
+    ]);
+    expect(JSON.stringify(found)).not.toContain(secret);
+    expect(JSON.stringify(found)).not.toContain(operator);
+    // An operator token alone closes the server: it may bind beyond loopback.
+    expect(loadConfig({ HOST: '0.0.0.0', TASKGATE_OPERATOR_TOKENS: operator }, '/').config.operatorTokens.size).toBe(1);
+  });
+
   it('requires tokens when binding beyond loopback', () => {
     expect(problems({ HOST: '0.0.0.0' })).toEqual([
       {

@@ -21,6 +21,8 @@ export interface Config {
   readonly healthPort: number | null;
   /** bearer token → tenant. Empty (and no OAuth): unauthenticated, allowed only on loopback (tenant "default"). */
   readonly tokens: ReadonlyMap<string, string>;
+  /** TASKGATE_OPERATOR_TOKENS: tokens that act for any tenant they name, over REST and the console. */
+  readonly operatorTokens: ReadonlySet<string>;
   /** TASKGATE_OAUTH_*: access tokens from this issuer are accepted too; null: none. */
   readonly oauth: OAuthSettings | null;
   /** TASKGATE_METRICS_TOKEN: the token /metrics asks for; null: see metrics-route.ts. */
@@ -97,6 +99,8 @@ export const SETTINGS = {
     'port of a /healthz, /readyz and /metrics probe served by taskgate start whatever its roles, on HOST (a worker or relay alone has its /metrics there); 0 picks a free one (default: unset, no probe)',
   TASKGATE_TOKENS:
     'bearer tokens as token:tenant pairs, comma-separated; unset allows unauthenticated calls on loopback only',
+  TASKGATE_OPERATOR_TOKENS:
+    'bearer tokens of operators, comma-separated, 16+ characters each: an operator names the tenant it acts for on each request (header X-Taskgate-Tenant or query parameter tenant), over the REST API and the console, never /mcp; it has every scope (default: unset, no operator)',
   TASKGATE_OAUTH_ISSUER:
     'issuer URL of the OAuth 2.1 authorization server whose JWT access tokens are accepted (its metadata names the keys); with TASKGATE_OAUTH_RESOURCE (default: unset, static tokens only)',
   TASKGATE_OAUTH_RESOURCE:
@@ -304,6 +308,7 @@ export function loadConfig(env: Env, cwd: string, readsAlso: readonly string[] =
   const relay = parseRelay(value, problem);
 
   const tokens = parseTokens(value('TASKGATE_TOKENS'), problem);
+  const operatorTokens = parseOperatorTokens(value('TASKGATE_OPERATOR_TOKENS'), tokens, problem);
   const oauth = parseOAuth(
     value('TASKGATE_OAUTH_ISSUER'),
     value('TASKGATE_OAUTH_RESOURCE'),
@@ -314,8 +319,12 @@ export function loadConfig(env: Env, cwd: string, readsAlso: readonly string[] =
   if (metricsToken !== null && (metricsToken.length < MIN_TOKEN_LENGTH || /\s/.test(metricsToken))) {
     problem('TASKGATE_METRICS_TOKEN', `must be ${MIN_TOKEN_LENGTH}+ characters without spaces`);
   }
+  if (metricsToken !== null && (operatorTokens.has(metricsToken) || tokens.has(metricsToken))) {
+    problem('TASKGATE_METRICS_TOKEN', 'must not be one of the tokens in TASKGATE_TOKENS or TASKGATE_OPERATOR_TOKENS');
+  }
   if (
     tokens.size === 0 &&
+    operatorTokens.size === 0 &&
     oauth === null &&
     problems.every((p) => !p.field.startsWith('TASKGATE_OAUTH')) &&
     problems.every((p) => p.field !== 'HOST') &&
@@ -365,6 +374,7 @@ export function loadConfig(env: Env, cwd: string, readsAlso: readonly string[] =
       port,
       healthPort,
       tokens,
+      operatorTokens,
       oauth,
       metricsToken,
       dataDir,
@@ -569,6 +579,34 @@ function parseTokens(raw: string | undefined, problem: (field: string, message: 
       problem('TASKGATE_TOKENS', `${where} repeats a token already given`);
     } else {
       tokens.set(token, tenant);
+    }
+  });
+  return tokens;
+}
+
+function parseOperatorTokens(
+  raw: string | undefined,
+  tenantTokens: ReadonlyMap<string, string>,
+  problem: (field: string, message: string) => void,
+): Set<string> {
+  const tokens = new Set<string>();
+  if (raw === undefined) return tokens;
+  raw.split(',').forEach((item, index) => {
+    const token = item.trim();
+    if (token === '') return;
+    // Positions, not values, in messages: the values are secrets.
+    const where = `entry ${index + 1}`;
+    if (token.length < MIN_TOKEN_LENGTH || /\s/.test(token)) {
+      problem('TASKGATE_OPERATOR_TOKENS', `${where} must be ${MIN_TOKEN_LENGTH}+ characters without spaces`);
+    } else if (token.includes(':')) {
+      // token:tenant belongs in TASKGATE_TOKENS: an operator names its tenant per request.
+      problem('TASKGATE_OPERATOR_TOKENS', `${where} has a ':' (a tenant's token:tenant goes in TASKGATE_TOKENS)`);
+    } else if (tenantTokens.has(token)) {
+      problem('TASKGATE_OPERATOR_TOKENS', `${where} is also a tenant's token in TASKGATE_TOKENS`);
+    } else if (tokens.has(token)) {
+      problem('TASKGATE_OPERATOR_TOKENS', `${where} repeats a token already given`);
+    } else {
+      tokens.add(token);
     }
   });
   return tokens;

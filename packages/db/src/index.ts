@@ -295,6 +295,7 @@ export {
   type TaskChanges,
   type TaskWriter,
 } from './tasks/task-writer.ts';
+export { listTaskTenants, tenantSkipScan } from './tasks/tenant-list.ts';
 export {
   type DurationPercentiles,
   type EndedCounts,

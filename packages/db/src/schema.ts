@@ -246,6 +246,8 @@ export interface ConsoleSessionsTable {
   last_seen_at: GeneratedTimestamp;
   expires_at: Timestamp;
   ended_at: Timestamp | null;
+  /** Opened with an operator token (migration 0028); then tenant_id is '*'. */
+  operator: Generated<boolean>;
 }
 
 export interface Database {

@@ -38,6 +38,16 @@ export const errorRegistry = {
     httpStatus: 403,
     exitCode: 77,
   },
+  TG_OPERATOR_ONLY: {
+    title: 'Only an operator token may name a tenant or read across tenants',
+    httpStatus: 403,
+    exitCode: 77,
+  },
+  TG_TENANT_REQUIRED: {
+    title: 'An operator did not name the tenant this request acts for',
+    httpStatus: 400,
+    exitCode: 64,
+  },
   TG_SIGN_IN_NOT_NEEDED: {
     title: 'This server asks for no token: there is nothing to sign in to',
     httpStatus: 409,

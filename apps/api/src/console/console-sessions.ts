@@ -60,6 +60,7 @@ export class ConsoleSessions implements SessionLookup {
       tokenDigest,
       csrfToken: randomBytes(24).toString('base64url'),
       expiresAt: new Date(tokenExpiresAt === null ? bound : Math.min(bound, tokenExpiresAt)),
+      operator: caller.operator === true,
     };
     await insertConsoleSession(this.#db, id, session);
     return { id, session };
@@ -101,7 +102,8 @@ function sessionJson(session: ConsoleSession) {
   return {
     required: true,
     signedIn: true,
-    tenant: session.tenantId,
+    tenant: session.operator ? null : session.tenantId,
+    operator: session.operator,
     scopes: session.scopes === null ? null : [...session.scopes],
     csrf: session.csrfToken,
     expiresAt: session.expiresAt.toISOString(),
@@ -111,7 +113,10 @@ function sessionJson(session: ConsoleSession) {
 const SessionSchema = Type.Object({
   required: Type.Boolean({ description: 'whether this server asks for a token (false: loopback, no tokens)' }),
   signedIn: Type.Boolean(),
-  tenant: Type.Union([Type.String(), Type.Null()]),
+  tenant: Type.Union([Type.String(), Type.Null()], { description: "the session's tenant; null for an operator's" }),
+  operator: Type.Boolean({
+    description: 'signed in with an operator token: each request names its tenant (?tenant= or X-Taskgate-Tenant)',
+  }),
   scopes: Type.Union([Type.Array(Type.String()), Type.Null()], {
     description: "an OAuth token's scopes; null for a static token or no sign-in needed (everything the tenant may)",
   }),
@@ -147,11 +152,29 @@ export function registerSessionRoutes(
       reply.header('cache-control', 'no-store');
       if (auth.acceptsUnauthenticated) {
         const caller = await auth.authenticate(request);
-        return { required: false, signedIn: true, tenant: caller.tenant, scopes: null, csrf: null, expiresAt: null };
+        return {
+          required: false,
+          signedIn: true,
+          tenant: caller.tenant,
+          operator: false,
+          scopes: null,
+          csrf: null,
+          expiresAt: null,
+        };
       }
       const id = sessions?.idOf(request) ?? null;
       const session = id === null ? null : await sessions?.find(id);
-      if (!session) return { required: true, signedIn: false, tenant: null, scopes: null, csrf: null, expiresAt: null };
+      if (!session) {
+        return {
+          required: true,
+          signedIn: false,
+          tenant: null,
+          operator: false,
+          scopes: null,
+          csrf: null,
+          expiresAt: null,
+        };
+      }
       return sessionJson(session);
     },
   );
@@ -176,7 +199,10 @@ export function registerSessionRoutes(
       const opened = await sessions.open(verified.caller, verified.tokenDigest, verified.expiresAt);
       const maxAge = Math.max(0, Math.floor((opened.session.expiresAt.getTime() - Date.now()) / 1000));
       setCookie(reply, overHttps(request), opened.id, maxAge);
-      request.log.info({ tenant: opened.session.tenantId }, 'console sign-in');
+      request.log.info(
+        opened.session.operator ? { operator: true } : { tenant: opened.session.tenantId },
+        'console sign-in',
+      );
       reply.header('cache-control', 'no-store');
       return reply.code(201).send(sessionJson(opened.session));
     },

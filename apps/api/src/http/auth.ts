@@ -7,10 +7,23 @@ import { bearerChallenge, type Challenge, metadataUrlFor } from './oauth/protect
 import { MCP_SCOPES, restScopeOf, type ScopeGroup, scopeName } from './oauth/scopes.ts';
 import { IssuerUnavailable, type OAuthSettings, TokenRejected, type TokenVerifier } from './oauth/token-verifier.ts';
 import { problem, sendProblem } from './problem.ts';
+import { TENANT_PATTERN } from './tenant-name.ts';
+
+/**
+ * An operator's tenant before its request names one: not a tenant name (TENANT_PATTERN admits no
+ * '*'), so a query scoped to it finds nothing; tenantOf refuses it (TG_TENANT_REQUIRED).
+ */
+export const NO_TENANT = '*';
 
 /** Who is calling. Every query a request makes is scoped to `tenant`. */
 export interface Caller {
   readonly tenant: string;
+  /**
+   * An operator token (TASKGATE_OPERATOR_TOKENS): acts for the tenant each REST request names
+   * (X-Taskgate-Tenant, or the `tenant` query parameter an EventSource can carry), with every
+   * scope. Never an MCP caller.
+   */
+  readonly operator?: true;
   /** An OAuth token's scopes; null for a static token, which may do everything its tenant can. */
   readonly scopes: ReadonlySet<string> | null;
   /**
@@ -43,7 +56,10 @@ export interface Authenticator {
    * check CSRF for it). /mcp never takes one: an MCP client sends its token, and a browser's
    * cookie must not make a page on another origin an MCP client of this tenant.
    */
-  authenticate(request: FastifyRequest, options?: { readonly sessions?: boolean }): Promise<Caller>;
+  authenticate(
+    request: FastifyRequest,
+    options?: { readonly sessions?: boolean; readonly operators?: boolean },
+  ): Promise<Caller>;
   /** Throws TG_INSUFFICIENT_SCOPE (403) unless the caller holds every group's scope. */
   authorize(request: FastifyRequest, caller: Caller, groups: readonly ScopeGroup[]): void;
   /** GET /metrics: its own token or scope, never a tenant's (the figures cover every tenant). */
@@ -60,6 +76,8 @@ export interface Authenticator {
 export interface AuthenticatorOptions {
   /** bearer token → tenant. */
   readonly tokens: ReadonlyMap<string, string>;
+  /** TASKGATE_OPERATOR_TOKENS. */
+  readonly operatorTokens?: ReadonlySet<string>;
   /** The tenant of every call when neither tokens nor OAuth are configured. */
   readonly unauthenticatedTenant: string;
   readonly oauth?: { readonly settings: OAuthSettings; readonly verifier: TokenVerifier } | null;
@@ -74,8 +92,10 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
 export function createAuthenticator(options: AuthenticatorOptions): Authenticator {
   const oauth = options.oauth ?? null;
   const byDigest = new Map([...options.tokens].map(([token, tenant]) => [digest(token), tenant]));
+  const operatorDigests = new Set([...(options.operatorTokens ?? [])].map(digest));
   const metricsDigest = options.metricsToken ? Buffer.from(digest(options.metricsToken), 'hex') : null;
-  const open = byDigest.size === 0 && oauth === null;
+  const open = byDigest.size === 0 && operatorDigests.size === 0 && oauth === null;
+  const operatorCaller: Caller = Object.freeze({ tenant: NO_TENANT, scopes: null, operator: true });
   /** Every caller of an open server: one object, not one per request. */
   const openCaller: Caller = Object.freeze({ tenant: options.unauthenticatedTenant, scopes: null });
 
@@ -114,7 +134,10 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     return match[1] as string;
   };
 
-  const authenticate = async (request: FastifyRequest, how: { readonly sessions?: boolean } = {}): Promise<Caller> => {
+  const authenticate = async (
+    request: FastifyRequest,
+    how: { readonly sessions?: boolean; readonly operators?: boolean } = {},
+  ): Promise<Caller> => {
     if (open) {
       tokenOf(request);
       return openCaller;
@@ -132,8 +155,19 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
         { scopes: wanted(request) },
       );
     }
-    const tenant = byDigest.get(digest(token));
+    const tokenDigest = digest(token);
+    const tenant = byDigest.get(tokenDigest);
     if (tenant !== undefined) return { tenant, scopes: null };
+    if (operatorDigests.has(tokenDigest)) {
+      if (how.operators === true) return operatorCaller;
+      // /mcp (an MCP session belongs to one tenant, and an operator is none), /metrics.
+      throw refuse(
+        request,
+        'TG_UNAUTHORIZED',
+        "an operator token acts over the REST API (/v1) and the console only; an MCP client sends a tenant's token",
+        { scopes: wanted(request), error: 'invalid_token' },
+      );
+    }
     if (!oauth) throw refuse(request, 'TG_UNAUTHORIZED', 'the bearer token is not valid', { scopes: [] });
     try {
       const verified = await oauth.verifier.verify(token);
@@ -160,7 +194,12 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     if (sessions === undefined || sessions === null || id === null) return null;
     const session = await sessions.find(id);
     if (session === null) return null;
-    // A static token taken out of TASKGATE_TOKENS ends the sessions it opened.
+    // A static token taken out of TASKGATE_TOKENS (or an operator's out of TASKGATE_OPERATOR_TOKENS)
+    // ends the sessions it opened.
+    if (session.operator) {
+      if (session.tokenDigest === null || !operatorDigests.has(session.tokenDigest)) return null;
+      return { ...operatorCaller, session: { csrfToken: session.csrfToken } };
+    }
     if (session.tokenDigest !== null && !byDigest.has(session.tokenDigest)) return null;
     return {
       tenant: session.tenantId,
@@ -173,6 +212,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     const tokenDigest = digest(token);
     const tenant = byDigest.get(tokenDigest);
     if (tenant !== undefined) return { caller: { tenant, scopes: null }, expiresAt: null, tokenDigest };
+    if (operatorDigests.has(tokenDigest)) return { caller: operatorCaller, expiresAt: null, tokenDigest };
     if (!oauth) throw new TaskgateError('TG_UNAUTHORIZED', 'the token is not valid');
     try {
       const verified = await oauth.verifier.verifyUncached(token);
@@ -258,12 +298,16 @@ const callers = new WeakMap<FastifyRequest, Caller>();
 export function authenticateScope(scope: FastifyInstance, auth: Authenticator): void {
   scope.addHook('onRequest', async (request, reply) => {
     try {
-      const caller = await auth.authenticate(request, { sessions: true });
+      const caller = await auth.authenticate(request, { sessions: true, operators: true });
       auth.authorize(request, caller, [restScopeOf(request.method, request.routeOptions.url)]);
       if (caller.session !== undefined) checkCsrf(request, caller.session.csrfToken);
-      callers.set(request, caller);
+      callers.set(request, actingFor(request, caller));
     } catch (error) {
-      if (isTaskgateError(error, 'TG_CSRF_REFUSED'))
+      if (
+        isTaskgateError(error, 'TG_CSRF_REFUSED') ||
+        isTaskgateError(error, 'TG_OPERATOR_ONLY') ||
+        isTaskgateError(error, 'TG_REQUEST_INVALID')
+      )
         return sendProblem(reply, problem(error.code, error.message, request.url));
       const challenge = challengeOf(error);
       if (challenge === null || !(error instanceof TaskgateError)) throw error;
@@ -273,12 +317,63 @@ export function authenticateScope(scope: FastifyInstance, auth: Authenticator): 
   });
 }
 
+export const TENANT_HEADER = 'x-taskgate-tenant';
+
+/**
+ * The caller as this request acts: an operator's, for the tenant the request names — by header,
+ * or by the `tenant` query parameter (an EventSource sends no header), which is taken out of the
+ * query so the route's own schema never sees it. Anyone else naming a tenant is refused, even
+ * their own: a request that looks like it reaches another tenant must not quietly answer for one.
+ */
+function actingFor(request: FastifyRequest, caller: Caller): Caller {
+  const header = request.headers[TENANT_HEADER];
+  const query = request.query as Record<string, unknown> | null | undefined;
+  const inQuery = query !== null && typeof query === 'object' && Object.hasOwn(query, 'tenant');
+  if (header === undefined && !inQuery) return caller;
+  if (caller.operator !== true) {
+    throw new TaskgateError(
+      'TG_OPERATOR_ONLY',
+      "only an operator token (TASKGATE_OPERATOR_TOKENS) may name a tenant: a tenant's token acts for its own",
+    );
+  }
+  const named = inQuery ? query?.tenant : header;
+  if (header !== undefined && inQuery && header !== query?.tenant) {
+    throw new TaskgateError('TG_REQUEST_INVALID', 'the tenant is named twice, differently (header and query)');
+  }
+  if (typeof named !== 'string' || !TENANT_PATTERN.test(named)) {
+    throw new TaskgateError(
+      'TG_REQUEST_INVALID',
+      "the tenant named is not a tenant name (letters, digits, '.', '_', '-'; at most 63)",
+    );
+  }
+  if (inQuery) delete query?.tenant;
+  // What an operator changes in a tenant is said in the log, with the tenant (reads are not).
+  if (request.method !== 'GET' && request.method !== 'HEAD') {
+    request.log.info({ operator: true, tenant: named, method: request.method, url: request.url }, 'operator request');
+  }
+  return { ...caller, tenant: named };
+}
+
 /** The tenant authenticateScope resolved for this request. */
 export function tenantOf(request: FastifyRequest): string {
   const caller = callers.get(request);
   if (caller === undefined)
     throw new Error(`${request.method} ${request.url} is served outside an authenticated scope`);
+  if (caller.tenant === NO_TENANT) {
+    throw new TaskgateError(
+      'TG_TENANT_REQUIRED',
+      'an operator names the tenant it acts for: send X-Taskgate-Tenant: <tenant>, or ?tenant=<tenant>',
+    );
+  }
   return caller.tenant;
+}
+
+/** The caller authenticateScope resolved for this request (an operator's routes ask who it is). */
+export function callerOf(request: FastifyRequest): Caller {
+  const caller = callers.get(request);
+  if (caller === undefined)
+    throw new Error(`${request.method} ${request.url} is served outside an authenticated scope`);
+  return caller;
 }
 
 function digest(token: string): string {

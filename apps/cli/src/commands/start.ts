@@ -98,7 +98,7 @@ export async function bootTaskgate(
         stopping: () => lifecycle.stopping,
         logger,
         metricsToken: config.metricsToken,
-        tokensRequired: config.tokens.size > 0 || config.oauth !== null,
+        tokensRequired: config.tokens.size > 0 || config.operatorTokens.size > 0 || config.oauth !== null,
       });
       lifecycle.onStop('health', () => health.stop());
     }
@@ -129,6 +129,7 @@ export async function bootTaskgate(
         host: config.host,
         port: config.port,
         tokens: config.tokens,
+        operatorTokens: config.operatorTokens,
         oauth: config.oauth,
         metricsToken: config.metricsToken,
         allowedOrigins: config.allowedOrigins,
@@ -192,7 +193,8 @@ export async function bootTaskgate(
         await api.stop();
       });
       roleState.set('api', 'ok');
-      if (config.tokens.size === 0) {
+      // Open only with no token of any kind (OAuth and operator tokens close it too).
+      if (config.tokens.size === 0 && config.operatorTokens.size === 0 && config.oauth === null) {
         logger.warn(
           { tenant: DEFAULT_TENANT, host: config.host, loopback: isLoopbackHost(config.host) },
           `TASKGATE_TOKENS is not set: unauthenticated calls are accepted as tenant "${DEFAULT_TENANT}" because the API is bound to loopback only`,

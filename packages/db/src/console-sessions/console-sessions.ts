@@ -24,6 +24,8 @@ export interface ConsoleSession {
   readonly tokenDigest: string | null;
   readonly csrfToken: string;
   readonly expiresAt: Date;
+  /** Opened with an operator token: it acts for the tenant each request names (tenantId '*'). */
+  readonly operator: boolean;
 }
 
 /** What the table keys a session by: the cookie's value is never stored. */
@@ -37,9 +39,9 @@ export async function insertConsoleSession(
   session: ConsoleSession,
 ): Promise<void> {
   await sql`
-    INSERT INTO console_sessions (id_digest, tenant_id, scopes, token_digest, csrf_token, expires_at)
+    INSERT INTO console_sessions (id_digest, tenant_id, scopes, token_digest, csrf_token, expires_at, operator)
     VALUES (${sessionIdDigest(sessionId)}, ${session.tenantId}, ${session.scopes === null ? null : [...session.scopes]}::text[],
-            ${session.tokenDigest}, ${session.csrfToken}, ${session.expiresAt})`.execute(db);
+            ${session.tokenDigest}, ${session.csrfToken}, ${session.expiresAt}, ${session.operator})`.execute(db);
 }
 
 /**
@@ -58,9 +60,10 @@ export async function findConsoleSession(
     token_digest: string | null;
     csrf_token: string;
     expires_at: Date;
+    operator: boolean;
     stale: boolean;
   }>`
-    SELECT tenant_id, scopes, token_digest, csrf_token, expires_at,
+    SELECT tenant_id, scopes, token_digest, csrf_token, expires_at, operator,
            last_seen_at < now() - make_interval(secs => ${TOUCH_EVERY_MS / 1000}) AS stale
     FROM console_sessions
     WHERE id_digest = ${digest} AND ended_at IS NULL AND expires_at > now()
@@ -76,6 +79,7 @@ export async function findConsoleSession(
     tokenDigest: row.token_digest,
     csrfToken: row.csrf_token,
     expiresAt: row.expires_at,
+    operator: row.operator,
   };
 }
 

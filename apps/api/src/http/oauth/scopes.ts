@@ -46,6 +46,7 @@ export function restScopeOf(method: string, routeUrl: string | undefined): Scope
     routeUrl.startsWith('/v1/reconciliation-items') ||
     routeUrl.startsWith('/v1/elicitations') ||
     routeUrl === '/v1/instances' ||
+    routeUrl === '/v1/tenants' ||
     routeUrl.startsWith('/v1/outbox')
   )
     return 'admin';
