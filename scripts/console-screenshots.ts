@@ -17,7 +17,11 @@ const database = await benchDatabase();
 const platform = await startPlatform(database.url);
 await platform.startWorker();
 const api = await serveApi(platform, database.url, { events: { pollMs: 200, keepaliveMs: 15_000 } });
-const signIn = await serveApi(platform, database.url, { tokens: new Map([['acme-screenshot-token-0123', 'acme']]) });
+const OPERATOR = 'operator-screenshot-token-0123';
+const signIn = await serveApi(platform, database.url, {
+  tokens: new Map([['acme-screenshot-token-0123', 'acme']]),
+  operatorTokens: new Set([OPERATOR]),
+});
 const origin = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
 const signInOrigin = `http://127.0.0.1:${(signIn.app.server.address() as AddressInfo).port}`;
 const browser = await launchChromium();
@@ -69,6 +73,11 @@ try {
                AS run
       FROM generate_series(1, 1200) AS g
     ) AS history`.execute(platform.db);
+  // Other tenants, for an operator's choice of tenant.
+  await sql`
+    INSERT INTO tasks (tenant_id, tool, status, attempt, started_at, finished_at)
+    SELECT name, 'greet', 'completed', 1, now(), now()
+    FROM unnest(array['acme', 'globex', 'initech', 'umbrella-eu', 'umbrella-us']) AS name`.execute(platform.db);
   // For the outbox page: an event the relay gave up on, as its last failed attempt leaves it (no
   // relay runs here, so the charge's own events stay pending beside it).
   const [dead] = await addOutboxEvents(platform.db, [
@@ -95,11 +104,19 @@ try {
     ['reconciliation', `${origin}/ui/reconciliation`, 'tbody tr'],
     ['outbox', `${origin}/ui/outbox`, 'table.outbox-events tbody tr'],
     ['login', `${signInOrigin}/ui/login`, 'h1'],
+    ['tenants', `${signInOrigin}/ui/tenants`, 'ul.tenant-list li'],
   ];
   for (const colorScheme of ['light', 'dark'] as const) {
     for (const [name, url, ready] of pages) {
       const context = await browser.newContext({ colorScheme, viewport: { width: 1280, height: 900 } });
       const page = await context.newPage();
+      if (name === 'tenants') {
+        // An operator's choice of tenant: signed in with an operator token first.
+        await page.goto(`${signInOrigin}/ui/login?next=%2Fui%2Ftenants`);
+        await page.getByLabel('Token').fill(OPERATOR);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.waitForURL(url);
+      }
       await page.goto(url);
       await page.locator(ready).first().waitFor();
       const file = path.join(OUT, `${name}-${colorScheme}.png`);
