@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restScopeOf } from '../../apps/api/src/http/oauth/scopes.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { expectProblem } from '../support/problems.ts';
+import { planOf } from '../support/query-plans.ts';
 import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // Operator tokens (TASKGATE_OPERATOR_TOKENS): a token of no tenant that acts, over REST and the
@@ -136,15 +137,7 @@ describe('an operator token', () => {
 
   it('lists them by a skip scan: one index probe per tenant, never the whole table', async () => {
     await sql`ANALYZE tasks`.execute(platform.db);
-    const { rows } = await sql<{
-      'QUERY PLAN': unknown;
-    }>`EXPLAIN (FORMAT JSON) ${tenantSkipScan(null, 200)}`.execute(platform.db);
-    const nodes: string[] = [];
-    const walk = (node: Record<string, unknown>) => {
-      nodes.push(String(node['Node Type']));
-      for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-    };
-    walk(((rows[0]?.['QUERY PLAN'] ?? []) as { Plan: Record<string, unknown> }[])[0]?.Plan ?? {});
+    const { nodes } = await planOf(platform.db, tenantSkipScan(null, 200));
     expect(nodes).toContain('Recursive Union');
     expect(nodes).not.toContain('Seq Scan');
   });

@@ -14,6 +14,7 @@ import { restScopeOf } from '../../apps/api/src/http/oauth/scopes.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { testClient } from '../support/pg-clients.ts';
 import { expectProblem } from '../support/problems.ts';
+import { planOf } from '../support/query-plans.ts';
 import { barrier, type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // /v1/outbox: pending and dead-lettered events per event type, the events, and redelivering a
@@ -430,21 +431,7 @@ describe('a redeliver racing the relay or another redeliver', () => {
 });
 
 describe('the plans of the outbox reads', () => {
-  /** Every index the plan reads, and every node type. */
-  const plan = async (statement: RawBuilder<unknown>) => {
-    const { rows } = await sql<{ 'QUERY PLAN': unknown }>`EXPLAIN (FORMAT JSON) ${statement}`.execute(platform.db);
-    const indexes = new Set<string>();
-    const nodes: string[] = [];
-    const walk = (node: Record<string, unknown>) => {
-      nodes.push(String(node['Node Type']));
-      if (typeof node['Index Name'] === 'string') indexes.add(node['Index Name']);
-      for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-    };
-    const [explained] = (rows[0]?.['QUERY PLAN'] ?? []) as { Plan: Record<string, unknown> }[];
-    if (explained === undefined) throw new Error('EXPLAIN returned no plan');
-    walk(explained.Plan);
-    return { indexes: [...indexes], nodes };
-  };
+  const plan = (statement: RawBuilder<unknown>) => planOf(platform.db, statement);
 
   it('reads only the pending and dead partial indexes on an outbox of 100,000 delivered rows', {
     timeout: 60_000,

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { expectProblem } from '../support/problems.ts';
+import { planOf } from '../support/query-plans.ts';
 import { openSse } from '../support/sse-client.ts';
 import { type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
 
@@ -193,23 +194,8 @@ describe('GET /v1/tasks/events', () => {
 });
 
 describe('the plans of the list and search queries', () => {
-  /** Every index the plan reads, and whether any node reads a whole table. */
-  const plan = async (query: Parameters<typeof listTasksStatement>[1], tenant = 'bulk-3') => {
-    const { rows } = await sql<{
-      'QUERY PLAN': unknown;
-    }>`EXPLAIN (FORMAT JSON) ${listTasksStatement(tenant, query)}`.execute(platform.db);
-    const indexes = new Set<string>();
-    const nodes: string[] = [];
-    const walk = (node: Record<string, unknown>) => {
-      nodes.push(String(node['Node Type']));
-      if (typeof node['Index Name'] === 'string') indexes.add(node['Index Name']);
-      for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-    };
-    const [explained] = (rows[0]?.['QUERY PLAN'] ?? []) as { Plan: Record<string, unknown> }[];
-    if (explained === undefined) throw new Error('EXPLAIN returned no plan');
-    walk(explained.Plan);
-    return { indexes: [...indexes], nodes };
-  };
+  const plan = (query: Parameters<typeof listTasksStatement>[1], tenant = 'bulk-3') =>
+    planOf(platform.db, listTasksStatement(tenant, query));
 
   it('reads an index for every filter, never the whole table, on a table of 300,000 tasks', {
     timeout: 90_000,

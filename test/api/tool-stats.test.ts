@@ -2,6 +2,7 @@ import { type Database, endedToolStatsStatement, openToolCountsStatement } from 
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
+import { planOf } from '../support/query-plans.ts';
 import { type Platform, startApi, startPlatform } from '../support/task-platform.ts';
 
 // GET /v1/tools/stats, the console's tools overview: per tool, the tenant's open tasks now and
@@ -164,20 +165,7 @@ describe('the tools overview', () => {
 });
 
 describe('the plans of the overview', () => {
-  const plan = async (statement: RawBuilder<unknown>) => {
-    const { rows } = await sql<{ 'QUERY PLAN': unknown }>`EXPLAIN (FORMAT JSON) ${statement}`.execute(platform.db);
-    const indexes = new Set<string>();
-    const nodes: string[] = [];
-    const walk = (node: Record<string, unknown>) => {
-      nodes.push(String(node['Node Type']));
-      if (typeof node['Index Name'] === 'string') indexes.add(node['Index Name']);
-      for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-    };
-    const [explained] = (rows[0]?.['QUERY PLAN'] ?? []) as { Plan: Record<string, unknown> }[];
-    if (explained === undefined) throw new Error('EXPLAIN returned no plan');
-    walk(explained.Plan);
-    return { indexes: [...indexes], nodes };
-  };
+  const plan = (statement: RawBuilder<unknown>) => planOf(platform.db, statement);
 
   it('reads only what is open and what ended in the window, on a table of 300,000 tasks', {
     timeout: 90_000,

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, type PageWatch, seriousViolations, watchedPage } from '../support/browser.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seriousViolations } from '../support/browser.ts';
+import { useConsoleBrowser } from '../support/console-browser.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { type Platform, serveApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
@@ -17,8 +17,7 @@ const OPERATOR = 'operator-browser-token-0123456';
 let platform: Platform;
 let api: Awaited<ReturnType<typeof serveApi>>;
 let origin: string;
-let browser: Browser;
-let watch: (PageWatch & { context: { close(): Promise<void> } }) | null = null;
+const ui = useConsoleBrowser(() => origin);
 let acmeTask: string;
 let globexTask: string;
 
@@ -34,7 +33,6 @@ beforeAll(async () => {
     events: { pollMs: 200, keepaliveMs: 15_000 },
   });
   origin = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
-  browser = await launchChromium();
   acmeTask = (await platform.service.create('acme', { tool: 'greet', arguments: { name: 'acme' } })).id;
   globexTask = (await platform.service.create('globex', { tool: 'greet', arguments: { name: 'globex' } })).id;
   for (const [tenant, id] of [
@@ -47,26 +45,13 @@ beforeAll(async () => {
     );
   }
 });
-afterEach(async () => {
-  const problems = watch?.problems ?? [];
-  await watch?.context.close();
-  watch = null;
-  expect(problems).toEqual([]);
-});
 afterAll(async () => {
-  await browser?.close();
   await api?.close();
   await platform?.stop();
 });
 
-async function signIn(token: string, path: string, options: Parameters<typeof watchedPage>[2] = {}): Promise<Page> {
-  watch = await watchedPage(browser, origin, options);
-  const page = watch.page;
-  await page.goto(`${origin}/ui/login?next=${encodeURIComponent(path)}`);
-  await page.getByLabel('Token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  return page;
-}
+const signIn = (token: string, path: string, options: Parameters<typeof ui.signIn>[2] = {}) =>
+  ui.signIn(token, path, { landsOn: null, ...options });
 
 describe('an operator', () => {
   it('chooses a tenant, reads its tasks live and page to page, and switches to another', async () => {
@@ -102,7 +87,7 @@ describe('an operator', () => {
     await page.locator(`tr[data-id="${acmeTask}"]`).waitFor();
     expect(await page.locator(`tr[data-id="${globexTask}"]`).count()).toBe(0);
     // Every /v1 request the pages made named a tenant, but the fleet's and the tenants' list.
-    const unnamed = (watch?.requests ?? []).filter(
+    const unnamed = (ui.watch?.requests ?? []).filter(
       (url) => url.includes('/v1/') && !/[?&]tenant=/.test(url) && !/\/v1\/(tenants|instances)\b/.test(url),
     );
     expect(unnamed).toEqual([]);
@@ -113,9 +98,7 @@ describe('an operator', () => {
       const page = await signIn(OPERATOR, '/ui/tenants', { colorScheme, viewport: { width: 1024, height: 768 } });
       await page.getByRole('link', { name: 'acme' }).waitFor();
       expect(await seriousViolations(page), colorScheme).toEqual([]);
-      await watch?.context.close();
-      expect(watch?.problems).toEqual([]);
-      watch = null;
+      await ui.closePage();
     }
   });
 });
@@ -126,6 +109,6 @@ describe("a tenant's session", () => {
     await page.waitForURL(`${origin}/ui?tenant=globex`);
     await page.locator(`tr[data-id="${acmeTask}"]`).waitFor();
     expect(await page.locator(`tr[data-id="${globexTask}"]`).count()).toBe(0);
-    expect((watch?.requests ?? []).filter((url) => url.includes('tenant=') && url.includes('/v1/'))).toEqual([]);
+    expect((ui.watch?.requests ?? []).filter((url) => url.includes('tenant=') && url.includes('/v1/'))).toEqual([]);
   });
 });

@@ -2,9 +2,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { addOutboxEvents } from '@taskgate/db';
 import { sql } from 'kysely';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { isFocused, launchChromium, type PageWatch, seriousViolations, watchedPage } from '../support/browser.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isFocused, seriousViolations } from '../support/browser.ts';
+import { type PageOptions, useConsoleBrowser } from '../support/console-browser.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
 
@@ -17,8 +17,7 @@ const GLOBEX = 'globex-outbox-page-token-0123456789';
 let platform: Platform;
 let api: Awaited<ReturnType<typeof serveApi>>;
 let origin: string;
-let browser: Browser;
-let watch: (PageWatch & { context: { close(): Promise<void> } }) | null = null;
+const ui = useConsoleBrowser(() => origin);
 let attacker: http.Server;
 let attackerOrigin: string;
 let attackerPage = '';
@@ -42,30 +41,14 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => attacker.listen(0, '127.0.0.1', resolve));
   attackerOrigin = `http://127.0.0.1:${(attacker.address() as AddressInfo).port}`;
-  browser = await launchChromium();
-});
-afterEach(async () => {
-  const problems = watch?.problems ?? [];
-  await watch?.context.close();
-  watch = null;
-  expect(problems).toEqual([]);
 });
 afterAll(async () => {
-  await browser?.close();
   await new Promise((resolve) => attacker?.close(resolve));
   await api?.close();
   await platform?.stop();
 });
 
-async function signedIn(token: string, next: string, options: Parameters<typeof watchedPage>[2] = {}): Promise<Page> {
-  watch = await watchedPage(browser, origin, options);
-  const page = watch.page;
-  await page.goto(`${origin}/ui/login?next=${encodeURIComponent(next)}`);
-  await page.getByLabel('Token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL(`${origin}${next}`);
-  return page;
-}
+const signedIn = (token: string, next: string, options: PageOptions = {}) => ui.signIn(token, next, options);
 
 /** A dead-lettered event of `tenant`, as the relay leaves one after its last attempt; its id. */
 async function deadEvent(tenant: string, eventType: string, payload: unknown): Promise<string> {
@@ -143,11 +126,7 @@ describe('the outbox page', () => {
       .waitFor();
     await page.getByRole('status').filter({ hasText: 'pending, not dead-lettered' }).waitFor();
     // The refused POST's 409 is the one failure this page may log.
-    watch?.problems.splice(
-      0,
-      watch.problems.length,
-      ...(watch?.problems.filter((line) => !line.includes('409')) ?? []),
-    );
+    ui.forgive((line) => line.includes('409'));
   });
 
   it("shows another tenant none of acme's events, in the list or the figures", async () => {

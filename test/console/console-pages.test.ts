@@ -1,9 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import { CONSOLE_CSP } from '@taskgate/api';
 import { defineTool } from '@taskgate/sdk';
-import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { isFocused, launchChromium, type PageWatch, seriousViolations, watchedPage } from '../support/browser.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isFocused, seriousViolations } from '../support/browser.ts';
+import { type PageOptions, useConsoleBrowser } from '../support/console-browser.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import {
   type Barrier,
@@ -47,8 +47,7 @@ const checkpointed = defineTool<{ gate: string }>({
 let platform: Platform;
 let api: Awaited<ReturnType<typeof serveApi>>;
 let origin: string;
-let browser: Browser;
-let watch: (PageWatch & { context: { close(): Promise<void> } }) | null = null;
+const ui = useConsoleBrowser(() => origin);
 
 beforeAll(async () => {
   platform = await startPlatform(database.url, { tools: [gated, checkpointed] as never });
@@ -58,27 +57,18 @@ beforeAll(async () => {
     events: { pollMs: 200, keepaliveMs: 15_000 },
   });
   origin = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
-  browser = await launchChromium();
-});
-afterEach(async () => {
-  // Whatever a test did, the page it used broke none of the console's rules.
-  const problems = watch?.problems ?? [];
-  await watch?.context.close();
-  watch = null;
-  expect(problems).toEqual([]);
 });
 afterAll(async () => {
   for (const gate of gates.values()) gate.resolve();
-  await browser?.close();
   await api?.close();
   await platform?.stop();
 });
 
-async function open(path: string, options: Parameters<typeof watchedPage>[2] = {}) {
-  watch = await watchedPage(browser, origin, options);
-  const response = await watch.page.goto(`${origin}${path}`);
+async function open(path: string, options: PageOptions = {}) {
+  const page = await ui.page(options);
+  const response = await page.goto(`${origin}${path}`);
   expect(response?.headers()['content-security-policy']).toBe(CONSOLE_CSP);
-  return watch.page;
+  return page;
 }
 
 const gate = (name: string) => {
@@ -273,9 +263,7 @@ describe('a task page', () => {
     for (const id of ['0f8c7a4e-1111-4a4a-8b8b-123456789abc', 'not-a-task']) {
       const page = await open(`/ui/tasks/${id}`);
       await page.getByText(`There is no task ${id}`).waitFor();
-      await watch?.context.close();
-      expect(watch?.problems.filter((problem) => !problem.includes('404'))).toEqual([]);
-      watch = null;
+      await ui.closePage((problem) => problem.includes('404'));
     }
   });
 });
@@ -301,9 +289,7 @@ describe('every page', () => {
         expect(await seriousViolations(page), `${path} (${colorScheme})`).toEqual([]);
         // Usable at 1024 px: nothing wider than the window.
         expect(await page.evaluate('document.documentElement.scrollWidth'), path).toBeLessThanOrEqual(1024);
-        await watch?.context.close();
-        expect(watch?.problems).toEqual([]);
-        watch = null;
+        await ui.closePage();
       }
     }
   });

@@ -1,8 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { openReconciliationItem } from '@taskgate/db';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, type PageWatch, seriousViolations, watchedPage } from '../support/browser.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seriousViolations } from '../support/browser.ts';
+import { useConsoleBrowser } from '../support/console-browser.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
 
@@ -15,8 +15,7 @@ const GLOBEX = 'globex-reconcile-token-0123456789';
 let platform: Platform;
 let api: Awaited<ReturnType<typeof serveApi>>;
 let origin: string;
-let browser: Browser;
-let watch: (PageWatch & { context: { close(): Promise<void> } }) | null = null;
+const ui = useConsoleBrowser(() => origin);
 
 beforeAll(async () => {
   // No worker: the items are opened as a worker would open them, for tasks nobody runs.
@@ -28,29 +27,13 @@ beforeAll(async () => {
     ]),
   });
   origin = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
-  browser = await launchChromium();
-});
-afterEach(async () => {
-  const problems = watch?.problems ?? [];
-  await watch?.context.close();
-  watch = null;
-  expect(problems).toEqual([]);
 });
 afterAll(async () => {
-  await browser?.close();
   await api?.close();
   await platform?.stop();
 });
 
-async function signedIn(token: string, next: string): Promise<Page> {
-  watch = await watchedPage(browser, origin);
-  const page = watch.page;
-  await page.goto(`${origin}/ui/login?next=${encodeURIComponent(next)}`);
-  await page.getByLabel('Token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL(`${origin}${next}`);
-  return page;
-}
+const signedIn = (token: string, next: string) => ui.signIn(token, next);
 
 /** An open item for a new task of `tenant`; its id. */
 async function openItem(tenant: string, reason: string): Promise<string> {
@@ -107,10 +90,6 @@ describe('the reconciliation pages', () => {
     await page.getByRole('alert').waitFor();
     expect(await page.content()).not.toContain('not for acme');
     // The page's 404 is expected; nothing else may have failed.
-    watch?.problems.splice(
-      0,
-      watch.problems.length,
-      ...(watch?.problems.filter((line) => !line.includes('404')) ?? []),
-    );
+    ui.forgive((line) => line.includes('404'));
   });
 });

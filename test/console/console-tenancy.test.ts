@@ -1,8 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, type PageWatch, seriousViolations, watchedPage } from '../support/browser.ts';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seriousViolations } from '../support/browser.ts';
+import { useConsoleBrowser } from '../support/console-browser.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
 
@@ -16,8 +17,7 @@ const GLOBEX = 'globex-browser-token-0123456789';
 let platform: Platform;
 let api: Awaited<ReturnType<typeof serveApi>>;
 let origin: string;
-let browser: Browser;
-let watch: (PageWatch & { context: { close(): Promise<void> } }) | null = null;
+const ui = useConsoleBrowser(() => origin);
 let attacker: http.Server;
 let attackerOrigin: string;
 let attackerPage = '';
@@ -40,24 +40,15 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => attacker.listen(0, '127.0.0.1', resolve));
   attackerOrigin = `http://127.0.0.1:${(attacker.address() as AddressInfo).port}`;
-  browser = await launchChromium();
-});
-afterEach(async () => {
-  const problems = watch?.problems ?? [];
-  await watch?.context.close();
-  watch = null;
-  expect(problems).toEqual([]);
 });
 afterAll(async () => {
-  await browser?.close();
   await new Promise((resolve) => attacker?.close(resolve));
   await api?.close();
   await platform?.stop();
 });
 
 async function signedIn(token: string): Promise<Page> {
-  watch = await watchedPage(browser, origin);
-  const page = watch.page;
+  const page = await ui.page();
   await page.goto(`${origin}/ui`);
   await page.waitForURL(`${origin}/ui/login?next=%2Fui`);
   await page.getByLabel('Token').fill(token);
@@ -69,21 +60,20 @@ async function signedIn(token: string): Promise<Page> {
 describe('signing in', () => {
   it('shows no data without a session, leads to sign-in, and says when a token is wrong', async () => {
     const task = await platform.service.create('acme', { tool: 'greet', arguments: { name: 'before sign-in' } });
-    watch = await watchedPage(browser, origin);
-    const page = watch.page;
+    const page = await ui.page();
     await page.goto(`${origin}/ui/tasks/${task.id}`);
     await page.waitForURL(`${origin}/ui/login?next=${encodeURIComponent(`/ui/tasks/${task.id}`)}`);
     await page.getByRole('heading', { name: 'Sign in to Taskgate' }).waitFor();
     expect(await page.content()).not.toContain(task.id.slice(0, 8));
     // Nothing of /v1 was asked for without a session.
-    expect(watch.requests.filter((url) => url.includes('/v1/'))).toEqual([]);
+    expect((ui.watch?.requests ?? []).filter((url) => url.includes('/v1/'))).toEqual([]);
     expect(await seriousViolations(page)).toEqual([]);
 
     await page.getByLabel('Token').fill('wrong-token-0123456789');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').filter({ hasText: 'That token is not accepted' }).waitFor();
     // The refused sign-in's 401 is the one failure this page may log.
-    watch.problems.splice(0, watch.problems.length, ...watch.problems.filter((line) => !line.includes('401')));
+    ui.forgive((line) => line.includes('401'));
 
     await page.getByLabel('Token').fill(ACME);
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -134,11 +124,7 @@ describe('tenant isolation', () => {
     await page.getByText(`There is no task ${theirId} for this tenant`).waitFor();
     expect(await page.content()).not.toContain('globex');
     // The page's 404 for globex's task is expected; nothing else may have failed.
-    watch?.problems.splice(
-      0,
-      watch.problems.length,
-      ...(watch?.problems.filter((line) => !line.includes('404')) ?? []),
-    );
+    ui.forgive((line) => line.includes('404'));
   });
 });
 
@@ -155,7 +141,7 @@ describe('cross-origin requests', () => {
         fetch(${JSON.stringify(`${origin}/v1/tasks/${task.id}/cancel`)}, { method: 'POST', mode: 'no-cors', credentials: 'include' })
           .finally(() => document.getElementById('f').submit());
       </script>`;
-    const context = watch?.page.context();
+    const context = ui.watch?.page.context();
     const evil = await context?.newPage();
     if (!evil) throw new Error('no page');
     const refusals: number[] = [];

@@ -2,10 +2,10 @@ import type { AddressInfo } from 'node:net';
 import { publishTools, registerInstance } from '@taskgate/db';
 import { toolCatalogEntry } from '@taskgate/reliability';
 import { sql } from 'kysely';
-import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restScopeOf } from '../../apps/api/src/http/oauth/scopes.ts';
-import { launchChromium, type PageWatch, seriousViolations, watchedPage } from '../support/browser.ts';
+import { seriousViolations } from '../support/browser.ts';
+import { useConsoleBrowser } from '../support/console-browser.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
 
@@ -15,15 +15,13 @@ const database = useTestDatabase();
 let platform: Platform;
 let api: Awaited<ReturnType<typeof serveApi>>;
 let origin: string;
-let browser: Browser;
-let watch: (PageWatch & { context: { close(): Promise<void> } }) | null = null;
+const { open, closePage } = useConsoleBrowser(() => origin);
 
 beforeAll(async () => {
   platform = await startPlatform(database.url);
   await platform.startWorker({ concurrency: 6, toolConcurrency: new Map([['slow_compute', 2]]) });
   api = await serveApi(platform, database.url, { mcp: { loopbackOnly: true } });
   origin = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
-  browser = await launchChromium();
   // What the overview shows for greet: four completed and one failed ten minutes ago, one queued.
   await sql`
     INSERT INTO tasks (tenant_id, tool, status, attempt, started_at, finished_at, created_at)
@@ -35,23 +33,10 @@ beforeAll(async () => {
     INSERT INTO tasks (tenant_id, tool, status, attempt, created_at)
     VALUES ('default', 'stats_only', 'working', 0, now() - interval '90 seconds')`.execute(platform.db);
 });
-afterEach(async () => {
-  const problems = watch?.problems ?? [];
-  await watch?.context.close();
-  watch = null;
-  expect(problems).toEqual([]);
-});
 afterAll(async () => {
-  await browser?.close();
   await api?.close();
   await platform?.stop();
 });
-
-const open = async (path: string, options: Parameters<typeof watchedPage>[2] = {}) => {
-  watch = await watchedPage(browser, origin, options);
-  await watch.page.goto(`${origin}${path}`);
-  return watch.page;
-};
 
 describe('the tools overview', () => {
   it('shows each tool with its counts and charts, and leads to its tasks', async () => {
@@ -152,9 +137,7 @@ describe('both pages', () => {
         await page.locator(ready).waitFor();
         expect(await seriousViolations(page), `${path} (${colorScheme})`).toEqual([]);
         expect(await page.evaluate('document.documentElement.scrollWidth'), path).toBeLessThanOrEqual(1024);
-        await watch?.context.close();
-        expect(watch?.problems).toEqual([]);
-        watch = null;
+        await closePage();
       }
     }
   });

@@ -2,10 +2,10 @@ import type { AddressInfo } from 'node:net';
 import { publishTools, registerInstance } from '@taskgate/db';
 import { toolCatalogEntry } from '@taskgate/reliability';
 import { defineTool } from '@taskgate/sdk';
-import type { Browser } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restScopeOf } from '../../apps/api/src/http/oauth/scopes.ts';
-import { launchChromium, type PageWatch, seriousViolations, watchedPage } from '../support/browser.ts';
+import { seriousViolations } from '../support/browser.ts';
+import { useConsoleBrowser } from '../support/console-browser.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { expectProblem } from '../support/problems.ts';
 import { barrier, type Platform, serveApi, startPlatform, waitForTask } from '../support/task-platform.ts';
@@ -29,8 +29,7 @@ const holding = defineTool({
 let platform: Platform;
 let api: Awaited<ReturnType<typeof serveApi>>;
 let origin: string;
-let browser: Browser;
-let watch: (PageWatch & { context: { close(): Promise<void> } }) | null = null;
+const ui = useConsoleBrowser(() => origin);
 let workerId: string;
 
 beforeAll(async () => {
@@ -39,17 +38,9 @@ beforeAll(async () => {
   workerId = worker.workerId;
   api = await serveApi(platform, database.url, { tokens: new Map([[ACME, 'acme']]) });
   origin = `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
-  browser = await launchChromium();
-});
-afterEach(async () => {
-  const problems = watch?.problems ?? [];
-  await watch?.context.close();
-  watch = null;
-  expect(problems).toEqual([]);
 });
 afterAll(async () => {
   held.resolve();
-  await browser?.close();
   await api?.close();
   await platform?.stop();
 });
@@ -118,12 +109,7 @@ describe('GET /v1/instances', () => {
 
 describe('the workers page', () => {
   it('shows the fleet, the skew and what each worker holds, accessibly', async () => {
-    watch = await watchedPage(browser, origin);
-    const page = watch.page;
-    await page.goto(`${origin}/ui/login?next=%2Fui%2Fworkers`);
-    await page.getByLabel('Token').fill(ACME);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${origin}/ui/workers`);
+    const page = await ui.signIn(ACME, '/ui/workers');
     const row = page.locator(`tr[data-id="${workerId}"]`);
     await row.waitFor();
     expect(await row.getAttribute('data-state')).toBe('live');

@@ -80,7 +80,7 @@ export async function readToolStats(db: Db, tenantId: string, window: ToolStatsW
     await sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`.execute(trx);
     const { rows: clock } = await sql<{ now: Date; since: Date }>`
       SELECT now() AS now,
-             date_bin(${window.bucketMs}::int * interval '1 millisecond', now(), timestamptz '2000-01-01 00:00:00+00')
+             date_bin(${window.bucketMs}::int * interval '1 millisecond', now(), timestamptz 'epoch')
                - ${(window.buckets - 1) * window.bucketMs}::bigint * interval '1 millisecond' AS since`.execute(trx);
     const { now, since } = clock[0] as { now: Date; since: Date };
     const { rows: open } = await openToolCountsStatement(tenantId).execute(trx);
