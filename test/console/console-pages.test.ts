@@ -93,6 +93,27 @@ describe('the tasks page', () => {
     expect(await page.evaluate('window.notReloaded')).toBe(true);
   });
 
+  it('keeps trying a stream an outage refuses (503), and is live again once it is served', async () => {
+    const page = await ui.page();
+    // The stream and the read that asks why it was refused both answer 503, as a server whose
+    // database is down does, until the test lets them through.
+    let outage = true;
+    const refused: string[] = [];
+    const unavailable = JSON.stringify({ type: 'about:blank', status: 503, code: 'TG_DATABASE_UNAVAILABLE' });
+    await page.route(/\/v1\/tasks(\/events)?\?/, async (route) => {
+      if (!outage) return route.continue();
+      refused.push(new URL(route.request().url()).pathname);
+      return route.fulfill({ status: 503, contentType: 'application/problem+json', body: unavailable });
+    });
+    await page.goto(`${origin}/ui`);
+    await expect.poll(() => refused.filter((path) => path === '/v1/tasks').length).toBeGreaterThan(1);
+    await page.locator('.problem').first().waitFor();
+    outage = false;
+    await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+    expect(await page.locator('.problem').count()).toBe(0);
+    ui.forgive((problem) => problem.includes('503'));
+  });
+
   it('filters by status and tool from the form, and the filtered page has its own URL', async () => {
     const held = gate('filter-1');
     const working = await platform.service.create('default', { tool: 'gated', arguments: { gate: 'filter-1' } });

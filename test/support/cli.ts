@@ -62,6 +62,11 @@ export interface SpawnOptions {
   /** A process group of its own, so a signal can go to the whole group as a terminal sends it. */
   readonly detached?: boolean;
   readonly cwd?: string;
+  /**
+   * PORT is one freePort() gave, on purpose: a test that kills a server and starts it again where
+   * a client (a browser page) expects it. Any other test listens on 0.
+   */
+  readonly portFromFreePort?: boolean;
 }
 
 /** A long-running process whose stdout is JSON log lines. */
@@ -75,7 +80,7 @@ export class RunningProcess {
   readonly closed: Promise<number | null>;
 
   constructor(command: string, args: readonly string[], env: Record<string, string>, options: SpawnOptions = {}) {
-    assertFreePorts(args, env);
+    if (options.portFromFreePort !== true) assertFreePorts(args, env);
     this.#detached = options.detached === true;
     this.child = spawn(command, args, {
       cwd: options.cwd ?? REPO_ROOT,

@@ -14,14 +14,17 @@ export interface CliOnOwnPostgres {
  * A temporary cluster, migrated as `taskgate migrate up` would, and `taskgate start --no-migrate`
  * (api, worker and relay in one process) against it, once it says it started.
  */
-export async function startCliOnOwnPostgres(logLevel: 'info' | 'debug'): Promise<CliOnOwnPostgres> {
+export async function startCliOnOwnPostgres(
+  logLevel: 'info' | 'debug',
+  env: Record<string, string> = {},
+): Promise<CliOnOwnPostgres> {
   const server = await PostgresCluster.temporary();
   try {
     const url = server.url('postgres');
     await migrateAsDefault(url);
     const taskgate = startCli(
       ['start', '--no-migrate'],
-      cleanEnv({ DATABASE_URL: url, PORT: '0', LOG_LEVEL: logLevel }),
+      cleanEnv({ DATABASE_URL: url, PORT: '0', LOG_LEVEL: logLevel, ...env }),
     );
     const base = (await taskgate.waitForLog((line) => line.msg === 'taskgate started')).url as string;
     return { server, taskgate, base };

@@ -2,7 +2,7 @@
 // /ui: the tasks, newest first, live. The filters live in the URL (a filtered list can be linked
 // and reloaded); the page holds one stream, GET /v1/tasks/events, whose snapshot is the page
 // and whose events change it in place, applied once per animation frame.
-import { get } from './api.js';
+import { ApiError, get } from './api.js';
 import { h, problemBox, progressBar, replaceChildren, shortId, statusBadge, timeAgo } from './dom.js';
 import { frameBatcher, openLive } from './live.js';
 
@@ -227,13 +227,15 @@ export function render(main, { url, navigate }) {
         state.dataset.state = value;
       },
       onRefused: async () => {
-        // A refusal that is the query's (a 400) or the session's (401) does not heal by retrying.
+        // A refusal that is the query's (a 400) or the session's (401, 403) does not heal by
+        // retrying; an outage (503, a restart's refused connection) does: the stream is tried
+        // again, with the backoff, and the page says what is wrong meanwhile.
         try {
           await get(`/v1/tasks?${query}`);
           return true;
         } catch (error) {
           replaceChildren(failure, problemBox(error));
-          return false;
+          return error instanceof ApiError && (error.status === 0 || error.status >= 500);
         }
       },
     },
