@@ -58,6 +58,8 @@ try {
   });
   await platform.service.cancel(tenant, charge.id, null, { signal: 'rest_cancel' });
   await openReconciliationItem(platform.db, charge.id, 'attempt 1 was lost after the charge was sent');
+  const item = await sql<{ id: string }>`
+    SELECT id::text AS id FROM reconciliation_items WHERE task_id = ${charge.id}::uuid`.execute(platform.db);
   // An hour of history for the tools overview's charts, as a busy hour would leave it: greet ends
   // often and fast, slow_compute seldom and slowly, with a few failures and cancels among them.
   await sql`
@@ -102,6 +104,7 @@ try {
     ['catalog', `${origin}/ui/catalog`, 'section[data-tool="greet"]'],
     ['workers', `${origin}/ui/workers`, 'tbody tr'],
     ['reconciliation', `${origin}/ui/reconciliation`, 'tbody tr'],
+    ['reconciliation-item', `${origin}/ui/reconciliation/${item.rows[0]?.id}`, 'h2'],
     ['outbox', `${origin}/ui/outbox`, 'table.outbox-events tbody tr'],
     ['login', `${signInOrigin}/ui/login`, 'h1'],
     ['tenants', `${signInOrigin}/ui/tenants`, 'ul.tenant-list li'],

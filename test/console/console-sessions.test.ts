@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { CONSOLE_CSP, createAuthenticator } from '@taskgate/api';
+import { openReconciliationItem } from '@taskgate/db';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
@@ -153,6 +154,35 @@ describe('the session cookie on /v1', () => {
     const other = await platform.service.create('acme', { tool: 'slow_compute', arguments: { seconds: 60 } });
     const byToken = await inject('POST', `/v1/tasks/${other.id}/cancel`, { authorization: `Bearer ${ACME}` }, {});
     expect(byToken.statusCode).toBe(202);
+  });
+});
+
+describe('every state change the console makes', () => {
+  it('refuses a reconciliation item resolved from another origin or without the CSRF token', async () => {
+    const task = await platform.service.create('acme', { tool: 'greet', arguments: { name: 'to reconcile' } });
+    await openReconciliationItem(platform.db, task.id, 'its attempt was lost');
+    const items = await inject('GET', '/v1/reconciliation-items', { authorization: `Bearer ${ACME}` });
+    const item = (items.json() as { items: { id: string; taskId: string }[] }).items.find(
+      (entry) => entry.taskId === task.id,
+    );
+    if (!item) throw new Error('the item did not open');
+    const { cookie, csrf } = await signIn();
+    const resolve = (headers: Headers) =>
+      inject(
+        'POST',
+        `/v1/reconciliation-items/${item.id}/resolve`,
+        { cookie, ...headers },
+        {
+          resolution: 'checked the ledger: not charged',
+          resolvedBy: 'ops',
+        },
+      );
+    expectProblem(await resolve({ origin: 'http://evil.example', 'x-taskgate-csrf': csrf }), 403, 'TG_CSRF_REFUSED');
+    expectProblem(await resolve({ origin: ORIGIN }), 403, 'TG_CSRF_REFUSED');
+    const still = await inject('GET', `/v1/reconciliation-items/${item.id}`, { authorization: `Bearer ${ACME}` });
+    expect(still.json().resolvedAt).toBeNull();
+    const accepted = await resolve({ origin: ORIGIN, 'x-taskgate-csrf': csrf });
+    expect(accepted.statusCode, accepted.body).toBe(200);
   });
 });
 

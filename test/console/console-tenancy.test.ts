@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seriousViolations } from '../support/browser.ts';
@@ -87,7 +88,7 @@ describe('signing in', () => {
 });
 
 describe('tenant isolation', () => {
-  it("never shows tenant A tenant B's tasks: not in the list, live or not, by id, by key, or on a task page", async () => {
+  it("never shows tenant A tenant B's tasks: not in the list, live or not, by id, by key, on a task page or the tools overview", async () => {
     const theirs = await api.app.inject({
       method: 'POST',
       url: '/v1/tasks',
@@ -125,6 +126,23 @@ describe('tenant isolation', () => {
     expect(await page.content()).not.toContain('globex');
     // The page's 404 for globex's task is expected; nothing else may have failed.
     ui.forgive((line) => line.includes('404'));
+
+    // The tools overview counts acme's tasks, never globex's (which has one of each tool too).
+    const queued = async (tenants: readonly string[]) => {
+      const { rows } = await sql<{ tool: string; n: number }>`
+        SELECT tool, count(*)::int AS n FROM tasks
+        WHERE tenant_id = ANY(${[...tenants]}::text[]) AND status = 'working' AND started_at IS NULL
+        GROUP BY tool`.execute(platform.db);
+      return new Map(rows.map((row) => [row.tool, row.n]));
+    };
+    const [acmeOnly, both] = [await queued(['acme']), await queued(['acme', 'globex'])];
+    await page.goto(`${origin}/ui/tools`);
+    for (const tool of ['charge_account', 'greet']) {
+      const cell = page.locator(`tr[data-tool="${tool}"] [data-field="queued"]`);
+      await cell.waitFor();
+      expect(acmeOnly.get(tool)).not.toBe(both.get(tool));
+      expect(await cell.textContent(), tool).toBe(String(acmeOnly.get(tool)));
+    }
   });
 });
 
