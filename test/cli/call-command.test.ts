@@ -57,6 +57,20 @@ describe('taskgate call in a terminal', () => {
     expect(JSON.parse(get.stdout)).toMatchObject({ taskId, status: 'cancelled' });
   });
 
+  it('a task cancelled by someone else (the console, an operator) ends the call with TG_TASK_CANCELLED', async () => {
+    const pty = inTerminal('call', 'slow_compute', '--arg', 'seconds=30', '--arg', 'label=cancelled-elsewhere');
+    const handedOver = await pty.waitForLine(/^task \S+ working/);
+    const taskId = /^task (\S+)/.exec(handedOver)?.[1] as string;
+    const cancel = await fetch(`${mcpUrl.replace(/\/mcp$/, '')}/v1/tasks/${taskId}/cancel`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ reason: 'stopped from the console' }),
+    });
+    expect(cancel.status).toBe(202);
+    await pty.waitForLine(/was cancelled: .*\[TG_TASK_CANCELLED\]$/);
+    expect(await pty.closed).toBe(75);
+  });
+
   it('the bar goes on once the call is a task, and tasks watch prints the progress as it rises', async () => {
     const pty = inTerminal('call', 'slow_compute', '--arg', 'seconds=5', '--arg', 'label=pty-progress');
     const handedOver = await pty.waitForLine(/^task \S+ working/);

@@ -736,10 +736,15 @@ function outcomeOf(task: TaskState): { result: Record<string, unknown> } | { err
     return { result: { ...task.result, resultType: 'complete' } };
   }
   if (task.status === 'failed' && task.error !== undefined) return { error: { ...task.error } };
-  const message =
-    task.status === 'cancelled'
-      ? `task ${task.taskId} was cancelled${task.statusMessage ? `: ${task.statusMessage}` : ''}`
-      : `task ${task.taskId} ended ${task.status}${task.statusMessage ? `: ${task.statusMessage}` : ''}`;
+  if (task.status === 'cancelled') {
+    // Cancelled by someone else (this caller's own cancel ends in TG_CALL_CANCELLED first): the
+    // code says so, so a script and `taskgate call` tell it from a refused request.
+    const message = `task ${task.taskId} was cancelled${task.statusMessage ? `: ${task.statusMessage}` : ''}`;
+    return {
+      error: { code: -32603, message, data: { code: 'TG_TASK_CANCELLED', taskId: task.taskId, status: task.status } },
+    };
+  }
+  const message = `task ${task.taskId} ended ${task.status}${task.statusMessage ? `: ${task.statusMessage}` : ''}`;
   return { error: { code: -32603, message, data: { taskId: task.taskId, status: task.status } } };
 }
 

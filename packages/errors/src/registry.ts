@@ -122,6 +122,11 @@ export const errorRegistry = {
   TG_SERVICE_UNAVAILABLE: { title: 'Service unavailable', httpStatus: 503, exitCode: 69 },
   TG_CALL_TIMEOUT: { title: "A client's clock for the call ran out", httpStatus: 504, exitCode: 75 },
   TG_CALL_CANCELLED: { title: 'The call was cancelled by its caller', httpStatus: 409, exitCode: 75 },
+  TG_TASK_CANCELLED: {
+    title: 'The task the call became was cancelled by someone else',
+    httpStatus: 409,
+    exitCode: 75,
+  },
   TG_SERVER_UNREACHABLE: { title: 'The MCP server could not be reached', httpStatus: 502, exitCode: 69 },
   TG_CALL_OUTCOME_UNKNOWN: { title: 'The call was sent and its answer lost', httpStatus: 502, exitCode: 75 },
   TG_TASK_CANCEL_UNCONFIRMED: {
