@@ -1,6 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { CONSOLE_CSP } from '@taskgate/api';
+import { openReconciliationItem } from '@taskgate/db';
 import { defineTool } from '@taskgate/sdk';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isFocused, seriousViolations } from '../support/browser.ts';
 import { type PageOptions, useConsoleBrowser } from '../support/console-browser.ts';
@@ -291,17 +293,32 @@ describe('a task page', () => {
 
 describe('every page', () => {
   it('has no serious or critical accessibility violation, light and dark, from 1024 px wide', {
-    timeout: 120_000,
+    timeout: 180_000,
   }, async () => {
     const task = await platform.service.create('default', { tool: 'greet', arguments: { name: 'axe' } });
     await waitForTask(
       () => platform.service.get('default', task.id),
       (read) => read.status === 'completed',
     );
+    // Something on every page: a reconciliation item and a dead-lettered outbox event too.
+    await openReconciliationItem(platform.db, task.id, 'its attempt was lost (for the accessibility walk)');
+    const { rows: items } = await sql<{ id: string }>`
+      SELECT id::text AS id FROM reconciliation_items WHERE task_id = ${task.id}::uuid`.execute(platform.db);
+    await sql`
+      INSERT INTO outbox (tenant_id, aggregate_type, aggregate_id, event_type, payload, attempts, last_error, dead_at)
+      VALUES ('default', 'order', 'o-1', 'order.shipped', '{"order": "o-1"}', 10, 'HTTP 503', now())`.execute(
+      platform.db,
+    );
     for (const colorScheme of ['light', 'dark'] as const) {
       for (const [path, ready] of [
         ['/ui', 'tbody tr'],
         [`/ui/tasks/${task.id}`, 'ol.timeline li'],
+        ['/ui/tools', 'tr[data-tool="greet"]'],
+        ['/ui/catalog', 'section[data-tool="greet"]'],
+        ['/ui/workers', 'tbody tr'],
+        ['/ui/reconciliation', 'tbody tr'],
+        [`/ui/reconciliation/${items[0]?.id}`, 'h2'],
+        ['/ui/outbox', 'tbody tr'],
         ['/ui/login', 'h1'],
         ['/ui/no/such/page', 'h1'],
       ] as const) {
