@@ -184,6 +184,7 @@ describe("an operator's console session", () => {
     const without = await startApi(platform, database.url, { tokens: new Map([[ACME, 'acme']]) });
     try {
       expectProblem(await read(without.app, '/v1/tasks?tenant=acme'), 401, 'TG_UNAUTHORIZED');
+      expect((await read(without.app, '/ui/session')).json()).toMatchObject({ signedIn: false, operator: false });
     } finally {
       await without.close();
     }

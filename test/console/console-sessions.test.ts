@@ -251,6 +251,9 @@ describe('ending a session', () => {
     try {
       const answer = await without.app.inject({ method: 'GET', url: '/v1/tasks', headers: { host: HOST, cookie } });
       expectProblem(answer, 401, 'TG_UNAUTHORIZED');
+      // And the console is told so, rather than shown as signed in with every read refused.
+      const who = await without.app.inject({ method: 'GET', url: '/ui/session', headers: { host: HOST, cookie } });
+      expect(who.json()).toMatchObject({ required: true, signedIn: false, csrf: null });
     } finally {
       await without.close();
     }

@@ -162,8 +162,8 @@ export function registerSessionRoutes(
           expiresAt: null,
         };
       }
-      const id = sessions?.idOf(request) ?? null;
-      const session = id === null ? null : await sessions?.find(id);
+      // As /v1 would judge the cookie: a session whose token was withdrawn is no session.
+      const session = sessions === null ? null : await auth.liveSession(request);
       if (!session) {
         return {
           required: true,

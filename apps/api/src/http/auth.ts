@@ -60,6 +60,11 @@ export interface Authenticator {
     request: FastifyRequest,
     options?: { readonly sessions?: boolean; readonly operators?: boolean },
   ): Promise<Caller>;
+  /**
+   * The console session this request's cookie names while it still stands: signed in, not
+   * expired, and its static or operator token still configured. GET /ui/session answers from it.
+   */
+  liveSession(request: FastifyRequest): Promise<ConsoleSession | null>;
   /** Throws TG_INSUFFICIENT_SCOPE (403) unless the caller holds every group's scope. */
   authorize(request: FastifyRequest, caller: Caller, groups: readonly ScopeGroup[]): void;
   /** GET /metrics: its own token or scope, never a tenant's (the figures cover every tenant). */
@@ -187,8 +192,8 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     }
   };
 
-  /** The caller a console session's cookie stands for, or null (no cookie, or no live session). */
-  const sessionCaller = async (request: FastifyRequest): Promise<Caller | null> => {
+  /** The live session this request's cookie names, or null (none, ended, or its token withdrawn). */
+  const liveSession = async (request: FastifyRequest): Promise<ConsoleSession | null> => {
     const sessions = options.sessions;
     const id = sessions?.idOf(request) ?? null;
     if (sessions === undefined || sessions === null || id === null) return null;
@@ -197,10 +202,16 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     // A static token taken out of TASKGATE_TOKENS (or an operator's out of TASKGATE_OPERATOR_TOKENS)
     // ends the sessions it opened.
     if (session.operator) {
-      if (session.tokenDigest === null || !operatorDigests.has(session.tokenDigest)) return null;
-      return { ...operatorCaller, session: { csrfToken: session.csrfToken } };
+      return session.tokenDigest !== null && operatorDigests.has(session.tokenDigest) ? session : null;
     }
-    if (session.tokenDigest !== null && !byDigest.has(session.tokenDigest)) return null;
+    return session.tokenDigest !== null && !byDigest.has(session.tokenDigest) ? null : session;
+  };
+
+  /** The caller a console session's cookie stands for, or null (no cookie, or no live session). */
+  const sessionCaller = async (request: FastifyRequest): Promise<Caller | null> => {
+    const session = await liveSession(request);
+    if (session === null) return null;
+    if (session.operator) return { ...operatorCaller, session: { csrfToken: session.csrfToken } };
     return {
       tenant: session.tenantId,
       scopes: session.scopes === null ? null : new Set(session.scopes),
@@ -251,6 +262,7 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
     authenticate,
     authorize,
     verifyToken,
+    liveSession,
     async authenticateMetrics(request) {
       // Open exactly where the API is: with no token configured at all (loopback only). A server
       // that asks callers for tokens asks scrapers too, even when no metrics token is configured:
