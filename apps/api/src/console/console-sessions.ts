@@ -12,6 +12,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { Type } from 'typebox';
 import type { Authenticator, Caller, SessionLookup } from '../http/auth.ts';
+import { problemResponses } from '../http/problem.ts';
 import { checkCsrf, checkSameOrigin } from './csrf.ts';
 
 /** Over https the cookie is `__Host-` prefixed: Secure, Path=/, no Domain — a sibling host cannot set it. */
@@ -136,8 +137,6 @@ export function registerSessionRoutes(
 ): void {
   const { auth, sessions } = options;
   const tags = ['console'];
-  const problems = (...statuses: number[]) =>
-    Object.fromEntries(statuses.map((status) => [status, Type.Ref('Problem')]));
 
   app.get(
     '/ui/session',
@@ -186,7 +185,7 @@ export function registerSessionRoutes(
         summary: 'Sign in to the console with a token (static or OAuth access token); sets the session cookie',
         tags,
         body: Type.Object({ token: Type.String({ minLength: 1, maxLength: 8192 }) }, { additionalProperties: false }),
-        response: { 201: SessionSchema, ...problems(400, 401, 403, 409) },
+        response: { 201: SessionSchema, ...problemResponses(400, 401, 403, 409) },
       },
     },
     async (request, reply) => {
@@ -214,7 +213,7 @@ export function registerSessionRoutes(
       schema: {
         summary: 'Sign out of the console: ends the session',
         tags,
-        response: { 204: Type.Null(), ...problems(403) },
+        response: { 204: Type.Null(), ...problemResponses(403) },
       },
     },
     async (request, reply) => {

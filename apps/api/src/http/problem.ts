@@ -2,8 +2,14 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type ErrorCode, errorRegistry } from '@taskgate/errors';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { ModuleError } from '../modules/module-error.ts';
 import { classifyFailure, type Failure, OUTAGE_RETRY_AFTER_SECONDS } from './failures.ts';
+
+/** A route schema's answers for these statuses: each the shared Problem schema (server.ts adds it). */
+export function problemResponses(...statuses: number[]) {
+  return Object.fromEntries(statuses.map((status) => [status, Type.Ref('Problem')]));
+}
 
 /** RFC 9457 problem details, with Taskgate's stable code alongside. */
 export interface Problem {

@@ -2,6 +2,7 @@ import { TaskgateError } from '@taskgate/errors';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { tenantOf } from '../http/auth.ts';
+import { problemResponses } from '../http/problem.ts';
 
 export interface ElicitationRoutesOptions {
   /**
@@ -10,8 +11,6 @@ export interface ElicitationRoutesOptions {
    */
   readonly complete: (tenantId: string, elicitationId: string) => Promise<number>;
 }
-
-const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, Type.Ref('Problem')]));
 
 /**
  * POST /v1/elicitations/:elicitationId/complete: the operator's page (a connect or payment page the
@@ -37,7 +36,7 @@ export function registerElicitationRoutes(app: FastifyInstance, options: Elicita
             { sessions: Type.Integer({ description: 'how many sessions were told' }) },
             { additionalProperties: false },
           ),
-          ...problems(401, 403, 404),
+          ...problemResponses(401, 403, 404),
         },
       },
     },

@@ -2,12 +2,11 @@ import { type Database, DEFAULT_LOST_AFTER_MS, heldTaskCounts, listInstances, to
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { Type } from 'typebox';
+import { problemResponses } from '../http/problem.ts';
 
 /** Instances stopped or silent this recently still show (a rolling deploy's old ones, a crash). */
 const RECENT_MS = 10 * 60 * 1000;
 const MAX_INSTANCES = 500;
-
-const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, Type.Ref('Problem')]));
 
 /**
  * GET /v1/instances (admin scope): the fleet as the database sees it — every API and worker
@@ -57,7 +56,7 @@ export function registerInstanceRoutes(app: FastifyInstance, options: { readonly
               ),
             ),
           }),
-          ...problems(401, 403),
+          ...problemResponses(401, 403),
         },
       },
     },

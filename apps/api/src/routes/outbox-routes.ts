@@ -12,8 +12,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { Type } from 'typebox';
 import { tenantOf } from '../http/auth.ts';
+import { problemResponses } from '../http/problem.ts';
 
-const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, Type.Ref('Problem')]));
 /** Whole numbers, as outbox ids are (a bigint identity); the range is checked after the pattern. */
 const ID_PATTERN = '^[1-9][0-9]{0,18}$';
 const DEFAULT_LIMIT = 50;
@@ -66,7 +66,7 @@ export function registerOutboxRoutes(app: FastifyInstance, options: { readonly d
           'Every event goes to every sink the relay is configured with (TASKGATE_RELAY_SINKS), so there is one figure per event type, not per sink. Event types with neither pending nor dead events are left out.',
         tags: ['operations'],
         security,
-        response: { 200: Type.Object({ groups: Type.Array(GroupSchema) }), ...problems(401, 403) },
+        response: { 200: Type.Object({ groups: Type.Array(GroupSchema) }), ...problemResponses(401, 403) },
       },
     },
     async (request) => {
@@ -112,7 +112,7 @@ export function registerOutboxRoutes(app: FastifyInstance, options: { readonly d
             events: Type.Array(EventSchema),
             next: Type.Union([Type.String(), Type.Null()], { description: 'pass as `after` for the next page' }),
           }),
-          ...problems(400, 401, 403),
+          ...problemResponses(400, 401, 403),
         },
       },
     },
@@ -144,7 +144,7 @@ export function registerOutboxRoutes(app: FastifyInstance, options: { readonly d
         security,
         params: Type.Object({ id: Type.String({ pattern: ID_PATTERN }) }),
         body: Type.Object({}, { additionalProperties: false }),
-        response: { 202: EventSchema, ...problems(400, 401, 403, 404, 409) },
+        response: { 202: EventSchema, ...problemResponses(400, 401, 403, 404, 409) },
       },
       // The body is optional: a bare POST redelivers.
       preValidation: async (request) => {

@@ -3,13 +3,13 @@ import { TaskgateError } from '@taskgate/errors';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { tenantOf } from '../http/auth.ts';
+import { problemResponses } from '../http/problem.ts';
 import type { LedgerService } from '../ledger/ledger-service.ts';
 
 export interface ReconciliationRoutesOptions {
   readonly ledger: LedgerService;
 }
 
-const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, Type.Ref('Problem')]));
 const KeyRecordSchema = Type.Object({
   key: Type.String(),
   operation: Type.String(),
@@ -37,7 +37,7 @@ export function registerReconciliationRoutes(app: FastifyInstance, options: Reco
         tags: ['reconciliation'],
         security,
         params: Type.Object({ key: Type.String({ minLength: 1, maxLength: 255 }) }),
-        response: { 200: KeyRecordSchema, ...problems(401, 404) },
+        response: { 200: KeyRecordSchema, ...problemResponses(401, 404) },
       },
     },
     async (request) => {
@@ -86,7 +86,7 @@ export function registerReconciliationRoutes(app: FastifyInstance, options: Reco
             items: Type.Array(ItemSchema),
             next: Type.Union([Type.String(), Type.Null()], { description: 'pass as `before` for the next page' }),
           }),
-          ...problems(400, 401),
+          ...problemResponses(400, 401),
         },
       },
     },
@@ -114,7 +114,7 @@ export function registerReconciliationRoutes(app: FastifyInstance, options: Reco
         tags: ['reconciliation'],
         security,
         params: Type.Object({ id: Type.String({ maxLength: 40 }) }),
-        response: { 200: ItemSchema, ...problems(401, 404) },
+        response: { 200: ItemSchema, ...problemResponses(401, 404) },
       },
     },
     async (request) =>
@@ -136,7 +136,7 @@ export function registerReconciliationRoutes(app: FastifyInstance, options: Reco
           },
           { additionalProperties: false },
         ),
-        response: { 200: ItemSchema, ...problems(400, 401, 404, 409) },
+        response: { 200: ItemSchema, ...problemResponses(400, 401, 404, 409) },
       },
     },
     async (request) => {

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { tenantOf } from '../http/auth.ts';
+import { problemResponses } from '../http/problem.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { TaskIdParams } from './task-schemas.ts';
 
-const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, Type.Ref('Problem')]));
 const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()]);
 const Instant = () => Nullable(Type.String({ format: 'date-time' }));
 const Limit = (max: number, fallback: number) =>
@@ -78,7 +78,7 @@ export function registerTaskDetailRoutes(app: FastifyInstance, options: { readon
             worker: Type.Union([Type.Object({ id: Type.String(), heartbeatAt: Instant() }), Type.Null()]),
             toolFingerprint: Nullable(Type.String()),
           }),
-          ...problems(400, 401, 404),
+          ...problemResponses(400, 401, 404),
         },
       },
     },
@@ -130,7 +130,7 @@ export function registerTaskDetailRoutes(app: FastifyInstance, options: { readon
               }),
             ),
           }),
-          ...problems(401, 404),
+          ...problemResponses(401, 404),
         },
       },
     },
@@ -162,7 +162,7 @@ export function registerTaskDetailRoutes(app: FastifyInstance, options: { readon
             ),
             next: Nullable(Type.String({ description: 'pass as `after` for the messages after these' })),
           }),
-          ...problems(400, 401, 404),
+          ...problemResponses(400, 401, 404),
         },
       },
     },

@@ -3,6 +3,7 @@ import type { TaskRecord } from '@taskgate/db';
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import { tenantOf } from '../http/auth.ts';
+import { problemResponses } from '../http/problem.ts';
 import { SseStream } from '../sse/sse-stream.ts';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import type { TaskService } from '../tasks/task-service.ts';
@@ -25,8 +26,6 @@ export interface TaskRoutesOptions {
   readonly hub: TaskEventsHub;
   readonly events: { readonly keepaliveMs: number; readonly pollMs: number; readonly capacity: number };
 }
-
-const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, Type.Ref('Problem')]));
 
 /** /v1/tasks: create, read, list, cancel, and watch tasks. Every call is scoped to the caller's tenant. */
 export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOptions): void {
@@ -54,7 +53,7 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
         security,
         headers: IdempotencyHeaders,
         body: CreateTaskBody,
-        response: { 200: Type.Ref('Task'), 201: Type.Ref('Task'), ...problems(400, 401, 409, 413, 415, 422) },
+        response: { 200: Type.Ref('Task'), 201: Type.Ref('Task'), ...problemResponses(400, 401, 409, 413, 415, 422) },
       },
     },
     async (request, reply) => {
@@ -78,7 +77,7 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
         tags: ['tasks'],
         security,
         querystring: ListTasksQuery,
-        response: { 200: TaskListSchema, ...problems(400, 401) },
+        response: { 200: TaskListSchema, ...problemResponses(400, 401) },
       },
     },
     async (request) => {
@@ -102,7 +101,10 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
         tags: ['tasks'],
         security,
         querystring: ListTasksQuery,
-        response: { 200: { content: { 'text/event-stream': { schema: Type.String() } } }, ...problems(400, 401) },
+        response: {
+          200: { content: { 'text/event-stream': { schema: Type.String() } } },
+          ...problemResponses(400, 401),
+        },
       },
     },
     async (request, reply) => {
@@ -137,7 +139,7 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
         tags: ['tasks'],
         security,
         params: TaskIdParams,
-        response: { 200: Type.Ref('Task'), ...problems(401, 404) },
+        response: { 200: Type.Ref('Task'), ...problemResponses(401, 404) },
       },
     },
     async (request) => taskBody(await service.get(tenantOf(request), (request.params as { id: string }).id)),
@@ -154,7 +156,7 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
         security,
         params: TaskIdParams,
         body: CancelTaskBody,
-        response: { 202: Type.Ref('Task'), ...problems(400, 401, 404) },
+        response: { 202: Type.Ref('Task'), ...problemResponses(400, 401, 404) },
       },
       // The body is optional: a bare POST cancels without a reason.
       preValidation: async (request) => {
@@ -180,7 +182,10 @@ export function registerTaskRoutes(app: FastifyInstance, options: TaskRoutesOpti
         tags: ['tasks'],
         security,
         params: TaskIdParams,
-        response: { 200: { content: { 'text/event-stream': { schema: Type.String() } } }, ...problems(401, 404) },
+        response: {
+          200: { content: { 'text/event-stream': { schema: Type.String() } } },
+          ...problemResponses(401, 404),
+        },
       },
     },
     async (request, reply) => {

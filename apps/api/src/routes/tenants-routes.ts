@@ -4,9 +4,8 @@ import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { Type } from 'typebox';
 import { callerOf } from '../http/auth.ts';
-
-const problems = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, Type.Ref('Problem')]));
-const TENANT = '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$';
+import { problemResponses } from '../http/problem.ts';
+import { TENANT_PATTERN } from '../http/tenant-name.ts';
 
 /**
  * GET /v1/tenants (operator tokens only): the tenants that have tasks, in order, paged — what an
@@ -23,7 +22,9 @@ export function registerTenantRoutes(app: FastifyInstance, options: { readonly d
         security: [{ bearer: [] }],
         querystring: Type.Object(
           {
-            after: Type.Optional(Type.String({ pattern: TENANT, description: 'the last tenant of the page before' })),
+            after: Type.Optional(
+              Type.String({ pattern: TENANT_PATTERN.source, description: 'the last tenant of the page before' }),
+            ),
             // A string, as every query value arrives: never coerced (a "1e3" is not a limit).
             limit: Type.Optional(
               Type.String({
@@ -39,7 +40,7 @@ export function registerTenantRoutes(app: FastifyInstance, options: { readonly d
             tenants: Type.Array(Type.String()),
             next: Type.Union([Type.String(), Type.Null()], { description: 'the `after` of the next page; null: none' }),
           }),
-          ...problems(400, 401, 403),
+          ...problemResponses(400, 401, 403),
         },
       },
     },
