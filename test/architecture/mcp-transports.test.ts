@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/cli.ts';
@@ -11,13 +11,10 @@ import { REPO_ROOT } from '../support/cli.ts';
  * again. (stdio-front.ts is the one exception by design: it answers a client's first messages
  * before the server, and with it the dispatcher, has loaded.)
  */
-const TRANSPORTS = [
-  'apps/api/src/mcp/stdio-server.ts',
-  'apps/api/src/mcp/mcp-route.ts',
-  'apps/api/src/mcp/http-batch.ts',
-  'apps/api/src/mcp/http-sse.ts',
-  'apps/api/src/mcp/post-answer.ts',
-];
+const TRANSPORTS_DIR = 'apps/api/src/mcp/transports';
+const TRANSPORTS = readdirSync(path.join(REPO_ROOT, TRANSPORTS_DIR), { recursive: true, encoding: 'utf8' })
+  .filter((file) => file.endsWith('.ts') && !file.endsWith('.test.ts') && !file.endsWith('stdio-front.ts'))
+  .map((file) => `${TRANSPORTS_DIR}/${file}`);
 
 /** Names that decide the protocol, wherever they are imported from. */
 const DECIDERS = [
@@ -56,6 +53,11 @@ describe('MCP transports', () => {
       { names: ['D'], from: '@y/z' },
       { names: ['e'], from: 'e' },
     ]);
+  });
+
+  it('are the files of the transports folder', () => {
+    expect(TRANSPORTS).toContain(`${TRANSPORTS_DIR}/http/mcp-route.ts`);
+    expect(TRANSPORTS).toContain(`${TRANSPORTS_DIR}/stream/stream-connection.ts`);
   });
 
   it('import nothing that decides what a message means, and no revision', () => {

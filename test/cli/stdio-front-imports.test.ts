@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/cli.ts';
 
-// mcp-stdio answers `initialize` from a small front (apps/api/src/mcp/stdio-front.ts) while the
+// mcp-stdio answers `initialize` from a small front (apps/api/src/mcp/transports/stream/stdio-front.ts) while the
 // rest loads, because clients give a stdio server about a second. That holds only while what
 // apps/cli/src/main.ts loads before the front stays small: one value imported from
 // '@taskgate/api' instead of a light subpath once made the first answer wait for Fastify and the
@@ -42,7 +42,7 @@ function modulesLoadedBeforeTheFront(): string[] {
 it('loads neither Fastify, pg, pg-boss nor the API before the stdio front answers', () => {
   const urls = modulesLoadedBeforeTheFront();
   // The check sees the front itself, or it checks nothing.
-  expect(urls.some((url) => url.endsWith('/apps/api/src/mcp/stdio-front.ts'))).toBe(true);
+  expect(urls.some((url) => url.endsWith('/apps/api/src/mcp/transports/stream/stdio-front.ts'))).toBe(true);
   const heavy = urls.filter(
     (url) =>
       /\/node_modules\/(fastify|pg|pg-boss|kysely|jose|@modelcontextprotocol)\//.test(url) ||

@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import { StdioServer, TaskEventsHub } from '@taskgate/api';
+import { StreamConnection, TaskEventsHub } from '@taskgate/api';
 import { defineTool } from '@taskgate/sdk';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -362,7 +362,7 @@ describe('a request StdioFront answered before the server existed', () => {
     let frontAnswered = 1;
     const input = new PassThrough();
     const output = new PassThrough();
-    const server = new StdioServer({
+    const server = new StreamConnection({
       core: stdioCore(platform, hub),
       input,
       output,

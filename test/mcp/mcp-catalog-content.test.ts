@@ -1,4 +1,4 @@
-import { McpCore, RemoteWatches, type RequestContext, TaskEventsHub } from '@taskgate/api';
+import { createMcpCore, type McpCore, RemoteWatches, type RequestContext, TaskEventsHub } from '@taskgate/api';
 import { CatalogView, publishTools, type TaskRecord } from '@taskgate/db';
 import { toolCatalogEntry } from '@taskgate/reliability';
 import { definePrompt, defineResource, defineResourceTemplate } from '@taskgate/sdk';
@@ -171,7 +171,7 @@ beforeAll(async () => {
   await view.start();
   catalogTools = new CatalogTools(view, { logger: silentLogger });
   const common = { service: platform.service, hub, server: { name: 'taskgate', version: 'test' }, pollMs: 100 };
-  local = new McpCore({ ...common, tools: platform.tools, content: [moduleContent], logger: silentLogger });
+  local = createMcpCore({ ...common, tools: platform.tools, content: [moduleContent], logger: silentLogger });
   // The remote API's instance row: a worker watches only for a live instance.
   await setInstance(platform.db, 'api-remote', { heartbeatAgoMs: 0 });
   contentWatches = new RemoteWatches({
@@ -181,7 +181,7 @@ beforeAll(async () => {
     pollMs: 200,
     logger: silentLogger,
   });
-  remote = new McpCore({ ...common, tools: catalogTools, contentWatches, logger: recording });
+  remote = createMcpCore({ ...common, tools: catalogTools, contentWatches, logger: recording });
   await waitForTask(
     async () => catalogTools.content().length,
     (count) => count === 1,
@@ -510,7 +510,7 @@ describe('list changes of the catalog’s content', () => {
 
   it('reads in the request what this process loaded, though its worker publishes it too, and says nothing of it', async () => {
     const before = warnings.length;
-    const both = new McpCore({
+    const both = createMcpCore({
       service: platform.service,
       hub,
       server: { name: 'taskgate', version: 'test' },

@@ -1,4 +1,4 @@
-import { McpCore, TaskEventsHub } from '@taskgate/api';
+import { createMcpCore, type McpCore, TaskEventsHub } from '@taskgate/api';
 import { defineTool } from '@taskgate/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { diagnosticTools } from '../../examples/conformance/diagnostic-fixtures.ts';
@@ -58,7 +58,7 @@ beforeAll(async () => {
   platform = await startPlatform(database.url, { tools: [...diagnosticTools, leveled, chatty, badLog] });
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
   await hub.start();
-  core = new McpCore({
+  core = createMcpCore({
     service: platform.service,
     hub,
     tools: platform.tools,

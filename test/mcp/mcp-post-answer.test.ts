@@ -8,7 +8,7 @@ import { modernRequest, readSse } from '../support/mcp-http.ts';
 import { type Barrier, barrier, type Platform, startApi, startPlatform } from '../support/task-platform.ts';
 
 // Every request on a POST runs through the dispatcher and is answered by one writer
-// (apps/api/src/mcp/post-answer.ts), whatever its method and revision: closing its response
+// (apps/api/src/mcp/transports/http/post-answer.ts), whatever its method and revision: closing its response
 // cancels it, and one still running after the SSE threshold is answered as SSE with keepalives.
 // Before, only tools/call had both; a 2026-07-28 resources/read ran on for nobody.
 const database = useTestDatabase();

@@ -1,4 +1,4 @@
-import { McpCore, TaskEventsHub } from '@taskgate/api';
+import { createMcpCore, type McpCore, TaskEventsHub } from '@taskgate/api';
 import { definePrompt, defineResource, defineResourceTemplate } from '@taskgate/sdk';
 import { MAX_CONTENT_BYTES } from '@taskgate/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -47,7 +47,7 @@ beforeAll(async () => {
   platform = await startPlatform(database.url);
   hub = new TaskEventsHub({ connectionString: database.url, listen: true, logger: silentLogger });
   await hub.start();
-  core = new McpCore({
+  core = createMcpCore({
     service: platform.service,
     hub,
     tools: platform.tools,

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { McpCore, TaskEventsHub } from '@taskgate/api';
+import { createMcpCore, type McpCore, TaskEventsHub } from '@taskgate/api';
 import { definePrompt, defineResource, defineTool, type InputRequest } from '@taskgate/sdk';
 import { ToolRegistry } from '@taskgate/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -104,7 +104,7 @@ const centsResource = defineResource({
 });
 
 function coreWith(stateKey: Buffer): McpCore {
-  return new McpCore({
+  return createMcpCore({
     service: platform.service,
     hub,
     tools: new ToolRegistry([...roundTripTools, greeter, charger, oddAsker]),

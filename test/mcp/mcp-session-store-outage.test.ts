@@ -1,8 +1,8 @@
 import { createAuthenticator, TaskEventsHub } from '@taskgate/api';
 import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { memorySessionStore, type SessionStore } from '../../apps/api/src/mcp/legacy-sessions.ts';
-import { registerMcpRoute } from '../../apps/api/src/mcp/mcp-route.ts';
+import { memorySessionStore, type SessionStore } from '../../apps/api/src/mcp/transports/http/handshake-sessions.ts';
+import { registerMcpRoute } from '../../apps/api/src/mcp/transports/http/mcp-route.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { testCore } from '../support/stdio-client.ts';
 import { type Platform, silentLogger, startPlatform, waitForTask } from '../support/task-platform.ts';

@@ -6,7 +6,7 @@ import { useTestDatabase } from '../support/databases.ts';
 import { connectStdio, stdioCore } from '../support/stdio-client.ts';
 import { type Platform, silentLogger, startPlatform, waitForTask } from '../support/task-platform.ts';
 
-// MCP over stdio (revision 2026-07-28): a StdioServer on in-memory pipes, against real tasks.
+// MCP over stdio (revision 2026-07-28): a StreamConnection on in-memory pipes, against real tasks.
 const database = useTestDatabase();
 let platform: Platform;
 let hub: TaskEventsHub;

@@ -1,11 +1,11 @@
 import { PassThrough } from 'node:stream';
-import { McpCore, StdioServer, type TaskEventsHub } from '@taskgate/api';
+import { createMcpCore, type McpCore, type McpCoreOptions, StreamConnection, type TaskEventsHub } from '@taskgate/api';
 import type { ToolCatalog } from '@taskgate/tools';
 import { type Platform, silentLogger, waitForTask } from './task-platform.ts';
 
 /** The MCP core over a test platform's services, as `taskgate mcp-stdio` builds it. */
 export function stdioCore(platform: Platform, hub: TaskEventsHub, pollMs = 100, tools?: ToolCatalog): McpCore {
-  return new McpCore({
+  return createMcpCore({
     service: platform.service,
     hub,
     tools: tools ?? platform.tools,
@@ -15,12 +15,8 @@ export function stdioCore(platform: Platform, hub: TaskEventsHub, pollMs = 100, 
 }
 
 /** The MCP core most tests talk to: the platform's tools, a 100 ms poll, a silent log, and `options` on top. */
-export function testCore(
-  platform: Platform,
-  hub: TaskEventsHub,
-  options: Partial<ConstructorParameters<typeof McpCore>[0]> = {},
-): McpCore {
-  return new McpCore({
+export function testCore(platform: Platform, hub: TaskEventsHub, options: Partial<McpCoreOptions> = {}): McpCore {
+  return createMcpCore({
     service: platform.service,
     hub,
     tools: platform.tools,
@@ -32,7 +28,7 @@ export function testCore(
 }
 
 export interface StdioClient {
-  readonly server: StdioServer;
+  readonly server: StreamConnection;
   readonly input: PassThrough;
   /** Every message the server wrote, in order. */
   readonly received: Record<string, unknown>[];
@@ -44,11 +40,11 @@ export interface StdioClient {
   until(predicate: (received: Record<string, unknown>[]) => boolean): Promise<Record<string, unknown>[]>;
 }
 
-/** A client on the other end of a StdioServer's in-memory pipes: writes lines, collects what comes back. */
+/** A client on the other end of a StreamConnection's in-memory pipes: writes lines, collects what comes back. */
 export function connectStdio(core: McpCore, tenantId = 'default'): StdioClient {
   const input = new PassThrough();
   const output = new PassThrough();
-  const server = new StdioServer({
+  const server = new StreamConnection({
     core,
     input,
     output,

@@ -7,7 +7,7 @@ import { ConsoleSessions } from './console/console-sessions.ts';
 import { type CheckState, RECENT_WORK_MS, type ReadinessReport, readinessReport } from './health-routes.ts';
 import { createAuthenticator } from './http/auth.ts';
 import { createTokenVerifier, type OAuthSettings } from './http/oauth/token-verifier.ts';
-import { databaseSessionStore } from './mcp/legacy-sessions.ts';
+import { databaseSessionStore } from './mcp/transports/http/handshake-sessions.ts';
 import { createApiServer } from './server.ts';
 import { openTaskServices, type TaskServices } from './task-services.ts';
 import type { ClockCaps } from './tasks/task-service.ts';

@@ -22,16 +22,18 @@ export {
 export { type Problem, problem, toProblem } from './http/problem.ts';
 export { TENANT_PATTERN } from './http/tenant-name.ts';
 export { LedgerService } from './ledger/ledger-service.ts';
+export type { McpCore } from './mcp/core/mcp-core.ts';
+export type { RequestContext } from './mcp/core/request-context.ts';
+export { createMcpCore, type McpCoreOptions } from './mcp/core-assembly.ts';
+export { RemoteWatches, type RemoteWatchesOptions } from './mcp/methods/remote-watches.ts';
 export {
   databaseSessionStore,
   memorySessionStore,
   type SessionStore,
-} from './mcp/legacy-sessions.ts';
-export { McpCore, type McpCoreOptions, type RequestContext } from './mcp/mcp-core.ts';
-export { ProgressStream } from './mcp/progress-stream.ts';
-export { RemoteWatches, type RemoteWatchesOptions } from './mcp/remote-watches.ts';
-export { StdioFront } from './mcp/stdio-front.ts';
-export { StdioServer, type StdioServerOptions } from './mcp/stdio-server.ts';
+} from './mcp/transports/http/handshake-sessions.ts';
+export { ProgressStream } from './mcp/transports/http/progress-stream.ts';
+export { StdioFront } from './mcp/transports/stream/stdio-front.ts';
+export { StreamConnection, type StreamConnectionOptions } from './mcp/transports/stream/stream-connection.ts';
 export {
   IdempotentMutation,
   type MutationCall,

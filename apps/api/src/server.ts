@@ -16,10 +16,10 @@ import { clientErrorHandler, frameworkErrors, installProblemHandlers } from './h
 import { installRequestGuard } from './http/request-guards.ts';
 import { RequestLog } from './http/request-log.ts';
 import type { LedgerService } from './ledger/ledger-service.ts';
-import type { SessionStore } from './mcp/legacy-sessions.ts';
-import { McpCore } from './mcp/mcp-core.ts';
-import { registerMcpRoute } from './mcp/mcp-route.ts';
-import type { RemoteWatches } from './mcp/remote-watches.ts';
+import { createMcpCore } from './mcp/core-assembly.ts';
+import type { RemoteWatches } from './mcp/methods/remote-watches.ts';
+import type { SessionStore } from './mcp/transports/http/handshake-sessions.ts';
+import { registerMcpRoute } from './mcp/transports/http/mcp-route.ts';
 import { registerMetricsRoute } from './metrics-route.ts';
 import { registerModuleRoutes } from './modules/module-routes.ts';
 import { registerRootRoute } from './root-route.ts';
@@ -207,7 +207,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<Fastif
   });
   if (tasks.mcp) {
     const mcp = registerMcpRoute(app, {
-      core: new McpCore({
+      core: createMcpCore({
         service: tasks.service,
         hub: tasks.hub,
         tools: tasks.mcp.tools,

@@ -19,7 +19,7 @@ import type { Kysely } from 'kysely';
 import type pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { LedgerService } from './ledger/ledger-service.ts';
-import { RemoteWatches } from './mcp/remote-watches.ts';
+import { RemoteWatches } from './mcp/methods/remote-watches.ts';
 import { TaskEventsHub } from './tasks/task-events-hub.ts';
 import { type ClockCaps, TaskService } from './tasks/task-service.ts';
 

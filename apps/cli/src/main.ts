@@ -421,7 +421,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       logLevel = config.logLevel;
       // Before anything heavier loads (even the logger): initialize and server/discover are
       // answered from here while the database, the worker and the catalog start
-      // (apps/api/src/mcp/stdio-front.ts).
+      // (apps/api/src/mcp/transports/stream/stdio-front.ts).
       const { StdioFront } = await import('@taskgate/api/stdio-front');
       const server = { name: 'taskgate', version: await version() };
       const front = new StdioFront({ input: process.stdin, output: process.stdout, server });

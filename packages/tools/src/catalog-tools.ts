@@ -1,16 +1,11 @@
 import { toolDefinitionProblem } from '@taskgate/sdk';
 import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { AnyTool } from './any-tool.ts';
-import {
-  CONTENT_TOOL_PREFIX,
-  PLATFORM_TOOL_PREFIX,
-  type PublishedContent,
-  readPublishedContent,
-} from './content-tool.ts';
+import { CONTENT_TOOL_PREFIX, PLATFORM_TOOL_PREFIX, readPublishedContent } from './content-tool.ts';
 import { toolResultProblem } from './result-check.ts';
 import { checkWith, SchemaValidators } from './schema-validators.ts';
-import type { ToolCatalog, ToolSpec } from './tool-catalog.ts';
-import type { ArgumentCheck, ToolRegistry } from './tool-registry.ts';
+import type { ArgumentCheck, CatalogContent, ToolCatalog, ToolSpec } from './tool-catalog.ts';
+import type { ToolRegistry } from './tool-registry.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
@@ -24,14 +19,6 @@ export interface CatalogSource {
   /** Moves exactly when the listing (names and fingerprints) does. */
   readonly version: string;
   onChange(listener: () => void): () => void;
-}
-
-/** A module's content as the catalog publishes it: served by the worker that serves `tool`. */
-export interface CatalogContent {
-  readonly tool: string;
-  readonly fingerprint: string;
-  readonly spec: ToolSpec;
-  readonly content: PublishedContent;
 }
 
 interface Offered {

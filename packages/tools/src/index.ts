@@ -1,5 +1,5 @@
 export type { AnyTool } from './any-tool.ts';
-export { type CatalogContent, type CatalogSource, CatalogTools } from './catalog-tools.ts';
+export { type CatalogSource, CatalogTools } from './catalog-tools.ts';
 export {
   ContentRegistry,
   type ContentSet,
@@ -55,9 +55,9 @@ export type {
   RunTask,
 } from './run-store.ts';
 export { taskSupportOf } from './task-support.ts';
-export type { ToolCatalog, ToolSpec } from './tool-catalog.ts';
+export type { ArgumentCheck, ArgumentProblem, CatalogContent, ToolCatalog, ToolSpec } from './tool-catalog.ts';
 export { MODULE_EXPORTS, type ModuleErrorDefinition, type ModuleRoutes, type ToolModule } from './tool-module.ts';
-export { type ArgumentCheck, type ArgumentProblem, ToolRegistry } from './tool-registry.ts';
+export { ToolRegistry } from './tool-registry.ts';
 export {
   INTERNAL_ERROR,
   type LogEntry,

@@ -1,6 +1,6 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import type { ArgumentCheck, ArgumentProblem } from './tool-registry.ts';
+import type { ArgumentCheck, ArgumentProblem } from './tool-catalog.ts';
 
 /**
  * Compiled input-schema validators, cached by the tool's fingerprint. A fingerprint names one

@@ -1,7 +1,6 @@
 import type { ToolDefinition } from '@taskgate/sdk';
 import type { AnyTool } from './any-tool.ts';
-import type { CatalogContent } from './catalog-tools.ts';
-import type { ArgumentCheck } from './tool-registry.ts';
+import type { PublishedContent } from './content-tool.ts';
 
 /**
  * A tool as a caller sees it: its whole definition but the handler. This is what the catalog
@@ -44,4 +43,23 @@ export interface ToolCatalog {
   content?(): readonly CatalogContent[];
   /** Calls `listener` after each change of content(). */
   onContentChange?(listener: () => void): () => void;
+}
+
+export interface ArgumentProblem {
+  /** JSON Pointer into the arguments ("" for the arguments object itself). */
+  readonly path: string;
+  readonly message: string;
+}
+
+export type ArgumentCheck =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly kind: 'unknown-tool' }
+  | { readonly ok: false; readonly kind: 'invalid-arguments'; readonly problems: readonly ArgumentProblem[] };
+
+/** A module's content as the catalog publishes it: served by the worker that serves `tool`. */
+export interface CatalogContent {
+  readonly tool: string;
+  readonly fingerprint: string;
+  readonly spec: ToolSpec;
+  readonly content: PublishedContent;
 }

@@ -5,18 +5,7 @@ import type { ValidateFunction } from 'ajv/dist/2020.js';
 import type { AnyTool } from './any-tool.ts';
 import { toolResultProblem } from './result-check.ts';
 import { checkWith, SchemaValidators } from './schema-validators.ts';
-import type { ToolCatalog } from './tool-catalog.ts';
-
-export interface ArgumentProblem {
-  /** JSON Pointer into the arguments ("" for the arguments object itself). */
-  readonly path: string;
-  readonly message: string;
-}
-
-export type ArgumentCheck =
-  | { readonly ok: true }
-  | { readonly ok: false; readonly kind: 'unknown-tool' }
-  | { readonly ok: false; readonly kind: 'invalid-arguments'; readonly problems: readonly ArgumentProblem[] };
+import type { ArgumentCheck, ToolCatalog } from './tool-catalog.ts';
 
 interface Entry {
   readonly tool: ToolDefinition;

@@ -1,6 +1,6 @@
 import type { RequestDurations } from '@taskgate/metrics';
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify';
-import { SSE_MESSAGES_PATH } from '../mcp/http-sse.ts';
+import { SSE_MESSAGES_PATH } from '../mcp/transports/http/sse-transport.ts';
 import { rpcLogFields, rpcMethodLabel } from './rpc-summary.ts';
 
 /** The longest URL a request line keeps: the rest of a 100 KB query string says nothing more. */

@@ -1,4 +1,4 @@
-import { McpCore, openTaskServices, type StdioFront, StdioServer } from '@taskgate/api';
+import { createMcpCore, openTaskServices, type StdioFront, StreamConnection } from '@taskgate/api';
 import { isDatabaseUnavailable, loadMigrations, MigrationRunner } from '@taskgate/db';
 import { isTaskgateError, TaskgateError } from '@taskgate/errors';
 import { registryOf } from '@taskgate/tools';
@@ -86,8 +86,8 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
     lifecycle.onStop('services', () => services.stop());
     // Everything the front held (answered or not) goes to the server first, in order.
     const handedOver = args.front?.handOver();
-    const stdio = new StdioServer({
-      core: new McpCore({
+    const stdio = new StreamConnection({
+      core: createMcpCore({
         service: services.service,
         hub: services.hub,
         tools: services.tools,

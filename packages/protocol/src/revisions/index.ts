@@ -1,9 +1,6 @@
-import { REVISION as R2024_11_05 } from './2024-11-05/version.ts';
-import { REVISION as R2025_03_26 } from './2025-03-26/version.ts';
-import { REVISION as R2025_06_18 } from './2025-06-18/version.ts';
-import { REVISION as HANDSHAKE } from './2025-11-25/version.ts';
-import { META, REVISION as PER_REQUEST, PER_REQUEST_ERA_FROM } from './2026-07-28/version.ts';
-import type { ProtocolEra, RevisionInfo } from './revision-info.ts';
+import { META, PER_REQUEST_ERA_FROM } from './2026-07-28/version.ts';
+import { LEGACY_PROTOCOL_VERSIONS } from './registry.ts';
+import type { ProtocolEra } from './revision-info.ts';
 
 export { WITHOUT_VERSION_HEADER } from './2025-03-26/version.ts';
 export {
@@ -19,25 +16,15 @@ export {
   type RequestMetadata,
 } from './2026-07-28/request-metadata.ts';
 export { META } from './2026-07-28/version.ts';
+export {
+  LATEST_PROTOCOL_VERSION,
+  LEGACY_PROTOCOL_VERSIONS,
+  MODERN_PROTOCOL_VERSIONS,
+  REVISIONS,
+  revisionInfo,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from './registry.ts';
 export type { ProtocolEra, RevisionInfo } from './revision-info.ts';
-
-/**
- * The registry: every revision Taskgate speaks, newest first. A revision is added by giving it a
- * folder here and an entry in this list; nothing outside the folders names a version.
- */
-export const REVISIONS: readonly RevisionInfo[] = [PER_REQUEST, HANDSHAKE, R2025_06_18, R2025_03_26, R2024_11_05];
-
-export const LATEST_PROTOCOL_VERSION = PER_REQUEST.version;
-/** Versions served by per-request metadata (no initialize handshake, no sessions). */
-export const MODERN_PROTOCOL_VERSIONS: readonly string[] = versionsWhere((revision) => revision.era === 'modern');
-/** Versions of the initialize-handshake era the handshake serves, newest first. */
-export const LEGACY_PROTOCOL_VERSIONS: readonly string[] = versionsWhere((revision) => revision.era === 'legacy');
-/** What `supportedVersions` and -32022's `data.supported` list: every revision served. */
-export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = versionsWhere((revision) => revision.advertised);
-
-function versionsWhere(predicate: (revision: RevisionInfo) => boolean): readonly string[] {
-  return Object.freeze(REVISIONS.filter(predicate).map((revision) => revision.version));
-}
 
 /**
  * Which era a request belongs to. A request that carries the per-request version in `_meta` is
@@ -101,9 +88,4 @@ export function negotiateHandshake(requested: unknown): string {
   return typeof requested === 'string' && LEGACY_PROTOCOL_VERSIONS.includes(requested)
     ? requested
     : (LEGACY_PROTOCOL_VERSIONS[0] as string);
-}
-
-/** The registry's entry for a version, or undefined for one not served. */
-export function revisionInfo(version: string): RevisionInfo | undefined {
-  return REVISIONS.find((revision) => revision.version === version);
 }

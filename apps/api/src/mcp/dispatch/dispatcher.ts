@@ -11,15 +11,15 @@ import {
   type RequestHeaders,
   requestEra,
 } from '@taskgate/protocol';
-import { batchRefusal } from '../batch-answer.ts';
-import type { McpCore, RequestContext } from '../mcp-core.ts';
-import type { MethodOutcome, ServerIdentity } from '../mcp-methods.ts';
-import { type Initialized, initialize } from '../revisions/handshake/initialize.ts';
-import { hasMetaVersion } from '../stdio-front.ts';
-import { type ListenSink, TaskSubscription } from '../task-subscriptions.ts';
-import { stoppedCallError } from './call-runner.ts';
+import type { McpCore } from '../core/mcp-core.ts';
+import type { MethodOutcome } from '../core/outcomes.ts';
+import type { RequestContext } from '../core/request-context.ts';
+import type { ServerIdentity } from '../core/server-info.ts';
+import { stoppedCallError } from '../core/server-stopping.ts';
+import type { ListenSink, ListenSubscription, SubscriptionSet } from '../core/subscriptions.ts';
+import { batchRefusal } from './batch-answer.ts';
+import { hasMetaVersion, type Initialized, initialize } from './initialize.ts';
 import { type RequestScope, type RunRequest, type RunStream, runRequest } from './request-runner.ts';
-import type { SubscriptionSet } from './resource-subscriptions.ts';
 
 /** What a connection's initialize settled, which its later requests speak (handshake revisions). */
 export interface Handshake {
@@ -80,7 +80,7 @@ export type RequestAnswer =
 export interface ListenStream {
   readonly sink: ListenSink;
   /** The subscription was accepted: its acknowledgement and notifications follow on the stream. */
-  start(subscription: TaskSubscription): void;
+  start(subscription: ListenSubscription): void;
 }
 
 /**
@@ -366,8 +366,8 @@ export class McpDispatcher {
       id,
       listening.sink,
     );
-    if (opened instanceof TaskSubscription) listening.start(opened);
-    else answer(opened);
+    if ('kind' in opened) answer(opened);
+    else listening.start(opened);
   }
 }
 

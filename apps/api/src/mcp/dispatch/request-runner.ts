@@ -1,9 +1,10 @@
 import type { TaskProgress } from '@taskgate/db';
 import type { JsonRpcError, JsonRpcId } from '@taskgate/protocol';
 import { RequestCoordinator, requestIdKey } from '@taskgate/reliability';
-import type { McpCore, RequestContext } from '../mcp-core.ts';
-import type { MethodOutcome } from '../mcp-methods.ts';
-import { ServerStopping } from './call-runner.ts';
+import type { McpCore } from '../core/mcp-core.ts';
+import type { MethodOutcome } from '../core/outcomes.ts';
+import type { RequestContext } from '../core/request-context.ts';
+import { ServerStopping } from '../core/server-stopping.ts';
 import type { ClientRequests } from './client-requests.ts';
 import { progressNotification, progressTokenOf } from './progress.ts';
 

@@ -1,8 +1,8 @@
-import type { ProtocolEra } from '@taskgate/protocol';
 import { LATEST_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '@taskgate/protocol';
 import type { TaskWatcher } from '../../tasks/task-watch.ts';
-import type { CallRunner } from '../dispatch/call-runner.ts';
-import type { ContentMethodsOptions } from '../dispatch/content-methods.ts';
+import type { Revision } from '../core/revision.ts';
+import type { CallRunner } from '../methods/call-runner.ts';
+import type { ContentMethodsOptions } from '../methods/content-methods.ts';
 import { PROFILE as R2024_11_05 } from './2024-11-05/revision.ts';
 import { PROFILE as R2025_03_26 } from './2025-03-26/revision.ts';
 import { PROFILE as R2025_06_18 } from './2025-06-18/revision.ts';
@@ -10,7 +10,6 @@ import { PROFILE as R2025_11_25 } from './2025-11-25/revision.ts';
 import { statusWatch } from './2025-11-25/status-notifications.ts';
 import { perRequestMethods } from './2026-07-28/methods.ts';
 import { handshakeMethods } from './handshake/methods.ts';
-import type { Revision } from './revision.ts';
 
 /**
  * Every revision served, by version, each with its method table. The handshake revisions share
@@ -46,9 +45,4 @@ export function servedRevisions(
     if (!revisions.has(version)) throw new Error(`revision ${version} is in the registry but has no methods`);
   }
   return revisions;
-}
-
-/** The revision of a request that names none: its era's latest (callers that predate versions). */
-export function defaultVersion(era: ProtocolEra | undefined): string {
-  return era === 'legacy' ? (LEGACY_PROTOCOL_VERSIONS[0] as string) : LATEST_PROTOCOL_VERSION;
 }

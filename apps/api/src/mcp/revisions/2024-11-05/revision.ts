@@ -5,7 +5,7 @@ import {
   mapContent,
   without,
   withoutStructuredContent,
-} from '../revision.ts';
+} from '../handshake/profile.ts';
 
 const VERSION = '2024-11-05';
 /** Content types this revision lacks: audio (2025-03-26) and resource links (2025-06-18), as text. */

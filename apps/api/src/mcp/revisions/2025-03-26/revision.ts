@@ -1,4 +1,10 @@
-import { type HandshakeProfile, linkAsText, mapContent, without, withoutStructuredContent } from '../revision.ts';
+import {
+  type HandshakeProfile,
+  linkAsText,
+  mapContent,
+  without,
+  withoutStructuredContent,
+} from '../handshake/profile.ts';
 
 /**
  * 2025-03-26: tool annotations, audio content and progress messages; before 2025-06-18's titles,

@@ -1,4 +1,4 @@
-import { type HandshakeProfile, unchanged } from '../revision.ts';
+import { type HandshakeProfile, unchanged } from '../handshake/profile.ts';
 
 /**
  * 2025-06-18 (its changelog): titles, outputSchema and structuredContent, resource links — but no

@@ -1,4 +1,4 @@
-import { type HandshakeProfile, unchanged } from '../revision.ts';
+import { type HandshakeProfile, unchanged } from '../handshake/profile.ts';
 
 /** 2025-11-25: everything the handshake methods offer, with this revision's own tasks. */
 export const PROFILE: HandshakeProfile = {

@@ -1,6 +1,6 @@
 import { isTerminalStatus } from '@taskgate/reliability';
 import { changesStatus, type TaskWatcher } from '../../../tasks/task-watch.ts';
-import type { StatusWatch } from '../revision.ts';
+import type { StatusWatch } from '../../core/revision.ts';
 import { statusNotification } from './tasks.ts';
 
 /**

@@ -5,8 +5,10 @@ import { type ToolSpec, taskSupportOf } from '@taskgate/tools';
 import { MAX_TTL_MS } from '../../../tasks/task-limits.ts';
 import type { TaskService } from '../../../tasks/task-service.ts';
 import type { TaskWatcher } from '../../../tasks/task-watch.ts';
-import { callOutcome, invalidParams, type MethodOutcome, type ServerIdentity } from '../../mcp-methods.ts';
-import { unknownTask } from '../../mcp-tasks.ts';
+import { invalidParams, type MethodOutcome } from '../../core/outcomes.ts';
+import type { ServerIdentity } from '../../core/server-info.ts';
+import { callOutcome } from '../../methods/call-results.ts';
+import { unknownTask } from '../../methods/task-results.ts';
 
 /** `_meta` key tying a message to its task (2025-11-25 tasks "Related Task Metadata"). */
 export const RELATED_TASK = 'io.modelcontextprotocol/related-task';

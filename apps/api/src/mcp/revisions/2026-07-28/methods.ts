@@ -12,24 +12,18 @@ import {
   TASKS_REQUIRED,
 } from '@taskgate/protocol';
 import { inputAnswersProblem, taskSupportOf } from '@taskgate/tools';
-import { type CallRunner, DEFAULT_TASK_AFTER_MS } from '../../dispatch/call-runner.ts';
-import { type ContentMethodsOptions, contentMethods } from '../../dispatch/content-methods.ts';
-import type { MethodHandler, MethodTable } from '../../dispatch/method-table.ts';
-import { type Round, responsesProblem } from '../../dispatch/round-trips.ts';
-import { traceParentOf } from '../../dispatch/trace-context.ts';
-import { urlElicitationsAsked } from '../../dispatch/url-elicitations.ts';
-import type { RequestContext } from '../../mcp-core.ts';
-import {
-  discoverResult,
-  invalidParams,
-  type MethodOutcome,
-  missingCapability,
-  oneToolsPage,
-  refusal,
-  toolsListResult,
-} from '../../mcp-methods.ts';
-import { createTaskResult, detailedTask, TASK_ACK, unknownTask } from '../../mcp-tasks.ts';
-import { unchanged } from '../revision.ts';
+import type { MethodHandler, MethodTable } from '../../core/method-table.ts';
+import { invalidParams, type MethodOutcome, missingCapability, refusal } from '../../core/outcomes.ts';
+import type { RequestContext } from '../../core/request-context.ts';
+import { discoverResult } from '../../core/server-info.ts';
+import { type CallRunner, DEFAULT_TASK_AFTER_MS } from '../../methods/call-runner.ts';
+import { type ContentMethodsOptions, contentMethods } from '../../methods/content-methods.ts';
+import { type Round, responsesProblem } from '../../methods/round-trips.ts';
+import { createTaskResult, detailedTask, TASK_ACK, unknownTask } from '../../methods/task-results.ts';
+import { oneToolsPage, toolsListResult } from '../../methods/tools-list.ts';
+import { traceParentOf } from '../../methods/trace-context.ts';
+import { urlElicitationsAsked } from '../../methods/url-elicitations.ts';
+import { unchanged } from '../handshake/profile.ts';
 
 /**
  * The methods of 2026-07-28 (per-request `_meta`, no initialize) with the Tasks extension. A

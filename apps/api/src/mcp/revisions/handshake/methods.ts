@@ -2,23 +2,18 @@ import type { TaskProgress } from '@taskgate/db';
 import { isLogLevel, LOG_LEVELS, missingCapabilities } from '@taskgate/protocol';
 import { type ToolSpec, taskSupportOf } from '@taskgate/tools';
 import type { TaskWatcher } from '../../../tasks/task-watch.ts';
-import type { CallRunner } from '../../dispatch/call-runner.ts';
-import { type ContentMethodsOptions, contentMethods } from '../../dispatch/content-methods.ts';
-import type { MethodHandler, MethodTable } from '../../dispatch/method-table.ts';
-import { traceParentOf } from '../../dispatch/trace-context.ts';
-import { urlElicitationRequired } from '../../dispatch/url-elicitations.ts';
-import type { RequestContext } from '../../mcp-core.ts';
-import {
-  discoverResult,
-  invalidParams,
-  legacyResult,
-  type MethodOutcome,
-  missingCapability,
-  oneToolsPage,
-  toolsListResult,
-} from '../../mcp-methods.ts';
+import type { MethodHandler, MethodTable } from '../../core/method-table.ts';
+import { invalidParams, type MethodOutcome, missingCapability } from '../../core/outcomes.ts';
+import type { RequestContext } from '../../core/request-context.ts';
+import { discoverResult } from '../../core/server-info.ts';
+import { legacyResult } from '../../methods/call-results.ts';
+import type { CallRunner } from '../../methods/call-runner.ts';
+import { type ContentMethodsOptions, contentMethods } from '../../methods/content-methods.ts';
+import { oneToolsPage, toolsListResult } from '../../methods/tools-list.ts';
+import { traceParentOf } from '../../methods/trace-context.ts';
+import { urlElicitationRequired } from '../../methods/url-elicitations.ts';
 import { LegacyTaskMethods, legacyTask, legacyTaskRefusal, requestedTask } from '../2025-11-25/tasks.ts';
-import type { HandshakeProfile } from '../revision.ts';
+import type { HandshakeProfile } from './profile.ts';
 
 /** server/resources of 2024-11-05 … 2025-11-25: a URI that names no resource. */
 export const RESOURCE_NOT_FOUND = -32002;
