@@ -143,7 +143,7 @@ export const roundTripPrompts = [
   }),
 ];
 
-// The same ctx.input() as the tools above, as the handshake-era scenarios call it: there the
+// The same ctx.input() as the tools above, as the handshake-revision scenarios call it: there the
 // requests go to the client on the call's stream and the handler waits for the answers.
 
 /** "Elicitation completed: action=..., content={...}", the text these scenarios expect. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { type Platform, startLoopbackApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 const database = useTestDatabase();
@@ -34,13 +34,13 @@ describe('stopping the API role', () => {
     const reader = (events.body as ReadableStream<Uint8Array>).getReader();
     expect((await reader.read()).done).toBe(false);
     // An MCP call waiting on its own minute-long task.
-    const { headers, body } = modernRequest('tools/call', {
+    const { headers, body } = perRequestMessage('tools/call', {
       name: 'slow_compute',
       arguments: { seconds: 60, label: 'waiting' },
     });
     const call = fetch(`${api.url}/mcp`, { method: 'POST', headers, body }).then((response) => response.text());
     // And one from a client with the Tasks extension, whose task may outlive the call.
-    const durable = modernRequest(
+    const durable = perRequestMessage(
       'tools/call',
       { name: 'slow_compute', arguments: { seconds: 60, label: 'handed-over' } },
       { capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv, type RunningProcess, startCli } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { type Platform, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 const database = useTestDatabase();
@@ -28,7 +28,7 @@ describe('a request whose API instance dies', () => {
       cleanEnv({ DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'info' }),
     );
     const url = (await api.waitForLog((line) => line.msg === 'taskgate started')).url as string;
-    const { headers, body } = modernRequest('tools/call', {
+    const { headers, body } = perRequestMessage('tools/call', {
       name: 'slow_compute',
       arguments: { seconds: 120, label: 'orphan' },
     });

@@ -1,7 +1,7 @@
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { expectProblem } from '../support/problems.ts';
 import { rowCounts } from '../support/row-counts.ts';
 import { type Platform, startApi, startPlatform } from '../support/task-platform.ts';
@@ -89,7 +89,7 @@ describe.each([
 
   it('answers /mcp with the same check, as a JSON-RPC error carrying the code', async () => {
     const app = await serve(options);
-    const { headers, body } = modernRequest('tools/list', {}, { headers: { ...auth, host: 'evil.example' } });
+    const { headers, body } = perRequestMessage('tools/list', {}, { headers: { ...auth, host: 'evil.example' } });
     const response = await app.inject({ method: 'POST', url: '/mcp', headers, payload: body });
     expect(response.statusCode).toBe(403);
     expect(response.json()).toMatchObject({
@@ -107,7 +107,7 @@ describe('a server bound beyond loopback, with tokens', () => {
     expect((await app.inject(charge({ ...auth, host: 'api.example.com' }))).statusCode).toBe(201);
     expect((await app.inject(charge({ ...auth, origin: 'https://elsewhere.example' }))).statusCode).toBe(201);
     const mcp = (extra: Record<string, string>) => {
-      const { headers, body } = modernRequest('tools/list', {}, { headers: { ...auth, ...extra } });
+      const { headers, body } = perRequestMessage('tools/list', {}, { headers: { ...auth, ...extra } });
       return app.inject({ method: 'POST', url: '/mcp', headers, payload: body });
     };
     expect((await mcp({ host: 'api.example.com' })).statusCode).toBe(200);

@@ -3,7 +3,7 @@ import { TaskgateMetrics } from '@taskgate/metrics';
 import pino from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { injectMcp, modernRequest } from '../support/mcp-http.ts';
+import { injectMcp, perRequestMessage } from '../support/mcp-http.ts';
 import { countOf, scrape } from '../support/metrics.ts';
 import { type Platform, startApi, startPlatform } from '../support/task-platform.ts';
 
@@ -67,7 +67,7 @@ describe('HTTP request metrics', () => {
     await injectMcp(api.app, 'tools/list', {});
     await injectMcp(api.app, 'made/up', {});
     await injectMcp(api.app, 'another/invented', {});
-    const { headers } = modernRequest('ping', {});
+    const { headers } = perRequestMessage('ping', {});
     await api.app.inject({
       method: 'POST',
       url: '/mcp',

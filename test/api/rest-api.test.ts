@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 const database = useTestDatabase();
@@ -289,7 +289,7 @@ describe('GET /v1/tools', () => {
     const { tools } = response.json() as { tools: Record<string, unknown>[] };
     const names = tools.map((tool) => tool.name);
     expect(names).toEqual([...names].sort());
-    const mcp = modernRequest('tools/list', {});
+    const mcp = perRequestMessage('tools/list', {});
     const listed = await app.inject({
       method: 'POST',
       url: '/mcp',

@@ -43,7 +43,7 @@ function sourceFiles(dir: string): string[] {
 }
 
 /** Every module a source names: static imports and re-exports (type-only included) and dynamic import(). */
-export function specifiersOf(source: string): string[] {
+function specifiersOf(source: string): string[] {
   const found = source.matchAll(
     /^\s*(?:import|export)\s[^'"]*?\sfrom\s+['"]([^'"]+)['"]|^\s*import\s+['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/gm,
   );
@@ -66,7 +66,7 @@ function resolverOf(spaces: readonly Workspace[]) {
 }
 
 /** Strongly connected components of more than one file, or a file that imports itself: the cycles. */
-export function cyclesOf(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+function cyclesOf(graph: ReadonlyMap<string, readonly string[]>): string[][] {
   let counter = 0;
   const index = new Map<string, number>();
   const low = new Map<string, number>();

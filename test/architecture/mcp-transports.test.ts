@@ -18,16 +18,16 @@ const TRANSPORTS = readdirSync(path.join(REPO_ROOT, TRANSPORTS_DIR), { recursive
 
 /** Names that decide the protocol, wherever they are imported from. */
 const DECIDERS = [
-  'requestEra',
-  'eraOf',
+  'requestRevisionKind',
+  'revisionKindOf',
   'checkMetaFields',
   'checkRequestMetadata',
   'negotiateHandshake',
   'initialize',
-  'legacyResult',
+  'handshakeResult',
   'LATEST_PROTOCOL_VERSION',
-  'LEGACY_PROTOCOL_VERSIONS',
-  'MODERN_PROTOCOL_VERSIONS',
+  'HANDSHAKE_VERSIONS',
+  'PER_REQUEST_VERSIONS',
   'SUPPORTED_PROTOCOL_VERSIONS',
   'revisionInfo',
   'batchRefusal',

@@ -3,7 +3,7 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv, REPO_ROOT, type RunningProcess, startCli } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { waitForTask } from '../support/task-platform.ts';
 
 // examples/gateway as its README section runs it: `taskgate start --tools examples/gateway/index.ts`
@@ -46,7 +46,7 @@ const ended = (id: string) =>
 
 describe('examples/gateway: server-everything behind Taskgate', () => {
   it('publishes its tools under ev_', async () => {
-    const { headers, body } = modernRequest('tools/list', {});
+    const { headers, body } = perRequestMessage('tools/list', {});
     const listed = (await (await fetch(`${base}/mcp`, { method: 'POST', headers, body })).json()) as {
       result: { tools: { name: string }[] };
     };

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { cleanEnv, REPO_ROOT, type RunningProcess, runCli, startCli } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { type HttpDownstreamFixture, startHttpDownstream } from '../support/http-downstream.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { waitForTask } from '../support/task-platform.ts';
 
 // A tool module that declares a gateway, as a user writes one: `taskgate start` spawns the
@@ -60,7 +60,7 @@ describe('taskgate start with a gateway module', () => {
     expect(taskgate.logs.some((line) => line.msg === 'gateway tools ready')).toBe(true);
     const mcp = new URL(`${ready.url as string}/mcp`);
     const call = async (method: string, params: Record<string, unknown>) => {
-      const { headers, body } = modernRequest(method, params);
+      const { headers, body } = perRequestMessage(method, params);
       return (await (await fetch(mcp, { method: 'POST', headers, body })).json()) as Record<string, unknown>;
     };
     const listed = await call('tools/list', {});
@@ -131,7 +131,7 @@ describe('taskgate start with a gateway module', () => {
     const ready = await taskgate.waitForLog((line) => line.msg === 'taskgate started');
     const base = ready.url as string;
     const post = (method: string, params: Record<string, unknown>, signal?: AbortSignal) => {
-      const { headers, body } = modernRequest(method, params);
+      const { headers, body } = perRequestMessage(method, params);
       return fetch(`${base}/mcp`, { method: 'POST', headers, body, ...(signal ? { signal } : {}) });
     };
     const listed = (await (await post('tools/list', {})).json()) as { result: { tools: { name: string }[] } };

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanEnv, REPO_ROOT, type RunningProcess, startCli } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { listenStream } from '../support/sse-client.ts';
 import { waitForTask } from '../support/task-platform.ts';
 
@@ -104,7 +104,7 @@ async function startWorker(module: string): Promise<RunningProcess> {
 }
 
 async function rpc(mcpUrl: URL, method: string, params: Record<string, unknown>) {
-  const { headers, body } = modernRequest(method, params);
+  const { headers, body } = perRequestMessage(method, params);
   const response = await fetch(mcpUrl, { method: 'POST', headers, body });
   return (await response.json()) as {
     result?: { tools?: { name: string }[]; structuredContent?: { pid: number } };

@@ -5,14 +5,14 @@ import { type HttpDownstreamFixture, startHttpDownstream } from '../support/http
 import { startRecorder } from '../support/http-recorder.ts';
 
 // The client's HTTP side against the official SDK's servers (test/fixtures/downstream-http-server.ts
-// on SDK v2: 2026-07-28; downstream-http-legacy-server.ts on SDK v1: 2025-11-25 sessions), through a
+// on SDK v2: 2026-07-28; downstream-http-handshake-server.ts on SDK v1: 2025-11-25 sessions), through a
 // recording proxy that sees every header and message, and which response streams the client closed.
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setUp(kind: 'modern' | 'legacy') {
+async function setUp(kind: 'per-request' | 'handshake') {
   const downstream = await startHttpDownstream({}, kind);
   cleanups.push(() => downstream.kill());
   const recorder = await startRecorder(downstream.url);
@@ -59,7 +59,7 @@ const sentMethods = (requests: { messages: readonly Record<string, unknown>[] }[
 
 describe('TaskgateClient over Streamable HTTP 2026-07-28 (SDK v2 server)', () => {
   it('cancels by closing the call’s own stream, and never POSTs a cancel', async () => {
-    const { downstream, recorder, client } = await setUp('modern');
+    const { downstream, recorder, client } = await setUp('per-request');
     expect(client.server.protocolVersion).toBe('2026-07-28');
     const controller = new AbortController();
     const { call, running } = runningCall(client, controller);
@@ -76,7 +76,7 @@ describe('TaskgateClient over Streamable HTTP 2026-07-28 (SDK v2 server)', () =>
   });
 
   it('complete before cancel: the result, and nothing more on the wire', async () => {
-    const { recorder, client } = await setUp('modern');
+    const { recorder, client } = await setUp('per-request');
     const controller = new AbortController();
     const result = await client.callTool('slow_echo', { text: 'hi', steps: 1 }, { signal: controller.signal });
     expect(result.structuredContent).toEqual({ echoed: 'hi' });
@@ -90,7 +90,7 @@ describe('TaskgateClient over Streamable HTTP 2026-07-28 (SDK v2 server)', () =>
 
 describe('TaskgateClient over a 2025-11-25 session (SDK v1 server)', () => {
   it('cancels with a POSTed notifications/cancelled naming the call’s wire id', async () => {
-    const { downstream, recorder, client } = await setUp('legacy');
+    const { downstream, recorder, client } = await setUp('handshake');
     expect(client.server.protocolVersion).toBe('2025-11-25');
     const controller = new AbortController();
     const { call, running } = runningCall(client, controller);

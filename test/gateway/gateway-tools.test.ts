@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // A downstream MCP server's tools published as Taskgate tools: each call a task on a worker that
@@ -68,7 +68,7 @@ const ended = (id: string) =>
 
 describe('gateway tools', () => {
   it('are the downstream tools under the prefix, unsafe unless the gateway says otherwise', async () => {
-    const { headers, body } = modernRequest('tools/list', {});
+    const { headers, body } = perRequestMessage('tools/list', {});
     const listed = (await api.app.inject({ method: 'POST', url: '/mcp', headers, payload: body })).json();
     const names = listed.result.tools
       .map((tool: { name: string }) => tool.name)
@@ -81,7 +81,7 @@ describe('gateway tools', () => {
   });
 
   it('run a call as a task, with the downstream progress relayed', async () => {
-    const { headers, body } = modernRequest('tools/call', {
+    const { headers, body } = perRequestMessage('tools/call', {
       name: 'fx_slow_echo',
       arguments: { text: 'hi', steps: 3 },
     });

@@ -17,7 +17,12 @@ afterEach(async () => {
 });
 
 async function downstream(
-  options: { now?: () => number; env?: Record<string, string>; bearerToken?: string; kind?: 'modern' | 'legacy' } = {},
+  options: {
+    now?: () => number;
+    env?: Record<string, string>;
+    bearerToken?: string;
+    kind?: 'per-request' | 'handshake';
+  } = {},
 ) {
   const server = await startHttpDownstream({ DOWNSTREAM_WIRE: '1', ...options.env }, options.kind);
   servers.push(server);
@@ -207,7 +212,7 @@ describe('a Streamable HTTP downstream (SDK v2, 2026-07-28)', () => {
 
 describe('a Streamable HTTP downstream of the 2025 revisions (SDK v1, with sessions)', () => {
   it("is reached through its session; a stop is its own POSTed notifications/cancelled, with the gateway's id", async () => {
-    const { connection, server } = await downstream({ kind: 'legacy' });
+    const { connection, server } = await downstream({ kind: 'handshake' });
     expect((await connection.start()).map((tool) => tool.name)).toContain('slow_echo');
     // The discover probe was refused, and the 2025 handshake followed.
     expect(server.lines()).toContain('wire initialize');

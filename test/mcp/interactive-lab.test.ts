@@ -5,7 +5,7 @@ import { defineTool } from '@taskgate/sdk';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import {
   type Barrier,
   barrier,
@@ -75,7 +75,7 @@ function callOverHttp(
   args: Record<string, unknown>,
   meta: Record<string, unknown> = {},
 ): Exchange {
-  const { headers, body } = modernRequest('tools/call', { name: tool, arguments: args }, { id, meta });
+  const { headers, body } = perRequestMessage('tools/call', { name: tool, arguments: args }, { id, meta });
   const received = { text: '', ended: false };
   const request = http.request({
     host: '127.0.0.1',

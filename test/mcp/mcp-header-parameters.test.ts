@@ -4,7 +4,7 @@ import { ToolRegistry } from '@taskgate/tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { diagnosticTools } from '../../examples/conformance/diagnostic-fixtures.ts';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { type Platform, serveApi, startPlatform } from '../support/task-platform.ts';
 
 // x-mcp-header (2026-07-28 Streamable HTTP "Custom Headers from Tool Parameters"): a tools/call's
@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 async function call(args: Record<string, unknown>, headers: Record<string, string>) {
-  const request = modernRequest('tools/call', { name: 'test_custom_headers', arguments: args }, { id: 1, headers });
+  const request = perRequestMessage('tools/call', { name: 'test_custom_headers', arguments: args }, { id: 1, headers });
   const response = await fetch(api.mcpUrl, { method: 'POST', ...request });
   return {
     status: response.status,

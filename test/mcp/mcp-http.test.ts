@@ -497,7 +497,7 @@ async function listen(): Promise<string> {
   return `http://127.0.0.1:${(api.app.server.address() as AddressInfo).port}`;
 }
 
-describe('POST /mcp: eras, tenancy and loopback', () => {
+describe('POST /mcp: both kinds of revision, tenancy and loopback', () => {
   it('speaks 2025-11-25 after an initialize: a session, results without resultType, 404 for an unknown session', async () => {
     const legacy = (body: unknown, headers: Record<string, string | undefined>) =>
       api.app.inject({

@@ -3,7 +3,7 @@ import { defineTool } from '@taskgate/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { diagnosticTools } from '../../examples/conformance/diagnostic-fixtures.ts';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { connectStdio } from '../support/stdio-client.ts';
 import { type Platform, serveApi, silentLogger, startPlatform } from '../support/task-platform.ts';
 
@@ -122,7 +122,7 @@ describe('ctx.log() through the core', () => {
 });
 
 async function postModern(url: URL, meta: Record<string, unknown>) {
-  const request = modernRequest('tools/call', { name: 'test_tool_with_logging', arguments: {} }, { id: 1, meta });
+  const request = perRequestMessage('tools/call', { name: 'test_tool_with_logging', arguments: {} }, { id: 1, meta });
   return fetch(url, { method: 'POST', ...request });
 }
 

@@ -4,7 +4,7 @@ import { defineResourceTemplate } from '@taskgate/sdk';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest, readSse } from '../support/mcp-http.ts';
+import { perRequestMessage, readSse } from '../support/mcp-http.ts';
 import { type Barrier, barrier, type Platform, startApi, startPlatform } from '../support/task-platform.ts';
 
 // Every request on a POST runs through the dispatcher and is answered by one writer
@@ -55,8 +55,8 @@ afterAll(async () => {
   await platform.stop();
 });
 
-const ERAS = {
-  '2026-07-28': (uri: string, id: string) => modernRequest('resources/read', { uri }, { id }),
+const KINDS = {
+  '2026-07-28': (uri: string, id: string) => perRequestMessage('resources/read', { uri }, { id }),
   '2025-11-25, no session': (uri: string, id: string) => ({
     headers: {
       'content-type': 'application/json',
@@ -83,7 +83,7 @@ function post(api: { app: FastifyInstance }, message: { headers: Record<string, 
   return { request, response };
 }
 
-describe.each(Object.entries(ERAS))('a resources/read on a POST (%s)', (_era, message) => {
+describe.each(Object.entries(KINDS))('a resources/read on a POST (%s)', (_kind, message) => {
   it('is cancelled by closing its response: the read sees its abort', async () => {
     gate = barrier();
     const before = { reads, aborted };

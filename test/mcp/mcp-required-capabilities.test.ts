@@ -62,7 +62,7 @@ function legacy(body: unknown, headers: Record<string, string> = {}) {
   });
 }
 
-async function legacySession(capabilities: Record<string, unknown>): Promise<Record<string, string>> {
+async function handshakeSession(capabilities: Record<string, unknown>): Promise<Record<string, string>> {
   const initialize = await legacy({
     jsonrpc: '2.0',
     id: 0,
@@ -99,13 +99,13 @@ describe('-32021 for a tool that needs an undeclared client capability', () => {
   it('HTTP 2025-11-25: judged by what the session declared at initialize', async () => {
     const call = { jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'asks_user', arguments: {} } };
     const before = await tasksOfTool();
-    const bare = await legacy(call, await legacySession({}));
+    const bare = await legacy(call, await handshakeSession({}));
     expect(bare.json()).toMatchObject({ id: 7, error: { code: -32021, data: { requiredCapabilities: MISSING } } });
     // Without a session nothing was declared.
     const sessionless = await legacy(call, { 'mcp-protocol-version': '2025-11-25' });
     expect(sessionless.json().error.code).toBe(-32021);
     expect(await tasksOfTool()).toBe(before);
-    const declared = await legacy(call, await legacySession({ elicitation: { form: {} } }));
+    const declared = await legacy(call, await handshakeSession({ elicitation: { form: {} } }));
     expect(declared.json()).toMatchObject({ id: 7, result: { content: [{ text: 'asked' }] } });
     expect(declared.json().result.resultType).toBeUndefined();
   });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
 import { type Platform, serveApi, silentLogger, startPlatform } from '../support/task-platform.ts';
 
-// Handshake-era sessions live in Postgres: a session opened through one API instance is used
+// Handshake-revision sessions live in Postgres: a session opened through one API instance is used
 // through another, survives the instance that opened it, and ends everywhere when deleted or idle.
 const database = useTestDatabase();
 let platform: Platform;

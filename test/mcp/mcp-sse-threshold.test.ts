@@ -4,7 +4,7 @@ import { defineTool, ToolProtocolError } from '@taskgate/sdk';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest, readSse } from '../support/mcp-http.ts';
+import { perRequestMessage, readSse } from '../support/mcp-http.ts';
 import { type Barrier, barrier, type Platform, startApi, startPlatform } from '../support/task-platform.ts';
 
 // A tools/call that outlives the SSE threshold is answered as an SSE stream: the status and headers
@@ -49,7 +49,7 @@ afterAll(async () => {
 });
 
 function call(api: { app: FastifyInstance }, id: string, tool: string, args: Record<string, unknown>) {
-  const { headers, body } = modernRequest('tools/call', { name: tool, arguments: args }, { id });
+  const { headers, body } = perRequestMessage('tools/call', { name: tool, arguments: args }, { id });
   return new Promise<http.IncomingMessage>((resolve, reject) => {
     const request = http.request({
       host: '127.0.0.1',

@@ -4,7 +4,7 @@ import { TaskEventsHub } from '@taskgate/api';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernMeta, modernRequest } from '../support/mcp-http.ts';
+import { modernMeta, perRequestMessage } from '../support/mcp-http.ts';
 import { connectStdio, stdioCore } from '../support/stdio-client.ts';
 import { type Platform, silentLogger, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
@@ -36,7 +36,7 @@ const port = (api: Api) => (api.app.server.address() as AddressInfo).port;
 const meta = (capabilities: object = TASKS) => modernMeta(capabilities);
 
 async function rpc(api: Api, method: string, params: Record<string, unknown>, capabilities: object = TASKS) {
-  const { headers, body } = modernRequest(method, params, { capabilities });
+  const { headers, body } = perRequestMessage(method, params, { capabilities });
   const response = await fetch(`http://127.0.0.1:${port(api)}/mcp`, { method: 'POST', headers, body });
   return {
     status: response.status,

@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { catalogTool, setInstance } from '../support/catalog.ts';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { connectStdio, type StdioClient, stdioCore } from '../support/stdio-client.ts';
 import { type Platform, silentLogger, startApi, startPlatform } from '../support/task-platform.ts';
 
@@ -74,13 +74,13 @@ async function post(headers: Record<string, string>, body: string): Promise<Answ
 }
 
 /** tools/list over HTTP as a 2026-07-28 client sends it. */
-function listModern(id: number | string = 1): Promise<Answer> {
-  const { headers, body } = modernRequest('tools/list', {}, { id });
+function listPerRequest(id: number | string = 1): Promise<Answer> {
+  const { headers, body } = perRequestMessage('tools/list', {}, { id });
   return post(headers, body);
 }
 
 /** tools/list over HTTP as a 2025-11-25 client without a session sends it. */
-function listLegacy(id: number | string = 1): Promise<Answer> {
+function listHandshake(id: number | string = 1): Promise<Answer> {
   return post(
     {
       'content-type': 'application/json',
@@ -105,14 +105,14 @@ describe('tools/list answers', () => {
   it('are whole JSON-RPC responses for the id asked, in each revision’s shape', async () => {
     // An id that JSON must escape, and one past the ASCII range: Content-Length counts bytes.
     for (const id of ['quote " and é', 42]) {
-      const modern = await listModern(id);
+      const modern = await listPerRequest(id);
       expect(modern.status).toBe(200);
       expect(modern.contentLength).toBe(String(modern.bytes));
       expect(modern.message).toMatchObject({ jsonrpc: '2.0', id, result: { resultType: 'complete' } });
       expect(modern.message.result.ttlMs).toBeTypeOf('number');
       expect(names(modern)).toEqual(['alpha']);
 
-      const legacy = await listLegacy(id);
+      const legacy = await listHandshake(id);
       expect(legacy.status).toBe(200);
       expect(legacy.contentLength).toBe(String(legacy.bytes));
       expect(legacy.message).toMatchObject({ jsonrpc: '2.0', id });
@@ -123,23 +123,23 @@ describe('tools/list answers', () => {
   });
 
   it('list a tool a worker published in the next answer after the catalog is read', async () => {
-    expect(names(await listModern())).toEqual(['alpha']);
-    expect(names(await listLegacy())).toEqual(['alpha']);
+    expect(names(await listPerRequest())).toEqual(['alpha']);
+    expect(names(await listHandshake())).toEqual(['alpha']);
     expect(await listStdio()).toEqual(['alpha']);
 
     await setInstance(platform.db, 'w-2', { heartbeatAgoMs: 0 });
     await publishTools(platform.db, 'w-2', [catalogTool('beta')]);
     // Until the view reads the catalog, the answer is the one serialised before.
-    expect(names(await listModern())).toEqual(['alpha']);
+    expect(names(await listPerRequest())).toEqual(['alpha']);
     await view.refresh();
-    expect(names(await listModern())).toEqual(['alpha', 'beta']);
-    expect(names(await listLegacy())).toEqual(['alpha', 'beta']);
+    expect(names(await listPerRequest())).toEqual(['alpha', 'beta']);
+    expect(names(await listHandshake())).toEqual(['alpha', 'beta']);
     expect(await listStdio()).toEqual(['alpha', 'beta']);
 
     // A new definition of a listed tool is a change too.
     await publishTools(platform.db, 'w-2', [catalogTool('beta', { description: 'Does beta, second edition' })]);
     await view.refresh();
-    const modern = await listModern();
+    const modern = await listPerRequest();
     expect(modern.message.result.tools.find((tool) => tool.name === 'beta')).toMatchObject({
       description: 'Does beta, second edition',
     });
@@ -149,22 +149,22 @@ describe('tools/list answers', () => {
     await setInstance(platform.db, 'w-2', { heartbeatAgoMs: 0 });
     await publishTools(platform.db, 'w-2', [catalogTool('omega')]);
     await view.refresh();
-    expect(names(await listModern())).toEqual(['alpha', 'omega']);
+    expect(names(await listPerRequest())).toEqual(['alpha', 'omega']);
 
     // Stopped within the window: still listed (a restart does not blink it out).
     await setInstance(platform.db, 'w-2', { heartbeatAgoMs: WINDOW_MS / 2, stoppedAgoMs: WINDOW_MS / 2 });
     await view.refresh();
-    expect(names(await listModern())).toEqual(['alpha', 'omega']);
+    expect(names(await listPerRequest())).toEqual(['alpha', 'omega']);
 
     await setInstance(platform.db, 'w-2', { heartbeatAgoMs: WINDOW_MS + 5_000, stoppedAgoMs: WINDOW_MS + 5_000 });
     await view.refresh();
-    expect(names(await listModern())).toEqual(['alpha']);
-    expect(names(await listLegacy())).toEqual(['alpha']);
+    expect(names(await listPerRequest())).toEqual(['alpha']);
+    expect(names(await listHandshake())).toEqual(['alpha']);
     expect(await listStdio()).toEqual(['alpha']);
   });
 
   it('refuse a cursor: the list is one page, so no cursor is one this server gave out', async () => {
-    const modern = modernRequest('tools/list', { cursor: 'YWxwaGE' }, { id: 'c' });
+    const modern = perRequestMessage('tools/list', { cursor: 'YWxwaGE' }, { id: 'c' });
     const refusedModern = await fetch(mcpUrl, { method: 'POST', headers: modern.headers, body: modern.body });
     expect(refusedModern.status).toBe(400);
     expect(await refusedModern.json()).toMatchObject({ id: 'c', error: { code: -32602 } });

@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { catalogTool, setInstance } from '../support/catalog.ts';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { listenStream, openSse } from '../support/sse-client.ts';
 import { connectStdio, stdioCore } from '../support/stdio-client.ts';
 import { type Platform, silentLogger, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
@@ -73,7 +73,7 @@ async function legacySessionHeaders(): Promise<Record<string, string>> {
 }
 
 async function listed(): Promise<string[]> {
-  const { headers, body } = modernRequest('tools/list', {});
+  const { headers, body } = perRequestMessage('tools/list', {});
   const response = await fetch(mcpUrl, { method: 'POST', headers, body });
   const { result } = (await response.json()) as { result: { tools: { name: string }[] } };
   return result.tools.map((tool) => tool.name);

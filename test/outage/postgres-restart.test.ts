@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningProcess } from '../support/cli.ts';
-import { answerOf, modernRequest } from '../support/mcp-http.ts';
+import { answerOf, perRequestMessage } from '../support/mcp-http.ts';
 import { type CliOnOwnPostgres, startCliOnOwnPostgres, stopCliOnOwnPostgres } from '../support/own-postgres-cli.ts';
 import type { PostgresCluster } from '../support/postgres-cluster.ts';
 import { waitForTask } from '../support/task-platform.ts';
@@ -57,7 +57,7 @@ describe('a Postgres restart under a running task', () => {
       () => getJson('/readyz'),
       (read) => read.status === 200,
     );
-    const { headers, body } = modernRequest('tools/call', { name: 'greet', arguments: { name: 'again' } });
+    const { headers, body } = perRequestMessage('tools/call', { name: 'greet', arguments: { name: 'again' } });
     const call = await fetch(`${base}/mcp`, { method: 'POST', headers, body });
     expect(call.status).toBe(200);
     // JSON, or SSE when the call outlasts TASKGATE_MCP_SSE_AFTER_MS (1 s: the first call after a

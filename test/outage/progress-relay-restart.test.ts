@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningProcess } from '../support/cli.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { type CliOnOwnPostgres, startCliOnOwnPostgres, stopCliOnOwnPostgres } from '../support/own-postgres-cli.ts';
 import type { PostgresCluster } from '../support/postgres-cluster.ts';
 import { openSse } from '../support/sse-client.ts';
@@ -24,7 +24,7 @@ afterAll(() => stopCliOnOwnPostgres(running));
 
 describe('a Postgres restart while a durable call streams progress', () => {
   it('keeps the stream: progress only goes up, and the final response arrives after the restart', async () => {
-    const { headers, body } = modernRequest(
+    const { headers, body } = perRequestMessage(
       'tools/call',
       { name: 'slow_compute', arguments: { seconds: 3, label: 'restart' } },
       { id: 'through-restart', meta: { progressToken: 'restart' } },

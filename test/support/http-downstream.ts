@@ -6,14 +6,14 @@ import { REPO_ROOT } from './cli.ts';
 
 const FIXTURES = {
   /** SDK v2, 2026-07-28 (and the 2025 revisions statelessly). */
-  modern: path.join(REPO_ROOT, 'test/fixtures/downstream-http-server.ts'),
+  'per-request': path.join(REPO_ROOT, 'test/fixtures/downstream-http-server.ts'),
   /** SDK v1, the 2025 revisions with sessions. */
-  legacy: path.join(REPO_ROOT, 'test/fixtures/downstream-http-legacy-server.ts'),
+  handshake: path.join(REPO_ROOT, 'test/fixtures/downstream-http-handshake-server.ts'),
 };
 
 /**
  * An HTTP downstream fixture (the SDK v2 one of test/fixtures/downstream-http-server.ts, or the
- * 2025-era SDK v1 one of downstream-http-legacy-server.ts), as a process of its own (so a crash
+ * 2025-era SDK v1 one of downstream-http-handshake-server.ts), as a process of its own (so a crash
  * is a real one), with its log file. `start()` again after `kill()` brings it back on the
  * same port: a downstream restarted under a gateway that holds its URL.
  */
@@ -29,7 +29,7 @@ export interface HttpDownstreamFixture {
 
 export async function startHttpDownstream(
   env: Record<string, string> = {},
-  kind: keyof typeof FIXTURES = 'modern',
+  kind: keyof typeof FIXTURES = 'per-request',
 ): Promise<HttpDownstreamFixture> {
   const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'tg-http-downstream-')), 'log');
   writeFileSync(logFile, '');

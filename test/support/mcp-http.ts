@@ -26,7 +26,7 @@ export interface ModernRequestOptions {
  * Mcp-Method and Mcp-Name headers (the tool's or prompt's name, the URI read, or the taskId of tasks/*) and the per-request
  * `_meta`, declaring `capabilities`.
  */
-export function modernRequest(
+export function perRequestMessage(
   method: string,
   params: Record<string, unknown>,
   options: ModernRequestOptions = {},
@@ -55,14 +55,14 @@ export function modernRequest(
   };
 }
 
-/** modernRequest through Fastify's inject. */
+/** perRequestMessage through Fastify's inject. */
 export function injectMcp(
   app: FastifyInstance,
   method: string,
   params: Record<string, unknown>,
   options: ModernRequestOptions = {},
 ): Promise<LightMyRequestResponse> {
-  const { headers, body } = modernRequest(method, params, options);
+  const { headers, body } = perRequestMessage(method, params, options);
   return app.inject({ method: 'POST', url: '/mcp', headers, payload: body });
 }
 

@@ -6,7 +6,7 @@ import { defineTool } from '@taskgate/sdk';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { countOf, type Scrape, sampleValue, scrape, scrapeUntil, upperBoundOf } from '../support/metrics.ts';
 import { liveProcessesWith } from '../support/process-tree.ts';
 import { connectStdio, testCore } from '../support/stdio-client.ts';
@@ -186,7 +186,7 @@ describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
     const seconds = uniqueSeconds();
     const { task } = await platform.service.submit('default', { tool: 'sleep_subprocess', arguments: { seconds } });
     await untilTreeRuns(seconds);
-    const { headers, body } = modernRequest(
+    const { headers, body } = perRequestMessage(
       'tasks/cancel',
       { taskId: task.id },
       { capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } },
@@ -249,7 +249,7 @@ describe('a cancelled sleep_subprocess leaves no process of its tree', () => {
   it('a closed HTTP stream', async () => {
     const before = await scrape();
     const seconds = uniqueSeconds();
-    const { headers, body } = modernRequest('tools/call', { name: 'sleep_subprocess', arguments: { seconds } });
+    const { headers, body } = perRequestMessage('tools/call', { name: 'sleep_subprocess', arguments: { seconds } });
     const request = http.request({
       host: '127.0.0.1',
       port: (api.app.server.address() as AddressInfo).port,

@@ -4,7 +4,7 @@ import { createTaskTracing, setProcessTracing, type TaskTracing } from '@taskgat
 import { defineTool } from '@taskgate/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../support/databases.ts';
-import { modernRequest } from '../support/mcp-http.ts';
+import { perRequestMessage } from '../support/mcp-http.ts';
 import { type Platform, startApi, startPlatform, waitForTask } from '../support/task-platform.ts';
 
 // OpenTelemetry: one span per task attempt, linked to the request that created the task, sent
@@ -125,7 +125,7 @@ describe('task traces', () => {
 
   it("link an MCP call's task to its _meta.traceparent", async () => {
     const trace = '0af7651916cd43dd8448eb211c80319c';
-    const { headers, body } = modernRequest(
+    const { headers, body } = perRequestMessage(
       'tools/call',
       { name: 'echo_traced', arguments: { text: 'over mcp' } },
       { meta: { traceparent: `00-${trace}-${PARENT}-01` } },

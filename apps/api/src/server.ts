@@ -79,7 +79,7 @@ export interface ApiServerOptions {
       readonly taskAfterMs?: number;
       /** Calls still running when the server closes are answered after this long (3 s). */
       readonly shutdownGraceMs?: number;
-      /** Where handshake-era sessions are kept (default: this process's memory). */
+      /** Where handshake-revision sessions are kept (default: this process's memory). */
       readonly sessions?: SessionStore;
       /** How POSTed cancels and responses reach the instance holding their request (default: none). */
       readonly signals?: SessionSignals;

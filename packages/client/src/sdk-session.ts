@@ -47,7 +47,7 @@ export interface HttpTarget {
   readonly url: string;
   /**
    * `auto` (default): the per-request revision (2026-07-28) when the server serves it — a call's
-   * cancel is the close of its own response stream — else a handshake-era session (2025-11-25,
+   * cancel is the close of its own response stream — else a handshake-revision session (2025-11-25,
    * the cancel a POSTed notification); `session`: the session only.
    */
   readonly revision?: 'auto' | 'session';

@@ -418,13 +418,13 @@ export class TaskgateClient {
   }
 
   /**
-   * Whether a call goes out task-augmented: only on a handshake-era connection whose server
+   * Whether a call goes out task-augmented: only on a handshake-revision connection whose server
    * declares tasks for tools/call (2025-11-25), when the tool requires it or the caller asks. On a
    * per-request revision the server decides (the Tasks extension), so nothing is added.
    */
   async #callsAsTask(name: string, options: CallToolOptions): Promise<boolean> {
     const version = this.#sdk.protocolVersion;
-    if (version === undefined || revisionInfo(version)?.era === 'modern') return false;
+    if (version === undefined || revisionInfo(version)?.kind === 'per-request') return false;
     const declared = (this.#sdk.capabilities as { tasks?: { requests?: { tools?: { call?: unknown } } } } | undefined)
       ?.tasks?.requests?.tools?.call;
     if (declared === undefined) return false;
@@ -550,7 +550,7 @@ export class TaskgateClient {
     try {
       const version = this.#sdk.protocolVersion;
       // A 2025-11-25 session's tasks/* need no per-request fields: the session carries them.
-      if (version !== undefined && revisionInfo(version)?.era === 'legacy') return raw.request(method, params);
+      if (version !== undefined && revisionInfo(version)?.kind === 'handshake') return raw.request(method, params);
       return raw.request(method, { ...params, _meta: this.#envelope(method) });
     } catch (error) {
       return Promise.reject(error);
@@ -560,7 +560,7 @@ export class TaskgateClient {
   /** The per-request `_meta` fields, declaring the Tasks extension; only on a per-request revision. */
   #envelope(method: string): Record<string, unknown> {
     const version = this.#sdk.protocolVersion;
-    if (version === undefined || revisionInfo(version)?.era !== 'modern') {
+    if (version === undefined || revisionInfo(version)?.kind !== 'per-request') {
       throw new Error(
         `${method} is the Tasks extension's, on a per-request revision; this connection speaks ${version ?? 'nothing yet'}`,
       );

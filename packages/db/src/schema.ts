@@ -215,7 +215,7 @@ export interface ContentWatchLeasesTable {
   expires_at: ColumnType<Date, Date | string, Date | string>;
 }
 
-/** A handshake-era MCP session (migration 0008); packages/db/src/sessions/mcp-sessions.ts owns it. */
+/** A handshake-revision MCP session (migration 0008); packages/db/src/sessions/mcp-sessions.ts owns it. */
 export interface ServerSecretsTable {
   name: string;
   secret: Buffer;

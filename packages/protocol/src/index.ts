@@ -22,17 +22,17 @@ export {
 } from './json-value-check.ts';
 export { isLogLevel, LOG_LEVELS, type LogLevel, logLevelPasses } from './logging.ts';
 export {
-  type ConnectionEra,
-  eraOf,
+  HANDSHAKE_VERSIONS,
   LATEST_PROTOCOL_VERSION,
-  LEGACY_PROTOCOL_VERSIONS,
   META,
-  MODERN_PROTOCOL_VERSIONS,
   negotiateHandshake,
-  type ProtocolEra,
+  PER_REQUEST_VERSIONS,
+  type RevisionHints,
   type RevisionInfo,
-  requestEra,
+  type RevisionKind,
+  requestRevisionKind,
   revisionInfo,
+  revisionKindOf,
   SUPPORTED_PROTOCOL_VERSIONS,
   WITHOUT_VERSION_HEADER,
 } from './protocol-versions.ts';

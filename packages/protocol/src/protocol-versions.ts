@@ -1,16 +1,16 @@
 // The revision registry lives in revisions/; these names stay importable from here.
 export {
-  type ConnectionEra,
-  eraOf,
+  HANDSHAKE_VERSIONS,
   LATEST_PROTOCOL_VERSION,
-  LEGACY_PROTOCOL_VERSIONS,
   META,
-  MODERN_PROTOCOL_VERSIONS,
   negotiateHandshake,
-  type ProtocolEra,
+  PER_REQUEST_VERSIONS,
+  type RevisionHints,
   type RevisionInfo,
-  requestEra,
+  type RevisionKind,
+  requestRevisionKind,
   revisionInfo,
+  revisionKindOf,
   SUPPORTED_PROTOCOL_VERSIONS,
   WITHOUT_VERSION_HEADER,
 } from './revisions/index.ts';

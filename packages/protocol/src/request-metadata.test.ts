@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { encodeHeaderValue } from './header-values.ts';
 import { ErrorCode } from './json-rpc.ts';
-import { eraOf, META } from './protocol-versions.ts';
+import { META, revisionKindOf } from './protocol-versions.ts';
 import { checkMetaFields, checkRequestMetadata } from './request-metadata.ts';
 
 const meta = (version = '2026-07-28') => ({
@@ -110,13 +110,13 @@ describe('checkRequestMetadata (2026-07-28)', () => {
   });
 });
 
-describe('eraOf', () => {
-  it('puts the initialize handshake and legacy version headers in the legacy era, the rest in the modern one', () => {
-    expect(eraOf('initialize', { protocolVersion: '2025-11-25' }, undefined)).toBe('legacy');
-    expect(eraOf('tools/call', { name: 'greet' }, '2025-11-25')).toBe('legacy');
-    expect(eraOf('tools/call', call(), '2026-07-28')).toBe('modern');
-    expect(eraOf('tools/call', { name: 'greet' }, undefined)).toBe('modern');
-    expect(eraOf('server/discover', { _meta: meta() }, '2025-11-25')).toBe('modern');
+describe('revisionKindOf', () => {
+  it('judges an initialize and an older version header as handshake, the rest as per-request', () => {
+    expect(revisionKindOf('initialize', { protocolVersion: '2025-11-25' }, undefined)).toBe('handshake');
+    expect(revisionKindOf('tools/call', { name: 'greet' }, '2025-11-25')).toBe('handshake');
+    expect(revisionKindOf('tools/call', call(), '2026-07-28')).toBe('per-request');
+    expect(revisionKindOf('tools/call', { name: 'greet' }, undefined)).toBe('per-request');
+    expect(revisionKindOf('server/discover', { _meta: meta() }, '2025-11-25')).toBe('per-request');
   });
 });
 

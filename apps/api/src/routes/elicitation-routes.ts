@@ -7,7 +7,7 @@ import { problemResponses } from '../http/problem.ts';
 export interface ElicitationRoutesOptions {
   /**
    * Tells each live session of the tenant whose client was sent the URL elicitation in a -32042
-   * (LegacySessions.completeElicitation); how many were told.
+   * (HandshakeSessions.completeElicitation); how many were told.
    */
   readonly complete: (tenantId: string, elicitationId: string) => Promise<number>;
 }

@@ -1,5 +1,5 @@
 import type { CallPolicy } from '@taskgate/client';
-import { LEGACY_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS, revisionInfo } from '@taskgate/protocol';
+import { HANDSHAKE_VERSIONS, PER_REQUEST_VERSIONS, revisionInfo } from '@taskgate/protocol';
 import { formatTable, printable } from '../terminal-text.ts';
 
 export interface ReviewArgs {
@@ -38,13 +38,13 @@ const RACE_TABLE = [
     'answer, then a cancel': 'the result stands; the cancel names an answered id and is ignored',
   },
   {
-    transport: `HTTP ${MODERN_PROTOCOL_VERSIONS.join(', ')}`,
+    transport: `HTTP ${PER_REQUEST_VERSIONS.join(', ')}`,
     'cancel on the wire': "the request's own SSE stream closed; nothing is POSTed",
     'cancel, then a late answer': 'the stream is gone: nothing more is written for that request',
     'answer, then a cancel': 'the result stands; closing an ended stream changes nothing',
   },
   {
-    transport: `HTTP session (${LEGACY_PROTOCOL_VERSIONS[0] ?? 'handshake era'})`,
+    transport: `HTTP session (${HANDSHAKE_VERSIONS[0] ?? 'handshake revisions'})`,
     'cancel on the wire': 'POST notifications/cancelled {requestId}',
     'cancel, then a late answer': 'a late one is dropped (the id is a tombstone)',
     'answer, then a cancel': 'the result stands; the cancel is ignored',
@@ -187,7 +187,7 @@ function clock(ms: number | null): string {
  * keepalive comment within the wait.
  */
 async function checkStream(args: ReviewArgs, protocolVersion: string | undefined): Promise<StreamCheck[]> {
-  if (protocolVersion === undefined || revisionInfo(protocolVersion)?.era !== 'modern') {
+  if (protocolVersion === undefined || revisionInfo(protocolVersion)?.kind !== 'per-request') {
     return [
       { check: 'subscriptions/listen', ok: true, seen: `not served on ${protocolVersion ?? 'this revision'}; skipped` },
     ];

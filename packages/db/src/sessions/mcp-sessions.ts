@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import type { Database } from '../schema.ts';
 
 /**
- * The mcp_sessions table: handshake-era MCP sessions, shared by every API instance. A session idle
+ * The mcp_sessions table: handshake-revision MCP sessions, shared by every API instance. A session idle
  * for longer than its window is treated as gone (404: the client initializes again) and deleted by
  * the retention sweep.
  */

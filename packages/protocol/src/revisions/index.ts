@@ -1,6 +1,6 @@
-import { META, PER_REQUEST_ERA_FROM } from './2026-07-28/version.ts';
-import { LEGACY_PROTOCOL_VERSIONS } from './registry.ts';
-import type { ProtocolEra } from './revision-info.ts';
+import { META, PER_REQUEST_FROM } from './2026-07-28/version.ts';
+import { HANDSHAKE_VERSIONS } from './registry.ts';
+import type { RevisionKind } from './revision-info.ts';
 
 export { WITHOUT_VERSION_HEADER } from './2025-03-26/version.ts';
 export {
@@ -17,36 +17,36 @@ export {
 } from './2026-07-28/request-metadata.ts';
 export { META } from './2026-07-28/version.ts';
 export {
+  HANDSHAKE_VERSIONS,
   LATEST_PROTOCOL_VERSION,
-  LEGACY_PROTOCOL_VERSIONS,
-  MODERN_PROTOCOL_VERSIONS,
+  PER_REQUEST_VERSIONS,
   REVISIONS,
   revisionInfo,
   SUPPORTED_PROTOCOL_VERSIONS,
 } from './registry.ts';
-export type { ProtocolEra, RevisionInfo } from './revision-info.ts';
+export type { RevisionInfo, RevisionKind } from './revision-info.ts';
 
 /**
- * Which era a request belongs to. A request that carries the per-request version in `_meta` is
- * modern; an `initialize` without it, or a request whose MCP-Protocol-Version header names an
- * older, handshake-era date, belongs to the handshake era. Everything else is judged as modern,
- * so its missing fields are reported by the modern rules.
+ * Which kind of revision a request speaks. A request that carries the per-request version in
+ * `_meta` is per-request; an `initialize` without it, or a request whose MCP-Protocol-Version
+ * header names an older, handshake-revision date, is handshake. Everything else is judged as
+ * per-request, so its missing fields are reported by the per-request rules.
  */
-export function eraOf(
+export function revisionKindOf(
   method: string,
   params: Readonly<Record<string, unknown>> | undefined,
   versionHeader: string | undefined,
-): ProtocolEra {
+): RevisionKind {
   const meta = params?._meta as Record<string, unknown> | undefined;
-  if (meta && typeof meta[META.protocolVersion] === 'string') return 'modern';
-  if (method === 'initialize') return 'legacy';
-  if (versionHeader !== undefined && /^\d{4}-\d{2}-\d{2}$/.test(versionHeader) && versionHeader < PER_REQUEST_ERA_FROM)
-    return 'legacy';
-  return 'modern';
+  if (meta && typeof meta[META.protocolVersion] === 'string') return 'per-request';
+  if (method === 'initialize') return 'handshake';
+  if (versionHeader !== undefined && /^\d{4}-\d{2}-\d{2}$/.test(versionHeader) && versionHeader < PER_REQUEST_FROM)
+    return 'handshake';
+  return 'per-request';
 }
 
-/** What a request's connection already says of its era, as each transport knows it. */
-export interface ConnectionEra {
+/** What a request's connection already says of its revision's kind, as each transport knows it. */
+export interface RevisionHints {
   /**
    * The connection speaks a handshake revision: it initialized (a stdio pipe, an HTTP+SSE
    * connection), or the request names a session or a handshake revision's version header.
@@ -63,20 +63,20 @@ export interface ConnectionEra {
 }
 
 /**
- * The era of one request on a connection: the connection's handshake revision when it has one
+ * The kind of revision of one request on a connection: the connection's handshake revision when it has one
  * (unless the request carries its own per-request version and the connection lets it), else
- * what the request itself says (eraOf). The one place every transport decides it.
+ * what the request itself says (revisionKindOf). The one place every transport decides it.
  */
-export function requestEra(
+export function requestRevisionKind(
   method: string,
   params: Readonly<Record<string, unknown>> | undefined,
-  connection: ConnectionEra,
-): ProtocolEra {
+  connection: RevisionHints,
+): RevisionKind {
   if (connection.handshake) {
     const meta = params?._meta as Record<string, unknown> | undefined;
-    if (connection.sticky || typeof meta?.[META.protocolVersion] !== 'string') return 'legacy';
+    if (connection.sticky || typeof meta?.[META.protocolVersion] !== 'string') return 'handshake';
   }
-  return eraOf(method, params, connection.versionHeader);
+  return revisionKindOf(method, params, connection.versionHeader);
 }
 
 /**
@@ -85,7 +85,7 @@ export function requestEra(
  * latest handshake revision — 2026-07-28 has no initialize to answer with.
  */
 export function negotiateHandshake(requested: unknown): string {
-  return typeof requested === 'string' && LEGACY_PROTOCOL_VERSIONS.includes(requested)
+  return typeof requested === 'string' && HANDSHAKE_VERSIONS.includes(requested)
     ? requested
-    : (LEGACY_PROTOCOL_VERSIONS[0] as string);
+    : (HANDSHAKE_VERSIONS[0] as string);
 }

@@ -13,9 +13,9 @@ export const REVISIONS: readonly RevisionInfo[] = [PER_REQUEST, HANDSHAKE, R2025
 
 export const LATEST_PROTOCOL_VERSION = PER_REQUEST.version;
 /** Versions served by per-request metadata (no initialize handshake, no sessions). */
-export const MODERN_PROTOCOL_VERSIONS: readonly string[] = versionsWhere((revision) => revision.era === 'modern');
-/** Versions of the initialize-handshake era the handshake serves, newest first. */
-export const LEGACY_PROTOCOL_VERSIONS: readonly string[] = versionsWhere((revision) => revision.era === 'legacy');
+export const PER_REQUEST_VERSIONS: readonly string[] = versionsWhere((revision) => revision.kind === 'per-request');
+/** Versions of the handshake revisions (opened by initialize), newest first. */
+export const HANDSHAKE_VERSIONS: readonly string[] = versionsWhere((revision) => revision.kind === 'handshake');
 /** What `supportedVersions` and -32022's `data.supported` list: every revision served. */
 export const SUPPORTED_PROTOCOL_VERSIONS: readonly string[] = versionsWhere((revision) => revision.advertised);
 

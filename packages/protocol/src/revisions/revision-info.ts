@@ -1,15 +1,18 @@
-/** Which way a revision is spoken: per-request `_meta` (modern) or an initialize handshake (legacy). */
-export type ProtocolEra = 'modern' | 'legacy';
+/**
+ * The two kinds of revision: `per-request` (2026-07-28 on: `_meta` on every request, no session) and
+ * `handshake` (2024-11-05 … 2025-11-25: opened by initialize, which negotiates the version).
+ */
+export type RevisionKind = 'per-request' | 'handshake';
 
 /** What the registry knows of one revision; everything a revision does differently lives in its folder. */
 export interface RevisionInfo {
   readonly version: string;
-  readonly era: ProtocolEra;
+  readonly kind: RevisionKind;
   /** Listed in server/discover's `supportedVersions` and in -32022's `data.supported`. */
   readonly advertised: boolean;
   /** Over HTTP, every request after initialize must carry MCP-Protocol-Version (since 2025-06-18). */
   readonly versionHeader?: boolean;
-  /** The handshake-era tasks (task-augmented requests, tasks/*), declared at initialize. */
+  /** The handshake-revision tasks (task-augmented requests, tasks/*), declared at initialize. */
   readonly tasks?: boolean;
   /**
    * JSON-RPC batches must be received (basic/index "Batching"): a message may be an array of

@@ -41,7 +41,7 @@ export class McpCore {
   }
 
   /**
-   * One request of the revision the transport determined (`context.revision`, else its era's
+   * One request of the revision the transport determined (`context.revision`, else its kind's
    * latest): its method table's answer, or -32601 for a method that revision does not have.
    */
   async request(
@@ -49,7 +49,7 @@ export class McpCore {
     params: Readonly<Record<string, unknown>> | undefined,
     context: RequestContext,
   ): Promise<MethodOutcome | null> {
-    const revision = this.#parts.revisions.get(context.revision ?? defaultVersion(context.era));
+    const revision = this.#parts.revisions.get(context.revision ?? defaultVersion(context.revisionKind));
     const handler = revision?.methods.get(method);
     if (handler) return handler(params, context);
     return {

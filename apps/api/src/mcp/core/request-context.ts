@@ -1,5 +1,5 @@
 import type { TaskProgress } from '@taskgate/db';
-import type { Capabilities, LogLevel, ProtocolEra, RequestHeaders } from '@taskgate/protocol';
+import type { Capabilities, LogLevel, RequestHeaders, RevisionKind } from '@taskgate/protocol';
 import type { SubscriptionSet } from './subscriptions.ts';
 
 /** A list whose changes a client may hear of: notifications/<kind>/list_changed. */
@@ -20,8 +20,8 @@ export interface RequestContext {
    * Absent means nothing was declared.
    */
   readonly clientCapabilities?: Capabilities;
-  /** The era the request speaks, when the transport names no `revision`: that era's latest. */
-  readonly era?: ProtocolEra;
+  /** The kind of revision the request speaks, when the transport names no `revision`: that kind's latest. */
+  readonly revisionKind?: RevisionKind;
   /** The revision the request speaks (negotiated at initialize, or per request). */
   readonly revision?: string;
   /**

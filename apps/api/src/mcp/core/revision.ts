@@ -1,11 +1,11 @@
-import type { ProtocolEra } from '@taskgate/protocol';
-import { LATEST_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '@taskgate/protocol';
+import type { RevisionKind } from '@taskgate/protocol';
+import { HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION } from '@taskgate/protocol';
 import type { MethodTable } from './method-table.ts';
 
-/** One served revision: its version, its era and its methods (a method not there is -32601). */
+/** One served revision: its version, its kind and its methods (a method not there is -32601). */
 export interface Revision {
   readonly version: string;
-  readonly era: ProtocolEra;
+  readonly kind: RevisionKind;
   readonly methods: MethodTable;
   /** The HTTP status of -32601 for a method not in `methods` (a handshake revision: 200, as its other errors). */
   readonly methodNotFoundStatus: number;
@@ -19,7 +19,7 @@ export interface StatusWatch {
   stop(): void;
 }
 
-/** The revision of a request that names none: its era's latest (callers that predate versions). */
-export function defaultVersion(era: ProtocolEra | undefined): string {
-  return era === 'legacy' ? (LEGACY_PROTOCOL_VERSIONS[0] as string) : LATEST_PROTOCOL_VERSION;
+/** The revision of a request that names none: its kind's latest (callers that predate versions). */
+export function defaultVersion(kind: RevisionKind | undefined): string {
+  return kind === 'handshake' ? (HANDSHAKE_VERSIONS[0] as string) : LATEST_PROTOCOL_VERSION;
 }

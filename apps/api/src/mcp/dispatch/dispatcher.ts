@@ -1,15 +1,15 @@
 import {
   type Capabilities,
-  type ConnectionEra,
   checkMetaFields,
   checkRequestMetadata,
   ErrorCode,
+  HANDSHAKE_VERSIONS,
   type JsonRpcId,
   LATEST_PROTOCOL_VERSION,
-  LEGACY_PROTOCOL_VERSIONS,
   type LogLevel,
   type RequestHeaders,
-  requestEra,
+  type RevisionHints,
+  requestRevisionKind,
 } from '@taskgate/protocol';
 import type { McpCore } from '../core/mcp-core.ts';
 import type { MethodOutcome } from '../core/outcomes.ts';
@@ -24,7 +24,7 @@ import { type RequestScope, type RunRequest, type RunStream, runRequest } from '
 /** What a connection's initialize settled, which its later requests speak (handshake revisions). */
 export interface Handshake {
   readonly revision: string;
-  /** What the client declared at initialize (that era declares once per connection). */
+  /** What the client declared at initialize (a handshake revision declares once per connection). */
   readonly clientCapabilities?: Capabilities | undefined;
   /** logging/setLevel's level for the connection's requests; null: none set. */
   readonly logLevel: LogLevel | null;
@@ -50,8 +50,8 @@ export interface Connection {
   readonly tenantId: string;
   /** Its requests in flight: one terminal state per id, the aborts a cancel reaches, its requests to the client. */
   readonly scope: RequestScope;
-  /** What the connection says of its era: it initialized, or a session or a version header names one. */
-  readonly era: ConnectionEra;
+  /** What the connection says of its revision's kind: it initialized, or a session or a version header names one. */
+  readonly hints: RevisionHints;
   /** The handshake it speaks; null before initialize (and for requests that carry their own revision). */
   readonly handshake: Handshake | null;
   /**
@@ -107,7 +107,7 @@ export interface RequestStream extends RunStream {
 /**
  * The one protocol path of a request, whichever transport it came on. The transport turns bytes
  * into a message and its connection's closing into a cancel; the dispatcher decides the rest:
- * which revision the request speaks (requestEra), the lifecycle of a handshake connection
+ * which revision the request speaks (requestRevisionKind), the lifecycle of a handshake connection
  * (initialize, ping, nothing before initialize), 2026-07-28's per-request checks, batches'
  * limits, subscriptions/listen, and the context every other method runs with through the
  * request runner (one terminal state per request: its answer or its cancel).
@@ -197,16 +197,16 @@ export class McpDispatcher {
       );
       return;
     }
-    const era = requestEra(method, params, connection.era);
-    const handshake = era === 'legacy' ? connection.handshake : null;
-    if (era === 'legacy' && method === 'initialize') {
+    const kind = requestRevisionKind(method, params, connection.hints);
+    const handshake = kind === 'handshake' ? connection.handshake : null;
+    if (kind === 'handshake' && method === 'initialize') {
       this.#initialize(params, connection, stream, answer, failed);
       return;
     }
-    if (era === 'legacy' && !handshake) {
+    if (kind === 'handshake' && !handshake) {
       answer(
         refused(
-          connection.era.sticky
+          connection.hints.sticky
             ? 'this connection is not initialized: send initialize first (a stream opened again is a new connection)'
             : `send initialize first, or ${LATEST_PROTOCOL_VERSION} per-request _meta`,
         ),
@@ -223,7 +223,7 @@ export class McpDispatcher {
     if (handshake) {
       context = {
         tenantId: connection.tenantId,
-        era,
+        revisionKind: kind,
         revision: handshake.revision,
         ...(handshake.clientCapabilities ? { clientCapabilities: handshake.clientCapabilities } : {}),
         logLevel: handshake.logLevel,
@@ -256,7 +256,7 @@ export class McpDispatcher {
       }
       context = {
         tenantId: connection.tenantId,
-        era,
+        revisionKind: kind,
         clientCapabilities,
         logLevel: logLevel ?? null,
         headers: connection.http?.distinct,
@@ -372,21 +372,21 @@ export class McpDispatcher {
 }
 
 /**
- * What a POST says of its era: a session id, or the MCP-Protocol-Version header of a handshake
+ * What a POST says of its revision's kind: a session id, or the MCP-Protocol-Version header of a handshake
  * revision. On HTTP either is the request's own word, even over a per-request version in _meta.
  */
-export function postedEra(sessionId: string | undefined, versionHeader: string | undefined): ConnectionEra {
-  const named = versionHeader !== undefined && LEGACY_PROTOCOL_VERSIONS.includes(versionHeader);
+export function postedHints(sessionId: string | undefined, versionHeader: string | undefined): RevisionHints {
+  const named = versionHeader !== undefined && HANDSHAKE_VERSIONS.includes(versionHeader);
   return { handshake: sessionId !== undefined || named, sticky: true, versionHeader };
 }
 
-/** Whether a request on a connection of `era` speaks a handshake revision (on HTTP: a session's). */
+/** Whether a request on a connection with these `hints` speaks a handshake revision (on HTTP: a session's). */
 export function speaksHandshake(
   method: string,
   params: Readonly<Record<string, unknown>> | undefined,
-  era: ConnectionEra,
+  hints: RevisionHints,
 ): boolean {
-  return requestEra(method, params, era) === 'legacy';
+  return requestRevisionKind(method, params, hints) === 'handshake';
 }
 
 /**
@@ -395,7 +395,7 @@ export function speaksHandshake(
  */
 export function postedBatchRefusal(sessionId: string | undefined, versionHeader: string | undefined): string | null {
   const version = versionHeader ?? (sessionId === undefined ? LATEST_PROTOCOL_VERSION : undefined);
-  if (version === undefined || LEGACY_PROTOCOL_VERSIONS.includes(version)) return null;
+  if (version === undefined || HANDSHAKE_VERSIONS.includes(version)) return null;
   return `JSON-RPC batches are not part of MCP-Protocol-Version ${version}: send one message per POST`;
 }
 

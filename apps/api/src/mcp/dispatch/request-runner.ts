@@ -128,7 +128,7 @@ export async function runRequest(
     outcome = await run.core.request(method, params, {
       tenantId: given.tenantId,
       signal: controller.signal,
-      era: given.era,
+      revisionKind: given.revisionKind,
       revision: given.revision,
       clientCapabilities: given.clientCapabilities,
       logLevel: given.logLevel,

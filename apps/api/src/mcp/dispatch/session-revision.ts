@@ -1,7 +1,7 @@
 import {
   ErrorCode,
+  HANDSHAKE_VERSIONS,
   type JsonRpcError,
-  LEGACY_PROTOCOL_VERSIONS,
   revisionInfo,
   SUPPORTED_PROTOCOL_VERSIONS,
   WITHOUT_VERSION_HEADER,
@@ -15,7 +15,7 @@ export interface SessionScopes<Scope> {
 }
 
 /**
- * The scope and revision of a handshake-era request after initialize, or why it is refused: every
+ * The scope and revision of a handshake-revision request after initialize, or why it is refused: every
  * later request carries the negotiated version (2025-06-18 onwards); without the header, and
  * without a session that says otherwise, it is the revision from before the header. An unknown
  * session is 404, so the client initializes again.
@@ -24,7 +24,7 @@ export async function sessionOf<Scope extends { readonly revision?: string | und
   context: { tenantId: string; sessionId: string | undefined; versionHeader: string | undefined },
   sessions: SessionScopes<Scope>,
 ): Promise<{ scope: Scope; revision: string } | { status: number; refused: JsonRpcError }> {
-  if (context.versionHeader !== undefined && !LEGACY_PROTOCOL_VERSIONS.includes(context.versionHeader)) {
+  if (context.versionHeader !== undefined && !HANDSHAKE_VERSIONS.includes(context.versionHeader)) {
     return {
       status: 400,
       refused: {

@@ -73,10 +73,10 @@ export function withServerInfo(
 
 /**
  * A 2026-07-28 result as 2025-11-25 shaped it: no resultType, no cache hints. A shared result comes
- * back as it is: one is made in the shape of the era it is served to (McpCore's tools/list), and
+ * back as it is: one is made in the shape of the kind of revision it is served to (McpCore's tools/list), and
  * a copy would lose its cached JSON.
  */
-export function legacyResult(result: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> {
+export function handshakeResult(result: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> {
   if (isShared(result)) return result;
   const { resultType: _type, ttlMs: _ttl, cacheScope: _scope, ...rest } = result;
   return rest;

@@ -1,4 +1,4 @@
-import { LATEST_PROTOCOL_VERSION, LEGACY_PROTOCOL_VERSIONS } from '@taskgate/protocol';
+import { HANDSHAKE_VERSIONS, LATEST_PROTOCOL_VERSION } from '@taskgate/protocol';
 import type { TaskWatcher } from '../../tasks/task-watch.ts';
 import type { Revision } from '../core/revision.ts';
 import type { CallRunner } from '../methods/call-runner.ts';
@@ -26,7 +26,7 @@ export function servedRevisions(
       LATEST_PROTOCOL_VERSION,
       {
         version: LATEST_PROTOCOL_VERSION,
-        era: 'modern',
+        kind: 'per-request',
         methods: perRequestMethods(runner, content),
         methodNotFoundStatus: 404,
       },
@@ -35,13 +35,13 @@ export function servedRevisions(
   for (const profile of [R2025_11_25, R2025_06_18, R2025_03_26, R2024_11_05]) {
     revisions.set(profile.version, {
       version: profile.version,
-      era: 'legacy',
+      kind: 'handshake',
       methods: handshakeMethods(runner, watcher, profile, content),
       methodNotFoundStatus: 200,
       ...(profile.tasks ? { statusWatch: statusWatch(watcher, runner.options.pollMs) } : {}),
     });
   }
-  for (const version of LEGACY_PROTOCOL_VERSIONS) {
+  for (const version of HANDSHAKE_VERSIONS) {
     if (!revisions.has(version)) throw new Error(`revision ${version} is in the registry but has no methods`);
   }
   return revisions;

@@ -3,7 +3,7 @@ import type { RevisionInfo } from '../revision-info.ts';
 /** 2025-11-25: the last revision opened by `initialize` (Streamable HTTP with sessions, tasks). */
 export const REVISION: RevisionInfo = {
   version: '2025-11-25',
-  era: 'legacy',
+  kind: 'handshake',
   advertised: true,
   versionHeader: true,
   tasks: true,

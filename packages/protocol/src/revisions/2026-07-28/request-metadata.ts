@@ -1,7 +1,7 @@
 import { decodeHeaderValue } from '../../header-values.ts';
 import { ErrorCode, type JsonRpcError } from '../../json-rpc.ts';
 import { isLogLevel, LOG_LEVELS, type LogLevel } from '../../logging.ts';
-import { MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS } from '../registry.ts';
+import { PER_REQUEST_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS } from '../registry.ts';
 import { META } from './version.ts';
 
 /** Header names lower-cased, as Node gives them; a repeated header arrives as an array. */
@@ -91,7 +91,7 @@ export function checkMetaFields(
       );
     }
   }
-  if (!MODERN_PROTOCOL_VERSIONS.includes(version)) {
+  if (!PER_REQUEST_VERSIONS.includes(version)) {
     return {
       ok: false,
       httpStatus: 400,

@@ -53,7 +53,7 @@ function toolErrorMessage(task: TaskRecord): string | null {
  * The Task object of 2025-11-25 (tasks.mdx "Task"): `ttl` and `pollInterval`, not ttlMs. A tool
  * error's task carries the tool's text as its statusMessage.
  */
-export function legacyTask(task: TaskRecord): Record<string, unknown> {
+export function handshakeTask(task: TaskRecord): Record<string, unknown> {
   const statusMessage = task.statusMessage ?? toolErrorMessage(task);
   return {
     taskId: task.id,
@@ -68,7 +68,7 @@ export function legacyTask(task: TaskRecord): Record<string, unknown> {
 
 /** notifications/tasks/status with the full Task (tasks.mdx "Task Status Notification"). */
 export function statusNotification(task: TaskRecord): Record<string, unknown> {
-  return { jsonrpc: '2.0', method: 'notifications/tasks/status', params: legacyTask(task) };
+  return { jsonrpc: '2.0', method: 'notifications/tasks/status', params: handshakeTask(task) };
 }
 
 /**
@@ -98,7 +98,7 @@ export function requestedTask(
  * Whether a 2025-11-25 tools/call may go ahead as asked: a task for a tool that forbids tasks, or
  * no task for one that requires one, is -32601 (tasks.mdx "Tool-Level Negotiation").
  */
-export function legacyTaskRefusal(tool: ToolSpec | undefined, asTask: boolean): JsonRpcError | null {
+export function handshakeTaskRefusal(tool: ToolSpec | undefined, asTask: boolean): JsonRpcError | null {
   if (!tool) return null;
   const support = taskSupportOf(tool);
   if (asTask && support === 'forbidden') {
@@ -116,7 +116,7 @@ export function legacyTaskRefusal(tool: ToolSpec | undefined, asTask: boolean): 
  * tasks/cancel moves the task to cancelled before it answers (the worker still stops at its next
  * checkpoint), refuses an ended task with -32602, and tasks/result blocks until the task ends.
  */
-export class LegacyTaskMethods {
+export class HandshakeTaskMethods {
   readonly #service: TaskService;
   readonly #watcher: TaskWatcher;
   readonly #server: ServerIdentity;
@@ -151,7 +151,7 @@ export class LegacyTaskMethods {
           const task = await this.#service.get(context.tenantId, taskId);
           // Its progress, as on 2026-07-28's tasks/get (packages/protocol/src/task-progress.ts).
           const progress = taskProgressMeta(task.progress);
-          return result({ ...legacyTask(task), ...(Object.keys(progress).length > 0 ? { _meta: progress } : {}) });
+          return result({ ...handshakeTask(task), ...(Object.keys(progress).length > 0 ? { _meta: progress } : {}) });
         }
         case 'tasks/cancel':
           return await this.#cancel(context.tenantId, taskId);
@@ -177,7 +177,7 @@ export class LegacyTaskMethods {
     if (!cancelled) {
       return invalidParams(`task ${taskId} has already ended (${legacyStatus(task)}) and cannot be cancelled`, 200);
     }
-    return result(legacyTask(task));
+    return result(handshakeTask(task));
   }
 
   /**
@@ -230,7 +230,7 @@ export class LegacyTaskMethods {
         ...(cursor === undefined ? {} : { cursor }),
       });
       return result({
-        tasks: page.tasks.map(legacyTask),
+        tasks: page.tasks.map(handshakeTask),
         ...(page.nextCursor === null ? {} : { nextCursor: page.nextCursor }),
       });
     } catch (error) {

@@ -6,13 +6,13 @@ import type { MethodHandler, MethodTable } from '../../core/method-table.ts';
 import { invalidParams, type MethodOutcome, missingCapability } from '../../core/outcomes.ts';
 import type { RequestContext } from '../../core/request-context.ts';
 import { discoverResult } from '../../core/server-info.ts';
-import { legacyResult } from '../../methods/call-results.ts';
+import { handshakeResult } from '../../methods/call-results.ts';
 import type { CallRunner } from '../../methods/call-runner.ts';
 import { type ContentMethodsOptions, contentMethods } from '../../methods/content-methods.ts';
 import { oneToolsPage, toolsListResult } from '../../methods/tools-list.ts';
 import { traceParentOf } from '../../methods/trace-context.ts';
 import { urlElicitationRequired } from '../../methods/url-elicitations.ts';
-import { LegacyTaskMethods, legacyTask, legacyTaskRefusal, requestedTask } from '../2025-11-25/tasks.ts';
+import { HandshakeTaskMethods, handshakeTask, handshakeTaskRefusal, requestedTask } from '../2025-11-25/tasks.ts';
 import type { HandshakeProfile } from './profile.ts';
 
 /** server/resources of 2024-11-05 … 2025-11-25: a URI that names no resource. */
@@ -43,7 +43,7 @@ export function handshakeMethods(
         runner.sharedList(
           profile,
           () =>
-            legacyResult(
+            handshakeResult(
               toolsListResult(runner.options.tools.list(), server, {
                 execution: profile.tasks,
                 entry: profile.toolEntry,
@@ -93,7 +93,7 @@ export function handshakeMethods(
     }),
   ]);
   if (profile.tasks) {
-    const tasks = new LegacyTaskMethods({ service, watcher, server, pollMs });
+    const tasks = new HandshakeTaskMethods({ service, watcher, server, pollMs });
     for (const method of ['tasks/get', 'tasks/cancel', 'tasks/list']) {
       methods.set(method, (params, context) => tasks.request(method, params, context));
     }
@@ -118,7 +118,7 @@ function inHandshakeShape(method: string, handler: MethodHandler): MethodHandler
   const keepsStatus = method === 'tools/call';
   return async (params, context) => {
     const outcome = await handler(params, context);
-    if (outcome?.kind === 'result') return { kind: 'result', result: legacyResult(outcome.result) };
+    if (outcome?.kind === 'result') return { kind: 'result', result: handshakeResult(outcome.result) };
     if (outcome?.kind === 'error' && !keepsStatus && outcome.httpStatus !== 200) return { ...outcome, httpStatus: 200 };
     return outcome;
   };
@@ -139,7 +139,7 @@ async function callTool(
 ): Promise<MethodOutcome | null> {
   const asked = tasks ? requestedTask(params) : null;
   if (asked && 'refused' in asked) return { kind: 'error', httpStatus: 200, error: asked.refused };
-  const refused = legacyTaskRefusal(tool, asked !== null);
+  const refused = handshakeTaskRefusal(tool, asked !== null);
   if (refused) return { kind: 'error', httpStatus: 200, error: refused };
   const missing = tool?.requiredClientCapabilities
     ? missingCapabilities(tool.requiredClientCapabilities, context.clientCapabilities)
@@ -164,7 +164,7 @@ async function callTool(
   if ('kind' in task) return task;
   if (asked) {
     context.onTaskCreated?.(task.id);
-    return { kind: 'result', result: { task: legacyTask(task) } };
+    return { kind: 'result', result: { task: handshakeTask(task) } };
   }
   return runner.await(task, context, null);
 }

@@ -1,5 +1,5 @@
 /**
- * What a handshake-era revision does differently from the others, on top of the methods they
+ * What a handshake-revision revision does differently from the others, on top of the methods they
  * share (revisions/handshake/methods.ts). Each revision folder exports one.
  */
 export interface HandshakeProfile {

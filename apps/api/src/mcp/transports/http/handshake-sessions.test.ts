@@ -3,13 +3,13 @@ import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { SseStream } from '../../../sse/sse-stream.ts';
 import type { ResourceSubscriptions } from '../../core/subscriptions.ts';
-import { LegacySessions, memorySessionStore, RESUME_WINDOW_MS, sessionStream } from './handshake-sessions.ts';
+import { HandshakeSessions, memorySessionStore, RESUME_WINDOW_MS, sessionStream } from './handshake-sessions.ts';
 
 // A session signal (a cancel or response another instance took) acts only on a request this
 // process holds, of that session, of that tenant.
-describe('LegacySessions.onSignal', () => {
+describe('HandshakeSessions.onSignal', () => {
   it('cancels a request held here, of the named session and tenant only', async () => {
-    const sessions = new LegacySessions();
+    const sessions = new HandshakeSessions();
     const id = await sessions.open('acme', '2025-11-25');
     const scope = await sessions.scopeOf(id, 'acme');
     if (!scope) throw new Error('no scope');
@@ -31,7 +31,7 @@ describe('LegacySessions.onSignal', () => {
   });
 
   it('a response answers only a request of the server’s waiting in that session', async () => {
-    const sessions = new LegacySessions();
+    const sessions = new HandshakeSessions();
     const id = await sessions.open('acme', '2025-11-25', { elicitation: {} });
     const scope = await sessions.scopeOf(id, 'acme');
     if (!scope) throw new Error('no scope');
@@ -58,10 +58,10 @@ describe('LegacySessions.onSignal', () => {
 
 // A client may vanish without DELETE: what its session holds here goes when the route's sweep
 // finds it idle, with no other session opened to trigger it; one with a request running stays.
-describe('LegacySessions.sweep', () => {
+describe('HandshakeSessions.sweep', () => {
   it('lets an idle session go, and keeps a busy or fresh one', async () => {
     let now = 0;
-    const sessions = new LegacySessions({ idleMs: 1_000, now: () => now });
+    const sessions = new HandshakeSessions({ idleMs: 1_000, now: () => now });
     const idle = await sessions.open('acme', '2025-11-25');
     const busy = await sessions.open('acme', '2025-11-25');
     // A request still running in the busy one.
@@ -79,7 +79,7 @@ describe('LegacySessions.sweep', () => {
 // A session's resources/subscribe URIs are kept in its store, so the instance holding its GET
 // stream watches them whichever instance took the request; watches (content watch rows, task
 // watches) run only there, and only while the stream is open.
-describe('LegacySessions resource watches', () => {
+describe('HandshakeSessions resource watches', () => {
   /** A response an SseStream can write to: nothing is sent anywhere. */
   const response = () => {
     const emitter = new EventEmitter();
@@ -103,8 +103,8 @@ describe('LegacySessions resource watches', () => {
       stop: () => events.push('stop'),
     });
     let now = 0;
-    const holder = new LegacySessions({ store, watches, now: () => now });
-    const other = new LegacySessions({ store, watches });
+    const holder = new HandshakeSessions({ store, watches, now: () => now });
+    const other = new HandshakeSessions({ store, watches });
     const id = await holder.open('acme', '2025-11-25');
     await other.scopeOf(id, 'acme');
     expect(await other.subscriptionsOf(id)?.subscribe('a://1')).toBe(true);
@@ -179,7 +179,7 @@ const updated = (uri: string) => ({ jsonrpc: '2.0', method: 'notifications/resou
 // A 2025-11-25 session's GET stream is resumable (transports "Resumability and Redelivery"): each
 // event has an id; a GET with Last-Event-ID gets what was sent since, on the instance that held
 // the stream, within the resume window; a resume nobody can answer exactly gets refetch hints.
-describe('LegacySessions GET stream resumption', () => {
+describe('HandshakeSessions GET stream resumption', () => {
   /** Watches whose updates the test sends by hand: `update(uri)` is a change of that resource. */
   const manualWatches = () => {
     const pushes = new Set<(message: Record<string, unknown>) => void>();
@@ -198,7 +198,7 @@ describe('LegacySessions GET stream resumption', () => {
   };
 
   it('primes a 2025-11-25 stream with an id, and ids every message; an older revision gets no priming', async () => {
-    const sessions = new LegacySessions();
+    const sessions = new HandshakeSessions();
     const current = await sessions.open('acme', '2025-11-25');
     const older = await sessions.open('acme', '2025-06-18');
     const primed = recorder();
@@ -221,7 +221,7 @@ describe('LegacySessions GET stream resumption', () => {
   it('a resume gets what the dropped stream would have sent after Last-Event-ID, then goes on', async () => {
     let now = 0;
     const { watches, update } = manualWatches();
-    const sessions = new LegacySessions({ watches, now: () => now });
+    const sessions = new HandshakeSessions({ watches, now: () => now });
     const id = await sessions.open('acme', '2025-11-25');
     await sessions.subscriptionsOf(id)?.subscribe('a://1');
     const first = recorder();
@@ -261,8 +261,8 @@ describe('LegacySessions GET stream resumption', () => {
   it('a resume another instance held, or one past the window, gets refetch hints for everything', async () => {
     let now = 0;
     const store = memorySessionStore();
-    const holder = new LegacySessions({ store, now: () => now, ...manualWatches() });
-    const other = new LegacySessions({ store, ...manualWatches() });
+    const holder = new HandshakeSessions({ store, now: () => now, ...manualWatches() });
+    const other = new HandshakeSessions({ store, ...manualWatches() });
     const id = await holder.open('acme', '2025-11-25');
     await holder.subscriptionsOf(id)?.subscribe('a://1');
     await holder.subscriptionsOf(id)?.subscribe('a://2');
@@ -304,7 +304,7 @@ describe('LegacySessions GET stream resumption', () => {
     // id seen on the connection that dropped, not on an earlier one: a resumed connection that
     // carried no id makes its next reconnect a plain GET, a new stream, and what was sent between
     // that drop and the GET is lost. So a resume starts with the client's own id again.
-    const sessions = new LegacySessions();
+    const sessions = new HandshakeSessions();
     const id = await sessions.open('acme', '2025-11-25');
     const first = recorder();
     await sessions.attachStream(id, 'acme', sessionStream(first.response, 60_000));
@@ -328,7 +328,7 @@ describe('LegacySessions GET stream resumption', () => {
   });
 
   it('a GET without Last-Event-ID is a new stream: nothing of the old one is replayed', async () => {
-    const sessions = new LegacySessions();
+    const sessions = new HandshakeSessions();
     const id = await sessions.open('acme', '2025-11-25');
     const first = recorder();
     await sessions.attachStream(id, 'acme', sessionStream(first.response, 60_000));
@@ -342,7 +342,7 @@ describe('LegacySessions GET stream resumption', () => {
 
   it('a reader that falls behind loses no kind of message: one slot per key', async () => {
     const { watches, update } = manualWatches();
-    const sessions = new LegacySessions({ watches });
+    const sessions = new HandshakeSessions({ watches });
     const id = await sessions.open('acme', '2025-06-18');
     await sessions.subscriptionsOf(id)?.subscribe('a://1');
     const slow = recorder({ full: true });
@@ -362,7 +362,7 @@ describe('LegacySessions GET stream resumption', () => {
   });
 
   it('a server that closes tells each client a different time to wait before it reconnects', async () => {
-    const sessions = new LegacySessions();
+    const sessions = new HandshakeSessions();
     const streams = [recorder(), recorder(), recorder()];
     for (const { response } of streams) {
       const id = await sessions.open('acme', '2025-11-25');
@@ -377,10 +377,10 @@ describe('LegacySessions GET stream resumption', () => {
 
 // The bound on sessions held here makes room for a new one, never by dropping a session whose
 // request runs here; and the timer's sweep drops only idle sessions, however full the map is.
-describe('LegacySessions at its bound', () => {
+describe('HandshakeSessions at its bound', () => {
   it('a sweep of a full map with nobody idle keeps every session', async () => {
     let now = 0;
-    const sessions = new LegacySessions({ idleMs: 60_000, max: 3, now: () => now });
+    const sessions = new HandshakeSessions({ idleMs: 60_000, max: 3, now: () => now });
     const ids = [
       await sessions.open('acme', '2025-11-25'),
       await sessions.open('acme', '2025-11-25'),
@@ -392,7 +392,7 @@ describe('LegacySessions at its bound', () => {
   });
 
   it('a new session makes room by the oldest session with no request running, not the oldest', async () => {
-    const sessions = new LegacySessions({ max: 2 });
+    const sessions = new HandshakeSessions({ max: 2 });
     const busy = await sessions.open('acme', '2025-11-25');
     const quiet = await sessions.open('acme', '2025-11-25');
     const controller = new AbortController();
@@ -410,7 +410,7 @@ describe('LegacySessions at its bound', () => {
   });
 
   it('a held scope is the tenant’s own only', async () => {
-    const sessions = new LegacySessions();
+    const sessions = new HandshakeSessions();
     const id = await sessions.open('acme', '2025-11-25');
     expect(sessions.heldScope(id, 'globex')).toBeNull();
     expect(sessions.heldScope(crypto.randomUUID(), 'acme')).toBeNull();

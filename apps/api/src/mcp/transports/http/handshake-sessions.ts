@@ -16,7 +16,7 @@ import {
   subscribeMcpSessionResource,
   unsubscribeMcpSessionResource,
 } from '@taskgate/db';
-import { type Capabilities, type ConnectionEra, isLogLevel, type LogLevel } from '@taskgate/protocol';
+import { type Capabilities, isLogLevel, type LogLevel, type RevisionHints } from '@taskgate/protocol';
 import { ReplayLog, RequestCoordinator } from '@taskgate/reliability';
 import type { Kysely } from 'kysely';
 import { SseStream } from '../../../sse/sse-stream.ts';
@@ -28,7 +28,7 @@ import { cancelRequest } from '../../dispatch/incoming.ts';
 import { primesStreams } from '../../dispatch/session-revision.ts';
 
 /**
- * Sessions of the handshake era (initialize, Mcp-Session-Id), each with its negotiated revision.
+ * Sessions of the handshake revisions (initialize, Mcp-Session-Id), each with its negotiated revision.
  * What a session is — its tenant, revision and declared capabilities — is in a SessionStore:
  * Postgres in a deployment, so any API instance serves any session and a session outlives an API
  * restart. What lives as long as a request stays in the process that holds the request: the
@@ -222,7 +222,7 @@ export type ResourceWatches = (
   push: (message: Record<string, unknown>) => void,
 ) => ResourceSubscriptions;
 
-export class LegacySessions {
+export class HandshakeSessions {
   readonly #store: SessionStore;
   /** This process's part of the sessions it has seen: their request scopes and GET streams. */
   readonly #local = new Map<string, Local>();
@@ -664,11 +664,11 @@ function newScope(clientCapabilities?: Capabilities, revision?: string): CallSco
  * is its own and nothing can be asked of its client.
  */
 export function sessionConnection(
-  sessions: LegacySessions,
+  sessions: HandshakeSessions,
   at: {
     readonly tenantId: string;
     readonly sessionId: string | undefined;
-    readonly era: ConnectionEra;
+    readonly hints: RevisionHints;
     readonly scope: CallScope;
     readonly revision: string;
   },
@@ -679,7 +679,7 @@ export function sessionConnection(
   return {
     tenantId,
     scope: sessionId === undefined ? { requests: scope.requests, controllers: scope.controllers } : scope,
-    era: at.era,
+    hints: at.hints,
     handshake: {
       revision: at.revision,
       ...(scope.clientCapabilities ? { clientCapabilities: scope.clientCapabilities } : {}),

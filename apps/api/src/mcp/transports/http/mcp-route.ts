@@ -10,14 +10,14 @@ import type { McpCore } from '../../core/mcp-core.ts';
 import type { ServerIdentity } from '../../core/server-info.ts';
 import { ServerStopping } from '../../core/server-stopping.ts';
 import type { ListenSubscription } from '../../core/subscriptions.ts';
-import { type Connection, McpDispatcher, postedEra, speaksHandshake } from '../../dispatch/dispatcher.ts';
+import { type Connection, McpDispatcher, postedHints, speaksHandshake } from '../../dispatch/dispatcher.ts';
 import { readMessage } from '../../dispatch/incoming.ts';
 import { newRequestScope } from '../../dispatch/request-runner.ts';
 import { sessionOf } from '../../dispatch/session-revision.ts';
 import { type RpcFailure, rpcFailure } from '../rpc-failures.ts';
 import {
   type CallScope,
-  LegacySessions,
+  HandshakeSessions,
   type SessionStore,
   sessionConnection,
   sessionStream,
@@ -47,7 +47,7 @@ export interface McpRouteOptions {
    */
   readonly shutdownGraceMs?: number;
   /**
-   * Where handshake-era sessions are kept: Postgres in a deployment (any instance serves any
+   * Where handshake-revision sessions are kept: Postgres in a deployment (any instance serves any
    * session); this process's memory when absent.
    */
   readonly sessions?: SessionStore;
@@ -125,7 +125,7 @@ export function registerMcpRoute(
   app: FastifyInstance,
   options: McpRouteOptions,
 ): { readonly completeElicitation: (tenantId: string, elicitationId: string) => Promise<number> } {
-  const sessions = new LegacySessions({
+  const sessions = new HandshakeSessions({
     ...(options.sessions ? { store: options.sessions } : {}),
     ...(options.signals ? { signals: options.signals } : {}),
     // A session's subscribed resources are watched where its GET stream is, whichever instance
@@ -242,7 +242,7 @@ async function handle(
   request: FastifyRequest,
   reply: FastifyReply,
   options: RouteOptions,
-  sessions: LegacySessions,
+  sessions: HandshakeSessions,
   listens: Set<ListenSubscription>,
 ) {
   if (Array.isArray(request.body)) {
@@ -324,15 +324,15 @@ async function handle(
   }
 
   const { id, method, params } = message;
-  const era = postedEra(sessionId, versionHeader);
+  const hints = postedHints(sessionId, versionHeader);
   const log = (fields: Record<string, unknown>, text: string) => request.log.warn(fields, text);
   let connection: Connection;
-  if (!speaksHandshake(method, params, era)) {
+  if (!speaksHandshake(method, params, hints)) {
     // 2026-07-28: the request is a connection of its own, checked against its headers.
     connection = {
       tenantId,
       scope: newRequestScope(),
-      era,
+      hints,
       handshake: null,
       // Each header's values apart too: Node joins a repeated header with ", " in request.headers,
       // and a repeated Mcp-Param-* must be refused, not read as one value.
@@ -346,7 +346,7 @@ async function handle(
     connection = {
       tenantId,
       scope: newRequestScope(),
-      era,
+      hints,
       handshake: null,
       open: async (opened) => {
         const session = await sessions.open(tenantId, opened.revision, opened.clientCapabilities);
@@ -365,7 +365,7 @@ async function handle(
       return sendFailure(request, reply, id, error);
     }
     if ('refused' in resolved) return reply.code(resolved.status).send(errorResponse(id, resolved.refused));
-    connection = sessionConnection(sessions, { tenantId, sessionId, era, ...resolved }, log);
+    connection = sessionConnection(sessions, { tenantId, sessionId, hints, ...resolved }, log);
   }
   options.dispatcher.request(
     id,
@@ -392,7 +392,7 @@ async function openSessionStream(
   request: FastifyRequest,
   reply: FastifyReply,
   sessionId: string,
-  sessions: LegacySessions,
+  sessions: HandshakeSessions,
   keepaliveMs: number,
 ) {
   const tenantId = tenantOf(request);

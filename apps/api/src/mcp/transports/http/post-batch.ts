@@ -5,11 +5,11 @@ import { SseStream } from '../../../sse/sse-stream.ts';
 import type { McpCore } from '../../core/mcp-core.ts';
 import type { ServerStopping } from '../../core/server-stopping.ts';
 import { resultJson } from '../../core/shared-results.ts';
-import { type McpDispatcher, postedBatchRefusal, postedEra } from '../../dispatch/dispatcher.ts';
+import { type McpDispatcher, postedBatchRefusal, postedHints } from '../../dispatch/dispatcher.ts';
 import { readMessage } from '../../dispatch/incoming.ts';
 import { sessionOf } from '../../dispatch/session-revision.ts';
 import type { RpcFailure } from '../rpc-failures.ts';
-import { type CallScope, type LegacySessions, sessionConnection } from './handshake-sessions.ts';
+import { type CallScope, type HandshakeSessions, sessionConnection } from './handshake-sessions.ts';
 import { honourPostedCancel, honourPostedResponse, type PostedFrom } from './posted-messages.ts';
 
 export interface BatchRoute {
@@ -42,7 +42,7 @@ export async function handleBatch(
   elements: readonly unknown[],
   context: { tenantId: string; sessionId: string | undefined; versionHeader: string | undefined },
   route: BatchRoute,
-  sessions: LegacySessions,
+  sessions: HandshakeSessions,
 ) {
   const refuse = (status: number, message: string) =>
     reply.code(status).send(errorResponse(null, { code: ErrorCode.InvalidRequest, message }));
@@ -69,7 +69,7 @@ export async function handleBatch(
   const { scope, revision } = resolved;
   const connection = sessionConnection(
     sessions,
-    { ...context, era: postedEra(context.sessionId, context.versionHeader), scope, revision },
+    { ...context, hints: postedHints(context.sessionId, context.versionHeader), scope, revision },
     (fields, text) => request.log.warn(fields, text),
   );
   const whole = route.dispatcher.batchRefusal(connection, elements.length, 'POST');

@@ -4,7 +4,7 @@ import type { CallScope } from './handshake-sessions.ts';
 
 type LogFn = (fields: Record<string, unknown>, message: string) => void;
 
-/** Where a POSTed message of a handshake-era client came from, and who else may hold its request. */
+/** Where a POSTed message of a handshake-revision client came from, and who else may hold its request. */
 export interface PostedFrom {
   readonly tenantId: string;
   /** undefined: sent without a session (its requests are matched in the tenant's scope here only). */

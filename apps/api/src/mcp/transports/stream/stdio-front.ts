@@ -4,11 +4,11 @@ import {
   checkMetaFields,
   classifyMessage,
   ErrorCode,
-  eraOf,
   errorResponse,
   type JsonRpcId,
   parseJsonText,
   resultResponse,
+  revisionKindOf,
 } from '@taskgate/protocol';
 import { discoverResult, type ServerIdentity } from '../../core/server-info.ts';
 import { hasMetaVersion, initialize } from '../../dispatch/initialize.ts';
@@ -155,7 +155,7 @@ export class StdioFront {
 
   #answerEarly(request: { id: JsonRpcId; method: string; params: Readonly<Record<string, unknown>> | undefined }) {
     const { id, method, params } = request;
-    const handshake = eraOf(method, params, undefined) === 'legacy';
+    const handshake = revisionKindOf(method, params, undefined) === 'handshake';
     let result: Record<string, unknown> | null = null;
     if (method === 'initialize' && handshake) {
       this.#initialized = true;

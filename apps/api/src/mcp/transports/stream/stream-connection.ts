@@ -252,7 +252,7 @@ export class StreamConnection {
       scope: this.#scope,
       // One client per pipe: once it initialized, the pipe speaks that revision, except for
       // requests that carry 2026-07-28's per-request _meta (not on HTTP+SSE, handshake only).
-      era: { handshake: handshake !== null || handshakeOnly, sticky: handshakeOnly },
+      hints: { handshake: handshake !== null || handshakeOnly, sticky: handshakeOnly },
       handshake:
         handshake === null
           ? null
