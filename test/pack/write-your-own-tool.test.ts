@@ -30,11 +30,11 @@ interface Block {
   readonly text: string;
 }
 
-/** The fenced blocks of the README section "Write your own tool", in order. */
-async function sectionBlocks(): Promise<Block[]> {
+/** The fenced blocks of a README section ("Write your own tool" unless named), in order. */
+async function sectionBlocks(heading = 'Write your own tool'): Promise<Block[]> {
   const readme = await readFile(path.join(REPO_ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('\n## Write your own tool\n');
-  if (start < 0) throw new Error('README.md has no section "Write your own tool"');
+  const start = readme.indexOf(`\n## ${heading}\n`);
+  if (start < 0) throw new Error(`README.md has no section "${heading}"`);
   const end = readme.indexOf('\n## ', start + 1);
   const section = readme.slice(start, end < 0 ? undefined : end);
   return [...section.matchAll(/^```(\w+)(?: file=(\S+))?\n([\s\S]*?)^```$/gm)].map((match) => ({
@@ -324,6 +324,58 @@ describe('Write your own tool (README), on the packed packages', () => {
       await client.close();
     }
   });
+
+  it("answers the README's CLI calls, and its review finds nothing to flag", async () => {
+    // "Call it from an MCP client": the CLI lines, aimed at the running process.
+    const block = (await sectionBlocks('Call it from an MCP client')).find(
+      (entry) => entry.lang === 'sh' && entry.text.includes('taskgate review'),
+    );
+    if (!block) throw new Error('the section has no block that runs taskgate review');
+    const [call, review, ...others] = commands(block);
+    expect(others).toEqual([]);
+    expect(call).toMatch(/^npx taskgate call save_notes /);
+    expect(review).toBe('npx taskgate review');
+    const mcp = new URL('/mcp', origin).href;
+    const called = await bash(`${call} --url ${mcp}`, project);
+    expect(JSON.parse(called.stdout)).toMatchObject({ content: [{ type: 'text', text: 'saved 1 notes' }] });
+    // Exits 0 only with no finding: every tool has a max clock, every mutation takes a key.
+    const reviewed = await bash(`${review} --url ${mcp} --json`, project);
+    const report = JSON.parse(reviewed.stdout) as {
+      tools: { tool: string; maxMs: number | null }[];
+      findings: string[];
+    };
+    expect(report.findings).toEqual([]);
+    expect(report.tools).toEqual([expect.objectContaining({ tool: 'save_notes', maxMs: 60_000 })]);
+  }, 60_000);
+
+  it("starts as the README's MCP client settings write it: the launcher, mcp-stdio, absolute paths", async () => {
+    const block = (await sectionBlocks('Call it from an MCP client')).find((entry) => entry.lang === 'json');
+    if (!block) throw new Error('the section has no MCP client settings');
+    const settings = JSON.parse(block.text.replaceAll('/path/to/notes', project)) as {
+      mcpServers: Record<string, { command: string; args: string[]; env: Record<string, string> }>;
+    };
+    const server = settings.mcpServers.notes;
+    if (!server) throw new Error('the settings name no server "notes"');
+    const client = new Client({ name: 'newcomer-settings', version: '1.0.0' });
+    // Started from another folder, as clients do; this test's database, as for every command here.
+    await client.connect(
+      new StdioClientTransport({
+        command: server.command,
+        args: server.args,
+        cwd: parent,
+        env: { ...server.env, ...env },
+        stderr: 'pipe',
+      }),
+    );
+    try {
+      const { tools } = await client.listTools();
+      expect(tools.map((tool) => tool.name)).toEqual(['save_notes']);
+      const result = await client.callTool({ name: 'save_notes', arguments: { notes: ['settings note'] } });
+      expect(result).toMatchObject({ content: [{ type: 'text', text: 'saved 1 notes' }] });
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
 
   it('runs as an MCP client server command: npx taskgate mcp-stdio --tools ./tools.ts', async () => {
     const readme = await readFile(path.join(REPO_ROOT, 'README.md'), 'utf8');

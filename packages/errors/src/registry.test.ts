@@ -4,9 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { errorRegistry, isErrorCode } from './registry.ts';
 import { isTaskgateError, TaskgateError } from './taskgate-error.ts';
 
-const docs = readFileSync(path.resolve(import.meta.dirname, '../../../docs/errors.md'), 'utf8');
+const docs = readFileSync(path.resolve(import.meta.dirname, '../../../docs/reference/errors.md'), 'utf8');
 
-/** code → [exit, http] from the table in docs/errors.md. */
+/** code → [exit, http] from the table in docs/reference/errors.md. */
 function documented(): Map<string, [number, number]> {
   const rows = new Map<string, [number, number]>();
   for (const match of docs.matchAll(/^\| `(TG_[A-Z_]+)` \| (\d+) \| (\d+) \|/gm)) {
