@@ -49,7 +49,8 @@ describe('parseConfig', () => {
     const before = process.env.PORT;
     process.env.PORT = '1';
     try {
-      expect(parseConfig({}).ok && parseConfig({}).config.port).toBe(DEFAULTS.port);
+      const parsed = parseConfig({});
+      expect(parsed.ok && parsed.config.port).toBe(DEFAULTS.port);
     } finally {
       if (before === undefined) delete process.env.PORT;
       else process.env.PORT = before;

@@ -1,14 +1,10 @@
 import { McpCore, openTaskServices, type StdioFront, StdioServer } from '@taskgate/api';
-import { isDatabaseUnavailable, loadMigrations, MigrationRunner } from '@taskgate/db';
-import { isTaskgateError, TaskgateError } from '@taskgate/errors';
-import { registryOf } from '@taskgate/tools';
-import { startWorkerRole } from '@taskgate/worker';
+import { isDatabaseUnavailable } from '@taskgate/db';
+import { isTaskgateError } from '@taskgate/errors';
+import { bootPlatform } from '../boot.ts';
 import { type Config, clockCaps, DEFAULT_TENANT } from '../config.ts';
-import { openDatabase } from '../database.ts';
 import { Lifecycle } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
-import { toolModulesOf } from '../tool-modules.ts';
-import { workerOptions } from '../worker-options.ts';
 
 export interface McpStdioArgs {
   /** Run tool handlers in this process too (default); off when workers run elsewhere. */
@@ -32,42 +28,23 @@ export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Lo
   const lifecycle = new Lifecycle(logger, config.shutdownGraceMs + 2_000);
   lifecycle.installSignalHandlers();
   try {
-    const modules = await toolModulesOf(args.tools, config, args.cwd, logger);
-    const tools = registryOf(modules);
-    // The in-process worker holds the modules' downstream MCP servers (start.ts does the same).
-    let workerTools = tools;
-    let gateways: import('../gateways.ts').StartedGateways | null = null;
-    let startedWith: readonly import('@taskgate/tools').AnyTool[] = [];
-    if (args.worker && modules.some((module) => (module.gateways ?? []).length > 0)) {
-      const { startGateways } = await import('../gateways.ts');
-      const started = await startGateways(modules, logger);
-      gateways = started;
-      lifecycle.onStop('gateways', () => started.stop());
-      startedWith = started.tools;
-      workerTools = registryOf(modules, startedWith);
-    }
-    if (args.worker && workerTools.list().length === 0) {
-      throw new TaskgateError(
-        'TG_USAGE',
-        'mcp-stdio has no tools to run in-process: name a tool module with --tools <file or package> (or TASKGATE_TOOLS), or add --no-worker to serve the catalog of workers elsewhere',
-      );
-    }
-    const database = await openDatabase(config, logger);
-    lifecycle.onStop('database', () => database.stop());
-    await new MigrationRunner({
-      connectionString: database.connectionString,
-      migrations: await loadMigrations(),
-      logger: logger.child({ component: 'migrate' }),
-    }).up();
-    const listenNotify = database.kind === 'external';
-    if (args.worker) {
-      const worker = await startWorkerRole(workerOptions(config, database, workerTools, logger));
-      lifecycle.onStop('worker', () => worker.stop());
-      if (gateways !== null) {
-        const { followGatewayTools } = await import('../gateways.ts');
-        followGatewayTools(gateways, modules, startedWith, worker, logger);
-      }
-    }
+    const platform = await bootPlatform(
+      {
+        tools: args.tools,
+        cwd: args.cwd,
+        worker: args.worker,
+        noToolsMessage:
+          'mcp-stdio has no tools to run in-process: name a tool module with --tools <file or package> (or TASKGATE_TOOLS), or add --no-worker to serve the catalog of workers elsewhere',
+        migrations: 'apply',
+        moduleMigrations: false,
+        abandonOnStop: false,
+      },
+      config,
+      logger,
+      lifecycle,
+    );
+    const { modules, tools, database, listenNotify } = platform;
+    await platform.startWorker();
     const services = await openTaskServices({
       connectionString: database.connectionString,
       applicationName: 'taskgate-mcp-stdio',

@@ -1,19 +1,11 @@
 import { type PreparedApiRole, prepareApiRole } from '@taskgate/api';
-import { loadMigrations, MigrationRunner } from '@taskgate/db';
-import { TaskgateError } from '@taskgate/errors';
 import { startRelayRole } from '@taskgate/relay';
-import { registryOf, type ToolModule } from '@taskgate/tools';
-import { startWorkerRole } from '@taskgate/worker';
+import type { ToolModule } from '@taskgate/tools';
+import { bootPlatform } from '../boot.ts';
 import { type Config, clockCaps, DEFAULT_TENANT, isLoopbackHost } from '../config.ts';
-import { openDatabase } from '../database.ts';
-import { startHealthServer } from '../health-server.ts';
 import { Lifecycle } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
-import { moduleMigrationsOf } from '../module-migrations.ts';
 import type { Role } from '../roles.ts';
-import { assertSchemaCurrent } from '../schema-current.ts';
-import { toolModulesOf } from '../tool-modules.ts';
-import { workerOptions } from '../worker-options.ts';
 
 export interface StartArgs {
   readonly roles: readonly Role[];
@@ -62,62 +54,24 @@ export async function bootTaskgate(
   let preparedApi: PreparedApiRole | null = null;
 
   try {
-    // Before anything starts: a module that does not load stops start-up with nothing running.
-    const modules = await toolModulesOf(args.tools, config, args.cwd, logger);
-    const tools = registryOf(modules);
-    // A worker holds the modules' downstream MCP servers; their tools are its tools too.
-    let workerTools = tools;
-    let gateways: import('../gateways.ts').StartedGateways | null = null;
-    let startedWith: readonly import('@taskgate/tools').AnyTool[] = [];
-    if (args.roles.includes('worker') && modules.some((module) => (module.gateways ?? []).length > 0)) {
-      // Loaded only here: the MCP SDK is not loaded by a process without gateways.
-      const { startGateways } = await import('../gateways.ts');
-      const started = await startGateways(modules, logger);
-      gateways = started;
-      lifecycle.onStop('gateways', () => started.stop());
-      startedWith = started.tools;
-      workerTools = registryOf(modules, startedWith);
-    }
-    if (args.roles.includes('worker') && workerTools.list().length === 0) {
-      throw new TaskgateError(
-        'TG_USAGE',
-        'the worker role has no tools to serve: name a tool module with --tools <file or package> (or TASKGATE_TOOLS), or run the API alone with --role api',
-      );
-    }
-    const migrations = await moduleMigrationsOf(modules);
-    const database = await openDatabase(config, logger);
-    lifecycle.onStop('database', () => database.stop());
-    if (lifecycle.stopping) return null;
-    if (config.healthPort !== null) {
-      // Up before the migrations and the roles, so a probe sees "alive, starting" meanwhile.
-      const health = await startHealthServer({
-        host: config.host,
-        port: config.healthPort,
-        connectionString: database.connectionString,
-        checks: () => Object.fromEntries(roleState),
-        stopping: () => lifecycle.stopping,
-        logger,
-        metricsToken: config.metricsToken,
-        tokensRequired: config.tokens.size > 0 || config.operatorTokens.size > 0 || config.oauth !== null,
-      });
-      lifecycle.onStop('health', () => health.stop());
-    }
-
-    const runner = new MigrationRunner({
-      connectionString: database.connectionString,
-      migrations: await loadMigrations(),
-      modules: migrations,
-      logger: logger.child({ component: 'migrate' }),
-    });
-    if (args.migrate) {
-      await runner.up();
-    } else {
-      assertSchemaCurrent(await runner.status());
-    }
-    if (lifecycle.stopping) return null;
-
-    // NOTIFY crosses connections on a real Postgres only; embedded, everything polls (faster).
-    const listenNotify = database.kind === 'external';
+    const platform = await bootPlatform(
+      {
+        tools: args.tools,
+        cwd: args.cwd,
+        worker: args.roles.includes('worker'),
+        noToolsMessage:
+          'the worker role has no tools to serve: name a tool module with --tools <file or package> (or TASKGATE_TOOLS), or run the API alone with --role api',
+        migrations: args.migrate ? 'apply' : 'check',
+        moduleMigrations: true,
+        health: () => Object.fromEntries(roleState),
+        abandonOnStop: true,
+      },
+      config,
+      logger,
+      lifecycle,
+    );
+    if (platform === null) return null;
+    const { modules, tools, database, listenNotify } = platform;
 
     // The API is built first, its modules' routes included, but listens last: a route that fails
     // to register stops start-up before the worker has claimed anything, and the API still stops
@@ -155,15 +109,7 @@ export async function bootTaskgate(
     }
     if (lifecycle.stopping) return null;
 
-    if (args.roles.includes('worker')) {
-      const worker = await startWorkerRole(workerOptions(config, database, workerTools, logger));
-      lifecycle.onStop('worker', () => worker.stop());
-      if (gateways !== null) {
-        const { followGatewayTools } = await import('../gateways.ts');
-        followGatewayTools(gateways, modules, startedWith, worker, logger);
-      }
-      roleState.set('worker', 'ok');
-    }
+    if (await platform.startWorker()) roleState.set('worker', 'ok');
     if (lifecycle.stopping) return null;
 
     if (args.roles.includes('relay')) {
