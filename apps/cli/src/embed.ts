@@ -1,9 +1,9 @@
 import { TaskgateError } from '@taskgate/errors';
-import { bootTaskgate, finish } from './commands/start.ts';
 import { type LogLevel, loadConfig } from './config.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { ROLES, type Role } from './roles.ts';
+import { bootTaskgate, finish } from './run/start.ts';
 
 export interface StartTaskgateOptions {
   /** Tool modules: paths (relative to `cwd`) or package names; empty: the example modules. */

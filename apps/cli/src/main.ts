@@ -179,7 +179,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       const logger = createLogger(config.logLevel, 1, config.logFormat);
       for (const warning of warnings) logger.warn({}, warning);
       // Loaded only now: usage and configuration errors answer without loading pg-boss, Fastify and PGlite.
-      const { runStart } = await import('./commands/start.ts');
+      const { runStart } = await import('./run/start.ts');
       return await withTraces(config, () => runStart(args, config, logger));
     }
     if (command === 'migrate') {
@@ -187,7 +187,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       const { config, warnings } = loadConfig(io.env, io.cwd);
       logLevel = config.logLevel;
       const logger = await commandLogger(config, warnings);
-      const { runMigrate } = await import('./commands/migrate.ts');
+      const { runMigrate } = await import('./run/migrate.ts');
       return await runMigrate({ ...args, cwd: io.cwd }, config, logger, { write: io.stdout, note: io.stderr });
     }
     if (command === 'reconcile') {
@@ -207,7 +207,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         },
         true,
       );
-      const { parseReconcileArgs, runReconcile } = await import('./commands/reconcile.ts');
+      const { parseReconcileArgs, runReconcile } = await import('./run/reconcile.ts');
       const args = parseReconcileArgs(values, positionals);
       const url = values.url ?? io.env.TASKGATE_URL;
       const token = values.token ?? io.env.TASKGATE_TOKEN;
@@ -225,7 +225,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       const { config, warnings } = loadConfig(io.env, io.cwd, ['TASKGATE_URL', 'TASKGATE_TOKEN']);
       logLevel = config.logLevel;
       const logger = await commandLogger(config, warnings);
-      const { asCliError } = await import('./commands/tasks.ts');
+      const { asCliError } = await import('./run/tasks.ts');
       return await runReconcile(args, url === undefined ? null : { url, ...(token ? { token } : {}) }, config, logger, {
         write: io.stdout,
         note: io.stderr,
@@ -251,8 +251,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       if (!/^\d{1,6}$/.test(wait))
         throw new TaskgateError('TG_USAGE', `--keepalive-wait takes milliseconds (got ${JSON.stringify(wait)})`);
       const token = values.token ?? io.env.TASKGATE_TOKEN;
-      const { runReview } = await import('./commands/review.ts');
-      const { asCliError } = await import('./commands/tasks.ts');
+      const { runReview } = await import('./run/review.ts');
+      const { asCliError } = await import('./run/tasks.ts');
       return await runReview(
         { url: mcp, ...(token ? { token } : {}), json: values.json === true, keepaliveWaitMs: Number(wait) },
         { stdout: io.stdout, stderr: io.stderr },
@@ -308,8 +308,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         if (tool === undefined)
           throw new TaskgateError('TG_USAGE', 'call needs the name of a tool; run taskgate call --help');
         if (extra.length > 0) throw new TaskgateError('TG_USAGE', `unexpected argument ${JSON.stringify(extra[0])}`);
-        const { runCall } = await import('./commands/call.ts');
-        const { asCliError } = await import('./commands/tasks.ts');
+        const { runCall } = await import('./run/call.ts');
+        const { asCliError } = await import('./run/tasks.ts');
         return await runCall(
           {
             tool,
@@ -332,7 +332,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
           throw asCliError(error);
         });
       }
-      const { asCliError, runKeysGet, runTasks, runTasksList } = await import('./commands/tasks.ts');
+      const { asCliError, runKeysGet, runTasks, runTasksList } = await import('./run/tasks.ts');
       if (values.arg !== undefined) throw new TaskgateError('TG_USAGE', '--arg only applies to taskgate call');
       const json = values.json === true;
       if (command === 'keys') {
@@ -403,7 +403,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       if (!/^https?:\/\//.test(url))
         throw new TaskgateError('TG_USAGE', `--url takes an http(s) URL of /mcp (got ${JSON.stringify(url)})`);
       const token = values.token ?? io.env.TASKGATE_TOKEN;
-      const { runToolsList } = await import('./commands/tools.ts');
+      const { runToolsList } = await import('./run/tools.ts');
       return await runToolsList(
         { url, ...(token ? { token } : {}), json: values.json === true },
         io.stdout,
@@ -432,7 +432,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       const { createLogger } = await import('./logger.ts');
       const logger = createLogger(config.logLevel, 2, config.logFormat);
       for (const warning of warnings) logger.warn({}, warning);
-      const { runMcpStdio } = await import('./commands/mcp-stdio.ts');
+      const { runMcpStdio } = await import('./run/mcp-stdio.ts');
       return await withTraces(config, () =>
         runMcpStdio(
           { worker: values['no-worker'] !== true, tools: toolsOption(values.tools), cwd: io.cwd, front, server },
