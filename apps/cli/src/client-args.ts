@@ -1,6 +1,6 @@
 import { TaskgateError } from '@taskgate/errors';
 import type { Io } from './command.ts';
-import type { ServerTarget } from './server-target.ts';
+import { DEFAULT_SERVER_URL, type ServerTarget, serverUrls } from './server-target.ts';
 
 const SHARED_FLAGS = {
   arg: { type: 'string', multiple: true },
@@ -42,10 +42,8 @@ export function clientTarget(
   if (command !== 'tasks' && listOnly) {
     throw new TaskgateError('TG_USAGE', '--status, --limit and --cursor only apply to taskgate tasks list');
   }
-  const url = values.url ?? io.env.TASKGATE_URL ?? 'http://127.0.0.1:8080/mcp';
+  const urls = serverUrls(values.url ?? io.env.TASKGATE_URL ?? DEFAULT_SERVER_URL);
   const token = values.token ?? io.env.TASKGATE_TOKEN;
-  if (!/^https?:\/\//.test(url))
-    throw new TaskgateError('TG_USAGE', `--url takes an http(s) URL of /mcp (got ${JSON.stringify(url)})`);
   if (serverCommand !== null && (values.url !== undefined || values.token !== undefined)) {
     throw new TaskgateError(
       'TG_USAGE',
@@ -55,7 +53,7 @@ export function clientTarget(
   const [command0, ...commandArgs] = serverCommand ?? [];
   const target: ServerTarget =
     command0 === undefined
-      ? { kind: 'http', url, ...(token ? { token } : {}) }
+      ? { kind: 'http', url: urls.mcp, ...(token ? { token } : {}) }
       : { kind: 'stdio', command: command0, args: commandArgs, env: stringsOf(io.env) };
   const restOnly = command === 'keys' || positionals[0] === 'list';
   if (serverCommand !== null && restOnly) {
@@ -64,7 +62,8 @@ export function clientTarget(
       `-- COMMAND applies to call and tasks get|cancel|watch: ${command === 'keys' ? 'keys get' : 'tasks list'} reads the REST API (--url)`,
     );
   }
-  return { listOnly, target, url, ...(token ? { token } : {}) };
+  // The REST commands (keys get, tasks list) read /v1 at the base URL.
+  return { listOnly, target, url: urls.base, ...(token ? { token } : {}) };
 }
 
 /** The environment a started stdio server inherits: this process's, its unset names left out. */

@@ -2,14 +2,14 @@ import { TaskgateError } from '@taskgate/errors';
 import { parseCommandArgs } from '../arguments.ts';
 import { CALL_FLAGS, clientTarget } from '../client-args.ts';
 import type { Command } from '../command.ts';
-import { splitServerCommand } from '../server-target.ts';
+import { DEFAULT_SERVER_URL, splitServerCommand } from '../server-target.ts';
 
 export const call: Command = {
   name: 'call',
   synopsis: 'call TOOL [options]',
   usage: `  call TOOL [--arg KEY=VALUE]... [--json '{...}'] [--url URL] [--token TOKEN] [-- COMMAND...]
                               call a tool over MCP (TASKGATE_URL, default
-                              http://127.0.0.1:8080/mcp; TASKGATE_TOKEN), or on the stdio of the
+                              ${DEFAULT_SERVER_URL}; TASKGATE_TOKEN), or on the stdio of the
                               server COMMAND starts (-- npx taskgate mcp-stdio): progress on one line;
                               Ctrl-C cancels and waits for the task to end, Ctrl-C again leaves
                               it running. A value is JSON unless the tool's schema says string;

@@ -2,6 +2,7 @@ import { TaskgateError } from '@taskgate/errors';
 import { parseCommandArgs } from '../arguments.ts';
 import type { Command } from '../command.ts';
 import { commandLogger } from '../command-support.ts';
+import { serverUrls } from '../server-target.ts';
 
 const FLAGS = {
   state: { type: 'string' },
@@ -36,10 +37,9 @@ export const reconcile: Command = {
     // The parse checks item ids by @taskgate/db's rule, so it loads with the run, after the flags.
     const { parseReconcileArgs, runReconcile } = await import('../run/reconcile.ts');
     const args = parseReconcileArgs(values, positionals);
-    const url = values.url ?? io.env.TASKGATE_URL;
+    const given = values.url ?? io.env.TASKGATE_URL;
+    const url = given === undefined ? undefined : serverUrls(given).base;
     const token = values.token ?? io.env.TASKGATE_TOKEN;
-    if (url !== undefined && !/^https?:\/\//.test(url))
-      throw new TaskgateError('TG_USAGE', `--url takes an http(s) URL of the server (got ${JSON.stringify(url)})`);
     if (url !== undefined && values.tenant !== undefined) {
       throw new TaskgateError(
         'TG_USAGE',

@@ -1,6 +1,7 @@
 import { TaskgateError } from '@taskgate/errors';
 import { parseCommandArgs } from '../arguments.ts';
 import type { Command } from '../command.ts';
+import { DEFAULT_SERVER_URL, serverUrls } from '../server-target.ts';
 
 const FLAGS = {
   url: { type: 'string' },
@@ -20,8 +21,7 @@ export const review: Command = {
                               tool without a max clock, a stream header missing)`,
   async run(argv, { io }) {
     const { values } = parseCommandArgs('review', argv, FLAGS, false);
-    const url = values.url ?? io.env.TASKGATE_URL ?? 'http://127.0.0.1:8080/mcp';
-    const mcp = /\/mcp\/?$/.test(url) ? url : `${url.replace(/\/$/, '')}/mcp`;
+    const { mcp } = serverUrls(values.url ?? io.env.TASKGATE_URL ?? DEFAULT_SERVER_URL);
     const wait = values['keepalive-wait'] ?? '20000';
     if (!/^\d{1,6}$/.test(wait))
       throw new TaskgateError('TG_USAGE', `--keepalive-wait takes milliseconds (got ${JSON.stringify(wait)})`);

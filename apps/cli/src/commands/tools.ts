@@ -2,6 +2,7 @@ import { TaskgateError } from '@taskgate/errors';
 import { parseCommandArgs } from '../arguments.ts';
 import type { Command } from '../command.ts';
 import { stdoutTerminal } from '../command-support.ts';
+import { DEFAULT_SERVER_URL, serverUrls } from '../server-target.ts';
 
 const FLAGS = { json: { type: 'boolean' }, url: { type: 'string' }, token: { type: 'string' } } as const;
 
@@ -17,9 +18,7 @@ export const tools: Command = {
     if (action !== 'list' || extra.length > 0) {
       throw new TaskgateError('TG_USAGE', 'tools takes list; run taskgate tools --help');
     }
-    const url = values.url ?? io.env.TASKGATE_URL ?? 'http://127.0.0.1:8080/mcp';
-    if (!/^https?:\/\//.test(url))
-      throw new TaskgateError('TG_USAGE', `--url takes an http(s) URL of /mcp (got ${JSON.stringify(url)})`);
+    const url = serverUrls(values.url ?? io.env.TASKGATE_URL ?? DEFAULT_SERVER_URL).base;
     const token = values.token ?? io.env.TASKGATE_TOKEN;
     const { runToolsList } = await import('../run/tools.ts');
     return await runToolsList(
