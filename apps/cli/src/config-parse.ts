@@ -161,7 +161,7 @@ export function parseConfig(vars: Variables, readsAlso: readonly string[] = []):
   const toolModules = splitList(value('TASKGATE_TOOLS') ?? '');
   const toolsRaw = value('TASKGATE_TOOLS');
   if (toolsRaw !== undefined && toolsRaw.trim() !== '' && toolModules.length === 0) {
-    // "," names nothing: refused rather than read as unset, which would serve the example modules.
+    // "," names nothing: refused rather than read as unset, which would serve the project's default modules.
     problem('TASKGATE_TOOLS', `names no module (got ${JSON.stringify(toolsRaw)}); use none for no module`);
   }
   if (toolModules.includes(NO_TOOLS) && toolModules.length > 1) {

@@ -59,8 +59,8 @@ export interface Config {
   /** Also offer the tools that ask for input (the MCP conformance suite's fixtures). */
   readonly conformanceTools: boolean;
   /**
-   * TASKGATE_TOOLS: the tool modules to load when `--tools` is not given; empty: the demo modules
-   * in a checkout, none in an installed CLI (tool-modules.ts);
+   * TASKGATE_TOOLS: the tool modules to load when `--tools` is not given; empty: the modules the
+   * project's package.json declares, none where it declares none (tool-modules.ts);
    * `['none']` (NO_TOOLS): none at all (an API process that offers the catalog's tools only).
    */
   readonly toolModules: readonly string[];

@@ -6,7 +6,7 @@ import { ROLES, type Role } from './roles.ts';
 import { bootTaskgate, finish } from './run/start.ts';
 
 export interface StartTaskgateOptions {
-  /** Tool modules: paths (relative to `cwd`) or package names; empty: the example modules. */
+  /** Tool modules: paths (relative to `cwd`) or package names; empty: TASKGATE_TOOLS, else the project's default modules. */
   readonly tools?: readonly string[];
   /** The roles to run in this process (default: api, worker and relay). */
   readonly roles?: readonly Role[];

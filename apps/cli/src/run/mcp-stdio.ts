@@ -9,7 +9,7 @@ import type { Logger } from '../logger.ts';
 export interface McpStdioArgs {
   /** Run tool handlers in this process too (default); off when workers run elsewhere. */
   readonly worker: boolean;
-  /** `--tools`: tool modules to load (empty: TASKGATE_TOOLS, else the demo modules). */
+  /** `--tools`: tool modules to load (empty: TASKGATE_TOOLS, else the project's default modules). */
   readonly tools: readonly string[];
   readonly cwd: string;
   /** What read stdin while this module loaded (main.ts starts it first); none: stdin as it is. */

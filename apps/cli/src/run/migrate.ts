@@ -13,14 +13,14 @@ import type { Config } from '../config.ts';
 import { openDatabase } from '../database.ts';
 import type { Logger } from '../logger.ts';
 import { moduleMigrationsOf } from '../module-migrations.ts';
-import { examplesPresent, toolModulesOf } from '../tool-modules.ts';
+import { projectDefaults, toolModulesOf } from '../tool-modules.ts';
 
 export interface MigrateArgs {
   readonly action: 'up' | 'down' | 'status' | 'plan';
   readonly to?: number;
   readonly all?: boolean;
   readonly json?: boolean;
-  /** Tool module specs whose migrations are included (`--tools`, else TASKGATE_TOOLS, else the demo modules). */
+  /** Tool module specs whose migrations are included (`--tools`, else TASKGATE_TOOLS, else the project's default modules). */
   readonly tools?: readonly string[];
   /** Where relative specs and package names resolve from. */
   readonly cwd?: string;
@@ -67,9 +67,10 @@ export async function runMigrate(args: MigrateArgs, config: Config, logger: Logg
     if (!args.json && (args.tools ?? []).length === 0 && config.toolModules.length === 0) {
       // Said, so nobody applies the ledger's tables to a database of their own by following "run up",
       // and nobody wonders where their module's tables went after forgetting --tools.
+      const defaults = projectDefaults(args.cwd ?? process.cwd());
       context(
-        examplesPresent()
-          ? 'tool modules: none named (--tools, TASKGATE_TOOLS), so the example modules under examples/ are included'
+        defaults !== null && defaults.tools.length > 0 && defaults.present
+          ? `tool modules: none named (--tools, TASKGATE_TOOLS), so the default modules ${defaults.file} declares are included`
           : "tool modules: none named (--tools, TASKGATE_TOOLS), so only Taskgate's own migrations are included",
       );
     }

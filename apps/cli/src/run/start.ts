@@ -11,7 +11,7 @@ export interface StartArgs {
   readonly roles: readonly Role[];
   /** false: only check that the schema is current (a separate `migrate up` owns it). */
   readonly migrate: boolean;
-  /** `--tools`: tool modules to load (empty: TASKGATE_TOOLS, else the demo modules). */
+  /** `--tools`: tool modules to load (empty: TASKGATE_TOOLS, else the project's default modules). */
   readonly tools: readonly string[];
   /** Where relative module paths start. */
   readonly cwd: string;
