@@ -1,6 +1,6 @@
 import { TaskgateError } from '@taskgate/errors';
 import { type LogLevel, loadConfig } from './config.ts';
-import { Lifecycle } from './lifecycle.ts';
+import { Lifecycle, shutdownDeadlineMs } from './lifecycle.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { ROLES, type Role } from './roles.ts';
 import { bootTaskgate, finish } from './run/start.ts';
@@ -61,7 +61,7 @@ export async function startTaskgate(options: StartTaskgateOptions = {}): Promise
     );
   }
   // A stuck stop must not end the host's process (the CLI exits then): it is logged, and stop() waits on.
-  const lifecycle = new Lifecycle(logger, config.shutdownGraceMs + 2_000, (() => undefined) as never);
+  const lifecycle = new Lifecycle(logger, shutdownDeadlineMs(config), (() => undefined) as never);
   const booted = await bootTaskgate(
     { roles, migrate: options.migrate ?? true, tools: options.tools ?? [], cwd },
     config,

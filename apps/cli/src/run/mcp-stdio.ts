@@ -3,7 +3,7 @@ import { isDatabaseUnavailable } from '@taskgate/db';
 import { isTaskgateError } from '@taskgate/errors';
 import { bootPlatform } from '../boot.ts';
 import { type Config, clockCaps, DEFAULT_TENANT } from '../config.ts';
-import { Lifecycle } from '../lifecycle.ts';
+import { Lifecycle, shutdownDeadlineMs } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
 
 export interface McpStdioArgs {
@@ -25,7 +25,7 @@ export interface McpStdioArgs {
  */
 export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Logger): Promise<number> {
   const server = args.server ?? { name: 'taskgate', version: '0.1.0' };
-  const lifecycle = new Lifecycle(logger, config.shutdownGraceMs + 2_000);
+  const lifecycle = new Lifecycle(logger, shutdownDeadlineMs(config));
   lifecycle.installSignalHandlers();
   try {
     const platform = await bootPlatform(

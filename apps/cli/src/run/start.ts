@@ -3,7 +3,7 @@ import { startRelayRole } from '@taskgate/relay';
 import type { ToolModule } from '@taskgate/tools';
 import { bootPlatform } from '../boot.ts';
 import { type Config, clockCaps, DEFAULT_TENANT, isLoopbackHost } from '../config.ts';
-import { Lifecycle } from '../lifecycle.ts';
+import { Lifecycle, shutdownDeadlineMs } from '../lifecycle.ts';
 import type { Logger } from '../logger.ts';
 import type { Role } from '../roles.ts';
 
@@ -24,8 +24,7 @@ type RoleState = 'starting' | 'ok' | 'stopping';
  * SIGTERM or SIGINT and then stops everything in reverse order. Resolves with the exit code.
  */
 export async function runStart(args: StartArgs, config: Config, logger: Logger): Promise<number> {
-  // Shutdown may take the grace period for in-flight work plus time to close connections.
-  const lifecycle = new Lifecycle(logger, config.shutdownGraceMs + 2_000);
+  const lifecycle = new Lifecycle(logger, shutdownDeadlineMs(config));
   lifecycle.installSignalHandlers();
   const booted = await bootTaskgate(args, config, logger, lifecycle);
   if (booted !== null) await lifecycle.stopRequested;
