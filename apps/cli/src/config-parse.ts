@@ -45,6 +45,9 @@ export function parseConfig(vars: Variables, readsAlso: readonly string[] = []):
     const raw = vars[name]?.trim();
     return raw === undefined || raw === '' ? undefined : raw;
   };
+  // An optional number (TASKGATE_HEALTH_PORT, TASKGATE_MAX_IDLE_MS) is read only when set: its fallback 0 is never used.
+  const integer = (name: keyof typeof SETTINGS, fallback: number, min: number, max: number) =>
+    parseInteger(value(name), fallback, min, max, name, problem);
 
   const databaseUrl = parseDatabaseUrl(value('DATABASE_URL'), problem);
 
@@ -53,105 +56,36 @@ export function parseConfig(vars: Variables, readsAlso: readonly string[] = []):
     problem('HOST', `must be an IP address or a hostname (got ${JSON.stringify(host)})`);
   }
 
-  const port = parseInteger(value('PORT'), DEFAULTS.port, 0, 65_535, 'PORT', problem);
+  const port = integer('PORT', DEFAULTS.port, 0, 65_535);
   const healthPortRaw = value('TASKGATE_HEALTH_PORT');
-  const healthPort =
-    healthPortRaw === undefined ? null : parseInteger(healthPortRaw, 0, 0, 65_535, 'TASKGATE_HEALTH_PORT', problem);
-  const shutdownGraceMs = parseInteger(
-    value('TASKGATE_SHUTDOWN_GRACE_MS'),
-    DEFAULTS.shutdownGraceMs,
-    0,
-    600_000,
-    'TASKGATE_SHUTDOWN_GRACE_MS',
-    problem,
-  );
-  const workerConcurrency = parseInteger(
-    value('TASKGATE_WORKER_CONCURRENCY'),
-    DEFAULTS.workerConcurrency,
-    1,
-    1_024,
-    'TASKGATE_WORKER_CONCURRENCY',
-    problem,
-  );
+  const healthPort = healthPortRaw === undefined ? null : integer('TASKGATE_HEALTH_PORT', 0, 0, 65_535);
+  const shutdownGraceMs = integer('TASKGATE_SHUTDOWN_GRACE_MS', DEFAULTS.shutdownGraceMs, 0, 600_000);
+  const workerConcurrency = integer('TASKGATE_WORKER_CONCURRENCY', DEFAULTS.workerConcurrency, 1, 1_024);
 
   const toolConcurrency = parseToolConcurrency(value('TASKGATE_TOOL_CONCURRENCY'), problem);
-  const catalogWindowMs = parseInteger(
-    value('TASKGATE_CATALOG_WINDOW_MS'),
-    DEFAULTS.catalogWindowMs,
-    0,
-    86_400_000,
-    'TASKGATE_CATALOG_WINDOW_MS',
-    problem,
-  );
+  const catalogWindowMs = integer('TASKGATE_CATALOG_WINDOW_MS', DEFAULTS.catalogWindowMs, 0, 86_400_000);
 
-  const idempotencyRetentionMs = parseInteger(
-    value('TASKGATE_IDEMPOTENCY_RETENTION_MS'),
+  const idempotencyRetentionMs = integer(
+    'TASKGATE_IDEMPOTENCY_RETENTION_MS',
     DEFAULTS.idempotencyRetentionMs,
     60_000,
     365 * 86_400_000,
-    'TASKGATE_IDEMPOTENCY_RETENTION_MS',
-    problem,
   );
 
-  const outboxRetentionMs = parseInteger(
-    value('TASKGATE_OUTBOX_RETENTION_MS'),
-    DEFAULTS.outboxRetentionMs,
-    0,
-    3650 * 86_400_000,
-    'TASKGATE_OUTBOX_RETENTION_MS',
-    problem,
-  );
+  const outboxRetentionMs = integer('TASKGATE_OUTBOX_RETENTION_MS', DEFAULTS.outboxRetentionMs, 0, 3650 * 86_400_000);
 
-  const maxCallMs = parseInteger(
-    value('TASKGATE_MAX_CALL_MS'),
-    DEFAULTS.maxCallMs,
-    1_000,
-    30 * 86_400_000,
-    'TASKGATE_MAX_CALL_MS',
-    problem,
-  );
+  const maxCallMs = integer('TASKGATE_MAX_CALL_MS', DEFAULTS.maxCallMs, 1_000, 30 * 86_400_000);
   const maxIdleRaw = value('TASKGATE_MAX_IDLE_MS');
-  const maxIdleMs =
-    maxIdleRaw === undefined
-      ? null
-      : parseInteger(maxIdleRaw, 0, 100, 30 * 86_400_000, 'TASKGATE_MAX_IDLE_MS', problem);
+  const maxIdleMs = maxIdleRaw === undefined ? null : integer('TASKGATE_MAX_IDLE_MS', 0, 100, 30 * 86_400_000);
 
-  const maxQueueMs = parseInteger(
-    value('TASKGATE_MAX_QUEUE_MS'),
-    DEFAULTS.maxQueueMs,
-    1_000,
-    30 * 86_400_000,
-    'TASKGATE_MAX_QUEUE_MS',
-    problem,
-  );
+  const maxQueueMs = integer('TASKGATE_MAX_QUEUE_MS', DEFAULTS.maxQueueMs, 1_000, 30 * 86_400_000);
 
-  const mcpSseAfterMs = parseInteger(
-    value('TASKGATE_MCP_SSE_AFTER_MS'),
-    DEFAULTS.mcpSseAfterMs,
-    0,
-    3_600_000,
-    'TASKGATE_MCP_SSE_AFTER_MS',
-    problem,
-  );
+  const mcpSseAfterMs = integer('TASKGATE_MCP_SSE_AFTER_MS', DEFAULTS.mcpSseAfterMs, 0, 3_600_000);
 
   // Not 0 (Fastify's "no limit"): a body that never finishes would hold its socket for ever.
-  const requestTimeoutMs = parseInteger(
-    value('TASKGATE_REQUEST_TIMEOUT_MS'),
-    DEFAULTS.requestTimeoutMs,
-    100,
-    3_600_000,
-    'TASKGATE_REQUEST_TIMEOUT_MS',
-    problem,
-  );
+  const requestTimeoutMs = integer('TASKGATE_REQUEST_TIMEOUT_MS', DEFAULTS.requestTimeoutMs, 100, 3_600_000);
 
-  const mcpTaskAfterMs = parseInteger(
-    value('TASKGATE_MCP_TASK_AFTER_MS'),
-    DEFAULTS.mcpTaskAfterMs,
-    0,
-    3_600_000,
-    'TASKGATE_MCP_TASK_AFTER_MS',
-    problem,
-  );
+  const mcpTaskAfterMs = integer('TASKGATE_MCP_TASK_AFTER_MS', DEFAULTS.mcpTaskAfterMs, 0, 3_600_000);
 
   const conformanceRaw = value('TASKGATE_CONFORMANCE');
   if (conformanceRaw !== undefined && conformanceRaw !== '1' && conformanceRaw !== '0') {
