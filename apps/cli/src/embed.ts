@@ -13,7 +13,7 @@ export interface StartTaskgateOptions {
   /** A Postgres URL; absent: DATABASE_URL of `env`, else the embedded Postgres in TASKGATE_DATA_DIR. */
   readonly databaseUrl?: string;
   readonly host?: string;
-  /** The API's port; 0 picks a free one (the handle's url says which). Default: PORT of `env`, else 8080. */
+  /** The API's port; 0 picks a free one (the handle's url says which). Default: PORT of `env`, else the configuration's. */
   readonly port?: number;
   /**
    * The other settings, by the names of the configuration table (TASKGATE_TOKENS, ...). Nothing is

@@ -3,7 +3,7 @@ import { nearest } from './arguments.ts';
 import type { Command, CommandContext, Io } from './command.ts';
 import { cliVersion } from './command-support.ts';
 import { COMMANDS, commandNamed } from './command-table.ts';
-import { type LogLevel, loadConfig } from './config.ts';
+import { DEFAULTS, type LogLevel, loadConfig } from './config.ts';
 import { commandUsageText, usageText } from './usage.ts';
 
 export type { Io } from './command.ts';
@@ -39,7 +39,8 @@ function asksForHelp(args: readonly string[]): boolean {
 
 /** Runs one CLI invocation and resolves with the process exit code; never throws. */
 export async function main(argv: readonly string[], io: Io): Promise<number> {
-  let logLevel: LogLevel = 'info';
+  // Until a command reads the configuration, errors are reported at the default level.
+  let logLevel: LogLevel = DEFAULTS.logLevel;
   const context: CommandContext = {
     io,
     loadConfig: (readsAlso) => {
