@@ -11,6 +11,9 @@ import { REPO_ROOT } from '../support/cli.ts';
  */
 const DOMAIN = /\bcharg(e|es|ed|ing)\b|charge_account|\baccounts?\b|account_charges|inventor(y|ies)|\bskus?\b/i;
 
+/** A path into examples/ inside a string literal: `'…examples/demo/…'`. */
+const EXAMPLE_PATH = /['"`][^'"`]*\bexamples\/\w/;
+
 function files(dir: string, keep: (name: string) => boolean): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = path.join(dir, entry.name);
@@ -49,6 +52,22 @@ describe("the examples' domains stay in examples/", () => {
   it('no error registry entry names them', () => {
     const entries = Object.entries(errorRegistry).map(([code, definition]) => `${code}: ${definition.title}`);
     expect(entries.filter((entry) => DOMAIN.test(entry))).toEqual([]);
+  });
+
+  it('no platform source holds a path into examples/: the project declares its default modules', () => {
+    // A quoted string with examples/<name> in it, outside comments (which may name an example).
+    const paths = platformSources().flatMap((file) =>
+      readFileSync(file, 'utf8')
+        .split('\n')
+        .flatMap((line, index) =>
+          !/^\s*(\/\/|\*|\/\*)/.test(line) && EXAMPLE_PATH.test(line)
+            ? [`${path.relative(REPO_ROOT, file)}:${index + 1}: ${line.trim()}`]
+            : [],
+        ),
+    );
+    expect(paths).toEqual([]);
+    expect(EXAMPLE_PATH.test("new URL('../../../examples/demo/index.ts', import.meta.url)")).toBe(true);
+    expect(EXAMPLE_PATH.test("'in a checkout, the demo modules under examples/; an installed CLI'")).toBe(false);
   });
 
   it('the pattern finds what it is meant to find', () => {

@@ -161,6 +161,31 @@ describe('taskgate call and tasks without a terminal', () => {
     expect(JSON.parse(failing.stdout)).toMatchObject({ isError: true });
   });
 
+  it("takes the server's base URL in --url and TASKGATE_URL for every command, its /mcp URL too", async () => {
+    const base = mcpUrl.replace(/\/mcp$/, '');
+    for (const url of [base, `${base}/`, mcpUrl]) {
+      const greet = await runCli(['call', 'greet', '--arg', 'name=Ann', '--url', url], cleanEnv());
+      expect(greet.code, `${url}: ${greet.stderr}`).toBe(0);
+      expect(JSON.parse(greet.stdout)).toMatchObject({ structuredContent: { greeting: 'Hello, Ann!' } });
+      const fromEnv = await runCli(['call', 'greet', '--arg', 'name=Bo'], cleanEnv({ TASKGATE_URL: url }));
+      expect(fromEnv.code, `${url}: ${fromEnv.stderr}`).toBe(0);
+      const listed = await runCli(['tasks', 'list', '--json', '--limit', '1', '--url', url], cleanEnv());
+      expect(listed.code, `${url}: ${listed.stderr}`).toBe(0);
+      const [task] = (JSON.parse(listed.stdout) as { tasks: { id: string }[] }).tasks;
+      const got = await runCli(['tasks', 'get', task?.id as string, '--json', '--url', url], cleanEnv());
+      expect(got.code, `${url}: ${got.stderr}`).toBe(0);
+      expect(JSON.parse(got.stdout)).toMatchObject({ taskId: task?.id });
+      const tools = await runCli(['tools', 'list', '--json', '--url', url], cleanEnv());
+      expect(tools.code, `${url}: ${tools.stderr}`).toBe(0);
+      expect(JSON.parse(tools.stdout).tools.map((tool: { name: string }) => tool.name)).toContain('greet');
+    }
+    const refused = await runCli(['call', 'greet', '--url', 'localhost:8080'], cleanEnv());
+    expect(refused).toMatchObject({
+      code: 64,
+      stderr: 'taskgate: --url takes an http(s) URL of the server (got "localhost:8080") [TG_USAGE]\n',
+    });
+  });
+
   it('tasks list and keys get: JSON for scripts, a table and lines for people', async () => {
     const env = cleanEnv({ TASKGATE_URL: mcpUrl });
     const charge = await runCli(

@@ -52,8 +52,8 @@ describe('what a short command loads', () => {
     const url = `http://127.0.0.1:${closedPort}/mcp`;
     const commands = [
       { args: ['--help'], own: 'apps/cli/src/main.ts' },
-      { args: ['tasks', 'list', '--url', url], own: 'apps/cli/src/commands/tasks.ts' },
-      { args: ['tools', 'list', '--url', url], own: 'apps/cli/src/commands/tools.ts' },
+      { args: ['tasks', 'list', '--url', url], own: 'apps/cli/src/run/tasks.ts' },
+      { args: ['tools', 'list', '--url', url], own: 'apps/cli/src/run/tools.ts' },
     ];
     for (const { args, own } of commands) {
       const loaded = modulesLoadedBy(args);

@@ -1,6 +1,6 @@
 import { defineTool } from '@taskgate/sdk';
 import { describe, expect, it } from 'vitest';
-import { reviewTool } from '../../apps/cli/src/commands/review.ts';
+import { reviewTool } from '../../apps/cli/src/run/review.ts';
 import { cleanEnv, runCli } from '../support/cli.ts';
 import { useTestDatabase } from '../support/databases.ts';
 import { useServedPlatform } from '../support/task-platform.ts';

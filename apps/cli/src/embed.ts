@@ -1,19 +1,19 @@
 import { TaskgateError } from '@taskgate/errors';
-import { bootTaskgate, finish } from './commands/start.ts';
 import { type LogLevel, loadConfig } from './config.ts';
-import { Lifecycle } from './lifecycle.ts';
+import { Lifecycle, shutdownDeadlineMs } from './lifecycle.ts';
 import { createLogger, type Logger } from './logger.ts';
 import { ROLES, type Role } from './roles.ts';
+import { bootTaskgate, finish } from './run/start.ts';
 
 export interface StartTaskgateOptions {
-  /** Tool modules: paths (relative to `cwd`) or package names; empty: the example modules. */
+  /** Tool modules: paths (relative to `cwd`) or package names; empty: TASKGATE_TOOLS, else the project's default modules. */
   readonly tools?: readonly string[];
   /** The roles to run in this process (default: api, worker and relay). */
   readonly roles?: readonly Role[];
   /** A Postgres URL; absent: DATABASE_URL of `env`, else the embedded Postgres in TASKGATE_DATA_DIR. */
   readonly databaseUrl?: string;
   readonly host?: string;
-  /** The API's port; 0 picks a free one (the handle's url says which). Default: PORT of `env`, else 8080. */
+  /** The API's port; 0 picks a free one (the handle's url says which). Default: PORT of `env`, else the configuration's. */
   readonly port?: number;
   /**
    * The other settings, by the names of the configuration table (TASKGATE_TOKENS, ...). Nothing is
@@ -61,7 +61,7 @@ export async function startTaskgate(options: StartTaskgateOptions = {}): Promise
     );
   }
   // A stuck stop must not end the host's process (the CLI exits then): it is logged, and stop() waits on.
-  const lifecycle = new Lifecycle(logger, config.shutdownGraceMs + 2_000, (() => undefined) as never);
+  const lifecycle = new Lifecycle(logger, shutdownDeadlineMs(config), (() => undefined) as never);
   const booted = await bootTaskgate(
     { roles, migrate: options.migrate ?? true, tools: options.tools ?? [], cwd },
     config,

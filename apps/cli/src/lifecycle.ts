@@ -5,6 +5,14 @@ import { DUPLICATE_SIGNAL_WINDOW_MS, type FirstSignal, type StopSignal, signalMe
 
 export type StopCause = StopSignal | 'parent exited';
 
+/** Past the grace in-flight work gets (TASKGATE_SHUTDOWN_GRACE_MS), the time to close connections. */
+const CLOSE_MARGIN_MS = 2_000;
+
+/** The deadline of a process's shutdown: what its work may take to stop, then to close. */
+export function shutdownDeadlineMs(config: { readonly shutdownGraceMs: number }): number {
+  return config.shutdownGraceMs + CLOSE_MARGIN_MS;
+}
+
 /**
  * Start-up and shutdown of one process. Resources register a stop function as they start; on the
  * first SIGTERM or SIGINT (or, for a process whose launcher waits for it, the launcher's death)

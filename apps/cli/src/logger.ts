@@ -1,7 +1,7 @@
 import { isatty } from 'node:tty';
 import pino, { type Logger } from 'pino';
-import type { LogLevel } from './config.ts';
 import { type LogFormat, prettyLine } from './log-format.ts';
+import { DEFAULTS, type LogLevel } from './settings.ts';
 
 export type { Logger };
 
@@ -14,7 +14,7 @@ export type { Logger };
 export function createLogger(
   level: LogLevel,
   fd: 1 | 2 = 1,
-  format: LogFormat = 'auto',
+  format: LogFormat = DEFAULTS.logFormat,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Logger {
   const destination = pino.destination({ dest: fd, sync: true });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { COMMANDS } from './command-table.ts';
 import { commandUsage, main, USAGE } from './main.ts';
 
 interface Run {
@@ -92,5 +93,44 @@ describe('an unknown option', () => {
         'taskgate: unknown option --roles for start; did you mean --role? (run taskgate start --help) [TG_USAGE]',
       ],
     });
+  });
+});
+
+describe('the command table', () => {
+  it('gives every command its --help, its lines of the usage text, in the order of the table', async () => {
+    let at = -1;
+    for (const command of COMMANDS) {
+      expect(await run(command.name, '--help')).toEqual({ code: 0, stdout: [commandUsage(command.name)], stderr: [] });
+      expect(commandUsage(command.name)).toContain(`Usage: taskgate ${command.synopsis}\n\n${command.usage}\n`);
+      const found = USAGE.indexOf(command.usage);
+      expect(found, command.name).toBeGreaterThan(at);
+      at = found;
+    }
+  });
+
+  it("refuses an option no command takes, naming the command's own help", async () => {
+    for (const command of COMMANDS) {
+      const args = command.name === 'call' ? [command.name, 'greet', '--bogus'] : [command.name, '--bogus'];
+      expect(await run(...args), command.name).toEqual({
+        code: 64,
+        stdout: [],
+        stderr: [
+          `taskgate: unknown option --bogus for ${command.name} (run taskgate ${command.name} --help) [TG_USAGE]`,
+        ],
+      });
+    }
+  });
+
+  it('names the nearest command for an unknown one, and prints the usage with none', async () => {
+    expect(await run('strat')).toEqual({
+      code: 64,
+      stdout: [],
+      stderr: ['taskgate: unknown command "strat"; did you mean start? (run taskgate help) [TG_USAGE]'],
+    });
+    expect(await run('frobnicate')).toMatchObject({
+      code: 64,
+      stderr: ['taskgate: unknown command "frobnicate" (run taskgate help) [TG_USAGE]'],
+    });
+    expect(await run()).toEqual({ code: 64, stdout: [USAGE], stderr: [] });
   });
 });

@@ -1,6 +1,30 @@
 import type { TaskgateClient } from '@taskgate/client';
 import { isTaskgateError, TaskgateError } from '@taskgate/errors';
+import { DEFAULTS } from './settings.ts';
 import { printable } from './terminal-text.ts';
+
+/** The server a client command reaches when neither --url nor TASKGATE_URL names one: start's default address. */
+export const DEFAULT_SERVER_URL = `http://${DEFAULTS.host}:${DEFAULTS.port}`;
+
+/** A Taskgate server's two entry points, from one URL. */
+export interface ServerUrls {
+  /** Where /v1 (REST) and /ui live: http://host:port, with a path prefix behind a proxy. */
+  readonly base: string;
+  /** The MCP endpoint, base + /mcp. */
+  readonly mcp: string;
+}
+
+/**
+ * --url (or TASKGATE_URL) as every command takes it: the server's base URL, or its /mcp URL, which
+ * names the same server (a URL an MCP client's configuration holds works as given).
+ */
+export function serverUrls(given: string): ServerUrls {
+  if (!/^https?:\/\//.test(given)) {
+    throw new TaskgateError('TG_USAGE', `--url takes an http(s) URL of the server (got ${JSON.stringify(given)})`);
+  }
+  const base = given.replace(/\/+$/, '').replace(/\/mcp$/, '');
+  return { base, mcp: `${base}/mcp` };
+}
 
 /**
  * The MCP server a `call` or `tasks` command talks to: a URL (Streamable HTTP), or a command the

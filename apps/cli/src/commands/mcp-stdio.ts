@@ -1,130 +1,46 @@
-import { createMcpCore, openTaskServices, type StdioFront, StreamConnection } from '@taskgate/api';
-import { isDatabaseUnavailable, loadMigrations, MigrationRunner } from '@taskgate/db';
-import { isTaskgateError, TaskgateError } from '@taskgate/errors';
-import { registryOf } from '@taskgate/tools';
-import { startWorkerRole } from '@taskgate/worker';
-import { type Config, clockCaps, DEFAULT_TENANT } from '../config.ts';
-import { openDatabase } from '../database.ts';
-import { Lifecycle } from '../lifecycle.ts';
-import type { Logger } from '../logger.ts';
-import { toolModulesOf } from '../tool-modules.ts';
-import { workerOptions } from '../worker-options.ts';
+import { parseCommandArgs } from '../arguments.ts';
+import type { Command } from '../command.ts';
+import { cliVersion, toolsOption, withTraces } from '../command-support.ts';
 
-export interface McpStdioArgs {
-  /** Run tool handlers in this process too (default); off when workers run elsewhere. */
-  readonly worker: boolean;
-  /** `--tools`: tool modules to load (empty: TASKGATE_TOOLS, else the demo modules). */
-  readonly tools: readonly string[];
-  readonly cwd: string;
-  /** What read stdin while this module loaded (main.ts starts it first); none: stdin as it is. */
-  readonly front?: StdioFront;
-  /** The server's name and version, as the front already announced them. */
-  readonly server?: { readonly name: string; readonly version: string };
-}
+/** How long mcp-stdio waits for a client's first message before loading the server. */
+const FIRST_LINE_WAIT_MS = 250;
 
-/**
- * `taskgate mcp-stdio`: MCP over this process's stdin and stdout, for clients that launch their
- * servers as subprocesses. stdout carries protocol messages only, so every log line goes to
- * stderr. Ends when stdin ends (every call still in flight is cancelled first) or on SIGTERM.
- */
-export async function runMcpStdio(args: McpStdioArgs, config: Config, logger: Logger): Promise<number> {
-  const server = args.server ?? { name: 'taskgate', version: '0.1.0' };
-  const lifecycle = new Lifecycle(logger, config.shutdownGraceMs + 2_000);
-  lifecycle.installSignalHandlers();
-  try {
-    const modules = await toolModulesOf(args.tools, config, args.cwd, logger);
-    const tools = registryOf(modules);
-    // The in-process worker holds the modules' downstream MCP servers (start.ts does the same).
-    let workerTools = tools;
-    let gateways: import('../gateways.ts').StartedGateways | null = null;
-    let startedWith: readonly import('@taskgate/tools').AnyTool[] = [];
-    if (args.worker && modules.some((module) => (module.gateways ?? []).length > 0)) {
-      const { startGateways } = await import('../gateways.ts');
-      const started = await startGateways(modules, logger);
-      gateways = started;
-      lifecycle.onStop('gateways', () => started.stop());
-      startedWith = started.tools;
-      workerTools = registryOf(modules, startedWith);
-    }
-    if (args.worker && workerTools.list().length === 0) {
-      throw new TaskgateError(
-        'TG_USAGE',
-        'mcp-stdio has no tools to run in-process: name a tool module with --tools <file or package> (or TASKGATE_TOOLS), or add --no-worker to serve the catalog of workers elsewhere',
-      );
-    }
-    const database = await openDatabase(config, logger);
-    lifecycle.onStop('database', () => database.stop());
-    await new MigrationRunner({
-      connectionString: database.connectionString,
-      migrations: await loadMigrations(),
-      logger: logger.child({ component: 'migrate' }),
-    }).up();
-    const listenNotify = database.kind === 'external';
-    if (args.worker) {
-      const worker = await startWorkerRole(workerOptions(config, database, workerTools, logger));
-      lifecycle.onStop('worker', () => worker.stop());
-      if (gateways !== null) {
-        const { followGatewayTools } = await import('../gateways.ts');
-        followGatewayTools(gateways, modules, startedWith, worker, logger);
-      }
-    }
-    const services = await openTaskServices({
-      connectionString: database.connectionString,
-      applicationName: 'taskgate-mcp-stdio',
-      logger,
-      // Offered: the catalog (the in-process worker publishes there), with the inline tools of the
-      // modules loaded here, which run in this process.
-      localTools: tools,
-      catalogWindowMs: config.catalogWindowMs,
-      listenNotify,
-      idempotencyRetentionMs: config.idempotencyRetentionMs,
-      clockCaps: clockCaps(config),
-      // The in-process worker sweeps; without one, this process must (nothing else may run).
-      sweep: !args.worker,
-      sweeper: { maxQueueMs: config.maxQueueMs },
-    });
-    lifecycle.onStop('services', () => services.stop());
-    // Everything the front held (answered or not) goes to the server first, in order.
-    const handedOver = args.front?.handOver();
-    const stdio = new StreamConnection({
-      core: createMcpCore({
-        service: services.service,
-        hub: services.hub,
-        tools: services.tools,
-        content: modules.map((module) => module.content ?? {}),
-        contentWatches: services.contentWatches,
-        requestStateKey: services.requestStateKey,
-        server,
-        pollMs: listenNotify ? 1_000 : 250,
-        clockCaps: clockCaps(config),
-        taskAfterMs: config.mcpTaskAfterMs,
+const FLAGS = {
+  'no-worker': { type: 'boolean' },
+  tools: { type: 'string', multiple: true },
+} as const;
+
+export const mcpStdio: Command = {
+  name: 'mcp-stdio',
+  synopsis: 'mcp-stdio [options]',
+  usage: `  mcp-stdio [--no-worker] [--tools MODULE[,MODULE]]
+                              serve MCP on stdin/stdout (logs on stderr), running the tool
+                              handlers of the given modules (default as for start) in-process
+                              unless --no-worker`,
+  stopsOnSignals: true,
+  async run(argv, { io, loadConfig }) {
+    const { values } = parseCommandArgs('mcp-stdio', argv, FLAGS, false);
+    const { config, warnings } = loadConfig();
+    // Before anything heavier loads (even the logger): initialize and server/discover are
+    // answered from here while the database, the worker and the catalog start
+    // (apps/api/src/mcp/transports/stream/stdio-front.ts).
+    const { StdioFront } = await import('@taskgate/api/stdio-front');
+    const server = { name: 'taskgate', version: await cliVersion() };
+    const front = new StdioFront({ input: process.stdin, output: process.stdout, server });
+    // Loading the rest blocks the event loop for most of a second: the client's first message
+    // (a client speaks first, at once) is answered before that, or after 250 ms without one.
+    await front.firstLine(FIRST_LINE_WAIT_MS);
+    // stdout is the protocol channel: logs go to stderr.
+    const { createLogger } = await import('../logger.ts');
+    const logger = createLogger(config.logLevel, 2, config.logFormat);
+    for (const warning of warnings) logger.warn({}, warning);
+    const { runMcpStdio } = await import('../run/mcp-stdio.ts');
+    return await withTraces(config, () =>
+      runMcpStdio(
+        { worker: values['no-worker'] !== true, tools: toolsOption(values.tools), cwd: io.cwd, front, server },
+        config,
         logger,
-      }),
-      input: handedOver?.input ?? process.stdin,
-      output: process.stdout,
-      ...(handedOver ? { answered: handedOver.answered } : {}),
-      // A subprocess is its launcher's own: one tenant, like unauthenticated loopback HTTP.
-      tenantId: DEFAULT_TENANT,
-      server,
-      logger,
-    });
-    logger.info({ tenant: DEFAULT_TENANT, worker: args.worker, database: database.description }, 'mcp-stdio ready');
-    await Promise.race([stdio.closed, lifecycle.stopRequested]);
-    // Stopping on a signal: open subscriptions get their graceful end before the pipe goes.
-    stdio.shutdown();
-  } catch (error) {
-    // Requests the front held are answered, not left waiting for a server that will not come.
-    args.front?.fail(error instanceof Error ? error.message : String(error), startFailureCode(error));
-    await lifecycle.stopAll();
-    throw error;
-  }
-  const problems = await lifecycle.stopAll();
-  logger.info({ problems }, 'mcp-stdio stopped');
-  return problems.length === 0 ? 0 : 70;
-}
-
-/** The code a start-up failure is answered with: its own, or an outage's; none for a bug. */
-function startFailureCode(error: unknown): string | undefined {
-  if (isTaskgateError(error)) return error.code;
-  return isDatabaseUnavailable(error) ? 'TG_SERVICE_UNAVAILABLE' : undefined;
-}
+      ),
+    );
+  },
+};
