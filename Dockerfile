@@ -32,6 +32,7 @@ COPY packages/sdk/package.json packages/sdk/package.json
 COPY packages/tools/package.json packages/tools/package.json
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
+COPY migrations ./migrations
 COPY packages ./packages
 COPY apps ./apps
 

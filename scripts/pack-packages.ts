@@ -14,7 +14,12 @@ import { parseArgs } from 'node:util';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Folders a package ships besides dist/ and package.json, when it has them. */
-const SHIPPED = ['bin', 'migrations', 'console-assets', 'README.md'];
+const SHIPPED = ['bin', 'console-assets', 'README.md'];
+/**
+ * Top-level folders of the checkout a package reads at run time, copied into it: the db package
+ * finds the migrations beside its dist/ once installed (packages/db/src/migrations/migration-files.ts).
+ */
+const SHIPPED_FROM_ROOT: Record<string, readonly string[]> = { 'packages/db': ['migrations'] };
 
 interface Manifest {
   name: string;
@@ -61,6 +66,10 @@ export function packPackages(out: string, log: (line: string) => void = () => {}
       for (const extra of SHIPPED) {
         if (!existsSync(path.join(ROOT, folder, extra))) continue;
         cpSync(path.join(ROOT, folder, extra), path.join(target, extra), { recursive: true });
+        files.push(extra);
+      }
+      for (const extra of SHIPPED_FROM_ROOT[folder] ?? []) {
+        cpSync(path.join(ROOT, extra), path.join(target, extra), { recursive: true });
         files.push(extra);
       }
       writeFileSync(

@@ -44,7 +44,7 @@ describe("the examples' domains stay in examples/", () => {
   });
 
   it("no platform migration names them (the ledger's tables are its module's migrations)", () => {
-    const migrations = files(path.join(REPO_ROOT, 'packages/db/migrations'), (name) => name.endsWith('.sql'));
+    const migrations = files(path.join(REPO_ROOT, 'migrations'), (name) => name.endsWith('.sql'));
     expect(migrations.length).toBeGreaterThan(0);
     expect(migrations.flatMap(mentions)).toEqual([]);
   });

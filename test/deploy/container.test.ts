@@ -258,7 +258,7 @@ describe('Dockerfile', () => {
       expect(from, sources.join(' ')).toBeUndefined();
       for (const source of sources) expect(source).not.toMatch(/^(\.\/?|examples(\/.*)?|.*[*?[].*)$/);
     }
-    expect(api.flatMap((copy) => copy.sources)).toEqual(expect.arrayContaining(['apps', 'packages']));
+    expect(api.flatMap((copy) => copy.sources)).toEqual(expect.arrayContaining(['apps', 'migrations', 'packages']));
     const worker = copied('worker');
     expect(worker.flatMap((copy) => copy.sources)).toContain('examples');
     // `docker build .` (and `docker run` of every role with the demo tools) builds the last stage.

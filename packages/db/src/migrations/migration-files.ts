@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,8 +19,15 @@ export interface Migration {
   readonly downFile: string;
 }
 
-/** The db package's migrations/ folder, shipped inside the package: the single source of schema truth. */
-export const defaultMigrationsDir = fileURLToPath(new URL('../../migrations/', import.meta.url));
+/**
+ * Taskgate's migrations/ folder, the single source of schema truth: the checkout keeps it at the
+ * repository's top level, and packing (scripts/pack-packages.ts) copies it into the installed
+ * @taskgate/db package, beside dist/, because an installed package cannot reach the checkout.
+ */
+const installedMigrationsDir = fileURLToPath(new URL('../../migrations/', import.meta.url));
+export const defaultMigrationsDir = existsSync(installedMigrationsDir)
+  ? installedMigrationsDir
+  : fileURLToPath(new URL('../../../../migrations/', import.meta.url));
 
 /**
  * Taskgate's own migrations whose text changed after release, and the checksums of the texts they
