@@ -2,6 +2,7 @@ import type { ContentSet } from '@taskgate/tools';
 import type { TaskEventsHub } from '../tasks/task-events-hub.ts';
 import { TaskWatcher } from '../tasks/task-watch.ts';
 import { McpCore } from './core/mcp-core.ts';
+import type { ListKind } from './core/request-context.ts';
 import { CallRunner, type CallRunnerOptions } from './methods/call-runner.ts';
 import { ContentOffer, remoteContentCalls } from './methods/content-offer.ts';
 import type { RemoteWatches } from './methods/remote-watches.ts';
@@ -60,7 +61,7 @@ export function createMcpCore(options: McpCoreOptions): McpCore {
    */
   const served = async (tenantId: string, uri: string): Promise<boolean> =>
     (await hasTaskResource(options.service, tenantId, uri)) ?? content.current().resolve(uri) !== null;
-  const onListChanged = (listener: (kind: 'tools' | 'resources' | 'prompts') => void) => {
+  const onListChanged = (listener: (kind: ListKind) => void) => {
     const toolsChange = tools.onChange(() => listener('tools'));
     const contentChange = content.onChange((kinds) => {
       for (const kind of kinds) listener(kind);
